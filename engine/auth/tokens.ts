@@ -1,0 +1,31 @@
+/**
+ * Token values (spec Authentication 2 and Limits): `SVC-` followed by 61 characters of the
+ * URL-safe base64 alphabet from a CSPRNG, 65 characters in all. Only sha256(value) is stored:
+ * tokens carry 366 random bits, so a fast hash is enough (passwords use scrypt instead).
+ */
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+
+export const TOKEN_PREFIX = 'SVC-';
+export const TOKEN_LENGTH = 65;
+
+/** A fresh token value, e.g. `SVC-3q…` (65 characters). */
+export function newToken(): string {
+  return TOKEN_PREFIX + randomBytes(48).toString('base64url').slice(0, TOKEN_LENGTH - TOKEN_PREFIX.length);
+}
+
+/** The storage key of a token or secret value: lowercase sha256 hex. */
+export function hashToken(value: string): string {
+  return createHash('sha256').update(value, 'utf8').digest('hex');
+}
+
+/** Constant-time comparison of a presented secret with a stored hash. */
+export function secretMatches(value: string, storedHash: string): boolean {
+  const a = Buffer.from(hashToken(value), 'hex');
+  const b = Buffer.from(storedHash, 'hex');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** A new random UUID (v4) for record ids. */
+export function newId(): string {
+  return randomUUID();
+}

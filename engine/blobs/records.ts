@@ -1,0 +1,37 @@
+/** Records of the blob engine (see engine/store.ts for where they live). */
+
+/** What a worker found in a layer tar (spec section 6: whiteouts are not honoured). */
+export interface LayerScan {
+  /** Number of whiteout entries (`.wh.` basenames, including opaque `.wh..wh..opq`). */
+  whiteouts: number;
+  /** Up to 5 whiteout paths, for messages. */
+  examples: string[];
+  /** False when the blob is not a (gzip-compressed) tar; then nothing is known about it. */
+  readable: boolean;
+}
+
+/** One stored blob: `blobs/sha256/<2 hex>/<hex>` on disk plus this record. */
+export interface BlobRecord {
+  /** Bytes. */
+  size: number;
+  /** ms since epoch when the bytes were committed. */
+  createdAt: number;
+  /** Number of (repository, manifest) pairs that reference this blob. */
+  refs: number;
+  /** Cached layer inspection, filled at the first manifest PUT that names this blob as a layer. */
+  scan?: LayerScan;
+}
+
+/** An upload session: bytes so far live in `uploads/<id>`. */
+export interface UploadRecord {
+  id: string;
+  /** Repository the blob is uploaded into (`<app>/<process-type>`). */
+  repository: string;
+  /** Account that started the session. */
+  accountId: string;
+  /** Bytes received and accepted so far (the next PATCH must start here). */
+  offset: number;
+  /** ms since epoch. */
+  createdAt: number;
+  updatedAt: number;
+}

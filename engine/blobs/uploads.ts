@@ -1,0 +1,213 @@
+/**
+ * Upload sessions (distribution spec "Pushing blobs"): POST opens one, PATCH appends at the
+ * current offset, PUT `?digest=` finishes it, DELETE cancels it. Bytes go to `uploads/<id>`;
+ * the running sha256 of each session is kept in memory so chunked uploads never re-read bytes.
+ * After a restart that state is gone: the file is re-hashed in a worker at completion.
+ *
+ * A session is used by one request at a time; a second concurrent PATCH/PUT is refused.
+ */
+import { createHash, randomBytes, type Hash } from 'node:crypto';
+import { promises as fsp, openSync, constants as fsc } from 'node:fs';
+import { join } from 'node:path';
+import type { Store } from '../store.js';
+import type { Clock } from '../clock.js';
+import { fail } from '../errors.js';
+import type { Digest } from '../digest.js';
+import { UploadWriter } from './writer.js';
+import type { BlobStore } from './cas.js';
+import type { UploadRecord } from './records.js';
+import { linkBlobInTransaction } from '../registry/links.js';
+
+/** Re-hashes a file off the event loop; returns its sha256 digest and size in bytes. */
+export type FileHasher = (path: string) => Promise<{ digest: Digest; size: number }>;
+
+interface LiveState {
+  hash: Hash;
+  offset: number;
+  busy: boolean;
+}
+
+/** Options of the upload service. */
+export interface UploadOptions {
+  /** Sessions untouched for this long are reaped (ms). Distribution's default is 168 h; ours 24 h. */
+  staleAfterMs: number;
+}
+
+export class Uploads {
+  readonly dir: string;
+  readonly #live = new Map<string, LiveState>();
+
+  constructor(
+    readonly store: Store,
+    readonly blobs: BlobStore,
+    readonly clock: Clock,
+    readonly rehash: FileHasher,
+    dataDir: string,
+    readonly options: UploadOptions = { staleAfterMs: 24 * 3600_000 },
+  ) {
+    this.dir = join(dataDir, 'uploads');
+  }
+
+  /** Creates the uploads directory and reaps what a crash or timeout left behind. */
+  async init(): Promise<void> {
+    await fsp.mkdir(this.dir, { recursive: true });
+    await this.#recover();
+  }
+
+  /** Path of a session's bytes. */
+  pathOf(id: string): string {
+    return join(this.dir, id);
+  }
+
+  /** Opens a session for `repository` on behalf of `accountId`. */
+  async create(repository: string, accountId: string): Promise<UploadRecord> {
+    const id = randomBytes(16).toString('hex');
+    const now = this.clock.now();
+    const rec: UploadRecord = { id, repository, accountId, offset: 0, createdAt: now, updatedAt: now };
+    await fsp.writeFile(this.pathOf(id), new Uint8Array(0), { flag: 'wx' });
+    await this.store.uploads.put(id, rec);
+    this.#live.set(id, { hash: createHash('sha256'), offset: 0, busy: false });
+    return rec;
+  }
+
+  /**
+   * Looks a session up.
+   * @throws BLOB_UPLOAD_UNKNOWN when it does not exist or belongs to another repository.
+   */
+  get(id: string, repository: string): UploadRecord {
+    const rec = /^[a-f0-9]{32}$/.test(id) ? this.store.uploads.get(id) : undefined;
+    if (!rec || rec.repository !== repository) throw fail('BLOB_UPLOAD_UNKNOWN', 'blob upload unknown to registry', { uuid: id.slice(0, 64) });
+    return rec;
+  }
+
+  /**
+   * Starts appending to a session at `start` bytes (the Content-Range start, or the current
+   * offset when the client sent none). The caller streams the body into the returned writer
+   * and then calls `finishAppend`.
+   * @throws RANGE_INVALID when `start` is not the current offset (the client gets 416);
+   *         BLOB_UPLOAD_INVALID when another request is writing to the session.
+   */
+  beginAppend(rec: UploadRecord, start: number | undefined): UploadWriter {
+    if (start !== undefined && start !== rec.offset) {
+      throw fail('RANGE_INVALID', `upload chunk must start at offset ${rec.offset}, not ${start}`, { offset: rec.offset });
+    }
+    let live = this.#live.get(rec.id);
+    if (live?.busy) throw fail('BLOB_UPLOAD_INVALID', 'another request is writing to this upload session');
+    if (!live || live.offset !== rec.offset) {
+      // Hash state lost (restart) or out of step: continue without it; completion re-hashes.
+      live = { hash: createHash('sha256'), offset: -1, busy: false };
+      this.#live.set(rec.id, live);
+    }
+    live.busy = true;
+    let fd: number;
+    try {
+      fd = openSync(this.pathOf(rec.id), fsc.O_WRONLY);
+    } catch (e) {
+      live.busy = false;
+      throw fail('BLOB_UPLOAD_UNKNOWN', 'upload session bytes are missing; start a new upload', { uuid: rec.id });
+    }
+    return new UploadWriter(fd, rec.offset, live.hash);
+  }
+
+  /**
+   * Ends an append: waits for the bytes, records the new offset. When `ok` is false (client
+   * aborted, write failed) the session is dropped entirely: its bytes can no longer be trusted.
+   */
+  async finishAppend(rec: UploadRecord, writer: UploadWriter, ok: boolean): Promise<UploadRecord> {
+    const live = this.#live.get(rec.id);
+    try {
+      await writer.end();
+    } catch (e) {
+      ok = false;
+    }
+    if (!ok) {
+      await this.cancel(rec);
+      throw fail('BLOB_UPLOAD_INVALID', 'upload interrupted; the session was discarded, start a new upload');
+    }
+    const updated: UploadRecord = { ...rec, offset: writer.offset, updatedAt: this.clock.now() };
+    await this.store.uploads.put(rec.id, updated);
+    if (live) {
+      live.busy = false;
+      if (live.offset !== -1) live.offset = updated.offset;
+    }
+    return updated;
+  }
+
+  /**
+   * Completes a session: fsyncs the bytes, verifies them against `expected`, moves them into
+   * the blob store and, in one transaction, records the blob, links it to the repository and
+   * deletes the session.
+   * @throws DIGEST_INVALID (session discarded, nothing stored) when the bytes do not match.
+   */
+  async commit(rec: UploadRecord, expected: Digest): Promise<{ digest: Digest; size: number }> {
+    const path = this.pathOf(rec.id);
+    const live = this.#live.get(rec.id);
+    const h = await fsp.open(path, 'r+');
+    try {
+      await h.datasync();
+    } finally {
+      await h.close();
+    }
+    let actual: Digest;
+    if (live && live.offset === rec.offset) {
+      actual = ('sha256:' + live.hash.digest('hex')) as Digest;
+    } else {
+      actual = (await this.rehash(path)).digest;
+    }
+    this.#live.delete(rec.id);
+    if (actual !== expected) {
+      await this.cancel(rec);
+      throw fail('DIGEST_INVALID', `provided digest ${expected} does not match uploaded content (${actual}); nothing was stored`, { expected, actual });
+    }
+    await this.blobs.adopt(path, expected);
+    const now = this.clock.now();
+    await this.store.env.transaction(() => {
+      if (!this.store.blobs.get(expected)) {
+        this.store.blobs.put(expected, { size: rec.offset, createdAt: now, refs: 0 });
+      }
+      linkBlobInTransaction(this.store, rec.repository, expected, now);
+      this.store.uploads.remove(rec.id);
+    });
+    return { digest: expected, size: rec.offset };
+  }
+
+  /** Cancels a session: record first, then bytes (never a record without its file). */
+  async cancel(rec: UploadRecord): Promise<void> {
+    this.#live.delete(rec.id);
+    await this.store.uploads.remove(rec.id);
+    await fsp.rm(this.pathOf(rec.id), { force: true });
+  }
+
+  /**
+   * Removes sessions idle for longer than `staleAfterMs` and not in use. Safe while serving.
+   * Returns the number of sessions removed.
+   */
+  async reap(): Promise<number> {
+    const now = this.clock.now();
+    let removed = 0;
+    for (const { value: rec } of this.store.uploads.getRange()) {
+      if (now - rec.updatedAt > this.options.staleAfterMs && !this.#live.get(rec.id)?.busy) {
+        await this.cancel(rec);
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  /**
+   * Start-up recovery, before any request is served: deletes session files without a record
+   * (crash between file and record), drops sessions whose acknowledged bytes did not reach the
+   * disk, truncates bytes past the acknowledged offset, then reaps stale sessions.
+   */
+  async #recover(): Promise<void> {
+    for (const name of await fsp.readdir(this.dir)) {
+      if (!this.store.uploads.get(name)) await fsp.rm(join(this.dir, name), { force: true, recursive: true });
+    }
+    for (const { value: rec } of this.store.uploads.getRange()) {
+      const size = await fsp.stat(this.pathOf(rec.id)).then((s) => s.size, () => -1);
+      if (size < rec.offset) await this.cancel(rec);
+      else if (size > rec.offset) await fsp.truncate(this.pathOf(rec.id), rec.offset);
+    }
+    await this.reap();
+  }
+}

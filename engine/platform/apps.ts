@@ -1,0 +1,73 @@
+/**
+ * Apps (reference 3.2). Names follow the platform pattern `^[a-z][a-z0-9-]{1,28}[a-z0-9]$`;
+ * an app's registry repositories are `<app name>/<process type>`.
+ */
+import type { Store } from '../store.js';
+import type { Clock } from '../clock.js';
+import { fail } from '../errors.js';
+import { newId } from '../auth/tokens.js';
+import { APP_NAME } from '../registry/names.js';
+import type { AppRecord, Generation } from './records.js';
+
+/** The curated stack new apps get. */
+export const DEFAULT_STACK = 'heroku-24';
+/** The stack of apps released from container images (spec 5). */
+export const CONTAINER_STACK = 'container';
+
+export interface NewApp {
+  name?: string;
+  ownerId: string;
+  teamId?: string | null;
+  generation?: Generation;
+  stack?: string;
+  space?: string | null;
+}
+
+export class Apps {
+  constructor(readonly store: Store, readonly clock: Clock) {}
+
+  /**
+   * Creates an app; a name is generated when none is given.
+   * @throws INVALID_PARAMS for a malformed name, CONFLICT when the name is taken.
+   */
+  async create(a: NewApp): Promise<AppRecord> {
+    const name = a.name ?? `app-${newId().slice(0, 8)}`;
+    if (!APP_NAME.test(name)) {
+      throw fail('INVALID_PARAMS', `Name must start with a letter, end with a letter or digit and can only contain lowercase letters, digits, and dashes (3-30 characters): "${name.slice(0, 40)}"`);
+    }
+    if (a.generation !== undefined && a.generation !== 'cedar' && a.generation !== 'fir') {
+      throw fail('INVALID_PARAMS', 'generation must be "cedar" or "fir"');
+    }
+    const now = this.clock.now();
+    const stack = a.stack ?? DEFAULT_STACK;
+    const app: AppRecord = {
+      id: newId(), name, ownerId: a.ownerId, teamId: a.teamId ?? null, generation: a.generation ?? 'cedar',
+      stack, buildStack: stack, space: a.space ?? null, createdAt: now, updatedAt: now,
+    };
+    await this.store.env.transaction(() => {
+      if (this.store.appsByName.get(name) !== undefined) throw fail('CONFLICT', `Name ${name} is already taken`);
+      this.store.apps.put(app.id, app);
+      this.store.appsByName.put(name, app.id);
+    });
+    return app;
+  }
+
+  /** By id or name; undefined when absent. */
+  find(idOrName: string): AppRecord | undefined {
+    const id = this.store.appsByName.get(idOrName) ?? idOrName;
+    return this.store.apps.get(id);
+  }
+
+  /** Every app, in id order (callers filter by access). */
+  *all(): Iterable<AppRecord> {
+    for (const { value } of this.store.apps.getRange()) yield value;
+  }
+
+  /** Removes the app record and its name (registry data is removed by the caller's Registry). */
+  async remove(app: AppRecord): Promise<void> {
+    await this.store.env.transaction(() => {
+      this.store.apps.remove(app.id);
+      this.store.appsByName.remove(app.name);
+    });
+  }
+}

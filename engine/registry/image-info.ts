@@ -1,0 +1,62 @@
+/**
+ * Turns what a worker read from an image (config fields, layer scans) into the ImageInfo kept
+ * with a manifest, applying the spec's container runtime rules (section 6 and Limits).
+ * Pure functions: also imported by workers.
+ */
+import { fail } from '../errors.js';
+import type { ImageInfo } from './records.js';
+import type { LayerScan } from '../blobs/records.js';
+
+/** Fields a worker extracts from an image config blob (Docker image spec v1.2). */
+export interface ConfigSummary {
+  architecture: string;
+  os: string;
+  entrypoint: string[] | null;
+  cmd: string[] | null;
+  workingDir: string;
+  env: string[];
+  user: string;
+  /** Config keys present among Volumes, ExposedPorts, StopSignal, Shell, Healthcheck. */
+  ignoredInstructions: string[];
+}
+
+/** More layers than this may fail to start on the shared runtime (spec Limits). */
+export const MAX_LAYERS_SHARED_RUNTIME = 40;
+
+/** Architectures the runtime runs (spec Errors 2: x86_64 only). */
+const SUPPORTED_ARCHITECTURES = new Set(['amd64', 'x86_64']);
+
+/**
+ * Refuses images the runtime cannot run.
+ * @throws UNSUPPORTED_ARCHITECTURE naming the image's architecture or OS.
+ */
+export function checkPlatform(c: ConfigSummary): void {
+  if (!SUPPORTED_ARCHITECTURES.has(c.architecture)) {
+    throw fail('UNSUPPORTED_ARCHITECTURE',
+      `unsupported architecture "${c.architecture || 'unknown'}": only x86_64 (amd64) images are supported; build with --platform linux/amd64`,
+      { architecture: c.architecture });
+  }
+  if (c.os !== 'linux') {
+    throw fail('UNSUPPORTED_ARCHITECTURE', `unsupported operating system "${c.os || 'unknown'}": only linux/amd64 images are supported`, { os: c.os });
+  }
+}
+
+/** Builds the ImageInfo with its warnings. `scans` holds one entry per layer, in order. */
+export function imageInfo(c: ConfigSummary, scans: LayerScan[]): ImageInfo {
+  const warnings: string[] = [];
+  const whiteouts = scans.reduce((n, s) => n + s.whiteouts, 0);
+  if (scans.length > MAX_LAYERS_SHARED_RUNTIME) {
+    warnings.push(`image has ${scans.length} layers; more than ${MAX_LAYERS_SHARED_RUNTIME} layers may fail to start on the shared runtime`);
+  }
+  if (whiteouts > 0) {
+    const examples = scans.flatMap((s) => s.examples).slice(0, 3).join(', ');
+    warnings.push(`image has ${whiteouts} whiteout file(s) (${examples}); files deleted in a later layer are not honoured unless the runtime-new-layer-extract labs feature is on (shared runtime only)`);
+  }
+  for (const i of c.ignoredInstructions) {
+    warnings.push(`${i} is not supported at runtime and is ignored`);
+  }
+  if (c.user && c.user !== 'root' && c.user !== '0') {
+    warnings.push(`USER ${c.user} is not the user used at runtime`);
+  }
+  return { ...c, layerCount: scans.length, whiteouts, warnings };
+}

@@ -1,0 +1,3 @@
+/** The Piscina task file: every worker task, exported by name (see workers/pool.ts). */
+export { inspectImage } from './inspect-image.js';
+export { hashFile } from './hash-file.js';
