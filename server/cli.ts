@@ -1,0 +1,118 @@
+#!/usr/bin/env node
+/**
+ * `slipway` command line.
+ *   slipway serve [--data DIR] [--host H] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N] …
+ *   slipway account create --email E [--password P] [--json]
+ *   slipway app create --name N --owner E [--json]
+ * Settings also come from SLIPWAY_* environment variables (server/config.ts).
+ */
+import { parseArgs } from 'node:util';
+import { FLAGS, loadConfig, type Config } from './config.js';
+import { startServer } from './main.js';
+import { openStore } from '../engine/store.js';
+import { ServerKeys } from '../engine/auth/keys.js';
+import { Accounts, type CreatedAccount } from '../engine/auth/accounts.js';
+import { Apps } from '../engine/platform/apps.js';
+import { systemClock } from '../engine/clock.js';
+import { isSlipwayError } from '../engine/errors.js';
+
+const USAGE = `usage:
+  slipway serve [--data DIR] [--host ADDR] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N]
+                [--registry-url URL] [--api-url URL] [--auth-url URL] [--upload-url URL] [--vendor NAME] [--log-level LEVEL]
+  slipway account create --email EMAIL [--password PASSWORD] [--json] [--data DIR]
+  slipway app create --name NAME --owner EMAIL [--json] [--data DIR]`;
+
+const options = {
+  ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])),
+  email: { type: 'string' as const },
+  password: { type: 'string' as const },
+  name: { type: 'string' as const },
+  owner: { type: 'string' as const },
+  json: { type: 'boolean' as const },
+  help: { type: 'boolean' as const, short: 'h' },
+};
+
+function printAccount(created: CreatedAccount, json: boolean): void {
+  const out = {
+    id: created.account.id,
+    email: created.account.email,
+    api_key: created.apiKey,
+    totp_secret: created.totpSecret,
+    ...(created.generatedPassword ? { password: created.generatedPassword } : {}),
+  };
+  if (json) console.log(JSON.stringify(out));
+  else {
+    console.log('Account created. The API key, password and second-factor secret are shown only now:');
+    for (const [k, v] of Object.entries(out)) console.log(`  ${k.padEnd(12)} ${v}`);
+  }
+}
+
+async function serve(config: Config): Promise<void> {
+  const server = await startServer(config);
+  if (server.bootstrap) {
+    console.log('First start: created the operator account. Its secrets are shown only now; keep them safe.');
+    printAccount(server.bootstrap, false);
+  }
+  console.log(`slipway listening registry=${server.urls.registry} api=${server.urls.api} auth=${server.urls.auth} upload=${server.urls.upload}`);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`slipway: ${signal} received, shutting down`);
+    server.close().then(() => process.exit(0), () => process.exit(1));
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promise<T>): Promise<T> {
+  const store = openStore(config.dataDir);
+  try {
+    return await fn(new Accounts(store, systemClock, ServerKeys.loadOrCreate(config.dataDir)), new Apps(store, systemClock));
+  } finally {
+    await store.close();
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+  if (values.help || positionals.length === 0) {
+    console.log(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const flags = Object.fromEntries(Object.keys(FLAGS).map((f) => [f, values[f as keyof typeof values] as string | undefined]));
+  const config = loadConfig(process.env, flags);
+  const command = positionals.join(' ');
+  switch (command) {
+    case 'serve':
+      await serve(config);
+      return -1;
+    case 'account create': {
+      if (!values.email) throw new Error('account create needs --email');
+      const created = await offline(config, (a) => a.create(values.email!, values.password));
+      printAccount(created, values.json === true);
+      return 0;
+    }
+    case 'app create': {
+      if (!values.name || !values.owner) throw new Error('app create needs --name and --owner');
+      const app = await offline(config, async (a, apps) => {
+        const owner = a.byEmail(values.owner!);
+        if (!owner) throw new Error(`no account with e-mail ${values.owner}`);
+        return apps.create({ name: values.name, ownerId: owner.id });
+      });
+      console.log(values.json ? JSON.stringify({ id: app.id, name: app.name }) : `App ${app.name} created (${app.id}).`);
+      return 0;
+    }
+    default:
+      console.error(`unknown command "${command}"\n${USAGE}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => { if (code >= 0) process.exit(code); },
+  (e) => {
+    console.error(`slipway: ${isSlipwayError(e) || e instanceof Error ? e.message : String(e)}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,115 @@
+/**
+ * Typed configuration: embedded defaults, then environment variables, then command-line flags.
+ * A bad value stops the start with a message naming the setting (DESIGN.md "Rules that cut
+ * across"). Public URLs are configuration, not derived from the listen address, except that an
+ * unset URL defaults to http://<host>:<bound port> (so port 0 works in tests).
+ */
+import { resolve } from 'node:path';
+
+export interface Config {
+  /** Data directory: lmdb/, blobs/, uploads/, keys/. Env SLIPWAY_DATA, flag --data. */
+  dataDir: string;
+  /** Listen address of every host. Env SLIPWAY_HOST, flag --host. */
+  host: string;
+  /** Registry host port (Docker Registry HTTP API V2). Env SLIPWAY_REGISTRY_PORT. */
+  registryPort: number;
+  /** Platform API port. Env SLIPWAY_API_PORT. */
+  apiPort: number;
+  /** OAuth web-flow host port. Env SLIPWAY_AUTH_PORT. */
+  authPort: number;
+  /** Upload host port: where upload-session Locations point (node:http, any body size). Env SLIPWAY_UPLOAD_PORT. */
+  uploadPort: number;
+  /** Public base URLs, no trailing slash; undefined = http://<host>:<bound port>. */
+  registryUrl?: string;
+  apiUrl?: string;
+  authUrl?: string;
+  uploadUrl?: string;
+  /** Vendor part of the API media type `application/vnd.<vendor>+json`. Env SLIPWAY_VENDOR. */
+  vendor: string;
+  /** pino level. Env SLIPWAY_LOG_LEVEL. */
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Upload sessions idle this long are reaped (seconds). Env SLIPWAY_UPLOAD_TTL. */
+  uploadTtlSeconds: number;
+  /** Lifetime of registry bearer tokens (seconds). */
+  registryTokenTtlSeconds: number;
+}
+
+export const DEFAULT_CONFIG: Config = {
+  dataDir: './data',
+  host: '127.0.0.1',
+  registryPort: 5000,
+  apiPort: 5001,
+  authPort: 5002,
+  uploadPort: 5003,
+  vendor: 'slipway',
+  logLevel: 'info',
+  uploadTtlSeconds: 24 * 3600,
+  registryTokenTtlSeconds: 300,
+};
+
+type Source = Record<string, string | undefined>;
+
+const ENV: Record<string, keyof Config> = {
+  SLIPWAY_DATA: 'dataDir',
+  SLIPWAY_HOST: 'host',
+  SLIPWAY_REGISTRY_PORT: 'registryPort',
+  SLIPWAY_API_PORT: 'apiPort',
+  SLIPWAY_AUTH_PORT: 'authPort',
+  SLIPWAY_UPLOAD_PORT: 'uploadPort',
+  SLIPWAY_REGISTRY_URL: 'registryUrl',
+  SLIPWAY_API_URL: 'apiUrl',
+  SLIPWAY_AUTH_URL: 'authUrl',
+  SLIPWAY_UPLOAD_URL: 'uploadUrl',
+  SLIPWAY_VENDOR: 'vendor',
+  SLIPWAY_LOG_LEVEL: 'logLevel',
+  SLIPWAY_UPLOAD_TTL: 'uploadTtlSeconds',
+};
+
+/** Flag names (`--registry-port`) for each setting. */
+export const FLAGS: Record<string, keyof Config> = Object.fromEntries(
+  Object.values(ENV).map((k) => [k === 'dataDir' ? 'data' : k.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase()), k]),
+);
+
+/**
+ * Builds the config from defaults, `env` and `flags` (later wins).
+ * @throws Error naming the setting and the bad value.
+ */
+export function loadConfig(env: Source = process.env, flags: Source = {}): Config {
+  const c: Config = { ...DEFAULT_CONFIG };
+  const set = (k: keyof Config, raw: string, from: string) => {
+    const current = DEFAULT_CONFIG[k];
+    if (typeof current === 'number') {
+      const n = Number(raw);
+      const isPort = k.endsWith('Port');
+      if (!/^\d+$/.test(raw) || (isPort && n > 65535) || (!isPort && n < 1)) throw new Error(`${from}: "${raw}" is not a valid ${isPort ? 'port (0-65535)' : 'positive integer'}`);
+      (c as unknown as Record<string, unknown>)[k] = n;
+    } else if (k.endsWith('Url')) {
+      let u: URL;
+      try {
+        u = new URL(raw);
+      } catch {
+        throw new Error(`${from}: "${raw}" is not a URL`);
+      }
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`${from}: "${raw}" must be an http or https URL`);
+      (c as unknown as Record<string, unknown>)[k] = raw.replace(/\/+$/, '');
+    } else if (k === 'logLevel') {
+      if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(raw)) throw new Error(`${from}: "${raw}" is not a log level`);
+      c.logLevel = raw as Config['logLevel'];
+    } else if (k === 'vendor') {
+      if (!/^[a-z][a-z0-9.-]{0,62}$/.test(raw)) throw new Error(`${from}: "${raw}" is not a valid vendor name`);
+      c.vendor = raw;
+    } else {
+      (c as unknown as Record<string, unknown>)[k] = raw;
+    }
+  };
+  for (const [name, k] of Object.entries(ENV)) {
+    const v = env[name];
+    if (v !== undefined && v !== '') set(k, v, `environment variable ${name}`);
+  }
+  for (const [flag, k] of Object.entries(FLAGS)) {
+    const v = flags[flag];
+    if (v !== undefined) set(k, v, `flag --${flag}`);
+  }
+  c.dataDir = resolve(c.dataDir);
+  return c;
+}

@@ -1,0 +1,52 @@
+/**
+ * One HTTP request/response, independent of the transport. The registry runs the same handlers
+ * on uWebSockets.js (registry host) and on node:http (upload host, see README "Large layers"),
+ * so handlers see only this interface.
+ *
+ * Rules: header names are lowercase; response headers never include Content-Length (the
+ * transport writes it); a HEAD response passes the length it would have had.
+ */
+
+/** Where a streamed request body goes: `write` returns false to ask for a pause. */
+export interface BodySink {
+  write(chunk: Buffer): boolean;
+  onDrain(cb: () => void): void;
+}
+
+export type ResponseHeaders = Record<string, string>;
+
+export interface Exchange {
+  /** Uppercase method. */
+  readonly method: string;
+  /** Path without the query string, as sent (percent-encoding kept). */
+  readonly path: string;
+  readonly query: URLSearchParams;
+  /** Request id for logs and the Request-Id header. */
+  readonly id: string;
+  readonly transport: 'uws' | 'node';
+  /** A request header by lowercase name; '' when absent. */
+  header(name: string): string;
+  /** True once the client went away; nothing may be written after. */
+  readonly aborted: boolean;
+  /** True once a response was sent. */
+  readonly responded: boolean;
+  /** Status sent, for logs (0 until then). */
+  readonly status: number;
+  /**
+   * Reads the whole body, at most `limit` bytes.
+   * @throws SlipwayError BODY_TOO_LARGE past the limit, BAD_REQUEST when the client aborts.
+   */
+  body(limit: number): Promise<Buffer>;
+  /**
+   * Streams the body into `sink` with backpressure; resolves with the byte count at the end.
+   * @throws SlipwayError BAD_REQUEST when the client aborts mid-body.
+   */
+  pipeBody(sink: BodySink): Promise<number>;
+  /** Sends a complete response. `headLength` is the Content-Length a HEAD response reports. */
+  send(status: number, headers: ResponseHeaders, body?: string | Buffer, headLength?: number): void;
+  /** Streams `length` bytes of a file from `start`, with backpressure; resolves when done or aborted. */
+  sendFile(status: number, headers: ResponseHeaders, path: string, start: number, length: number): Promise<void>;
+}
+
+/** Handles one exchange; must always end in `send`/`sendFile` (or the client aborting). */
+export type Handler = (ex: Exchange) => Promise<void>;

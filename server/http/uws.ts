@@ -1,0 +1,239 @@
+/**
+ * uWebSockets.js adapter. uWS rules followed here (its docs, aesthetics.md section 5): the
+ * HttpRequest is read synchronously; onAborted and onData are attached before any await; chunks
+ * are copied (uWS neuters them on return); every write from async code is corked; files stream
+ * with tryEnd/onWritable so a slow reader pauses the disk reads.
+ */
+import { createRequire } from 'node:module';
+import { promises as fsp } from 'node:fs';
+import { STATUS_CODES } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import type { BodySink, Exchange, Handler, ResponseHeaders } from './exchange.js';
+import { fail } from '../../engine/errors.js';
+
+const require = createRequire(import.meta.url);
+
+/**
+ * Loads the native uWebSockets.js build. Its package silently falls back to a slow pure-JS
+ * implementation when the binary does not load; that is refused here.
+ * @throws Error when only the fallback is available.
+ */
+export function loadUws(): typeof import('uWebSockets.js') {
+  if (/^(1|true)$/i.test(process.env.UWS_USE_FALLBACK ?? '')) {
+    throw new Error('UWS_USE_FALLBACK is set: Slipway refuses to run on the slow uWebSockets.js fallback');
+  }
+  const originalWarn = console.warn;
+  const warnings: string[] = [];
+  console.warn = (...args: unknown[]) => { warnings.push(args.join(' ')); };
+  let uws: typeof import('uWebSockets.js');
+  try {
+    uws = require('uWebSockets.js');
+  } finally {
+    console.warn = originalWarn;
+  }
+  if (typeof (uws as { SSLApp?: unknown }).SSLApp !== 'function') {
+    throw new Error(`the native uWebSockets.js binary did not load for Node ${process.versions.node} (ABI ${process.versions.modules}); refusing to run on the pure-JS fallback. ${warnings.join(' ').slice(0, 400)}`);
+  }
+  return uws;
+}
+
+const READ_CHUNK = 1024 * 1024;
+const statusLines = new Map<number, string>();
+function statusLine(status: number): string {
+  let s = statusLines.get(status);
+  if (!s) {
+    s = `${status} ${STATUS_CODES[status] ?? ''}`;
+    statusLines.set(status, s);
+  }
+  return s;
+}
+
+class UwsExchange implements Exchange {
+  readonly transport = 'uws' as const;
+  readonly method: string;
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly id: string;
+  aborted = false;
+  responded = false;
+  status = 0;
+  readonly #res: HttpResponse;
+  readonly #headers = new Map<string, string>();
+  #chunks: Buffer[] = [];
+  #ended = false;
+  #consumer: ((chunk: Buffer, last: boolean) => void) | null = null;
+  #abortWaiters: Array<() => void> = [];
+
+  constructor(res: HttpResponse, req: HttpRequest) {
+    this.#res = res;
+    this.method = req.getCaseSensitiveMethod().toUpperCase();
+    this.path = req.getUrl();
+    this.query = new URLSearchParams(req.getQuery() ?? '');
+    req.forEach((k, v) => this.#headers.set(k, v));
+    this.id = this.#headers.get('request-id')?.slice(0, 200) || randomUUID();
+    res.onAborted(() => {
+      this.aborted = true;
+      for (const w of this.#abortWaiters) w();
+      this.#abortWaiters = [];
+    });
+    const hasBody = this.#headers.has('transfer-encoding') || Number(this.#headers.get('content-length') ?? '0') > 0;
+    if (hasBody) {
+      res.onData((ab, last) => {
+        const chunk = Buffer.copyBytesFrom(new Uint8Array(ab));
+        if (last) this.#ended = true;
+        if (this.#consumer) this.#consumer(chunk, last);
+        else if (chunk.length > 0) this.#chunks.push(chunk);
+      });
+      res.pause();
+    } else {
+      this.#ended = true;
+    }
+  }
+
+  header(name: string): string {
+    return this.#headers.get(name) ?? '';
+  }
+
+  #consume(onChunk: (chunk: Buffer) => void): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.aborted) return reject(fail('BAD_REQUEST', 'client aborted the request'));
+      this.#abortWaiters.push(() => reject(fail('BAD_REQUEST', 'client aborted the request')));
+      const queued = this.#chunks;
+      this.#chunks = [];
+      try {
+        for (const c of queued) onChunk(c);
+      } catch (e) {
+        return reject(e);
+      }
+      if (this.#ended) return resolve();
+      this.#consumer = (chunk, last) => {
+        try {
+          if (chunk.length > 0) onChunk(chunk);
+        } catch (e) {
+          this.#consumer = () => {};
+          return reject(e);
+        }
+        if (last) resolve();
+      };
+      this.#res.resume();
+    });
+  }
+
+  async body(limit: number): Promise<Buffer> {
+    const declared = Number(this.header('content-length') || '0');
+    if (declared > limit) throw fail('BODY_TOO_LARGE', `request body of ${declared} bytes exceeds the ${limit}-byte limit`);
+    const parts: Buffer[] = [];
+    let size = 0;
+    await this.#consume((c) => {
+      size += c.length;
+      if (size > limit) throw fail('BODY_TOO_LARGE', `request body exceeds the ${limit}-byte limit`);
+      parts.push(c);
+    });
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+  }
+
+  async pipeBody(sink: BodySink): Promise<number> {
+    let size = 0;
+    let paused = false;
+    await this.#consume((c) => {
+      size += c.length;
+      if (!sink.write(c) && !paused) {
+        paused = true;
+        this.#res.pause();
+        sink.onDrain(() => {
+          if (paused && !this.aborted) {
+            paused = false;
+            this.#res.resume();
+          }
+        });
+      }
+    });
+    return size;
+  }
+
+  send(status: number, headers: ResponseHeaders, body?: string | Buffer, headLength?: number): void {
+    if (this.aborted || this.responded) return;
+    this.responded = true;
+    this.status = status;
+    const closeConnection = !this.#ended;
+    this.#res.cork(() => {
+      this.#res.writeStatus(statusLine(status));
+      for (const k in headers) this.#res.writeHeader(k, headers[k]!);
+      if (status === 204 || status === 304) this.#res.endWithoutBody(undefined, closeConnection);
+      else if (this.method === 'HEAD') this.#res.endWithoutBody(headLength ?? 0, closeConnection);
+      else this.#res.end(body ?? '', closeConnection);
+    });
+  }
+
+  async sendFile(status: number, headers: ResponseHeaders, path: string, start: number, length: number): Promise<void> {
+    if (this.aborted || this.responded) return;
+    const fh = await fsp.open(path, 'r');
+    try {
+      if (this.aborted) return;
+      this.responded = true;
+      this.status = status;
+      const res = this.#res;
+      res.cork(() => {
+        res.writeStatus(statusLine(status));
+        for (const k in headers) res.writeHeader(k, headers[k]!);
+      });
+      if (length === 0) {
+        res.cork(() => res.end());
+        return;
+      }
+      let pos = 0;
+      const read = async (): Promise<Buffer> => {
+        const n = Math.min(READ_CHUNK, length - pos);
+        const buf = Buffer.allocUnsafe(n);
+        const { bytesRead } = await fh.read(buf, 0, n, start + pos);
+        if (bytesRead !== n) throw new Error(`short read of ${path}`);
+        pos += n;
+        return buf;
+      };
+      let next: Promise<Buffer> | null = read();
+      while (next && !this.aborted) {
+        const chunk = await next;
+        next = pos < length ? read() : null;
+        if (this.aborted) break;
+        const lastOffset = res.getWriteOffset();
+        let ok = false;
+        let done = false;
+        res.cork(() => { [ok, done] = res.tryEnd(chunk, length); });
+        if (done) break;
+        if (!ok) {
+          await new Promise<void>((resolve) => {
+            this.#abortWaiters.push(resolve);
+            res.onWritable((offset) => {
+              if (this.aborted) { resolve(); return true; }
+              const [ok2, done2] = res.tryEnd(chunk.subarray(offset - lastOffset), length);
+              if (ok2 || done2) resolve();
+              return ok2;
+            });
+          });
+        }
+      }
+      if (next) await next.catch(() => undefined);
+    } finally {
+      await fh.close();
+    }
+  }
+}
+
+/** Routes every request of `app` to `handler`. */
+export function serveUws(app: TemplatedApp, handler: Handler, onError: (ex: Exchange, e: unknown) => void): void {
+  app.any('/*', (res, req) => {
+    const ex = new UwsExchange(res, req);
+    handler(ex).catch((e) => onError(ex, e));
+  });
+}
+
+/** Listens on host:port (0 = any free port); resolves with the bound port. */
+export function listenUws(uws: typeof import('uWebSockets.js'), app: TemplatedApp, host: string, port: number): Promise<{ port: number; socket: us_listen_socket }> {
+  return new Promise((resolve, reject) => {
+    app.listen(host, port, (socket) => {
+      if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+      resolve({ port: uws.us_socket_local_port(socket), socket });
+    });
+  });
+}

@@ -1,0 +1,113 @@
+/**
+ * Wires the engine to the four listeners and starts them:
+ * registry (uWS), upload (node:http, same registry router), API (uWS), auth (uWS).
+ */
+import { mkdirSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { us_listen_socket } from 'uWebSockets.js';
+import type { Config } from './config.js';
+import { createLogger, type Logger } from './log.js';
+import { systemClock, type Clock } from '../engine/clock.js';
+import { openStore, type Store } from '../engine/store.js';
+import { ServerKeys } from '../engine/auth/keys.js';
+import { FileBlobStore } from '../engine/blobs/cas.js';
+import { Uploads } from '../engine/blobs/uploads.js';
+import { Registry } from '../engine/registry/registry.js';
+import { Accounts, type CreatedAccount } from '../engine/auth/accounts.js';
+import { Apps } from '../engine/platform/apps.js';
+import { WorkerPool } from '../workers/pool.js';
+import { listenUws, loadUws, serveUws } from './http/uws.js';
+import { createNodeServer } from './http/node.js';
+import type { RegistryContext } from './registry/context.js';
+import type { ApiContext } from './api/context.js';
+import { handleRegistry, sendRegistryError } from './registry/routes.js';
+import { handleApi } from './api/routes.js';
+import { sendApiError } from './api/respond.js';
+import { handleAuth } from './auth/routes.js';
+
+/** E-mail of the operator account created at first start. */
+export const OPERATOR_EMAIL = 'operator@slipway.local';
+
+export interface StartOptions {
+  clock?: Clock;
+  log?: Logger;
+  /** Create the operator account when the store has no account (default true). */
+  bootstrap?: boolean;
+}
+
+export interface RunningServer {
+  config: Config;
+  urls: { registry: string; api: string; auth: string; upload: string };
+  store: Store;
+  accounts: Accounts;
+  apps: Apps;
+  /** The operator account created by this start, with its one-time secrets; null otherwise. */
+  bootstrap: CreatedAccount | null;
+  close(): Promise<void>;
+}
+
+export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
+  const uws = loadUws();
+  const clock = opts.clock ?? systemClock;
+  const log = opts.log ?? createLogger(config.logLevel);
+  mkdirSync(config.dataDir, { recursive: true });
+  const keys = ServerKeys.loadOrCreate(config.dataDir);
+  const store = openStore(config.dataDir);
+  const pool = new WorkerPool();
+  const blobs = new FileBlobStore(config.dataDir);
+  const uploads = new Uploads(store, blobs, clock, (p) => pool.hashFile(p), config.dataDir, { staleAfterMs: config.uploadTtlSeconds * 1000 });
+  await uploads.init();
+  const registry = new Registry(store, blobs, clock, (r) => pool.inspectImage(r));
+  const accounts = new Accounts(store, clock, keys);
+  const apps = new Apps(store, clock);
+  const bootstrap = opts.bootstrap !== false && accounts.isEmpty() ? await accounts.create(OPERATOR_EMAIL) : null;
+
+  const urls = { registry: '', api: '', auth: '', upload: '' };
+  const rctx: RegistryContext = { store, clock, registry, uploads, blobs, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds };
+  const actx: ApiContext = { store, clock, accounts, apps, registry, log, vendor: config.vendor, urls };
+
+  const sockets: us_listen_socket[] = [];
+  const listen = async (port: number, setup: (app: ReturnType<typeof uws.App>) => void) => {
+    const app = uws.App();
+    setup(app);
+    const bound = await listenUws(uws, app, config.host, port);
+    sockets.push(bound.socket);
+    return bound.port;
+  };
+  const registryPort = await listen(config.registryPort, (app) => serveUws(app, (ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e)));
+  const apiPort = await listen(config.apiPort, (app) => serveUws(app, (ex) => handleApi(actx, ex), (ex, e) => sendApiError(actx, ex, e)));
+  const authPort = await listen(config.authPort, (app) => serveUws(app, (ex) => handleAuth(actx, ex), (ex, e) => sendApiError(actx, ex, e)));
+  const uploadServer: Server = createNodeServer((ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e));
+  const uploadPort = await new Promise<number>((resolve, reject) => {
+    uploadServer.once('error', reject);
+    uploadServer.listen(config.uploadPort, config.host, () => resolve((uploadServer.address() as { port: number }).port));
+  });
+  const base = (port: number) => `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  urls.registry = config.registryUrl ?? base(registryPort);
+  urls.api = config.apiUrl ?? base(apiPort);
+  urls.auth = config.authUrl ?? base(authPort);
+  urls.upload = config.uploadUrl ?? base(uploadPort);
+
+  const reaper = setInterval(() => {
+    uploads.reap().catch((e) => log.error({ err: e }, 'upload reaper failed'));
+  }, 10 * 60_000);
+  reaper.unref();
+  log.info({ urls, dataDir: config.dataDir }, 'slipway started');
+
+  let closed = false;
+  return {
+    config, urls, store, accounts, apps, bootstrap,
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearInterval(reaper);
+      for (const s of sockets) uws.us_listen_socket_close(s);
+      await new Promise<void>((resolve) => {
+        uploadServer.close(() => resolve());
+        uploadServer.closeAllConnections();
+      });
+      await pool.close();
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,130 @@
+/**
+ * Registry authentication and access (spec Authentication 10):
+ * - Basic `_` : <API token>, or `<account e-mail>` : <API key>, on any request;
+ * - Bearer <registry token> from GET /token (Docker token flow), or Bearer <API token>.
+ * Failures answer 401 with `WWW-Authenticate: Bearer realm="<registry>/token",service=…,scope=…`
+ * (plus `error="insufficient_scope"` when a registry token lacks the action), which is what
+ * makes docker, skopeo and containerd fetch a token and retry.
+ */
+import type { Exchange } from '../http/exchange.js';
+import type { RegistryContext } from './context.js';
+import { authenticateToken, isAuthorizationLive, type Principal } from '../../engine/auth/authorizations.js';
+import { verifyRegistryToken } from '../../engine/auth/registry-token.js';
+import { SlipwayError } from '../../engine/errors.js';
+import { parseRepositoryName } from '../../engine/registry/names.js';
+import { mayUseRepository, type RegistryAction } from '../../engine/platform/access.js';
+import type { AppRecord } from '../../engine/platform/records.js';
+
+/** An authenticated registry caller. */
+export interface Caller {
+  principal: Principal;
+  /** Present for registry bearer tokens: the repositories and actions the token grants. */
+  tokenAccess?: Record<string, string[]>;
+}
+
+/** A 401 that carries its challenge. */
+export class Challenge extends SlipwayError {
+  constructor(message: string, readonly scope: string | undefined, readonly insufficientScope = false) {
+    super('UNAUTHORIZED', message);
+  }
+}
+
+/** The WWW-Authenticate value for a challenge. */
+export function challengeHeader(ctx: RegistryContext, c: Challenge): string {
+  let v = `Bearer realm="${ctx.urls.registry}/token",service="${serviceName(ctx)}"`;
+  if (c.scope) v += `,scope="${c.scope}"`;
+  if (c.insufficientScope) v += ',error="insufficient_scope"';
+  return v;
+}
+
+/** The `service` value of challenges and tokens: the registry's host[:port]. */
+export function serviceName(ctx: RegistryContext): string {
+  return new URL(ctx.urls.registry).host;
+}
+
+/**
+ * Reads the credentials of a request.
+ * @returns the caller, or null when no credentials were sent.
+ * @throws Challenge when credentials were sent but are not valid.
+ */
+export function authenticate(ctx: RegistryContext, ex: Exchange): Caller | null {
+  const h = ex.header('authorization');
+  if (!h) return null;
+  const space = h.indexOf(' ');
+  const scheme = h.slice(0, space).toLowerCase();
+  const value = h.slice(space + 1).trim();
+  const now = ctx.clock.now();
+  if (scheme === 'basic') {
+    const decoded = Buffer.from(value, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) throw new Challenge('malformed Basic credentials', undefined);
+    return { principal: basicPrincipal(ctx, decoded.slice(0, colon), decoded.slice(colon + 1), now) };
+  }
+  if (scheme === 'bearer') {
+    if (value.includes('.')) {
+      const claims = verifyRegistryToken(ctx.keys, value, now);
+      const auth = claims && isAuthorizationLive(ctx.store, claims.aid, now);
+      if (!claims || !auth) throw new Challenge('registry token is invalid, expired or revoked', undefined);
+      return {
+        principal: { accountId: auth.accountId, authorizationId: auth.id, kind: auth.kind, scope: auth.scope, clientId: auth.clientId, teamId: auth.teamId },
+        tokenAccess: claims.access,
+      };
+    }
+    const p = authenticateToken(ctx.store, value, now);
+    if (typeof p === 'string') throw new Challenge('access token is invalid, expired or revoked', undefined);
+    return { principal: p };
+  }
+  throw new Challenge(`unsupported authorization scheme "${scheme.slice(0, 20)}"; use Basic or Bearer`, undefined);
+}
+
+/**
+ * Basic credentials: `_` with an API token, or the account's e-mail with its API key.
+ * @throws Challenge when they do not match.
+ */
+export function basicPrincipal(ctx: RegistryContext, username: string, password: string, now: number): Principal {
+  const p = authenticateToken(ctx.store, password, now);
+  if (typeof p === 'string') throw new Challenge('invalid username or password: use "_" or your e-mail as username and your API key as password', undefined);
+  if (username !== '_') {
+    const account = ctx.accounts.byEmail(username);
+    if (!account || account.id !== p.accountId) throw new Challenge('invalid username or password: the API key does not belong to that e-mail', undefined);
+  }
+  return p;
+}
+
+/** Actions a caller may perform on a repository (for the token endpoint and checks). */
+export function permittedActions(ctx: RegistryContext, p: Principal, repository: string): { app?: AppRecord; actions: RegistryAction[] } {
+  let app: AppRecord | undefined;
+  try {
+    app = ctx.apps.find(parseRepositoryName(repository).app);
+  } catch {
+    return { actions: [] };
+  }
+  if (!app) return { actions: [] };
+  const actions = (['pull', 'push', 'delete'] as const).filter((a) => mayUseRepository(p, app!, a));
+  return { app, actions };
+}
+
+/**
+ * Requires `action` on `repository`.
+ * @returns the app that owns the repository.
+ * @throws NAME_INVALID for a malformed name; Challenge (401) without credentials or when a
+ *         registry token lacks the action; DENIED (403) when the caller may not act on the app.
+ */
+export function authorize(ctx: RegistryContext, caller: Caller | null, repository: string, action: RegistryAction): AppRecord {
+  const { app: appName } = parseRepositoryName(repository);
+  const scope = `repository:${repository}:${action === 'push' ? 'pull,push' : action}`;
+  if (!caller) throw new Challenge('authentication required', scope);
+  const { app, actions } = permittedActions(ctx, caller.principal, repository);
+  if (!app || !actions.includes(action)) {
+    const why = !app
+      ? `app "${appName}" does not exist or you do not have access to it`
+      : mayUseRepository(caller.principal, app, 'pull')
+        ? `the credentials' scope (${caller.principal.scope.join(', ')}) does not allow ${action}; use a token with write or global scope`
+        : `you do not have access to app "${appName}"`;
+    throw new SlipwayError('DENIED', `requested access to the resource is denied: ${why}`, { name: repository, action });
+  }
+  if (caller.tokenAccess && !(caller.tokenAccess[repository] ?? []).includes(action)) {
+    throw new Challenge(`registry token does not grant ${action} on ${repository}`, scope, true);
+  }
+  return app;
+}

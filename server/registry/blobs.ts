@@ -1,0 +1,53 @@
+/** Blob GET (with Range), HEAD and DELETE (distribution spec "Pulling blobs", "Deleting blobs"). */
+import type { Exchange } from '../http/exchange.js';
+import type { RegistryContext } from './context.js';
+import { authenticate, authorize } from './auth.js';
+import { parseDigest } from '../../engine/digest.js';
+import { fail } from '../../engine/errors.js';
+import { API_VERSION_HEADER } from './context.js';
+
+export async function getBlob(ctx: RegistryContext, ex: Exchange, repository: string, digestParam: string): Promise<void> {
+  authorize(ctx, authenticate(ctx, ex), repository, 'pull');
+  const digest = parseDigest(digestParam);
+  const blob = ctx.registry.statBlob(repository, digest);
+  const headers: Record<string, string> = {
+    ...API_VERSION_HEADER,
+    'content-type': 'application/octet-stream',
+    'docker-content-digest': digest,
+    etag: `"${digest}"`,
+    'accept-ranges': 'bytes',
+    'cache-control': 'max-age=31536000',
+  };
+  if (ex.method === 'HEAD') return ex.send(200, headers, undefined, blob.size);
+  const range = parseRange(ex.header('range'), blob.size);
+  if (range) headers['content-range'] = `bytes ${range.start}-${range.start + range.length - 1}/${blob.size}`;
+  await ex.sendFile(range ? 206 : 200, headers, ctx.blobs.pathOf(digest), range?.start ?? 0, range?.length ?? blob.size);
+}
+
+export async function deleteBlob(ctx: RegistryContext, ex: Exchange, repository: string, digestParam: string): Promise<void> {
+  authorize(ctx, authenticate(ctx, ex), repository, 'delete');
+  await ctx.registry.unlinkBlob(repository, parseDigest(digestParam));
+  ex.send(202, { ...API_VERSION_HEADER });
+}
+
+/**
+ * One `bytes=` range (RFC 9110 section 14.1.2); multiple ranges are not supported.
+ * @returns undefined for no Range header
+ * @throws RANGE_NOT_SATISFIABLE (416 with `Content-Range: bytes *\/size`)
+ */
+export function parseRange(header: string, size: number): { start: number; length: number } | undefined {
+  if (!header) return undefined;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  const bad = () => fail('RANGE_NOT_SATISFIABLE', `range "${header.slice(0, 60)}" is not satisfiable for a ${size}-byte blob`, { size });
+  if (!m || (m[1] === '' && m[2] === '')) throw bad();
+  if (m[1] === '') {
+    const suffix = Number(m[2]);
+    if (suffix === 0) throw bad();
+    const length = Math.min(suffix, size);
+    return { start: size - length, length };
+  }
+  const start = Number(m[1]);
+  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (start >= size || end < start) throw bad();
+  return { start, length: end - start + 1 };
+}

@@ -1,0 +1,29 @@
+/** Everything a registry handler needs, built once by server/main.ts. */
+import type { Store } from '../../engine/store.js';
+import type { Clock } from '../../engine/clock.js';
+import type { Registry } from '../../engine/registry/registry.js';
+import type { Uploads } from '../../engine/blobs/uploads.js';
+import type { Accounts } from '../../engine/auth/accounts.js';
+import type { Apps } from '../../engine/platform/apps.js';
+import type { ServerKeys } from '../../engine/auth/keys.js';
+import type { BlobStore } from '../../engine/blobs/cas.js';
+import type { Logger } from '../log.js';
+
+export interface RegistryContext {
+  store: Store;
+  clock: Clock;
+  registry: Registry;
+  uploads: Uploads;
+  blobs: BlobStore;
+  accounts: Accounts;
+  apps: Apps;
+  keys: ServerKeys;
+  log: Logger;
+  /** Public URLs, resolved after listening. */
+  urls: { registry: string; upload: string };
+  /** Lifetime of registry bearer tokens (seconds). */
+  tokenTtlSeconds: number;
+}
+
+/** Sent on every registry response (distribution spec "API Version Check"). */
+export const API_VERSION_HEADER = { 'docker-distribution-api-version': 'registry/2.0' } as const;

@@ -1,0 +1,40 @@
+/** Tag list and catalog with `n`/`last` pagination and RFC 5988 Link (distribution "Content discovery"). */
+import type { Exchange } from '../http/exchange.js';
+import type { RegistryContext } from './context.js';
+import { authenticate, authorize, Challenge, permittedActions } from './auth.js';
+import { fail } from '../../engine/errors.js';
+import { sendJson } from '../http/respond.js';
+import { API_VERSION_HEADER } from './context.js';
+import type { Page } from '../../engine/registry/registry.js';
+
+/** Largest page served; a larger `n` is clamped (OCI distribution spec allows this). */
+export const MAX_PAGE = 1000;
+
+function pageParams(ex: Exchange): { n: number; last: string | undefined; explicit: boolean } {
+  const raw = ex.query.get('n');
+  const last = ex.query.get('last') ?? undefined;
+  if (raw === null || raw === '') return { n: Number.MAX_SAFE_INTEGER - 1, last, explicit: false };
+  if (!/^\d+$/.test(raw)) throw fail('PAGINATION_INVALID', `invalid number of results requested: "${raw.slice(0, 20)}"`, { n: raw.slice(0, 20) });
+  return { n: Math.min(Number(raw), MAX_PAGE), last, explicit: true };
+}
+
+function linkHeader(path: string, n: number, page: Page): Record<string, string> {
+  if (page.next === undefined) return {};
+  return { link: `<${path}?n=${n}&last=${encodeURIComponent(page.next)}>; rel="next"` };
+}
+
+export async function listTags(ctx: RegistryContext, ex: Exchange, repository: string): Promise<void> {
+  authorize(ctx, authenticate(ctx, ex), repository, 'pull');
+  if (!ctx.registry.hasRepository(repository)) throw fail('NAME_UNKNOWN', `repository name not known to registry: ${repository}`, { name: repository });
+  const { n, last } = pageParams(ex);
+  const page = ctx.registry.listTags(repository, n, last);
+  sendJson(ex, 200, { name: repository, tags: page.items }, { ...API_VERSION_HEADER, ...linkHeader(ex.path, n, page) });
+}
+
+export async function listCatalog(ctx: RegistryContext, ex: Exchange): Promise<void> {
+  const caller = authenticate(ctx, ex);
+  if (!caller) throw new Challenge('authentication required', 'registry:catalog:*');
+  const { n, last } = pageParams(ex);
+  const page = ctx.registry.catalog((r) => permittedActions(ctx, caller.principal, r).actions.includes('pull'), n, last);
+  sendJson(ex, 200, { repositories: page.items }, { ...API_VERSION_HEADER, ...linkHeader(ex.path, n, page) });
+}

@@ -1,0 +1,110 @@
+/**
+ * The registry router: `/v2/` paths of the distribution spec plus `/token`. Repository names
+ * contain a slash, so paths are matched here rather than by the transport's router. The same
+ * router serves the registry host (uWS) and the upload host (node:http).
+ */
+import type { Exchange } from '../http/exchange.js';
+import { API_VERSION_HEADER, type RegistryContext } from './context.js';
+import { fail, isSlipwayError } from '../../engine/errors.js';
+import { REGISTRY_ERRORS } from './error-codes.js';
+import { authenticate, Challenge, challengeHeader } from './auth.js';
+import { handleToken } from './token.js';
+import { deleteBlob, getBlob } from './blobs.js';
+import { cancelUpload, completeUpload, patchUpload, startUpload, uploadStatus } from './uploads.js';
+import { deleteManifest, getManifest, putManifest } from './manifests.js';
+import { listCatalog, listTags } from './listing.js';
+import { sendJson } from '../http/respond.js';
+
+
+const ROUTE = /^\/v2\/(.+)\/(?:(tags\/list)|manifests\/([^/]+)|blobs\/(uploads)\/?([^/]*)|blobs\/([^/]+))$/;
+
+/** Handles one registry request, including its errors. */
+export async function handleRegistry(ctx: RegistryContext, ex: Exchange): Promise<void> {
+  const started = performance.now();
+  try {
+    await route(ctx, ex);
+  } catch (e) {
+    sendRegistryError(ctx, ex, e);
+  } finally {
+    logRequest(ctx, ex, started);
+  }
+}
+
+async function route(ctx: RegistryContext, ex: Exchange): Promise<void> {
+  const { method, path } = ex;
+  if (path === '/token') {
+    if (method !== 'GET') throw fail('UNSUPPORTED', `${method} is not supported on /token; use GET`);
+    return handleToken(ctx, ex);
+  }
+  if (path === '/v2/' || path === '/v2') {
+    if (method !== 'GET' && method !== 'HEAD') throw fail('UNSUPPORTED', `${method} is not supported on /v2/`);
+    if (!authenticate(ctx, ex)) throw new Challenge('authentication required', undefined);
+    return sendJson(ex, 200, {}, API_VERSION_HEADER);
+  }
+  if (path === '/v2/_catalog') {
+    if (method !== 'GET') throw fail('UNSUPPORTED', `${method} is not supported on the catalog`);
+    return listCatalog(ctx, ex);
+  }
+  const m = ROUTE.exec(path);
+  if (!m) throw fail('NOT_FOUND', `no registry endpoint at ${path.slice(0, 200)}`);
+  const [, name, tags, reference, uploads, uploadId, digest] = m as unknown as Array<string | undefined>;
+  const repository = name!;
+  if (tags) {
+    if (method !== 'GET') throw unsupported(method, 'tags');
+    return listTags(ctx, ex, repository);
+  }
+  if (reference !== undefined) {
+    switch (method) {
+      case 'GET': case 'HEAD': return getManifest(ctx, ex, repository, reference);
+      case 'PUT': return putManifest(ctx, ex, repository, reference);
+      case 'DELETE': return deleteManifest(ctx, ex, repository, reference);
+      default: throw unsupported(method, 'manifests');
+    }
+  }
+  if (uploads !== undefined) {
+    if (!uploadId) {
+      if (method !== 'POST') throw unsupported(method, 'blob uploads');
+      return startUpload(ctx, ex, repository);
+    }
+    switch (method) {
+      case 'PATCH': return patchUpload(ctx, ex, repository, uploadId);
+      case 'PUT': return completeUpload(ctx, ex, repository, uploadId);
+      case 'GET': return uploadStatus(ctx, ex, repository, uploadId);
+      case 'DELETE': return cancelUpload(ctx, ex, repository, uploadId);
+      default: throw unsupported(method, 'upload sessions');
+    }
+  }
+  switch (method) {
+    case 'GET': case 'HEAD': return getBlob(ctx, ex, repository, digest!);
+    case 'DELETE': return deleteBlob(ctx, ex, repository, digest!);
+    default: throw unsupported(method, 'blobs');
+  }
+}
+
+function unsupported(method: string, what: string) {
+  return fail('UNSUPPORTED', `${method} is not supported on ${what}`);
+}
+
+/** Writes the distribution error envelope for `e`; unknown errors are logged and hidden. */
+export function sendRegistryError(ctx: RegistryContext, ex: Exchange, e: unknown): void {
+  if (ex.responded || ex.aborted) return;
+  if (!isSlipwayError(e)) {
+    ctx.log.error({ err: e, reqId: ex.id, path: ex.path }, 'registry request failed');
+    return sendJson(ex, 500, { errors: [{ code: 'UNKNOWN', message: 'internal error; see the server log', detail: { requestId: ex.id } }] }, API_VERSION_HEADER);
+  }
+  const wire = REGISTRY_ERRORS[e.code];
+  const headers: Record<string, string> = { ...API_VERSION_HEADER };
+  if (e instanceof Challenge) headers['www-authenticate'] = challengeHeader(ctx, e);
+  const extra = e.detail as { offset?: number; size?: number } | undefined;
+  if (e.code === 'RANGE_INVALID' && extra?.offset !== undefined) headers.range = `0-${Math.max(0, extra.offset - 1)}`;
+  if (e.code === 'RANGE_NOT_SATISFIABLE' && extra?.size !== undefined) headers['content-range'] = `bytes */${extra.size}`;
+  sendJson(ex, wire.status, { errors: [{ code: wire.code, message: e.message, detail: e.detail ?? null }] }, headers);
+}
+
+function logRequest(ctx: RegistryContext, ex: Exchange, started: number): void {
+  const fields = { reqId: ex.id, method: ex.method, path: ex.path, status: ex.status, ms: Math.round((performance.now() - started) * 100) / 100, via: ex.transport };
+  if (ex.status >= 500) ctx.log.error(fields, 'request');
+  else if (ex.method === 'GET' || ex.method === 'HEAD') ctx.log.debug(fields, 'request');
+  else ctx.log.info(fields, 'request');
+}
+
