@@ -32,6 +32,13 @@ export interface Config {
   uploadTtlSeconds: number;
   /** Lifetime of registry bearer tokens (seconds). */
   registryTokenTtlSeconds: number;
+  /** Serve the registry host over TLS (default on; see server/http/tls.ts). Env SLIPWAY_REGISTRY_TLS=on|off. */
+  registryTls: boolean;
+  /** Serve the upload host over TLS (default off: loopback bulk data). Env SLIPWAY_UPLOAD_TLS=on|off. */
+  uploadTls: boolean;
+  /** PEM certificate and key files; unset = a self-signed pair in <data>/keys. Env SLIPWAY_TLS_CERT, SLIPWAY_TLS_KEY. */
+  tlsCert?: string;
+  tlsKey?: string;
 }
 
 export const DEFAULT_CONFIG: Config = {
@@ -45,6 +52,8 @@ export const DEFAULT_CONFIG: Config = {
   logLevel: 'info',
   uploadTtlSeconds: 24 * 3600,
   registryTokenTtlSeconds: 300,
+  registryTls: true,
+  uploadTls: false,
 };
 
 type Source = Record<string, string | undefined>;
@@ -63,6 +72,10 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_VENDOR: 'vendor',
   SLIPWAY_LOG_LEVEL: 'logLevel',
   SLIPWAY_UPLOAD_TTL: 'uploadTtlSeconds',
+  SLIPWAY_REGISTRY_TLS: 'registryTls',
+  SLIPWAY_UPLOAD_TLS: 'uploadTls',
+  SLIPWAY_TLS_CERT: 'tlsCert',
+  SLIPWAY_TLS_KEY: 'tlsKey',
 };
 
 /** Flag names (`--registry-port`) for each setting. */
@@ -78,7 +91,10 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
   const c: Config = { ...DEFAULT_CONFIG };
   const set = (k: keyof Config, raw: string, from: string) => {
     const current = DEFAULT_CONFIG[k];
-    if (typeof current === 'number') {
+    if (typeof current === 'boolean') {
+      if (!/^(on|off|true|false|1|0)$/.test(raw)) throw new Error(`${from}: "${raw}" must be on or off`);
+      (c as unknown as Record<string, unknown>)[k] = /^(on|true|1)$/.test(raw);
+    } else if (typeof current === 'number') {
       const n = Number(raw);
       const isPort = k.endsWith('Port');
       if (!/^\d+$/.test(raw) || (isPort && n > 65535) || (!isPort && n < 1)) throw new Error(`${from}: "${raw}" is not a valid ${isPort ? 'port (0-65535)' : 'positive integer'}`);

@@ -2,7 +2,8 @@
  * Wires the engine to the four listeners and starts them:
  * registry (uWS), upload (node:http, same registry router), API (uWS), auth (uWS).
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { ensureTlsFiles } from './http/tls.js';
 import type { Server } from 'node:http';
 import type { us_listen_socket } from 'uWebSockets.js';
 import type { Config } from './config.js';
@@ -66,27 +67,31 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const rctx: RegistryContext = { store, clock, registry, uploads, blobs, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds };
   const actx: ApiContext = { store, clock, accounts, apps, registry, log, vendor: config.vendor, urls };
 
+  const tls = config.registryTls || config.uploadTls ? await ensureTlsFiles(config.dataDir, config.host, config.tlsCert, config.tlsKey) : undefined;
   const sockets: us_listen_socket[] = [];
-  const listen = async (port: number, setup: (app: ReturnType<typeof uws.App>) => void) => {
-    const app = uws.App();
+  const uwsApps: Array<{ close?: () => void }> = [];
+  const listen = async (port: number, setup: (app: ReturnType<typeof uws.App>) => void, secure = false) => {
+    const app = secure && tls ? uws.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile }) : uws.App();
     setup(app);
+    uwsApps.push(app as unknown as { close?: () => void });
     const bound = await listenUws(uws, app, config.host, port);
     sockets.push(bound.socket);
     return bound.port;
   };
-  const registryPort = await listen(config.registryPort, (app) => serveUws(app, (ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e)));
+  const registryPort = await listen(config.registryPort, (app) => serveUws(app, (ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e)), config.registryTls);
   const apiPort = await listen(config.apiPort, (app) => serveUws(app, (ex) => handleApi(actx, ex), (ex, e) => sendApiError(actx, ex, e)));
   const authPort = await listen(config.authPort, (app) => serveUws(app, (ex) => handleAuth(actx, ex), (ex, e) => sendApiError(actx, ex, e)));
-  const uploadServer: Server = createNodeServer((ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e));
+  const uploadServer: Server = createNodeServer((ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e),
+    config.uploadTls && tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
   const uploadPort = await new Promise<number>((resolve, reject) => {
     uploadServer.once('error', reject);
     uploadServer.listen(config.uploadPort, config.host, () => resolve((uploadServer.address() as { port: number }).port));
   });
-  const base = (port: number) => `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  urls.registry = config.registryUrl ?? base(registryPort);
+  const base = (port: number, secure = false) => `${secure ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  urls.registry = config.registryUrl ?? base(registryPort, config.registryTls);
   urls.api = config.apiUrl ?? base(apiPort);
   urls.auth = config.authUrl ?? base(authPort);
-  urls.upload = config.uploadUrl ?? base(uploadPort);
+  urls.upload = config.uploadUrl ?? base(uploadPort, config.uploadTls);
 
   const reaper = setInterval(() => {
     uploads.reap().catch((e) => log.error({ err: e }, 'upload reaper failed'));
@@ -102,6 +107,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       closed = true;
       clearInterval(reaper);
       for (const s of sockets) uws.us_listen_socket_close(s);
+      // close() (native, not in the typings) also ends open connections.
+      for (const a of uwsApps) a.close?.();
       await new Promise<void>((resolve) => {
         uploadServer.close(() => resolve());
         uploadServer.closeAllConnections();

@@ -4,6 +4,7 @@
  * digits (README "Large layers").
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { randomUUID } from 'node:crypto';
@@ -126,11 +127,12 @@ class NodeExchange implements Exchange {
 }
 
 /** A node:http server running `handler` for every request. */
-export function createNodeServer(handler: Handler, onError: (ex: Exchange, e: unknown) => void): Server {
-  const server = createServer((req, res) => {
+export function createNodeServer(handler: Handler, onError: (ex: Exchange, e: unknown) => void, tls?: { cert: Buffer; key: Buffer }): Server {
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
     const ex = new NodeExchange(req, res);
     handler(ex).catch((e) => onError(ex, e));
-  });
+  };
+  const server: Server = tls ? createTlsServer(tls, listener) : createServer(listener);
   server.keepAliveTimeout = 30_000;
   server.requestTimeout = 0; // uploads of any size may take as long as they take
   return server;

@@ -92,7 +92,10 @@ export function sendRegistryError(ctx: RegistryContext, ex: Exchange, e: unknown
     ctx.log.error({ err: e, reqId: ex.id, path: ex.path }, 'registry request failed');
     return sendJson(ex, 500, { errors: [{ code: 'UNKNOWN', message: 'internal error; see the server log', detail: { requestId: ex.id } }] }, API_VERSION_HEADER);
   }
-  const wire = REGISTRY_ERRORS[e.code];
+  let wire = REGISTRY_ERRORS[e.code];
+  // A HEAD refusal has no body to explain itself; answer "not found" (hiding whether the
+  // repository exists) so clients move on to a GET or POST, whose 403 carries the message.
+  if (ex.method === 'HEAD' && e.code === 'DENIED') wire = REGISTRY_ERRORS.NOT_FOUND;
   const headers: Record<string, string> = { ...API_VERSION_HEADER };
   if (e instanceof Challenge) headers['www-authenticate'] = challengeHeader(ctx, e);
   const extra = e.detail as { offset?: number; size?: number } | undefined;

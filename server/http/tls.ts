@@ -1,0 +1,52 @@
+/**
+ * TLS material for the registry host. Why TLS by default: clients told to skip verification
+ * (`--tls-verify=false`, docker's insecure registries, which include 127.0.0.0/8) probe HTTPS
+ * first, and the uWebSockets.js build we can install holds a non-HTTP connection open until
+ * its 10-second idle timeout. Over plain HTTP every docker or skopeo command would stall 10 s
+ * (measured: 10.7 s); over TLS the probe succeeds at once. README "TLS" has the details.
+ *
+ * Without a configured certificate, a self-signed one (EC P-256, SANs for the listen host,
+ * localhost, 127.0.0.1 and ::1) is generated once with the `selfsigned` library and kept in
+ * `<data>/keys/tls.crt` and `tls.key` (mode 0600).
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import { generate } from 'selfsigned';
+
+export interface TlsFiles {
+  certFile: string;
+  keyFile: string;
+  /** True when this call generated a new self-signed certificate. */
+  generated: boolean;
+}
+
+/** The configured files, or the self-signed pair in `<dataDir>/keys`, created when missing. */
+export async function ensureTlsFiles(dataDir: string, host: string, cert?: string, key?: string): Promise<TlsFiles> {
+  if (cert || key) {
+    if (!cert || !key) throw new Error('SLIPWAY_TLS_CERT and SLIPWAY_TLS_KEY must be set together');
+    for (const f of [cert, key]) if (!existsSync(f)) throw new Error(`TLS file ${f} does not exist`);
+    return { certFile: cert, keyFile: key, generated: false };
+  }
+  const dir = join(dataDir, 'keys');
+  const certFile = join(dir, 'tls.crt');
+  const keyFile = join(dir, 'tls.key');
+  if (existsSync(certFile) && existsSync(keyFile)) return { certFile, keyFile, generated: false };
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const names = new Set(['localhost', '127.0.0.1', '::1', host]);
+  const altNames = [...names].filter((n) => n !== '0.0.0.0' && n !== '::').map((n) => (isIP(n) ? { type: 7 as const, ip: n } : { type: 2 as const, value: n }));
+  const pems = await generate([{ name: 'commonName', value: host === '0.0.0.0' ? 'localhost' : host }], {
+    keyType: 'ec',
+    algorithm: 'sha256',
+    notAfterDate: new Date(Date.now() + 3 * 365 * 24 * 3600_000),
+    extensions: [
+      { name: 'basicConstraints', cA: false },
+      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
+      { name: 'extKeyUsage', serverAuth: true },
+      { name: 'subjectAltName', altNames },
+    ],
+  } as Parameters<typeof generate>[1]);
+  writeFileSync(keyFile, pems.private, { mode: 0o600 });
+  writeFileSync(certFile, pems.cert, { mode: 0o644 });
+  return { certFile, keyFile, generated: true };
+}
