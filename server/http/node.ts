@@ -106,10 +106,12 @@ class NodeExchange implements Exchange {
     const res = this.#res;
     res.statusCode = status;
     for (const k in headers) res.setHeader(k, headers[k]!);
+    // Answering before the body was read: discard the rest so the client sees this response
+    // (closing with unread bytes would make the kernel reset the connection).
+    if (!this.#req.readableEnded) this.#req.resume();
     if (status === 204 || status === 304) return void res.end();
     const buf = typeof body === 'string' ? Buffer.from(body) : body ?? Buffer.alloc(0);
     res.setHeader('content-length', this.method === 'HEAD' ? (headLength ?? 0) : buf.length);
-    if (!this.#req.readableEnded) res.setHeader('connection', 'close');
     res.end(this.method === 'HEAD' ? undefined : buf);
   }
 

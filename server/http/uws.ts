@@ -63,6 +63,7 @@ class UwsExchange implements Exchange {
   #chunks: Buffer[] = [];
   #ended = false;
   #consumer: ((chunk: Buffer, last: boolean) => void) | null = null;
+  #paused = false;
   #abortWaiters: Array<() => void> = [];
 
   constructor(res: HttpResponse, req: HttpRequest) {
@@ -80,12 +81,13 @@ class UwsExchange implements Exchange {
     const hasBody = this.#headers.has('transfer-encoding') || Number(this.#headers.get('content-length') ?? '0') > 0;
     if (hasBody) {
       res.onData((ab, last) => {
-        const chunk = Buffer.copyBytesFrom(new Uint8Array(ab));
         if (last) this.#ended = true;
+        if (this.responded) return; // answered early: the rest of the body is discarded
+        const chunk = Buffer.copyBytesFrom(new Uint8Array(ab));
         if (this.#consumer) this.#consumer(chunk, last);
         else if (chunk.length > 0) this.#chunks.push(chunk);
       });
-      res.pause();
+      this.#pause();
     } else {
       this.#ended = true;
     }
@@ -93,6 +95,20 @@ class UwsExchange implements Exchange {
 
   header(name: string): string {
     return this.#headers.get(name) ?? '';
+  }
+
+  #pause(): void {
+    if (!this.#paused && !this.aborted) {
+      this.#paused = true;
+      this.#res.pause();
+    }
+  }
+
+  #resume(): void {
+    if (this.#paused && !this.aborted) {
+      this.#paused = false;
+      this.#res.resume();
+    }
   }
 
   #consume(onChunk: (chunk: Buffer) => void): Promise<void> {
@@ -116,7 +132,7 @@ class UwsExchange implements Exchange {
         }
         if (last) resolve();
       };
-      this.#res.resume();
+      this.#resume();
     });
   }
 
@@ -135,18 +151,11 @@ class UwsExchange implements Exchange {
 
   async pipeBody(sink: BodySink): Promise<number> {
     let size = 0;
-    let paused = false;
     await this.#consume((c) => {
       size += c.length;
-      if (!sink.write(c) && !paused) {
-        paused = true;
-        this.#res.pause();
-        sink.onDrain(() => {
-          if (paused && !this.aborted) {
-            paused = false;
-            this.#res.resume();
-          }
-        });
+      if (!sink.write(c) && !this.#paused) {
+        this.#pause();
+        sink.onDrain(() => this.#resume());
       }
     });
     return size;
@@ -156,13 +165,16 @@ class UwsExchange implements Exchange {
     if (this.aborted || this.responded) return;
     this.responded = true;
     this.status = status;
-    const closeConnection = !this.#ended;
+    // Answering before the body was read: let uWS read (and us discard) the rest, so the
+    // connection stays usable and the client sees the response rather than a reset.
+    this.#chunks = [];
+    this.#resume();
     this.#res.cork(() => {
       this.#res.writeStatus(statusLine(status));
       for (const k in headers) this.#res.writeHeader(k, headers[k]!);
-      if (status === 204 || status === 304) this.#res.endWithoutBody(undefined, closeConnection);
-      else if (this.method === 'HEAD') this.#res.endWithoutBody(headLength ?? 0, closeConnection);
-      else this.#res.end(body ?? '', closeConnection);
+      if (status === 204 || status === 304) this.#res.endWithoutBody();
+      else if (this.method === 'HEAD') this.#res.endWithoutBody(headLength ?? 0);
+      else this.#res.end(body ?? '');
     });
   }
 

@@ -25,8 +25,8 @@ function linkHeader(path: string, n: number, page: Page): Record<string, string>
 
 export async function listTags(ctx: RegistryContext, ex: Exchange, repository: string): Promise<void> {
   authorize(ctx, authenticate(ctx, ex), repository, 'pull');
-  if (!ctx.registry.hasRepository(repository)) throw fail('NAME_UNKNOWN', `repository name not known to registry: ${repository}`, { name: repository });
   const { n, last } = pageParams(ex);
+  if (!ctx.registry.hasRepository(repository)) throw fail('NAME_UNKNOWN', `repository name not known to registry: ${repository}`, { name: repository });
   const page = ctx.registry.listTags(repository, n, last);
   sendJson(ex, 200, { name: repository, tags: page.items }, { ...API_VERSION_HEADER, ...linkHeader(ex.path, n, page) });
 }
