@@ -1,8 +1,10 @@
 /**
  * The one LMDB environment (data/lmdb) and its named databases. Every multi-record change is a
  * single LMDB transaction (`store.env.transaction(() => …)`), so registry, OAuth and formation
- * records are always mutually consistent. Keys with several parts join them with NUL (`\0`) so
- * a prefix range (`prefix\0` .. `prefix\x01`) lists one repository's entries.
+ * records are always mutually consistent. Keys with several parts join them with U+001F (unit
+ * separator; no name, tag or digest may contain it) so a prefix range (`prefix\x1f` ..
+ * `prefix\x20`) lists one repository's entries. Not NUL: lmdb-js's ordered-binary key encoding
+ * uses NUL to separate array elements, so a NUL-joined string would read back as an array.
  *
  * Record types live beside the code that owns them; this file only opens the databases.
  */
@@ -29,15 +31,15 @@ export interface Store {
   apps: Database<AppRecord, string>;
   appsByName: Database<string, string>;
   repositories: Database<RepositoryRecord, string>;
-  /** `repository\0digest` → time linked: blobs a repository may serve (uploaded or mounted). */
+  /** `repository␟digest` → time linked: blobs a repository may serve (uploaded or mounted). */
   repositoryBlobs: Database<number, string>;
-  /** `repository\0digest` → time pushed: manifests of a repository. */
+  /** `repository␟digest` → time pushed: manifests of a repository. */
   repositoryManifests: Database<number, string>;
-  /** `repository\0tag` → tag record. */
+  /** `repository␟tag` → tag record. */
   tags: Database<TagRecord, string>;
   /** manifest digest → manifest record (content-addressed, shared by repositories). */
   manifests: Database<ManifestRecord, string>;
-  /** `config digest\0repository\0manifest digest` → time pushed: the image-id index. */
+  /** `config digest␟repository␟manifest digest` → time pushed: the image-id index. */
   images: Database<number, string>;
   /** blob digest → blob record with reference count. */
   blobs: Database<BlobRecord, string>;
@@ -46,14 +48,17 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** Joins key parts with NUL. */
+/** Separator of multi-part keys. */
+export const KEY_SEPARATOR = '\x1f';
+
+/** Joins key parts with the separator. */
 export function key(...parts: string[]): string {
-  return parts.join('\0');
+  return parts.join(KEY_SEPARATOR);
 }
 
-/** Range options selecting every key that starts with `prefix\0`. */
+/** Range options selecting every key that starts with `prefix` + separator. */
 export function prefixRange(prefix: string): { start: string; end: string } {
-  return { start: prefix + '\0', end: prefix + '\x01' };
+  return { start: prefix + KEY_SEPARATOR, end: prefix + '\x20' };
 }
 
 /**

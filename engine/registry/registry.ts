@@ -204,9 +204,13 @@ export class Registry {
   /** Tags of a repository in lexical order, `n` at a time after `last`. */
   listTags(repository: string, n: number, last: string | undefined): Page {
     const range = prefixRange(repository);
-    const start = last !== undefined ? key(repository, last) + '\0' : range.start;
-    const keys = this.store.tags.getKeys({ start, end: range.end, limit: n + 1 });
-    const items = [...keys].map((k) => k.slice(repository.length + 1));
+    const start = last !== undefined ? key(repository, last) : range.start;
+    const items: string[] = [];
+    for (const k of this.store.tags.getKeys({ start, end: range.end })) {
+      if (k === start) continue; // pages start strictly after `last`
+      items.push(k.slice(repository.length + 1));
+      if (items.length > n) break;
+    }
     return page(items, n);
   }
 
@@ -218,9 +222,8 @@ export class Registry {
   /** Repository names in lexical order that `canRead` accepts, `n` at a time after `last`. */
   catalog(canRead: (repository: string) => boolean, n: number, last: string | undefined): Page {
     const items: string[] = [];
-    const start = last !== undefined ? last + '\0' : undefined;
-    for (const name of this.store.repositories.getKeys(start !== undefined ? { start } : {})) {
-      if (!canRead(name)) continue;
+    for (const name of this.store.repositories.getKeys(last !== undefined ? { start: last } : {})) {
+      if (name === last || !canRead(name)) continue;
       items.push(name);
       if (items.length > n) break;
     }

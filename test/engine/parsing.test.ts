@@ -1,0 +1,86 @@
+/** Unit tests of the pure parsers: names, references, digests, manifests, Range, config, TOTP. */
+import t from 'tap';
+import { parseRepositoryName, parseReference } from '../../engine/registry/names.js';
+import { parseDigest, digestOf } from '../../engine/digest.js';
+import { parseManifest } from '../../engine/registry/manifest-parse.js';
+import { parseRange } from '../../server/registry/blobs.js';
+import { loadConfig } from '../../server/config.js';
+import { totpCode, verifyTotp } from '../../engine/auth/totp.js';
+import { checkPlatform } from '../../engine/registry/image-info.js';
+
+const codeOf = (fn: () => unknown) => { try { fn(); return 'ok'; } catch (e) { return (e as { code?: string }).code ?? (e as Error).message; } };
+
+t.test('repository names are <app>/<process-type>', async (t) => {
+  t.same(parseRepositoryName('myapp/web'), { name: 'myapp/web', app: 'myapp', processType: 'web' });
+  for (const bad of ['myapp', 'myapp/web/x', 'MyApp/web', 'a/web', 'my_app/web', '-app/web', 'myapp/', '/web', 'myapp/We', 'x'.repeat(300)]) {
+    t.equal(codeOf(() => parseRepositoryName(bad)), 'NAME_INVALID', bad.slice(0, 20));
+  }
+  t.equal(codeOf(() => parseRepositoryName('my-app/release')), 'ok');
+});
+
+t.test('references and digests', async (t) => {
+  t.same(parseReference('latest'), { tag: 'latest' });
+  t.same(parseReference('v1.2_3-x'), { tag: 'v1.2_3-x' });
+  const d = digestOf(Buffer.from('x'));
+  t.same(parseReference(d), { digest: d });
+  t.equal(codeOf(() => parseReference('sha256:abc')), 'DIGEST_INVALID');
+  t.equal(codeOf(() => parseReference('.bad')), 'MANIFEST_INVALID');
+  t.equal(codeOf(() => parseDigest('sha512:' + 'a'.repeat(128))), 'DIGEST_INVALID');
+  t.equal(codeOf(() => parseDigest('sha256:' + 'A'.repeat(64))), 'DIGEST_INVALID', 'uppercase hex is not canonical');
+  t.equal(d, 'sha256:2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881');
+});
+
+t.test('manifest parsing', async (t) => {
+  const cfg = { mediaType: 'application/vnd.docker.container.image.v1+json', size: 2, digest: digestOf(Buffer.from('{}')) };
+  const layer = { mediaType: 'application/vnd.docker.image.rootfs.diff.tar.gzip', size: 1, digest: digestOf(Buffer.from('a')) };
+  const ok = { schemaVersion: 2, mediaType: 'application/vnd.docker.distribution.manifest.v2+json', config: cfg, layers: [layer, layer] };
+  const parsed = parseManifest(Buffer.from(JSON.stringify(ok)), 'application/vnd.docker.distribution.manifest.v2+json');
+  t.equal(parsed.blobs.length, 2, 'repeated layer counted once');
+  t.equal(codeOf(() => parseManifest(Buffer.from(JSON.stringify(ok)), 'application/json')), 'ok', 'generic content type accepted');
+  t.equal(codeOf(() => parseManifest(Buffer.from(JSON.stringify(ok)), 'application/vnd.oci.image.manifest.v1+json')), 'MANIFEST_INVALID');
+  t.equal(codeOf(() => parseManifest(Buffer.from(JSON.stringify({ ...ok, schemaVersion: 1 })), '')), 'MANIFEST_INVALID');
+  t.equal(codeOf(() => parseManifest(Buffer.from(JSON.stringify({ ...ok, mediaType: undefined })), '')), 'MANIFEST_INVALID');
+  t.equal(codeOf(() => parseManifest(Buffer.from(JSON.stringify({ ...ok, config: { ...cfg, size: -1 } })), '')), 'MANIFEST_INVALID');
+  t.equal(codeOf(() => parseManifest(Buffer.from(JSON.stringify({ ...ok, layers: [{ ...layer, mediaType: 'application/vnd.oci.image.layer.v1.tar+zstd' }] })), '')), 'MANIFEST_INVALID');
+  t.equal(codeOf(() => parseManifest(Buffer.from('[1]'), '')), 'MANIFEST_INVALID');
+});
+
+t.test('platform check', async (t) => {
+  const base = { architecture: 'amd64', os: 'linux', entrypoint: null, cmd: null, workingDir: '', env: [], user: '', ignoredInstructions: [] };
+  t.equal(codeOf(() => checkPlatform(base)), 'ok');
+  t.equal(codeOf(() => checkPlatform({ ...base, architecture: 'x86_64' })), 'ok');
+  t.equal(codeOf(() => checkPlatform({ ...base, architecture: 'arm64' })), 'UNSUPPORTED_ARCHITECTURE');
+  t.equal(codeOf(() => checkPlatform({ ...base, os: 'windows' })), 'UNSUPPORTED_ARCHITECTURE');
+});
+
+t.test('byte ranges', async (t) => {
+  t.equal(parseRange('', 10), undefined);
+  t.same(parseRange('bytes=0-0', 10), { start: 0, length: 1 });
+  t.same(parseRange('bytes=5-', 10), { start: 5, length: 5 });
+  t.same(parseRange('bytes=8-100', 10), { start: 8, length: 2 }, 'end clamped');
+  t.same(parseRange('bytes=-3', 10), { start: 7, length: 3 });
+  t.same(parseRange('bytes=-30', 10), { start: 0, length: 10 });
+  for (const bad of ['bytes=10-', 'bytes=3-2', 'bytes=0-1,3-4', 'bytes=-', 'chars=1-2']) t.equal(codeOf(() => parseRange(bad, 10)), 'RANGE_NOT_SATISFIABLE', bad);
+});
+
+t.test('configuration names the bad setting', async (t) => {
+  const c = loadConfig({ SLIPWAY_REGISTRY_PORT: '0', SLIPWAY_REGISTRY_TLS: 'off' }, { 'api-port': '6001' });
+  t.equal(c.registryPort, 0);
+  t.equal(c.apiPort, 6001);
+  t.equal(c.registryTls, false);
+  t.throws(() => loadConfig({ SLIPWAY_API_PORT: '70000' }), /SLIPWAY_API_PORT: "70000" is not a valid port/);
+  t.throws(() => loadConfig({}, { 'registry-url': 'ftp://x' }), /flag --registry-url: "ftp:\/\/x" must be an http or https URL/);
+  t.throws(() => loadConfig({ SLIPWAY_LOG_LEVEL: 'loud' }), /SLIPWAY_LOG_LEVEL/);
+  t.throws(() => loadConfig({ SLIPWAY_UPLOAD_TLS: 'maybe' }), /must be on or off/);
+  t.equal(loadConfig({ SLIPWAY_API_URL: 'https://api.example.com/' }).apiUrl, 'https://api.example.com', 'trailing slash dropped');
+});
+
+t.test('TOTP (RFC 6238 test vector, SHA-1)', async (t) => {
+  // RFC 6238 Appendix B: secret "12345678901234567890" (base32 GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ), T=59 s → 94287082 (8 digits) → 287082.
+  const secret = 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ';
+  t.equal(totpCode(secret, 59_000), '287082');
+  t.equal(totpCode(secret, 1111111109_000), '081804');
+  t.ok(verifyTotp(secret, '287082', 59_000 + 30_000) !== null, 'one step of drift allowed');
+  t.equal(verifyTotp(secret, '287082', 59_000 + 90_000), null);
+  t.equal(verifyTotp(secret, 'abcdef', 59_000), null);
+});
