@@ -8,6 +8,8 @@
  */
 
 /** Where a streamed request body goes: `write` returns false to ask for a pause. */
+import { fail } from '../../engine/errors.js';
+
 export interface BodySink {
   write(chunk: Buffer): boolean;
   onDrain(cb: () => void): void;
@@ -46,6 +48,27 @@ export interface Exchange {
   send(status: number, headers: ResponseHeaders, body?: string | Buffer, headLength?: number): void;
   /** Streams `length` bytes of a file from `start`, with backpressure; resolves when done or aborted. */
   sendFile(status: number, headers: ResponseHeaders, path: string, start: number, length: number): Promise<void>;
+}
+
+/**
+ * Reads a whole body of at most `limit` bytes through `pipeBody` (shared by the adapters).
+ * @param declared the request's Content-Length header ('' when absent)
+ * @throws SlipwayError BODY_TOO_LARGE past the limit (declared or seen).
+ */
+export async function collectBody(declared: string, pipeBody: (sink: BodySink) => Promise<number>, limit: number): Promise<Buffer> {
+  if (Number(declared || '0') > limit) throw fail('BODY_TOO_LARGE', `request body of ${declared} bytes exceeds the ${limit}-byte limit`);
+  const parts: Buffer[] = [];
+  let size = 0;
+  await pipeBody({
+    write: (c) => {
+      size += c.length;
+      if (size > limit) throw fail('BODY_TOO_LARGE', `request body exceeds the ${limit}-byte limit`);
+      parts.push(c);
+      return true;
+    },
+    onDrain: () => {},
+  });
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
 }
 
 /** Handles one exchange; must always end in `send`/`sendFile` (or the client aborting). */

@@ -8,7 +8,7 @@ import { createServer as createTlsServer } from 'node:https';
 import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { randomUUID } from 'node:crypto';
-import type { BodySink, Exchange, Handler, ResponseHeaders } from './exchange.js';
+import { collectBody, type BodySink, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
 import { fail } from '../../engine/errors.js';
 
 class NodeExchange implements Exchange {
@@ -47,21 +47,8 @@ class NodeExchange implements Exchange {
     return Array.isArray(v) ? v.join(', ') : (v ?? '');
   }
 
-  async body(limit: number): Promise<Buffer> {
-    const declared = Number(this.header('content-length') || '0');
-    if (declared > limit) throw fail('BODY_TOO_LARGE', `request body of ${declared} bytes exceeds the ${limit}-byte limit`);
-    const parts: Buffer[] = [];
-    let size = 0;
-    await this.pipeBody({
-      write: (c) => {
-        size += c.length;
-        if (size > limit) throw fail('BODY_TOO_LARGE', `request body exceeds the ${limit}-byte limit`);
-        parts.push(c);
-        return true;
-      },
-      onDrain: () => {},
-    });
-    return Buffer.concat(parts, size);
+  body(limit: number): Promise<Buffer> {
+    return collectBody(this.header('content-length'), (sink) => this.pipeBody(sink), limit);
   }
 
   pipeBody(sink: BodySink): Promise<number> {
@@ -99,13 +86,19 @@ class NodeExchange implements Exchange {
     });
   }
 
-  send(status: number, headers: ResponseHeaders, body?: string | Buffer, headLength?: number): void {
-    if (this.#aborted || this.responded) return;
+  /** Starts a response once; false when the client is gone or a response was sent. */
+  #begin(status: number, headers: ResponseHeaders): boolean {
+    if (this.#aborted || this.responded) return false;
     this.responded = true;
     this.status = status;
+    this.#res.statusCode = status;
+    for (const k in headers) this.#res.setHeader(k, headers[k]!);
+    return true;
+  }
+
+  send(status: number, headers: ResponseHeaders, body?: string | Buffer, headLength?: number): void {
+    if (!this.#begin(status, headers)) return;
     const res = this.#res;
-    res.statusCode = status;
-    for (const k in headers) res.setHeader(k, headers[k]!);
     // Answering before the body was read: discard the rest so the client sees this response
     // (closing with unread bytes would make the kernel reset the connection).
     if (!this.#req.readableEnded) this.#req.resume();
@@ -116,12 +109,8 @@ class NodeExchange implements Exchange {
   }
 
   async sendFile(status: number, headers: ResponseHeaders, path: string, start: number, length: number): Promise<void> {
-    if (this.#aborted || this.responded) return;
-    this.responded = true;
-    this.status = status;
+    if (!this.#begin(status, headers)) return;
     const res = this.#res;
-    res.statusCode = status;
-    for (const k in headers) res.setHeader(k, headers[k]!);
     res.setHeader('content-length', length);
     if (length === 0) return void res.end();
     await pipeline(createReadStream(path, { start, end: start + length - 1, highWaterMark: 1024 * 1024 }), res).catch(() => undefined);

@@ -9,7 +9,7 @@ import { promises as fsp } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import type { BodySink, Exchange, Handler, ResponseHeaders } from './exchange.js';
+import { collectBody, type BodySink, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
 import { fail } from '../../engine/errors.js';
 
 const require = createRequire(import.meta.url);
@@ -136,17 +136,8 @@ class UwsExchange implements Exchange {
     });
   }
 
-  async body(limit: number): Promise<Buffer> {
-    const declared = Number(this.header('content-length') || '0');
-    if (declared > limit) throw fail('BODY_TOO_LARGE', `request body of ${declared} bytes exceeds the ${limit}-byte limit`);
-    const parts: Buffer[] = [];
-    let size = 0;
-    await this.#consume((c) => {
-      size += c.length;
-      if (size > limit) throw fail('BODY_TOO_LARGE', `request body exceeds the ${limit}-byte limit`);
-      parts.push(c);
-    });
-    return parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+  body(limit: number): Promise<Buffer> {
+    return collectBody(this.header('content-length'), (sink) => this.pipeBody(sink), limit);
   }
 
   async pipeBody(sink: BodySink): Promise<number> {
