@@ -32,7 +32,13 @@ export type ErrorCode =
   | 'INVALID_PARAMS'
   | 'BAD_REQUEST'
   | 'BODY_TOO_LARGE'
-  | 'RATE_LIMITED';
+  | 'RATE_LIMITED'
+  // platform API conventions and OAuth (RFC 6749 §5.2 names)
+  | 'NOT_ACCEPTABLE'
+  | 'INVALID_CLIENT'
+  | 'INVALID_GRANT'
+  | 'INVALID_SCOPE'
+  | 'UNSUPPORTED_GRANT_TYPE';
 
 /** An expected failure with a stable code; `detail` is safe to show to the client. */
 export class SlipwayError extends Error {

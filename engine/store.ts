@@ -15,9 +15,10 @@ import type { Account, AuthorizationRecord, TokenRecord } from './auth/records.j
 import type { AppRecord } from './platform/records.js';
 import type { BlobRecord, UploadRecord } from './blobs/records.js';
 import type { ManifestRecord, RepositoryRecord, TagRecord } from './registry/records.js';
+import type { ClientRecord, GrantRecord, SignInState, WebSessionRecord } from './oauth/records.js';
 
 /** Current on-disk schema version; bump with an ordered migration in `migrate()`. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** Handles on every named database. */
 export interface Store {
@@ -28,6 +29,20 @@ export interface Store {
   authorizations: Database<AuthorizationRecord, string>;
   /** sha256 hex of a token value → token record. Token values themselves are never stored. */
   tokens: Database<TokenRecord, string>;
+  /** `account id␟authorization id` → created at: an account's authorizations. */
+  authorizationsByAccount: Database<number, string>;
+  /** `client id␟authorization id` → created at: web-flow authorizations of a client. */
+  authorizationsByClient: Database<number, string>;
+  /** OAuth client id → client record (the secret only as a hash). */
+  clients: Database<ClientRecord, string>;
+  /** `owner account id␟client id` → created at. */
+  clientsByOwner: Database<number, string>;
+  /** sha256 hex of an authorization code → grant record. */
+  grants: Database<GrantRecord, string>;
+  /** sha256 hex of a session cookie value → auth-host sign-in session. */
+  webSessions: Database<WebSessionRecord, string>;
+  /** normalised e-mail → failed sign-in count, lockout and last TOTP step. */
+  signIns: Database<SignInState, string>;
   apps: Database<AppRecord, string>;
   appsByName: Database<string, string>;
   repositories: Database<RepositoryRecord, string>;
@@ -77,6 +92,13 @@ export function openStore(dir: string): Store {
     accountsByEmail: db('accounts-by-email'),
     authorizations: db('authorizations'),
     tokens: db('tokens'),
+    authorizationsByAccount: db('authorizations-by-account'),
+    authorizationsByClient: db('authorizations-by-client'),
+    clients: db('clients'),
+    clientsByOwner: db('clients-by-owner'),
+    grants: db('grants'),
+    webSessions: db('web-sessions'),
+    signIns: db('sign-ins'),
     apps: db('apps'),
     appsByName: db('apps-by-name'),
     repositories: db('repositories'),
@@ -99,5 +121,18 @@ function migrate(store: Store): void {
     store.meta.putSync('schema', SCHEMA_VERSION);
   } else if (version > SCHEMA_VERSION) {
     throw new Error(`data directory has schema version ${version}, newer than this build (${SCHEMA_VERSION}); upgrade Slipway`);
+  } else if (version < SCHEMA_VERSION) {
+    store.env.transactionSync(() => {
+      if (version < 2) indexAuthorizations(store);
+      store.meta.put('schema', SCHEMA_VERSION);
+    });
+  }
+}
+
+/** Migration 1 → 2: the account and client indexes of authorizations. */
+function indexAuthorizations(store: Store): void {
+  for (const { key: id, value: a } of store.authorizations.getRange()) {
+    store.authorizationsByAccount.put(key(a.accountId, id), a.createdAt);
+    if (a.clientId) store.authorizationsByClient.put(key(a.clientId, id), a.createdAt);
   }
 }

@@ -39,6 +39,10 @@ export interface Config {
   /** PEM certificate and key files; unset = a self-signed pair in <data>/keys. Env SLIPWAY_TLS_CERT, SLIPWAY_TLS_KEY. */
   tlsCert?: string;
   tlsKey?: string;
+  /** Per-account API rate-limit pool, requests (reference 1.6: 4500). Env SLIPWAY_RATE_LIMIT_POOL. */
+  rateLimitPool: number;
+  /** Refill of the rate-limit pool, requests per minute (reference 1.6: 75). Env SLIPWAY_RATE_LIMIT_PER_MINUTE. */
+  rateLimitPerMinute: number;
 }
 
 export const DEFAULT_CONFIG: Config = {
@@ -54,6 +58,8 @@ export const DEFAULT_CONFIG: Config = {
   registryTokenTtlSeconds: 300,
   registryTls: true,
   uploadTls: false,
+  rateLimitPool: 4500,
+  rateLimitPerMinute: 75,
 };
 
 type Source = Record<string, string | undefined>;
@@ -76,6 +82,8 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_UPLOAD_TLS: 'uploadTls',
   SLIPWAY_TLS_CERT: 'tlsCert',
   SLIPWAY_TLS_KEY: 'tlsKey',
+  SLIPWAY_RATE_LIMIT_POOL: 'rateLimitPool',
+  SLIPWAY_RATE_LIMIT_PER_MINUTE: 'rateLimitPerMinute',
 };
 
 /** Flag names (`--registry-port`) for each setting. */

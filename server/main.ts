@@ -24,7 +24,11 @@ import type { ApiContext } from './api/context.js';
 import { handleRegistry, sendRegistryError } from './registry/routes.js';
 import { handleApi } from './api/routes.js';
 import { sendApiError } from './api/respond.js';
-import { handleAuth } from './auth/routes.js';
+import { handleAuth, sendAuthError } from './auth/routes.js';
+import type { AuthContext } from './auth/context.js';
+import { Views } from './auth/views.js';
+import { createOAuth, type OAuth } from '../engine/oauth/service.js';
+import { RateLimiter } from './api/rate-limit.js';
 
 /** E-mail of the operator account created at first start. */
 export const OPERATOR_EMAIL = 'operator@slipway.local';
@@ -42,6 +46,7 @@ export interface RunningServer {
   store: Store;
   accounts: Accounts;
   apps: Apps;
+  oauth: OAuth;
   /** The operator account created by this start, with its one-time secrets; null otherwise. */
   bootstrap: CreatedAccount | null;
   close(): Promise<void>;
@@ -61,11 +66,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const registry = new Registry(store, blobs, clock, (r) => pool.inspectImage(r));
   const accounts = new Accounts(store, clock, keys);
   const apps = new Apps(store, clock);
-  const bootstrap = opts.bootstrap !== false && accounts.isEmpty() ? await accounts.create(OPERATOR_EMAIL) : null;
+  const bootstrap = opts.bootstrap !== false && accounts.isEmpty() ? await accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null;
+  const oauth = createOAuth(store, clock, accounts);
+  const rateLimiter = new RateLimiter(clock, config.rateLimitPool, config.rateLimitPerMinute);
+  const views = new Views();
 
   const urls = { registry: '', api: '', auth: '', upload: '' };
   const rctx: RegistryContext = { store, clock, registry, uploads, blobs, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds };
-  const actx: ApiContext = { store, clock, accounts, apps, registry, log, vendor: config.vendor, urls };
+  const actx: ApiContext = { store, clock, accounts, apps, registry, oauth, keys, rateLimiter, log, vendor: config.vendor, urls };
+  const authCtx: AuthContext = { ...actx, views, secureCookies: false };
 
   const tls = config.registryTls || config.uploadTls ? await ensureTlsFiles(config.dataDir, config.host, config.tlsCert, config.tlsKey) : undefined;
   const sockets: us_listen_socket[] = [];
@@ -80,7 +89,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   };
   const registryPort = await listen(config.registryPort, (app) => serveUws(app, (ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e)), config.registryTls);
   const apiPort = await listen(config.apiPort, (app) => serveUws(app, (ex) => handleApi(actx, ex), (ex, e) => sendApiError(actx, ex, e)));
-  const authPort = await listen(config.authPort, (app) => serveUws(app, (ex) => handleAuth(actx, ex), (ex, e) => sendApiError(actx, ex, e)));
+  const authPort = await listen(config.authPort, (app) => serveUws(app, (ex) => handleAuth(authCtx, ex), (ex, e) => sendAuthError(authCtx, ex, e)));
   const uploadServer: Server = createNodeServer((ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e),
     config.uploadTls && tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
   const uploadPort = await new Promise<number>((resolve, reject) => {
@@ -92,20 +101,26 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   urls.api = config.apiUrl ?? base(apiPort);
   urls.auth = config.authUrl ?? base(authPort);
   urls.upload = config.uploadUrl ?? base(uploadPort, config.uploadTls);
+  authCtx.secureCookies = urls.auth.startsWith('https:');
 
   const reaper = setInterval(() => {
     uploads.reap().catch((e) => log.error({ err: e }, 'upload reaper failed'));
   }, 10 * 60_000);
   reaper.unref();
+  const oauthPruner = setInterval(() => {
+    oauth.prune().catch((e) => log.error({ err: e }, 'OAuth pruning failed'));
+  }, 10 * 60_000);
+  oauthPruner.unref();
   log.info({ urls, dataDir: config.dataDir }, 'slipway started');
 
   let closed = false;
   return {
-    config, urls, store, accounts, apps, bootstrap,
+    config, urls, store, accounts, apps, oauth, bootstrap,
     async close() {
       if (closed) return;
       closed = true;
       clearInterval(reaper);
+      clearInterval(oauthPruner);
       for (const s of sockets) uws.us_listen_socket_close(s);
       // close() (native, not in the typings) also ends open connections.
       for (const a of uwsApps) a.close?.();

@@ -33,11 +33,12 @@ export class Accounts {
   constructor(readonly store: Store, readonly clock: Clock, readonly keys: ServerKeys) {}
 
   /**
-   * Creates an account with an API key.
+   * Creates an account with an API key. `opts.operator` marks the operator account created at
+   * first start (it alone may mark OAuth clients trusted).
    * @throws INVALID_PARAMS for a malformed e-mail or a password under 8 characters;
    *         CONFLICT when the e-mail is taken.
    */
-  async create(email: string, password?: string): Promise<CreatedAccount> {
+  async create(email: string, password?: string, opts: { operator?: boolean } = {}): Promise<CreatedAccount> {
     const normalized = normalizeEmail(email);
     if (!EMAIL.test(normalized)) throw fail('INVALID_PARAMS', `"${email}" is not a valid e-mail address`);
     if (password !== undefined && password.length < 8) throw fail('INVALID_PARAMS', 'password must be at least 8 characters');
@@ -57,6 +58,7 @@ export class Accounts {
       account = {
         id, email: normalized, name: null, passwordHash, totpSecretSealed: this.keys.seal(totpSecret),
         apiKeyAuthorizationId: issued.record.id, createdAt: now, updatedAt: now,
+        ...(opts.operator ? { operator: true } : {}),
       };
       this.store.accounts.put(id, account);
       this.store.accountsByEmail.put(normalized, id);

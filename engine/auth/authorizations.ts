@@ -3,9 +3,9 @@
  * An authorization owns at most one live access token and one refresh token; revoking it
  * blocks every token at once because each token look-up reads its authorization.
  */
-import type { Store } from '../store.js';
+import { key, type Store } from '../store.js';
 import type { AuthorizationKind, AuthorizationRecord, TokenRecord } from './records.js';
-import { hashToken, newId, newToken } from './tokens.js';
+import { hashToken, newId, newToken, redactToken } from './tokens.js';
 
 /** Who is calling: the result of authenticating a token. */
 export interface Principal {
@@ -31,6 +31,8 @@ export interface NewAuthorization {
   accessTokenTtlMs: number | null;
   /** Whether to issue a refresh token (web flow). */
   withRefreshToken: boolean;
+  /** `session_nonce` of web-flow authorizations. */
+  sessionNonce?: string | null;
 }
 
 /** Token values of a new or regenerated authorization, shown to the caller once. */
@@ -40,9 +42,19 @@ export interface IssuedTokens {
   refreshToken: { id: string; token: string } | null;
 }
 
-/** Creates an authorization with fresh tokens; call inside a write transaction. */
+/**
+ * Creates an authorization with fresh tokens and indexes it by account (and by client for the
+ * web flow); call inside a write transaction.
+ */
 export function createAuthorizationInTransaction(store: Store, a: NewAuthorization, now: number): IssuedTokens {
-  const record: AuthorizationRecord = {
+  const record = newAuthorizationRecord(a, now);
+  indexAuthorizationInTransaction(store, record);
+  return issueTokensInTransaction(store, record, a.accessTokenTtlMs, a.withRefreshToken, now);
+}
+
+/** The record of a new authorization, without tokens (not stored). */
+export function newAuthorizationRecord(a: NewAuthorization, now: number): AuthorizationRecord {
+  return {
     id: newId(),
     kind: a.kind,
     accountId: a.accountId,
@@ -56,8 +68,15 @@ export function createAuthorizationInTransaction(store: Store, a: NewAuthorizati
     revokedAt: null,
     accessTokenHash: null,
     refreshTokenHash: null,
+    accessTokenTtlMs: a.accessTokenTtlMs,
+    sessionNonce: a.sessionNonce ?? null,
   };
-  return issueTokensInTransaction(store, record, a.accessTokenTtlMs, a.withRefreshToken, now);
+}
+
+/** Writes the look-up keys `account␟authorization` (and `client␟authorization`); inside a write transaction. */
+export function indexAuthorizationInTransaction(store: Store, record: AuthorizationRecord): void {
+  store.authorizationsByAccount.put(key(record.accountId, record.id), record.createdAt);
+  if (record.clientId) store.authorizationsByClient.put(key(record.clientId, record.id), record.createdAt);
 }
 
 /**
@@ -68,18 +87,31 @@ export function issueTokensInTransaction(store: Store, record: AuthorizationReco
   if (record.accessTokenHash) store.tokens.remove(record.accessTokenHash);
   if (withRefresh && record.refreshTokenHash) store.tokens.remove(record.refreshTokenHash);
   const access = { id: newId(), token: newToken(), expiresAt: accessTtlMs === null ? null : now + accessTtlMs };
-  const accessRec: TokenRecord = { id: access.id, authorizationId: record.id, kind: 'access', createdAt: now, expiresAt: access.expiresAt };
+  const accessRec: TokenRecord = { id: access.id, authorizationId: record.id, kind: 'access', createdAt: now, expiresAt: access.expiresAt, hint: redactToken(access.token) };
   store.tokens.put(hashToken(access.token), accessRec);
   let refresh: IssuedTokens['refreshToken'] = null;
   let refreshTokenHash = record.refreshTokenHash;
   if (withRefresh) {
     refresh = { id: newId(), token: newToken() };
     refreshTokenHash = hashToken(refresh.token);
-    store.tokens.put(refreshTokenHash, { id: refresh.id, authorizationId: record.id, kind: 'refresh', createdAt: now, expiresAt: null });
+    store.tokens.put(refreshTokenHash, { id: refresh.id, authorizationId: record.id, kind: 'refresh', createdAt: now, expiresAt: null, hint: redactToken(refresh.token) });
   }
   const updated: AuthorizationRecord = { ...record, accessTokenHash: hashToken(access.token), refreshTokenHash, updatedAt: now };
   store.authorizations.put(record.id, updated);
   return { record: updated, accessToken: access, refreshToken: refresh };
+}
+
+/**
+ * Revokes an authorization: its token records are deleted (so every access and refresh token
+ * fails at its next use) and the record is kept, marked revoked, for audit and for code-replay
+ * detection (spec States "authorization active → revoked"). Call inside a write transaction.
+ */
+export function revokeAuthorizationInTransaction(store: Store, record: AuthorizationRecord, now: number): AuthorizationRecord {
+  if (record.accessTokenHash) store.tokens.remove(record.accessTokenHash);
+  if (record.refreshTokenHash) store.tokens.remove(record.refreshTokenHash);
+  const revoked: AuthorizationRecord = { ...record, revokedAt: now, updatedAt: now, accessTokenHash: null, refreshTokenHash: null };
+  store.authorizations.put(record.id, revoked);
+  return revoked;
 }
 
 /** Why a token was not accepted; the wire message stays generic, logs get the reason. */

@@ -10,6 +10,8 @@ export interface Account {
   totpSecretSealed: string;
   /** The account's API key authorization (global scope, never expires). */
   apiKeyAuthorizationId: string;
+  /** The operator account (created at first start): the only one that may mark OAuth clients trusted. */
+  operator?: boolean;
   createdAt: number;
   updatedAt: number;
 }
@@ -36,6 +38,10 @@ export interface AuthorizationRecord {
   /** sha256 hex of the current access / refresh token values (null when none). */
   accessTokenHash: string | null;
   refreshTokenHash: string | null;
+  /** Lifetime given to each access token of this authorization, ms; null = no expiry. Absent on records written before it existed (= null). */
+  accessTokenTtlMs?: number | null;
+  /** Opaque value returned as `session_nonce` by the token endpoint (web flow), else null. */
+  sessionNonce?: string | null;
 }
 
 export interface TokenRecord {
@@ -45,4 +51,6 @@ export interface TokenRecord {
   createdAt: number;
   /** ms since epoch; null = no expiry of its own. */
   expiresAt: number | null;
+  /** Redacted form shown after creation, e.g. `SVC-**********abcd` (reference 2.2 "Listing may redact"). */
+  hint?: string;
 }

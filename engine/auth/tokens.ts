@@ -25,6 +25,20 @@ export function secretMatches(value: string, storedHash: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/**
+ * The form of a token shown after creation: the `SVC-` prefix (when present), ten asterisks and
+ * the last four characters, as the platform's listings redact tokens (reference 2.2).
+ */
+export function redactToken(value: string): string {
+  const prefix = value.startsWith(TOKEN_PREFIX) ? TOKEN_PREFIX : '';
+  return prefix + '*'.repeat(10) + value.slice(-4);
+}
+
+/** A random secret for client secrets, codes and session ids: 32 bytes from a CSPRNG, base64url (43 characters). */
+export function newSecret(): string {
+  return randomBytes(32).toString('base64url');
+}
+
 /** A new random UUID (v4) for record ids. */
 export function newId(): string {
   return randomUUID();

@@ -1,36 +1,55 @@
 /**
- * Platform API authentication (spec Authentication 1; reference 1.2): `Authorization: Bearer
- * <token>`, or Basic with an empty or e-mail username and the token as password.
+ * Platform API authentication (spec Authentication 1, 4; reference 1.2): `Authorization: Bearer
+ * <token>`, or Basic with an empty or e-mail username and a token as password (documented for
+ * personal scripts). Routes marked bearer-only (direct authorizations) refuse Basic outright:
+ * a username and password never create a token, because the second factor is mandatory.
  * Scope checks name the scope needed (spec Authentication 6-7).
  */
 import type { Exchange } from '../http/exchange.js';
-import type { ApiContext } from './context.js';
+import type { ApiCall, ApiContext } from './context.js';
 import { authenticateToken, type Principal } from '../../engine/auth/authorizations.js';
 import { allows, scopesGranting, type Need } from '../../engine/auth/scope.js';
 import { fail } from '../../engine/errors.js';
 
+const INVALID = 'Invalid credentials provided.';
+
 /**
- * @throws UNAUTHORIZED when credentials are missing, malformed, invalid, expired or revoked.
+ * Reads the request's credentials.
+ * @param bearerOnly refuse Basic (spec Authentication 4)
+ * @returns the caller, or null when no Authorization header was sent.
+ * @throws UNAUTHORIZED (401) when credentials are malformed, invalid, expired or revoked, or
+ *         when Basic is sent to a bearer-only route.
  */
-export function authenticateApi(ctx: ApiContext, ex: Exchange): Principal {
+export function readCredentials(ctx: ApiContext, ex: Exchange, bearerOnly: boolean): Principal | null {
   const h = ex.header('authorization');
-  if (!h) throw fail('UNAUTHORIZED', 'No credentials provided. Send Authorization: Bearer <token>.');
+  if (!h) return null;
   const space = h.indexOf(' ');
-  const scheme = h.slice(0, space).toLowerCase();
-  let token = h.slice(space + 1).trim();
+  const scheme = (space < 0 ? h : h.slice(0, space)).toLowerCase();
+  let token = space < 0 ? '' : h.slice(space + 1).trim();
   let email: string | undefined;
   if (scheme === 'basic') {
+    if (bearerOnly) {
+      throw fail('UNAUTHORIZED', `Basic authentication cannot be used here: a username and password never create an authorization, because the second factor is mandatory. Send an existing API token as "Authorization: Bearer <token>" (your API key, or a token from signing in at ${ctx.urls.auth}).`);
+    }
     const decoded = Buffer.from(token, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
+    if (colon < 0) throw fail('UNAUTHORIZED', INVALID);
     email = decoded.slice(0, colon);
     token = decoded.slice(colon + 1);
   } else if (scheme !== 'bearer') {
-    throw fail('UNAUTHORIZED', 'Invalid credentials provided. Use Bearer authentication.');
+    throw fail('UNAUTHORIZED', `${INVALID} Use "Authorization: Bearer <token>".`);
   }
+  if (!token) throw fail('UNAUTHORIZED', INVALID);
   const p = authenticateToken(ctx.store, token, ctx.clock.now());
-  if (typeof p === 'string') throw fail('UNAUTHORIZED', 'Invalid credentials provided.');
-  if (email && ctx.accounts.byEmail(email)?.id !== p.accountId) throw fail('UNAUTHORIZED', 'Invalid credentials provided.');
+  if (typeof p === 'string') throw fail('UNAUTHORIZED', INVALID);
+  if (email && ctx.accounts.byEmail(email)?.id !== p.accountId) throw fail('UNAUTHORIZED', INVALID);
   return p;
+}
+
+/** The caller of an authenticated route. @throws UNAUTHORIZED when there is none. */
+export function principalOf(call: ApiCall): Principal {
+  if (!call.principal) throw fail('UNAUTHORIZED', 'No credentials provided. Send "Authorization: Bearer <token>".');
+  return call.principal;
 }
 
 /**
@@ -38,6 +57,7 @@ export function authenticateApi(ctx: ApiContext, ex: Exchange): Principal {
  */
 export function requireScope(p: Principal, need: Need): void {
   if (!allows(p.scope, need)) {
-    throw fail('DENIED', `This token's scope (${p.scope.join(', ') || 'none'}) does not allow this request; it needs one of: ${scopesGranting(need).join(', ')}.`);
+    const granting = scopesGranting(need);
+    throw fail('DENIED', `This token's scope (${p.scope.join(', ') || 'none'}) does not allow this request; it needs the ${granting.length === 1 ? `${granting[0]} scope` : `scope ${granting.slice(0, -1).join(', ')} or ${granting[granting.length - 1]}`}.`);
   }
 }

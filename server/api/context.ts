@@ -2,9 +2,14 @@
 import type { Store } from '../../engine/store.js';
 import type { Clock } from '../../engine/clock.js';
 import type { Accounts } from '../../engine/auth/accounts.js';
+import type { ServerKeys } from '../../engine/auth/keys.js';
+import type { Principal } from '../../engine/auth/authorizations.js';
 import type { Apps } from '../../engine/platform/apps.js';
 import type { Registry } from '../../engine/registry/registry.js';
+import type { OAuth } from '../../engine/oauth/service.js';
+import type { Exchange } from '../http/exchange.js';
 import type { Logger } from '../log.js';
+import type { RateLimiter } from './rate-limit.js';
 
 export interface ApiContext {
   store: Store;
@@ -12,8 +17,25 @@ export interface ApiContext {
   accounts: Accounts;
   apps: Apps;
   registry: Registry;
+  oauth: OAuth;
+  keys: ServerKeys;
+  /** Per-account API rate limit, shared with the auth host's refresh grant. */
+  rateLimiter: RateLimiter;
   log: Logger;
   /** `application/vnd.<vendor>+json`. */
   vendor: string;
   urls: { api: string; registry: string; auth: string };
+}
+
+/** One API request after routing, version negotiation, authentication and rate limiting. */
+export interface ApiCall {
+  ex: Exchange;
+  /** Captured path segments (percent-decoded). */
+  params: Record<string, string>;
+  /** The caller; null only on public routes called without credentials. */
+  principal: Principal | null;
+  /** Tokens left in the caller's rate-limit pool, sent as RateLimit-Remaining; null without an account. */
+  remaining: number | null;
+  /** The `version=3.<variant>` of the Accept header, or null. */
+  variant: string | null;
 }

@@ -37,4 +37,9 @@ export const API_ERRORS: Record<ErrorCode, ApiWireError> = {
   BAD_REQUEST: { id: 'bad_request', status: 400 },
   BODY_TOO_LARGE: { id: 'bad_request', status: 413 },
   RATE_LIMITED: { id: 'rate_limit', status: 429 },
+  NOT_ACCEPTABLE: { id: 'not_acceptable', status: 406 },
+  INVALID_CLIENT: { id: 'unauthorized', status: 401 },
+  INVALID_GRANT: { id: 'bad_request', status: 400 },
+  INVALID_SCOPE: invalid,
+  UNSUPPORTED_GRANT_TYPE: { id: 'bad_request', status: 400 },
 };

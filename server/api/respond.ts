@@ -1,9 +1,14 @@
-/** Platform API request/response conventions: JSON bodies, Request-Id, `{id, message}` errors. */
+/**
+ * Platform API response conventions (reference 1.3-1.4) for every response of the API host:
+ * JSON bodies, `Request-Id`, `ETag` (a hash of the body) and `Last-Modified` (the resource's
+ * `updated_at`, the newest of a list, or now), `RateLimit-Remaining` when the request has an
+ * account, `If-None-Match` → 304 with an empty body, and `{id, message}` errors.
+ */
+import { createHash } from 'node:crypto';
 import type { Exchange } from '../http/exchange.js';
-import type { ApiContext } from './context.js';
+import type { ApiCall, ApiContext } from './context.js';
 import { fail, isSlipwayError } from '../../engine/errors.js';
 import { API_ERRORS } from './error-codes.js';
-import { sendJson } from '../http/respond.js';
 
 /** Largest JSON request body (bytes). */
 export const MAX_JSON_BODY = 1024 * 1024;
@@ -25,19 +30,61 @@ export async function readJson(ex: Exchange): Promise<Record<string, unknown>> {
   return v as Record<string, unknown>;
 }
 
-/** Sends a platform API response with the common headers. */
-export function sendApi(_ctx: ApiContext, ex: Exchange, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  sendJson(ex, status, body, { 'request-id': ex.id, ...headers });
+/** Options of `sendApi`. */
+export interface SendOptions {
+  /** ms since epoch of the last change of what the body shows; default now. */
+  lastModified?: number;
+  /** RateLimit-Remaining, when the request has an account. */
+  remaining?: number | null;
+  headers?: Record<string, string>;
 }
 
-/** Sends `{id, message}` for an error; unknown errors are logged and hidden. */
-export function sendApiError(ctx: ApiContext, ex: Exchange, e: unknown): void {
+/** The strong ETag of a body: the first 128 bits of its SHA-1, quoted. */
+export function etagOf(text: string): string {
+  return '"' + createHash('sha1').update(text).digest('hex').slice(0, 32) + '"';
+}
+
+/** True when an If-None-Match value names `etag` (weak comparison, RFC 9110 §13.1.2). */
+export function noneMatch(header: string, etag: string): boolean {
+  if (header.trim() === '*') return true;
+  return header.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
+}
+
+/** Sends a platform API response with every common header; answers 304 when If-None-Match matches a 200. */
+export function sendApi(ctx: ApiContext, ex: Exchange, status: number, body: unknown, opts: SendOptions = {}): void {
+  const text = JSON.stringify(body);
+  const etag = etagOf(text);
+  const headers: Record<string, string> = {
+    'content-type': 'application/json; charset=utf-8',
+    'request-id': ex.id,
+    etag,
+    'last-modified': new Date(opts.lastModified ?? ctx.clock.now()).toUTCString(),
+    ...opts.headers,
+  };
+  if (opts.remaining !== undefined && opts.remaining !== null) headers['ratelimit-remaining'] = String(opts.remaining);
+  const inm = ex.header('if-none-match');
+  if (status === 200 && inm && (ex.method === 'GET' || ex.method === 'HEAD') && noneMatch(inm, etag)) {
+    delete headers['content-type'];
+    return ex.send(304, headers);
+  }
+  ex.send(status, headers, text, Buffer.byteLength(text));
+}
+
+/** `sendApi` for a handler: carries the call's RateLimit-Remaining. */
+export function reply(ctx: ApiContext, call: ApiCall, status: number, body: unknown, opts: Omit<SendOptions, 'remaining'> = {}): void {
+  sendApi(ctx, call.ex, status, body, { ...opts, remaining: call.remaining });
+}
+
+/** Sends `{id, message}` (plus `resource` when known) for an error; unknown errors are logged and hidden. */
+export function sendApiError(ctx: ApiContext, ex: Exchange, e: unknown, remaining: number | null = null): void {
   if (ex.responded || ex.aborted) return;
   if (!isSlipwayError(e)) {
     ctx.log.error({ err: e, reqId: ex.id, path: ex.path }, 'api request failed');
-    return sendApi(ctx, ex, 500, { id: 'internal_server_error', message: `Internal server error (request ${ex.id}).` });
+    return sendApi(ctx, ex, 500, { id: 'internal_server_error', message: `Internal server error (request ${ex.id}).` }, { remaining });
   }
   const wire = API_ERRORS[e.code];
   const extra = typeof e.detail === 'object' && e.detail !== null && 'resource' in e.detail ? { resource: (e.detail as { resource: string }).resource } : {};
-  sendApi(ctx, ex, wire.status, { id: wire.id, message: e.message, ...extra });
+  const headers: Record<string, string> = {};
+  if (e.code === 'UNAUTHORIZED') headers['www-authenticate'] = 'Bearer realm="slipway"';
+  sendApi(ctx, ex, wire.status, { id: wire.id, message: e.message, ...extra }, { remaining, headers });
 }

@@ -1,28 +1,99 @@
-/** The platform API host: route table and dispatch. */
+/**
+ * The platform API host: one route table and the dispatcher that applies the conventions of
+ * every endpoint (spec Authentication, Versioning; reference 1) in this order:
+ *   route (404 / 405) → Accept version (406) → credentials (401) → rate limit (429)
+ *   → scope (403) → handler.
+ * Each route declares what it needs, so no handler can forget the scope check; the
+ * authorization matrix test walks this table.
+ */
 import type { Exchange } from '../http/exchange.js';
-import type { ApiContext } from './context.js';
+import type { ApiCall, ApiContext } from './context.js';
+import type { Need } from '../../engine/auth/scope.js';
 import { Router } from '../http/router.js';
 import { fail } from '../../engine/errors.js';
-import { createApp, deleteApp, getApp, listApps } from './apps.js';
-import { getAccount } from './account.js';
+import { negotiate } from './accept.js';
+import { readCredentials, requireScope } from './auth.js';
 import { sendApiError } from './respond.js';
+import { getAccount, getRateLimits } from './account.js';
+import { createApp, deleteApp, getApp, listApps } from './apps.js';
+import {
+  createAuthorization, getAuthorization, listAuthorizations, regenerateAuthorization, revokeAuthorization, updateAuthorization,
+} from './authorizations.js';
+import { createClient, deleteClient, getClient, listClients, rotateClientSecret, updateClient } from './clients.js';
 
-export const apiRouter = new Router<ApiContext>()
-  .add('GET', '/account', getAccount)
-  .add('POST', '/apps', createApp)
-  .add('GET', '/apps', listApps)
-  .add('GET', '/apps/:app', getApp)
-  .add('DELETE', '/apps/:app', deleteApp);
+export type ApiHandler = (ctx: ApiContext, call: ApiCall) => Promise<void>;
 
+/** One endpoint of the API host. */
+export interface ApiRoute {
+  method: string;
+  path: string;
+  /**
+   * A scope need (spec Authentication 6); 'token' = any valid token, whatever its scope;
+   * 'public' = credentials optional (checked when sent).
+   */
+  access: Need | 'token' | 'public';
+  /** Only `Authorization: Bearer` (spec Authentication 4). */
+  bearerOnly?: boolean;
+  /** Takes a token from the rate-limit pool (default true; reference 1.6). */
+  counted?: boolean;
+  handler: ApiHandler;
+}
+
+export const API_ROUTES: readonly ApiRoute[] = [
+  { method: 'GET', path: '/account', access: 'account:read', handler: getAccount },
+  { method: 'GET', path: '/account/rate-limits', access: 'token', counted: false, handler: getRateLimits },
+  { method: 'POST', path: '/apps', access: 'apps:write', handler: createApp },
+  { method: 'GET', path: '/apps', access: 'apps:read', handler: listApps },
+  { method: 'GET', path: '/apps/:app', access: 'apps:read', handler: getApp },
+  { method: 'DELETE', path: '/apps/:app', access: 'apps:write', handler: deleteApp },
+  { method: 'POST', path: '/oauth/authorizations', access: 'oauth:write', bearerOnly: true, handler: createAuthorization },
+  { method: 'GET', path: '/oauth/authorizations', access: 'oauth:read', bearerOnly: true, handler: listAuthorizations },
+  { method: 'GET', path: '/oauth/authorizations/:id', access: 'oauth:read', bearerOnly: true, handler: getAuthorization },
+  { method: 'PATCH', path: '/oauth/authorizations/:id', access: 'oauth:write', bearerOnly: true, handler: updateAuthorization },
+  { method: 'DELETE', path: '/oauth/authorizations/:id', access: 'oauth:write', bearerOnly: true, handler: revokeAuthorization },
+  { method: 'POST', path: '/oauth/authorizations/:id/actions/regenerate-tokens', access: 'oauth:write', bearerOnly: true, handler: regenerateAuthorization },
+  { method: 'POST', path: '/oauth/clients', access: 'oauth:write', handler: createClient },
+  { method: 'GET', path: '/oauth/clients', access: 'oauth:read', handler: listClients },
+  { method: 'GET', path: '/oauth/clients/:id', access: 'public', handler: getClient },
+  { method: 'PATCH', path: '/oauth/clients/:id', access: 'oauth:write', handler: updateClient },
+  { method: 'DELETE', path: '/oauth/clients/:id', access: 'oauth:write', handler: deleteClient },
+  { method: 'POST', path: '/oauth/clients/:id/actions/rotate-credentials', access: 'oauth:write', handler: rotateClientSecret },
+];
+
+export const apiRouter = new Router<ApiRoute>();
+for (const r of API_ROUTES) apiRouter.add(r.method, r.path, r);
+
+const OVERRIDABLE = new Set(['PATCH', 'PUT', 'DELETE']);
+
+/** The method, honouring `X-Http-Method-Override` on POST (reference 1.1). */
+function methodOf(ex: Exchange): string {
+  if (ex.method !== 'POST') return ex.method;
+  const o = ex.header('x-http-method-override').toUpperCase();
+  return OVERRIDABLE.has(o) ? o : 'POST';
+}
+
+/** Handles one API request; always ends in a response. */
 export async function handleApi(ctx: ApiContext, ex: Exchange): Promise<void> {
   const started = performance.now();
+  let remaining: number | null = null;
   try {
-    const m = apiRouter.match(ex.method, ex.path);
-    if (m.kind === 'not-found') throw fail('NOT_FOUND', `No such endpoint: ${ex.method} ${ex.path.slice(0, 200)}`);
-    if (m.kind === 'method-not-allowed') throw fail('UNSUPPORTED', `${ex.method} is not allowed here; allowed: ${m.allowed.join(', ')}`);
-    await m.handler(ctx, ex, m.params);
+    const method = methodOf(ex);
+    const m = apiRouter.match(method, ex.path);
+    if (m.kind === 'not-found') throw fail('NOT_FOUND', `No such endpoint: ${method} ${ex.path.slice(0, 200)}`);
+    if (m.kind === 'method-not-allowed') throw fail('UNSUPPORTED', `${method} is not allowed here; allowed: ${m.allowed.join(', ')}`);
+    const route = m.value;
+    const { variant } = negotiate(ex.header('accept'), ctx.vendor);
+    const principal = readCredentials(ctx, ex, route.bearerOnly === true);
+    if (!principal && route.access !== 'public') throw fail('UNAUTHORIZED', 'No credentials provided. Send "Authorization: Bearer <token>".');
+    if (principal) {
+      const state = route.counted === false ? ctx.rateLimiter.peek(principal.accountId) : ctx.rateLimiter.take(principal.accountId);
+      remaining = state.remaining;
+      if (!state.ok) throw fail('RATE_LIMITED', 'Your account reached the API rate limit\nPlease wait a few minutes before making new requests');
+      if (route.access !== 'token' && route.access !== 'public') requireScope(principal, route.access);
+    }
+    await route.handler(ctx, { ex, params: m.params, principal, remaining, variant });
   } catch (e) {
-    sendApiError(ctx, ex, e);
+    sendApiError(ctx, ex, e, remaining);
   } finally {
     ctx.log.debug({ reqId: ex.id, method: ex.method, path: ex.path, status: ex.status, ms: Math.round((performance.now() - started) * 100) / 100 }, 'api request');
   }

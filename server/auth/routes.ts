@@ -1,17 +1,71 @@
 /**
- * The OAuth web-flow host ({auth_url}). This commit serves only the health check; sign-in,
- * consent, /oauth/authorize and /oauth/token arrive with the OAuth issue.
+ * The OAuth web-flow host ({auth_url}): route table and dispatch. Pages answer errors with an
+ * HTML page; the token endpoint with RFC 6749 §5.2 JSON; metadata and health with JSON.
  */
 import type { Exchange } from '../http/exchange.js';
-import type { ApiContext } from '../api/context.js';
-import { fail } from '../../engine/errors.js';
-import { sendApi, sendApiError } from '../api/respond.js';
+import type { AuthContext } from './context.js';
+import { Router } from '../http/router.js';
+import { isSlipwayError } from '../../engine/errors.js';
+import { API_ERRORS } from '../api/error-codes.js';
+import { sendJson } from '../http/respond.js';
+import { sendPage } from './views.js';
+import { showHome, showSignIn, showSignOut, submitSignIn, submitSignOut } from './sign-in.js';
+import { showAuthorize, submitAuthorize } from './authorize.js';
+import { handleToken } from './token.js';
+import { authorizationServerMetadata } from './metadata.js';
 
-export async function handleAuth(ctx: ApiContext, ex: Exchange): Promise<void> {
+type AuthHandler = (ctx: AuthContext, ex: Exchange) => Promise<void>;
+
+const health: AuthHandler = async (_ctx, ex) => sendJson(ex, 200, { status: 'ok' }, { 'request-id': ex.id });
+
+const metadata: AuthHandler = async (ctx, ex) => sendJson(ex, 200, authorizationServerMetadata(ctx), { 'cache-control': 'public, max-age=3600', 'request-id': ex.id });
+
+const stylesheet: AuthHandler = async (ctx, ex) => {
+  ex.send(200, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=3600', 'x-content-type-options': 'nosniff' }, ctx.views.css, Buffer.byteLength(ctx.views.css));
+};
+
+export const authRouter = new Router<AuthHandler>()
+  .add('GET', '/', showHome)
+  .add('GET', '/login', showSignIn)
+  .add('POST', '/login', submitSignIn)
+  .add('GET', '/logout', showSignOut)
+  .add('POST', '/logout', submitSignOut)
+  .add('GET', '/oauth/authorize', showAuthorize)
+  .add('POST', '/oauth/authorize', submitAuthorize)
+  .add('POST', '/oauth/token', handleToken)
+  .add('GET', '/.well-known/oauth-authorization-server', metadata)
+  .add('GET', '/assets/site.css', stylesheet)
+  .add('GET', '/health', health);
+
+/** An HTML error page for a failure that escaped a page handler. */
+export function sendAuthError(ctx: AuthContext, ex: Exchange, e: unknown): void {
+  if (ex.responded || ex.aborted) return;
+  let status = 500;
+  let message = 'Something went wrong on our side. Please try again.';
+  if (isSlipwayError(e)) {
+    status = API_ERRORS[e.code].status;
+    message = e.message;
+  } else {
+    ctx.log.error({ err: e, reqId: ex.id, path: ex.path }, 'auth request failed');
+  }
+  const html = ctx.views.render('message', { title: 'Error', heading: status === 404 ? 'Not found' : 'Request refused', message, error: true, requestId: ex.id });
+  sendPage(ex, status, html);
+}
+
+export async function handleAuth(ctx: AuthContext, ex: Exchange): Promise<void> {
+  const started = performance.now();
   try {
-    if (ex.path === '/health' && ex.method === 'GET') return sendApi(ctx, ex, 200, { status: 'ok' });
-    throw fail('NOT_FOUND', `No such endpoint: ${ex.method} ${ex.path.slice(0, 200)}`);
+    const m = authRouter.match(ex.method, ex.path);
+    if (m.kind === 'found') return await m.value(ctx, ex);
+    // The token endpoint answers every method, so a GET gets an RFC 6749 error rather than a page.
+    if (ex.path === '/oauth/token') return await handleToken(ctx, ex);
+    const status = m.kind === 'not-found' ? 404 : 405;
+    const message = m.kind === 'not-found' ? `There is no page at ${ex.path.slice(0, 200)}.` : `${ex.method} is not allowed here; allowed: ${m.allowed.join(', ')}.`;
+    const html = ctx.views.render('message', { title: 'Not found', heading: status === 404 ? 'Not found' : 'Method not allowed', message, error: true });
+    sendPage(ex, status, html, m.kind === 'method-not-allowed' ? { allow: m.allowed.join(', ') } : {});
   } catch (e) {
-    sendApiError(ctx, ex, e);
+    sendAuthError(ctx, ex, e);
+  } finally {
+    ctx.log.debug({ reqId: ex.id, method: ex.method, path: ex.path, status: ex.status, ms: Math.round((performance.now() - started) * 100) / 100 }, 'auth request');
   }
 }

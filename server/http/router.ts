@@ -1,42 +1,46 @@
 /**
  * A small path router for the API and auth hosts: patterns like `/apps/:app/formation/:type`,
- * one handler per method. Registry paths (names with slashes) use server/registry/routes.ts.
+ * one value (a handler or a route descriptor) per method. Registry paths (names with slashes)
+ * use server/registry/routes.ts.
  */
-import type { Exchange } from './exchange.js';
 
-export type RouteHandler<C> = (ctx: C, ex: Exchange, params: Record<string, string>) => Promise<void>;
-
-interface Entry<C> {
-  segments: string[];
-  handlers: Map<string, RouteHandler<C>>;
-}
-
-export type RouteMatch<C> =
-  | { kind: 'found'; handler: RouteHandler<C>; params: Record<string, string> }
+export type RouteMatch<T> =
+  | { kind: 'found'; value: T; params: Record<string, string> }
   | { kind: 'method-not-allowed'; allowed: string[] }
   | { kind: 'not-found' };
 
-export class Router<C> {
-  readonly #entries: Entry<C>[] = [];
+interface Entry<T> {
+  segments: string[];
+  values: Map<string, T>;
+}
+
+export class Router<T> {
+  readonly #entries: Entry<T>[] = [];
 
   /** Adds a route; `pattern` segments starting with `:` capture (percent-decoded) values. */
-  add(method: string, pattern: string, handler: RouteHandler<C>): this {
+  add(method: string, pattern: string, value: T): this {
     const segments = pattern.split('/').filter(Boolean);
     let entry = this.#entries.find((e) => e.segments.join('/') === segments.join('/'));
     if (!entry) {
-      entry = { segments, handlers: new Map() };
+      entry = { segments, values: new Map() };
       this.#entries.push(entry);
     }
-    entry.handlers.set(method, handler);
+    entry.values.set(method, value);
     return this;
   }
 
-  match(method: string, path: string): RouteMatch<C> {
+  /**
+   * Finds the route for `method` and `path`. Literal segments win over captures, so
+   * `/account/rate-limits` is never taken for `/account/:x`. HEAD falls back to GET.
+   */
+  match(method: string, path: string): RouteMatch<T> {
     const parts = path.split('/').filter(Boolean);
+    let best: { entry: Entry<T>; params: Record<string, string>; literals: number } | null = null;
     for (const e of this.#entries) {
       if (e.segments.length !== parts.length) continue;
       const params: Record<string, string> = {};
       let ok = true;
+      let literals = 0;
       for (let i = 0; i < parts.length && ok; i++) {
         const s = e.segments[i]!;
         if (s.startsWith(':')) {
@@ -45,13 +49,16 @@ export class Router<C> {
           } catch {
             ok = false;
           }
-        } else ok = s === parts[i];
+        } else {
+          ok = s === parts[i];
+          literals++;
+        }
       }
-      if (!ok) continue;
-      const h = e.handlers.get(method) ?? (method === 'HEAD' ? e.handlers.get('GET') : undefined);
-      if (h) return { kind: 'found', handler: h, params };
-      return { kind: 'method-not-allowed', allowed: [...e.handlers.keys()] };
+      if (ok && (!best || literals > best.literals)) best = { entry: e, params, literals };
     }
-    return { kind: 'not-found' };
+    if (!best) return { kind: 'not-found' };
+    const v = best.entry.values.get(method) ?? (method === 'HEAD' ? best.entry.values.get('GET') : undefined);
+    if (v !== undefined) return { kind: 'found', value: v, params: best.params };
+    return { kind: 'method-not-allowed', allowed: [...best.entry.values.keys()] };
   }
 }

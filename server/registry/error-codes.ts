@@ -36,4 +36,10 @@ export const REGISTRY_ERRORS: Record<ErrorCode, WireError> = {
   BAD_REQUEST: { code: 'UNSUPPORTED', status: 400 },
   BODY_TOO_LARGE: { code: 'SIZE_INVALID', status: 413 },
   RATE_LIMITED: { code: 'TOOMANYREQUESTS', status: 429 },
+  // OAuth and platform API codes; the registry does not raise them, the rows keep the table exhaustive.
+  NOT_ACCEPTABLE: { code: 'UNSUPPORTED', status: 406 },
+  INVALID_CLIENT: { code: 'UNAUTHORIZED', status: 401 },
+  INVALID_GRANT: { code: 'UNAUTHORIZED', status: 401 },
+  INVALID_SCOPE: { code: 'DENIED', status: 403 },
+  UNSUPPORTED_GRANT_TYPE: { code: 'UNSUPPORTED', status: 400 },
 };

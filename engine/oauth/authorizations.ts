@@ -1,0 +1,170 @@
+/**
+ * Managing an account's authorizations through the platform API (spec Endpoints 4-5;
+ * reference 2.3): direct authorizations for scripts, listing, description updates, token
+ * regeneration and revocation. Web-flow authorizations are created by grants.ts but listed and
+ * revoked here too. Team-owned authorizations (team issue) are excluded from these personal
+ * views, as the spec's plain list excludes them (spec Endpoints 6).
+ */
+import { prefixRange, type Store } from '../store.js';
+import type { Clock } from '../clock.js';
+import { fail } from '../errors.js';
+import type { AuthorizationRecord, TokenRecord } from '../auth/records.js';
+import { hashToken, newId, redactToken, TOKEN_PREFIX } from '../auth/tokens.js';
+import {
+  createAuthorizationInTransaction, indexAuthorizationInTransaction, issueTokensInTransaction, newAuthorizationRecord,
+  revokeAuthorizationInTransaction, type IssuedTokens,
+} from '../auth/authorizations.js';
+import { normalizeScopes, type Scope } from '../auth/scope.js';
+import { MAX_DESCRIPTION_LENGTH, MAX_DIRECT_EXPIRES_IN_SECONDS } from './limits.js';
+
+/** Raw fields of `POST /oauth/authorizations`, validated here. */
+export interface DirectAuthorizationInput {
+  description?: unknown;
+  scope?: unknown;
+  expires_in?: unknown;
+}
+
+/** The current token records of an authorization (for serialization; values are never kept). */
+export interface AuthorizationTokens {
+  access: TokenRecord | undefined;
+  refresh: TokenRecord | undefined;
+}
+
+/** `description`: a string of at most 1000 characters; absent = '' (always a string on the wire, reference 4). */
+export function parseDescription(raw: unknown): string {
+  if (raw === undefined || raw === null) return '';
+  if (typeof raw !== 'string') throw fail('INVALID_PARAMS', 'description must be a string.');
+  if (raw.length > MAX_DESCRIPTION_LENGTH) throw fail('INVALID_PARAMS', `description is longer than ${MAX_DESCRIPTION_LENGTH} characters.`);
+  return raw;
+}
+
+/** `scope`: an array of scope names; absent = ["global"] (reference 2.1 "default"). */
+export function parseScopeArray(raw: unknown): Scope[] {
+  if (raw === undefined || raw === null) return ['global'];
+  if (!Array.isArray(raw) || !raw.every((s) => typeof s === 'string')) throw fail('INVALID_PARAMS', 'scope must be an array of strings, e.g. ["read", "identity"].');
+  try {
+    return normalizeScopes(raw as string[]);
+  } catch (e) {
+    throw fail('INVALID_PARAMS', (e as Error).message);
+  }
+}
+
+/**
+ * `expires_in`: seconds, an integer or a string of digits (the CLI sends a string, reference 4),
+ * 1 to 10 years; absent or null = never (personal direct authorizations, spec Authentication 3).
+ * @returns milliseconds, or null for no expiry.
+ */
+export function parseExpiresIn(raw: unknown): number | null {
+  if (raw === undefined || raw === null) return null;
+  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,12}$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_DIRECT_EXPIRES_IN_SECONDS) {
+    throw fail('INVALID_PARAMS', `expires_in must be a whole number of seconds from 1 to ${MAX_DIRECT_EXPIRES_IN_SECONDS}, or null for no expiry.`);
+  }
+  return n * 1000;
+}
+
+export class Authorizations {
+  constructor(readonly store: Store, readonly clock: Clock) {}
+
+  /**
+   * Creates a direct authorization (no client, no refresh token).
+   * @throws INVALID_PARAMS for a malformed description, scope or expires_in.
+   */
+  async createDirect(accountId: string, input: DirectAuthorizationInput): Promise<IssuedTokens> {
+    const description = parseDescription(input.description);
+    const scope = parseScopeArray(input.scope);
+    const ttl = parseExpiresIn(input.expires_in);
+    const now = this.clock.now();
+    return this.store.env.transaction(() => createAuthorizationInTransaction(this.store, {
+      kind: 'direct', accountId, description, scope, accessTokenTtlMs: ttl, withRefreshToken: false,
+    }, now));
+  }
+
+  /** The account's live personal authorizations (API key, direct, web), in id order. */
+  listFor(accountId: string): AuthorizationRecord[] {
+    const out: AuthorizationRecord[] = [];
+    for (const { key } of this.store.authorizationsByAccount.getRange(prefixRange(accountId))) {
+      const a = this.store.authorizations.get(key.slice(accountId.length + 1));
+      if (a && a.revokedAt === null && a.teamId === null) out.push(a);
+    }
+    return out.sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+  }
+
+  /**
+   * One of the account's live personal authorizations by id; `~` names its API key (reference 1.1).
+   * @throws NOT_FOUND (resource "authorization") when absent, revoked or someone else's.
+   */
+  find(accountId: string, idOrTilde: string, apiKeyAuthorizationId: string): AuthorizationRecord {
+    const id = idOrTilde === '~' ? apiKeyAuthorizationId : idOrTilde.toLowerCase();
+    const a = this.store.authorizations.get(id);
+    if (!a || a.accountId !== accountId || a.revokedAt !== null || a.teamId !== null) {
+      throw fail('NOT_FOUND', "Couldn't find that authorization.", { resource: 'authorization' });
+    }
+    return a;
+  }
+
+  /** The current token records of `a`. */
+  tokensOf(a: AuthorizationRecord): AuthorizationTokens {
+    return {
+      access: a.accessTokenHash ? this.store.tokens.get(a.accessTokenHash) : undefined,
+      refresh: a.refreshTokenHash ? this.store.tokens.get(a.refreshTokenHash) : undefined,
+    };
+  }
+
+  /** Sets the description. @throws INVALID_PARAMS for a non-string or over-long one. */
+  async updateDescription(a: AuthorizationRecord, raw: unknown): Promise<AuthorizationRecord> {
+    const description = parseDescription(raw);
+    const now = this.clock.now();
+    return this.store.env.transaction(() => {
+      const current = this.store.authorizations.get(a.id) ?? a;
+      const next = { ...current, description, updatedAt: now };
+      this.store.authorizations.put(a.id, next);
+      return next;
+    });
+  }
+
+  /**
+   * New token values for a direct authorization or the API key, with the same lifetime as
+   * before; the old values fail from this commit on. A legacy (unprefixed) token becomes a
+   * `SVC-` one (spec Authentication 2).
+   * @throws DENIED for web-flow authorizations (their client refreshes instead; reference 2.3).
+   */
+  async regenerate(a: AuthorizationRecord): Promise<IssuedTokens> {
+    if (a.kind === 'web') throw fail('DENIED', 'Tokens of web-flow authorizations cannot be regenerated; the OAuth client gets a new access token with its refresh token.');
+    const now = this.clock.now();
+    return this.store.env.transaction(() => {
+      const current = this.store.authorizations.get(a.id) ?? a;
+      return issueTokensInTransaction(this.store, current, current.accessTokenTtlMs ?? null, false, now);
+    });
+  }
+
+  /**
+   * Revokes an authorization: every access and refresh token of it fails at once (spec States).
+   * The account's API key cannot be revoked (it is regenerated instead): our decision, so an
+   * account always keeps a credential for the registry and the API.
+   * @throws INVALID_PARAMS for the API key.
+   */
+  async revoke(a: AuthorizationRecord): Promise<AuthorizationRecord> {
+    if (a.kind === 'api-key') throw fail('INVALID_PARAMS', "The account's API key cannot be revoked; regenerate it instead (POST /oauth/authorizations/~/actions/regenerate-tokens).");
+    const now = this.clock.now();
+    return this.store.env.transaction(() => revokeAuthorizationInTransaction(this.store, this.store.authorizations.get(a.id) ?? a, now));
+  }
+
+  /**
+   * Imports a token issued before the `SVC-` prefix existed (spec Authentication 2) as a direct
+   * authorization without expiry; it authenticates as it is until regenerated.
+   * @throws INVALID_PARAMS for a value shorter than 32 characters or one carrying the prefix.
+   */
+  async importLegacy(accountId: string, token: string, scope: Scope[], description: string): Promise<AuthorizationRecord> {
+    if (token.length < 32 || token.startsWith(TOKEN_PREFIX)) throw fail('INVALID_PARAMS', 'a legacy token has no SVC- prefix and at least 32 characters');
+    const now = this.clock.now();
+    const record = { ...newAuthorizationRecord({ kind: 'direct', accountId, description, scope, accessTokenTtlMs: null, withRefreshToken: false }, now), accessTokenHash: hashToken(token) };
+    await this.store.env.transaction(() => {
+      if (this.store.tokens.get(record.accessTokenHash) !== undefined) throw fail('CONFLICT', 'that token is already known');
+      this.store.tokens.put(record.accessTokenHash, { id: newId(), authorizationId: record.id, kind: 'access', createdAt: now, expiresAt: null, hint: redactToken(token) });
+      this.store.authorizations.put(record.id, record);
+      indexAuthorizationInTransaction(this.store, record);
+    });
+    return record;
+  }
+}

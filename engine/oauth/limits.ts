@@ -1,0 +1,36 @@
+/**
+ * Lifetimes and policies of the OAuth service, each with its source. Where the spec says
+ * "not shown" the value is our decision, recorded in the README ("OAuth decisions").
+ */
+
+/** Web-flow access tokens expire 8 hours after issue (spec States, Authentication 3, Limits). */
+export const WEB_ACCESS_TOKEN_TTL_MS = 8 * 3600_000;
+
+/**
+ * Authorization codes expire 5 minutes after issue and are single-use. The spec does not show
+ * the lifetime (Limits); RFC 6749 §4.1.2 recommends at most 10 minutes and the platform's own
+ * identity service used 300 s (reference 2.3).
+ */
+export const GRANT_CODE_TTL_MS = 5 * 60_000;
+
+/**
+ * A used code is remembered this long after issue so that a late replay still revokes the
+ * tokens it issued (RFC 6749 §4.1.2, "SHOULD revoke"); afterwards it is simply unknown.
+ */
+export const GRANT_REPLAY_MEMORY_MS = 24 * 3600_000;
+
+/** Auth-host sign-in sessions last 12 hours from sign-in (absolute, not sliding). Our decision. */
+export const WEB_SESSION_TTL_MS = 12 * 3600_000;
+
+/** After this many consecutive failed sign-ins for one e-mail address, sign-in for it pauses. Our decision. */
+export const SIGN_IN_MAX_FAILURES = 5;
+
+/** How long sign-in stays paused after `SIGN_IN_MAX_FAILURES` failures: 15 minutes. Our decision. */
+export const SIGN_IN_LOCKOUT_MS = 15 * 60_000;
+
+/** Largest `expires_in` of a direct authorization: 10 years, in seconds (larger values are refused, 422). */
+export const MAX_DIRECT_EXPIRES_IN_SECONDS = 10 * 365 * 24 * 3600;
+
+/** Longest authorization description and client name, characters. */
+export const MAX_DESCRIPTION_LENGTH = 1000;
+export const MAX_CLIENT_NAME_LENGTH = 255;

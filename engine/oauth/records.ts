@@ -1,0 +1,62 @@
+/** OAuth records (see engine/store.ts). Secrets (client secrets, codes, session ids) appear only as sha256 hashes. */
+
+/** A registered OAuth client (spec Resources "Client"; reference 2.4). */
+export interface ClientRecord {
+  /** UUID, sent as `client_id`. */
+  id: string;
+  /** Shown to users on the consent page. */
+  name: string;
+  /** The one callback URL; authorize requests must match it exactly (RFC 6749 §3.1.2.3). */
+  redirectUri: string;
+  /** sha256 hex of the client secret. */
+  secretHash: string;
+  /** First-party (the platform's own products): consent is not asked. Only the operator sets it. */
+  trusted: boolean;
+  /** Account that registered the client. */
+  ownerId: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** An authorization code issued by `/oauth/authorize` (RFC 6749 §4.1.2), keyed by sha256(code). */
+export interface GrantRecord {
+  id: string;
+  clientId: string;
+  accountId: string;
+  /** Owning team chosen on the consent page (team issue); null = the user's personal authorization. */
+  teamId: string | null;
+  scope: string[];
+  /** The redirect URI the code was sent to. */
+  redirectUri: string;
+  /** Whether the authorize request carried `redirect_uri` (then the token request must repeat it, RFC 6749 §4.1.3). */
+  redirectUriGiven: boolean;
+  /** PKCE S256 challenge (RFC 7636 §4.2), or null when the client sent none. */
+  codeChallenge: string | null;
+  createdAt: number;
+  /** ms since epoch; the code is refused from then on. */
+  expiresAt: number;
+  /** Set at the first exchange; a second exchange is a replay (RFC 6749 §4.1.2). */
+  usedAt: number | null;
+  /** The authorization the first exchange created (revoked on replay). */
+  authorizationId: string | null;
+}
+
+/** A signed-in browser on the auth host, keyed by sha256(cookie value). */
+export interface WebSessionRecord {
+  id: string;
+  accountId: string;
+  createdAt: number;
+  /** ms since epoch; absolute, not sliding. */
+  expiresAt: number;
+}
+
+/** Sign-in bookkeeping for one e-mail address (known or not, so lockout reveals nothing). */
+export interface SignInState {
+  /** Consecutive failures since the last success or lockout. */
+  failures: number;
+  /** ms since epoch until which sign-in is refused; null = not locked. */
+  lockedUntil: number | null;
+  /** Last accepted TOTP time step: a code is accepted once (RFC 6238 §5.2). */
+  lastTotpStep: number | null;
+  updatedAt: number;
+}

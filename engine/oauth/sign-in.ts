@@ -1,0 +1,96 @@
+/**
+ * Sign-in on the auth host: e-mail, password and TOTP code, all three required (the second
+ * factor is mandatory, spec Authentication 4). Passwords are checked with scrypt in libuv's
+ * thread pool (engine/auth/passwords.ts), never on the event loop.
+ *
+ * Lockout (our decision, README "OAuth decisions"): after `SIGN_IN_MAX_FAILURES` (5)
+ * consecutive failures for one e-mail address, sign-in for that address is refused for
+ * `SIGN_IN_LOCKOUT_MS` (15 minutes), and the page says so and until when. Failures are counted
+ * per address whether or not an account exists, so the lockout reveals nothing about which
+ * addresses are registered; during a lockout the password is not even checked. A failure count
+ * untouched for `FAILURE_MEMORY_MS` (1 hour) is forgotten. API tokens are not affected.
+ */
+import type { Store } from '../store.js';
+import type { Clock } from '../clock.js';
+import type { Accounts } from '../auth/accounts.js';
+import { normalizeEmail } from '../auth/accounts.js';
+import type { Account } from '../auth/records.js';
+import { hashPassword, verifyPassword } from '../auth/passwords.js';
+import { verifyTotp } from '../auth/totp.js';
+import type { SignInState } from './records.js';
+import { SIGN_IN_LOCKOUT_MS, SIGN_IN_MAX_FAILURES } from './limits.js';
+
+/** A failure count untouched this long is forgotten (1 hour). */
+export const FAILURE_MEMORY_MS = 3600_000;
+
+/** Outcome of a sign-in attempt. */
+export type SignInResult =
+  | { ok: true; account: Account }
+  /** Wrong e-mail, password or code; `attemptsLeft` before the lockout starts. */
+  | { ok: false; reason: 'invalid'; attemptsLeft: number }
+  /** Refused until `until` (ms since epoch) without checking the credentials. */
+  | { ok: false; reason: 'locked'; until: number };
+
+export class SignIn {
+  #dummyHash: Promise<string> | null = null;
+
+  constructor(readonly store: Store, readonly clock: Clock, readonly accounts: Accounts) {}
+
+  /** Checks the three credentials and records the outcome. */
+  async attempt(email: string, password: string, code: string): Promise<SignInResult> {
+    const address = normalizeEmail(email).slice(0, 320);
+    const state = this.#state(address);
+    if (state.lockedUntil !== null && this.clock.now() < state.lockedUntil) return { ok: false, reason: 'locked', until: state.lockedUntil };
+    const account = this.accounts.byEmail(address);
+    // Unknown address: spend the same scrypt time so response timing does not reveal it.
+    const passwordOk = account
+      ? await verifyPassword(password, account.passwordHash)
+      : (await verifyPassword(password, await this.#dummy()), false);
+    const now = this.clock.now();
+    const step = account && passwordOk ? verifyTotp(this.accounts.totpSecretOf(account), code.trim(), now) : null;
+    const fresh = step !== null && (state.lastTotpStep === null || step > state.lastTotpStep);
+    if (account && passwordOk && fresh) {
+      await this.store.env.transaction(() => this.store.signIns.put(address, { failures: 0, lockedUntil: null, lastTotpStep: step, updatedAt: now }));
+      return { ok: true, account };
+    }
+    return this.store.env.transaction((): SignInResult => {
+      const s = this.#state(address);
+      const failures = s.failures + 1;
+      if (failures >= SIGN_IN_MAX_FAILURES) {
+        const until = now + SIGN_IN_LOCKOUT_MS;
+        this.store.signIns.put(address, { ...s, failures: 0, lockedUntil: until, updatedAt: now });
+        return { ok: false, reason: 'locked', until };
+      }
+      this.store.signIns.put(address, { ...s, failures, lockedUntil: null, updatedAt: now });
+      return { ok: false, reason: 'invalid', attemptsLeft: SIGN_IN_MAX_FAILURES - failures };
+    });
+  }
+
+  /** Deletes bookkeeping that no longer matters (no lockout, failures forgotten, TOTP step long past). @returns how many. */
+  async prune(): Promise<number> {
+    const now = this.clock.now();
+    let n = 0;
+    await this.store.env.transaction(() => {
+      for (const { key, value } of this.store.signIns.getRange()) {
+        if ((value.lockedUntil === null || now >= value.lockedUntil) && now - value.updatedAt >= FAILURE_MEMORY_MS) {
+          this.store.signIns.remove(key);
+          n++;
+        }
+      }
+    });
+    return n;
+  }
+
+  #state(address: string): SignInState {
+    const s = this.store.signIns.get(address);
+    const now = this.clock.now();
+    if (!s) return { failures: 0, lockedUntil: null, lastTotpStep: null, updatedAt: now };
+    if (s.lockedUntil === null && now - s.updatedAt >= FAILURE_MEMORY_MS) return { ...s, failures: 0 };
+    return s;
+  }
+
+  #dummy(): Promise<string> {
+    this.#dummyHash ??= hashPassword('slipway-dummy-password');
+    return this.#dummyHash;
+  }
+}

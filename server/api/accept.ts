@@ -1,0 +1,70 @@
+/**
+ * API version negotiation through `Accept` (spec Versioning 1-2; reference 1.1).
+ *
+ * - `application/vnd.<vendor>+json; version=3` selects version 3; `version=3.<variant>` (for
+ *   example `3.container-releases`) selects a variant of it; no version parameter = 3.
+ * - A vendor media type naming another version (`version=2`), or only media types we cannot
+ *   produce (`text/html`, another vendor's type), is refused: 406 `not_acceptable`, naming the
+ *   header to send (reference 1.4).
+ * - A missing `Accept`, or one admitting plain JSON (`application/json`, `application/*`,
+ *   `*\/*`), is served version 3, the only version: our decision (the reference leaves it
+ *   open), so curl and generic OAuth libraries work without a vendor header.
+ */
+import { fail } from '../../engine/errors.js';
+
+/** The negotiated version: always 3, with the variant when one was named. */
+export interface Negotiated {
+  variant: string | null;
+}
+
+const GENERIC = new Set(['*/*', 'application/*', 'application/json']);
+const VERSION = /^3(?:\.([A-Za-z0-9][A-Za-z0-9._-]{0,63}))?$/;
+const cache = new Map<string, Negotiated | string>();
+
+function parse(header: string, vendor: string): Negotiated | string {
+  const vendorType = `application/vnd.${vendor}+json`;
+  let generic = false;
+  let wrongVersion: string | null = null;
+  for (const range of header.split(',')) {
+    const [type = '', ...rawParams] = range.split(';');
+    const media = type.trim().toLowerCase();
+    const params = new Map<string, string>();
+    for (const p of rawParams) {
+      const eq = p.indexOf('=');
+      if (eq > 0) params.set(p.slice(0, eq).trim().toLowerCase(), p.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1'));
+    }
+    if (params.has('q') && Number(params.get('q')) === 0) continue;
+    if (media === vendorType) {
+      const version = params.get('version');
+      if (version === undefined) return { variant: null };
+      const m = VERSION.exec(version);
+      if (m) return { variant: m[1] ?? null };
+      wrongVersion = version;
+    } else if (GENERIC.has(media)) {
+      generic = true;
+    }
+  }
+  const want = `Accept: application/vnd.${vendor}+json; version=3`;
+  if (wrongVersion !== null) return `API version "${wrongVersion.slice(0, 40)}" is not available; this API serves version 3. Please use ${want}.`;
+  if (generic) return { variant: null };
+  return `Cannot serve the media type in Accept: "${header.slice(0, 100)}". Please use ${want}.`;
+}
+
+/**
+ * Checks the request's Accept header.
+ * @param header the header value ('' when absent)
+ * @param vendor the configured vendor (`slipway` by default)
+ * @throws NOT_ACCEPTABLE (406) with a message naming the header to send.
+ */
+export function negotiate(header: string, vendor: string): Negotiated {
+  if (header === '') return { variant: null };
+  const k = vendor + '\n' + header;
+  let r = cache.get(k);
+  if (r === undefined) {
+    r = parse(header, vendor);
+    if (cache.size >= 256) cache.clear();
+    cache.set(k, r);
+  }
+  if (typeof r === 'string') throw fail('NOT_ACCEPTABLE', r);
+  return r;
+}

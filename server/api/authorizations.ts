@@ -1,0 +1,75 @@
+/**
+ * Direct authorizations and authorization management (spec Endpoints 4-5; reference 2.3):
+ * POST/GET /oauth/authorizations, GET/PATCH/DELETE /oauth/authorizations/{id or ~},
+ * POST /oauth/authorizations/{id}/actions/regenerate-tokens. Bearer only; global scope.
+ */
+import type { ApiCall, ApiContext } from './context.js';
+import { principalOf } from './auth.js';
+import { readJson, reply } from './respond.js';
+import { paginate, parseRange } from './range.js';
+import { authorizationJson } from './serialize-oauth.js';
+import { fail } from '../../engine/errors.js';
+import type { AuthorizationRecord } from '../../engine/auth/records.js';
+import type { IssuedTokens } from '../../engine/auth/authorizations.js';
+import type { AuthorizationTokens } from '../../engine/oauth/authorizations.js';
+
+const RANGES = ['id'] as const;
+
+function json(ctx: ApiContext, a: AuthorizationRecord, issued?: IssuedTokens, tokens?: AuthorizationTokens) {
+  const client = a.clientId ? ctx.oauth.clients.get(a.clientId) : undefined;
+  return authorizationJson(a, tokens ?? ctx.oauth.authorizations.tokensOf(a), ctx.accounts.get(a.accountId), client, ctx.clock.now(), issued);
+}
+
+/** The authorization named in the path. @throws NOT_FOUND unless it is the caller's and live. */
+function target(ctx: ApiContext, call: ApiCall): AuthorizationRecord {
+  const p = principalOf(call);
+  const account = ctx.accounts.get(p.accountId);
+  if (!account) throw fail('UNAUTHORIZED', 'Invalid credentials provided.');
+  return ctx.oauth.authorizations.find(p.accountId, call.params.id!, account.apiKeyAuthorizationId);
+}
+
+/** POST /oauth/authorizations {description?, scope?, expires_in?} → 201 with token values. */
+export async function createAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const p = principalOf(call);
+  const body = await readJson(call.ex);
+  const issued = await ctx.oauth.authorizations.createDirect(p.accountId, body);
+  reply(ctx, call, 201, json(ctx, issued.record, issued), { lastModified: issued.record.updatedAt });
+}
+
+/** GET /oauth/authorizations: the caller's personal authorizations, Range by id. */
+export async function listAuthorizations(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const p = principalOf(call);
+  const spec = parseRange(call.ex.header('range'), RANGES);
+  const all = ctx.oauth.authorizations.listFor(p.accountId);
+  const page = paginate(all, spec, RANGES, (a) => a.id);
+  const lastModified = page.items.reduce((m, a) => Math.max(m, a.updatedAt), 0) || undefined;
+  reply(ctx, call, page.status, page.items.map((a) => json(ctx, a)), { headers: page.headers, lastModified });
+}
+
+/** GET /oauth/authorizations/{id or ~} */
+export async function getAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const a = target(ctx, call);
+  reply(ctx, call, 200, json(ctx, a), { lastModified: a.updatedAt });
+}
+
+/** PATCH /oauth/authorizations/{id} {description?} */
+export async function updateAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const a = target(ctx, call);
+  const body = await readJson(call.ex);
+  const next = body.description === undefined ? a : await ctx.oauth.authorizations.updateDescription(a, body.description);
+  reply(ctx, call, 200, json(ctx, next), { lastModified: next.updatedAt });
+}
+
+/** POST /oauth/authorizations/{id}/actions/regenerate-tokens → 200 with the new token values. */
+export async function regenerateAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const issued = await ctx.oauth.authorizations.regenerate(target(ctx, call));
+  reply(ctx, call, 200, json(ctx, issued.record, issued), { lastModified: issued.record.updatedAt });
+}
+
+/** DELETE /oauth/authorizations/{id} → 200 with the record as it was; all its tokens fail at once. */
+export async function revokeAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const a = target(ctx, call);
+  const before = ctx.oauth.authorizations.tokensOf(a);
+  const revoked = await ctx.oauth.authorizations.revoke(a);
+  reply(ctx, call, 200, json(ctx, revoked, undefined, before), { lastModified: revoked.updatedAt });
+}

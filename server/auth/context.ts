@@ -1,0 +1,9 @@
+/** Everything an auth-host handler needs: the API context plus the pages and cookie settings. */
+import type { ApiContext } from '../api/context.js';
+import type { Views } from './views.js';
+
+export interface AuthContext extends ApiContext {
+  views: Views;
+  /** True when the auth URL is https: cookies get Secure and the `__Host-` prefix. */
+  secureCookies: boolean;
+}
