@@ -49,14 +49,20 @@ async function chaos(server: ChildServer, target: Target, round: number): Promis
     })());
   }
   // Manifest PUTs, one tag after another, racing the kill.
+  let stored!: () => void;
+  const firstStored = new Promise<void>((resolve) => { stored = resolve; });
   inflight.push((async () => {
-    for (let i = 0; i < 10_000; i++) await putManifest(target, 'crashapp/web', `r${round}-${i}`, img.manifest);
+    for (let i = 0; i < 10_000; i++) {
+      if ((await putManifest(target, 'crashapp/web', `r${round}-${i}`, img.manifest)).status === 201) stored();
+    }
   })());
   // Completed monolithic blobs racing the kill.
   inflight.push((async () => {
     for (let i = 0; i < 10_000; i++) await pushBlob(target, 'crashapp/worker', randomBytes(200_000));
   })());
-  await new Promise((r) => setTimeout(r, 400 + round * 300));
+  // Kill once manifests are being stored, a little later each round, with everything in flight.
+  await firstStored;
+  await new Promise((r) => setTimeout(r, 100 + round * 200));
   killing = true;
   await server.kill();
   await Promise.allSettled(inflight);
