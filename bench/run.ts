@@ -1,0 +1,127 @@
+/**
+ * `npm run bench`: runs the same workloads, with the same client code, against Slipway and the
+ * reference registry (CNCF distribution 2.8.2 as Debian's docker-registry), one server at a
+ * time, and prints JSON lines: one per figure per server, then one per figure with the ratio
+ * and target. BENCH_QUICK=1 shrinks sizes and durations; BENCH_ONLY=slipway|reference runs
+ * one side. Child processes and temp dirs are cleaned up on every exit path.
+ */
+import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { installCleanup } from './cleanup.js';
+import { RegistryClient } from './client.js';
+import { buildSmallImage } from './image.js';
+import { loadOptions, type BenchOptions } from './options.js';
+import { PayloadFactory } from './payload.js';
+import { Report } from './report.js';
+import { referenceAvailable, REFERENCE_BIN, startReference } from './servers/reference.js';
+import { startSlipway } from './servers/slipway.js';
+import type { Target } from './servers/target.js';
+import { progress, type WorkloadContext } from './workloads/context.js';
+import { pull, pushChunks, pushConcurrent, pushImage, pushSingle } from './workloads/bulk.js';
+import { blobHead, manifestGet, manifestGetRaw } from './workloads/load.js';
+import { manifestPut, warmPush } from './workloads/sequential.js';
+
+/** The workloads, in order; later ones use what earlier ones pushed. */
+const WORKLOADS: Array<[string, (ctx: WorkloadContext) => Promise<void>]> = [
+  ['push_1gib_single_patch', pushSingle],
+  ['push_1gib_chunked_16mib', pushChunks],
+  ['push_concurrent', pushConcurrent],
+  ['pull_1gib', pull],
+  ['push_small_image', pushImage],
+  ['manifest_get_64c', manifestGet],
+  ['manifest_get_64c_raw', manifestGetRaw],
+  ['blob_head_64c', blobHead],
+  ['manifest_put', manifestPut],
+  ['warm_push', warmPush],
+];
+
+/** File system type of the temp dir (where both servers keep their data). */
+function tmpFilesystem(): string {
+  try {
+    return execFileSync('df', ['--output=fstype', tmpdir()], { encoding: 'utf8' }).trim().split('\n').pop() ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Starts one server, runs every workload against it, stops it. Returns the number of failed workloads. */
+async function runServer(name: 'slipway' | 'reference', base: Omit<WorkloadContext, 'target' | 'client'>): Promise<number> {
+  progress(name, 'starting');
+  const target: Target = name === 'slipway' ? await startSlipway() : await startReference();
+  const client = new RegistryClient(target.registry, target.authorization, base.opts.loadConnections);
+  base.report.note({ bench: 'server', server: name, version: target.version, registry: target.registry, pid: target.pid, loadavg_1m: Math.round(loadavg()[0]! * 100) / 100 });
+  let failed = 0;
+  try {
+    const ctx: WorkloadContext = { ...base, target, client };
+    for (const [wname, fn] of WORKLOADS) {
+      try {
+        await fn(ctx);
+      } catch (e) {
+        failed++;
+        const message = (e as Error).message;
+        progress(name, `workload ${wname} FAILED: ${message}`);
+        base.report.note({ bench: wname, server: name, error: message });
+      }
+    }
+  } finally {
+    await client.close();
+    progress(name, 'stopping');
+    await target.stop();
+  }
+  return failed;
+}
+
+/** Entry point. */
+async function main(): Promise<number> {
+  installCleanup();
+  const opts: BenchOptions = loadOptions();
+  const report = new Report();
+  report.note({
+    bench: 'environment',
+    cpus: cpus().length,
+    mem_gib: Math.round(totalmem() / 1024 ** 3),
+    node: process.version,
+    quick: opts.quick,
+    tmp_fs: tmpFilesystem(),
+    note: `the client load generator (this process, one thread) shares the ${cpus().length} CPUs with the server under test; servers run one at a time on 127.0.0.1 over plain HTTP; MB = 10^6 bytes; latencies in ms`,
+  });
+  const started = performance.now();
+  progress('setup', `generating payloads and digests (${opts.bigBytes / 1024 ** 2} MiB blobs, ${opts.concurrentBlobs} x ${opts.concurrentBlobBytes / 1024 ** 2} MiB)`);
+  const payloads = new PayloadFactory(opts.patternBytes);
+  const h0 = performance.now();
+  const single = payloads.blob(opts.bigBytes, 'single-patch');
+  const sha256Rate = Math.round(opts.bigBytes / 1e6 / ((performance.now() - h0) / 1000));
+  report.note({ bench: 'client_sha256', value: sha256Rate, unit: 'MB/s', note: 'node:crypto sha256 speed on this machine (hashing the big blob once); a registry must hash every pushed byte' });
+  const big = { single, chunked: payloads.blob(opts.bigBytes, 'chunked') };
+  const many = Array.from({ length: opts.concurrentBlobs }, (_, i) => payloads.blob(opts.concurrentBlobBytes, `concurrent-${i}`));
+  const image = await buildSmallImage();
+  const base = { opts, payloads, report, big, many, image };
+  let failed = 0;
+  for (const name of opts.servers) {
+    if (name === 'reference' && !referenceAvailable()) {
+      const msg = `reference registry not found at ${REFERENCE_BIN}; install it with: apt-get install docker-registry. Skipping the reference side.`;
+      process.stderr.write(`bench: ${msg}\n`);
+      report.note({ bench: 'reference', skipped: true, reason: msg });
+      continue;
+    }
+    try {
+      failed += await runServer(name, base);
+    } catch (e) {
+      failed++;
+      progress(name, `FAILED: ${(e as Error).message}`);
+      report.note({ bench: 'server_start', server: name, error: (e as Error).message });
+    }
+  }
+  const rows = report.compare();
+  report.table(rows);
+  process.stderr.write(`\nbench: finished in ${Math.round((performance.now() - started) / 1000)} s${failed ? `, ${failed} failure(s)` : ''}\n`);
+  return failed ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e) => {
+    process.stderr.write(`bench: ${(e as Error).stack ?? String(e)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,62 @@
+/**
+ * Starts Slipway as a user runs it: `node dist/server/cli.js serve` on free ports with a fresh
+ * data directory, plain HTTP on the registry host, warn-level logs. Reads the URLs and the
+ * operator's one-time API key from its output and creates the app `bench`.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import { collectLines, exitError, type Target } from './target.js';
+import { basicAuth } from '../client.js';
+import { removeDir, stopChild, trackChild, trackDir } from '../cleanup.js';
+
+const CLI = fileURLToPath(new URL('../../server/cli.js', import.meta.url));
+
+/** Starts Slipway, creates the app `bench`, and returns the running target. */
+export async function startSlipway(): Promise<Target> {
+  if (!existsSync(CLI)) throw new Error(`${CLI} not found; build first (npx tsc -p .)`);
+  const dataDir = mkdtempSync(join(tmpdir(), 'slipway-bench-'));
+  trackDir(dataDir);
+  const proc = spawn(process.execPath, [CLI, 'serve', '--data', dataDir, '--registry-port', '0', '--api-port', '0', '--auth-port', '0', '--upload-port', '0'], {
+    env: { ...process.env, SLIPWAY_LOG_LEVEL: 'warn', SLIPWAY_REGISTRY_TLS: 'off' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  trackChild(proc);
+  let apiKey: string | undefined;
+  let started = false;
+  let onListening: (urls: Record<string, string>) => void = () => {};
+  const listening = new Promise<Record<string, string>>((resolve) => { onListening = resolve; });
+  const tail = collectLines(proc, (line) => {
+    const key = /^\s+api_key\s+(\S+)$/.exec(line);
+    if (key) apiKey = key[1];
+    const m = /^slipway listening registry=(\S+) api=(\S+) auth=(\S+) upload=(\S+)/.exec(line);
+    if (m) onListening({ registry: m[1]!, api: m[2]!, auth: m[3]!, upload: m[4]! });
+    else if (started && line.trim()) process.stderr.write(`[slipway] ${line}\n`);
+  });
+  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`slipway did not start within 30 s:\n${tail.join('\n')}`)), 30_000).unref());
+  const urls = await Promise.race([listening, exitError(proc, 'slipway', () => tail.join('\n')), timeout]);
+  started = true;
+  if (!apiKey) throw new Error(`slipway printed no api_key line on a fresh data directory:\n${tail.join('\n')}`);
+  const res = await request(`${urls.api}/apps`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', accept: 'application/vnd.slipway+json; version=3' },
+    body: JSON.stringify({ name: 'bench' }),
+  });
+  const text = await res.body.text();
+  if (res.statusCode !== 201) throw new Error(`POST ${urls.api}/apps answered ${res.statusCode}: ${text.slice(0, 300)}`);
+  return {
+    name: 'slipway',
+    registry: urls.registry!,
+    authorization: basicAuth('_', apiKey),
+    pid: proc.pid!,
+    version: 'slipway (dist/server/cli.js)',
+    logTail: () => tail.slice(),
+    stop: async () => {
+      await stopChild(proc);
+      removeDir(dataDir);
+    },
+  };
+}

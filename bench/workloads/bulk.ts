@@ -1,0 +1,105 @@
+/**
+ * Bulk transfer workloads: 1 GiB push in one PATCH (with server CPU and peak RSS), 1 GiB push
+ * in 16 MiB chunks, concurrent push of many 16 MiB blobs, and pull of the 1 GiB blob.
+ */
+import { cpuSeconds, RssSampler, statusKb } from '../procstat.js';
+import { mbPerSecond, round } from '../stats.js';
+import { progress, REPO, type WorkloadContext } from './context.js';
+import { MANIFEST_V2 } from '../image.js';
+import { pushChunked, pushPostPut, pushSinglePatch } from './upload.js';
+
+const GiB = 1024 ** 3;
+/** A pull fails when no body bytes arrive for this long (ms). */
+const PULL_STALL_MS = 15_000;
+const MiB = 1024 ** 2;
+
+/** Label of a size for figure fields. */
+function sizeLabel(bytes: number): string {
+  return bytes >= GiB ? `${bytes / GiB} GiB` : `${bytes / MiB} MiB`;
+}
+
+/** 1 GiB in one PATCH; also the server's CPU per GiB and its peak RSS during the push. */
+export async function pushSingle(ctx: WorkloadContext): Promise<void> {
+  const { target, client, big, opts, report } = ctx;
+  const blob = big.single;
+  progress(target.name, `push ${sizeLabel(blob.size)} in one PATCH`);
+  const cpu0 = cpuSeconds(target.pid);
+  const rss = new RssSampler(target.pid, 50);
+  const t0 = performance.now();
+  let ms: number;
+  let peak: { peakMiB: number; samples: number };
+  try {
+    await pushSinglePatch(client, REPO.big, blob, opts.transferTimeoutMs);
+  } finally {
+    ms = performance.now() - t0;
+    peak = rss.stop();
+  }
+  const cpu = cpuSeconds(target.pid) - cpu0;
+  const common = { server: target.name, bytes: blob.size, size: sizeLabel(blob.size) };
+  report.add({ bench: 'push_1gib_single_patch', ...common, value: mbPerSecond(blob.size, ms), unit: 'MB/s', seconds: round(ms / 1000, 2) });
+  report.add({ bench: 'server_cpu_per_gib_push', ...common, value: round(cpu / (blob.size / GiB), 2), unit: 's/GiB', cpu_seconds: round(cpu, 2), measured_on: 'push_1gib_single_patch' });
+  let hwm: number | undefined;
+  try {
+    hwm = round(statusKb(target.pid, 'VmHWM') / 1024, 1);
+  } catch {
+    hwm = undefined;
+  }
+  report.add({ bench: 'server_peak_rss_push_1gib', ...common, value: peak.peakMiB, unit: 'MiB', samples: peak.samples, interval_ms: 50, vmhwm_since_start_mib: hwm });
+}
+
+/** 1 GiB as 16 MiB PATCHes with Content-Range, then PUT. */
+export async function pushChunks(ctx: WorkloadContext): Promise<void> {
+  const { target, client, big, opts, report } = ctx;
+  const blob = big.chunked;
+  progress(target.name, `push ${sizeLabel(blob.size)} in ${blob.chunks.length} chunks`);
+  const t0 = performance.now();
+  await pushChunked(client, REPO.big, blob, opts.transferTimeoutMs);
+  const ms = performance.now() - t0;
+  report.add({ bench: 'push_1gib_chunked_16mib', server: target.name, value: mbPerSecond(blob.size, ms), unit: 'MB/s', bytes: blob.size, size: sizeLabel(blob.size), patches: blob.chunks.length, seconds: round(ms / 1000, 2) });
+}
+
+/** Many distinct 16 MiB blobs, a bounded number in flight, POST + PUT each; aggregate MB/s. */
+export async function pushConcurrent(ctx: WorkloadContext): Promise<void> {
+  const { target, client, many, opts, report } = ctx;
+  progress(target.name, `push ${many.length} x ${sizeLabel(opts.concurrentBlobBytes)}, ${opts.concurrentInFlight} at a time`);
+  let next = 0;
+  const t0 = performance.now();
+  const worker = async () => {
+    while (next < many.length) {
+      const blob = many[next++]!;
+      await pushPostPut(client, REPO.many, blob, opts.transferTimeoutMs);
+    }
+  };
+  await Promise.all(Array.from({ length: opts.concurrentInFlight }, worker));
+  const ms = performance.now() - t0;
+  const bytes = many.reduce((n, b) => n + b.size, 0);
+  report.add({ bench: 'push_concurrent', server: target.name, value: mbPerSecond(bytes, ms), unit: 'MB/s', blobs: many.length, blob_size: sizeLabel(opts.concurrentBlobBytes), in_flight: opts.concurrentInFlight, method: 'POST+PUT', seconds: round(ms / 1000, 2) });
+}
+
+/** GET the 1 GiB blob, counting bytes (one redirect is followed if the server sends one). */
+export async function pull(ctx: WorkloadContext): Promise<void> {
+  const { target, client, big, report } = ctx;
+  const blob = big.single;
+  progress(target.name, `pull ${sizeLabel(blob.size)}`);
+  let url = client.resolve(`/v2/${REPO.big}/blobs/${blob.digest}`);
+  const t0 = performance.now();
+  let r = await client.fetchCount('GET', url, {}, PULL_STALL_MS);
+  if (r.status >= 300 && r.status < 400 && r.location) {
+    url = client.resolve(r.location, url.toString());
+    r = await client.fetchCount('GET', url, {}, PULL_STALL_MS);
+  }
+  const ms = performance.now() - t0;
+  if (r.status !== 200) throw new Error(`GET ${url} answered ${r.status}`);
+  if (r.bytes !== blob.size) throw new Error(`GET ${url} returned ${r.bytes} bytes, expected ${blob.size}`);
+  report.add({ bench: 'pull_1gib', server: target.name, value: mbPerSecond(blob.size, ms), unit: 'MB/s', bytes: r.bytes, size: sizeLabel(blob.size), seconds: round(ms / 1000, 2) });
+}
+
+/** Pushes the small image (config, layer, manifest by tag `latest`). */
+export async function pushImage(ctx: WorkloadContext): Promise<void> {
+  const { client, image, opts } = ctx;
+  for (const b of [image.layer, image.config]) {
+    await pushPostPut(client, REPO.image, { size: b.bytes.length, digest: b.digest, bytes: b.bytes }, opts.transferTimeoutMs);
+  }
+  const r = await client.call('PUT', `/v2/${REPO.image}/manifests/latest`, { headers: { 'content-type': MANIFEST_V2 }, body: image.manifest });
+  if (r.status !== 201) throw new Error(`PUT manifest latest answered ${r.status}: ${r.body.toString().slice(0, 300)}`);
+}

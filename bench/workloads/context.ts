@@ -1,0 +1,30 @@
+/** What every workload receives. */
+import type { RegistryClient } from '../client.js';
+import type { BenchOptions } from '../options.js';
+import type { PayloadFactory, Blob } from '../payload.js';
+import type { Report } from '../report.js';
+import type { Target } from '../servers/target.js';
+import type { SmallImage } from '../image.js';
+
+/** Shared state of one server's run. */
+export interface WorkloadContext {
+  target: Target;
+  client: RegistryClient;
+  opts: BenchOptions;
+  payloads: PayloadFactory;
+  report: Report;
+  /** Big blobs, digests precomputed (same content for every server). */
+  big: { single: Blob; chunked: Blob };
+  /** Concurrent-push blobs, digests precomputed. */
+  many: Blob[];
+  /** The small image, pushed by the first workload that needs it. */
+  image: SmallImage;
+}
+
+/** Repository names (`bench/<process-type>`). */
+export const REPO = { big: 'bench/web', many: 'bench/worker', image: 'bench/api' } as const;
+
+/** Progress line on stderr. */
+export function progress(target: string, msg: string): void {
+  process.stderr.write(`[bench ${target}] ${msg}\n`);
+}
