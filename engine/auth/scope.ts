@@ -50,9 +50,9 @@ export function allows(scope: readonly string[], need: Need): boolean {
   return false;
 }
 
-/** The scopes that grant `need`, for "needs scope X" messages. */
+/** The scopes that grant `need`, narrowest first, for "needs scope X" messages. */
 export function scopesGranting(need: Need): Scope[] {
-  return SCOPES.filter((s) => GRANTS[s].includes(need));
+  return SCOPES.filter((s) => GRANTS[s].includes(need)).sort((a, b) => GRANTS[a].length - GRANTS[b].length);
 }
 
 /**
