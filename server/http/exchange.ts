@@ -63,7 +63,7 @@ export async function collectBody(declared: string, pipeBody: (sink: BodySink) =
     write: (c) => {
       size += c.length;
       if (size > limit) throw fail('BODY_TOO_LARGE', `request body exceeds the ${limit}-byte limit`);
-      parts.push(c);
+      parts.push(Buffer.from(c));
       return true;
     },
     onDrain: () => {},

@@ -12,7 +12,6 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { generate } from 'selfsigned';
 
 export interface TlsFiles {
   certFile: string;
@@ -35,6 +34,7 @@ export async function ensureTlsFiles(dataDir: string, host: string, cert?: strin
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const names = new Set(['localhost', '127.0.0.1', '::1', host]);
   const altNames = [...names].filter((n) => n !== '0.0.0.0' && n !== '::').map((n) => (isIP(n) ? { type: 7 as const, ip: n } : { type: 2 as const, value: n }));
+  const { generate } = await import('selfsigned'); // loaded only when a certificate is made
   const pems = await generate([{ name: 'commonName', value: host === '0.0.0.0' ? 'localhost' : host }], {
     keyType: 'ec',
     algorithm: 'sha256',
@@ -45,7 +45,7 @@ export async function ensureTlsFiles(dataDir: string, host: string, cert?: strin
       { name: 'extKeyUsage', serverAuth: true },
       { name: 'subjectAltName', altNames },
     ],
-  } as Parameters<typeof generate>[1]);
+  } as Parameters<typeof import('selfsigned').generate>[1]);
   writeFileSync(keyFile, pems.private, { mode: 0o600 });
   writeFileSync(certFile, pems.cert, { mode: 0o644 });
   return { certFile, keyFile, generated: true };

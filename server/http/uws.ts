@@ -83,9 +83,9 @@ class UwsExchange implements Exchange {
       res.onData((ab, last) => {
         if (last) this.#ended = true;
         if (this.responded) return; // answered early: the rest of the body is discarded
-        const chunk = Buffer.copyBytesFrom(new Uint8Array(ab));
-        if (this.#consumer) this.#consumer(chunk, last);
-        else if (chunk.length > 0) this.#chunks.push(chunk);
+        // A consumer copies what it keeps (BodySink contract); only queued chunks are copied here.
+        if (this.#consumer) this.#consumer(Buffer.from(ab), last);
+        else if (ab.byteLength > 0) this.#chunks.push(Buffer.copyBytesFrom(new Uint8Array(ab)));
       });
       this.#pause();
     } else {
