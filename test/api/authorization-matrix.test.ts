@@ -1,0 +1,113 @@
+/**
+ * The authorization matrix (spec Authentication 6-7): every endpoint of the API route table ×
+ * every scope × a valid, a revoked and an expired token. A valid token is allowed exactly when
+ * its scope grants what the route declares (else 403 `forbidden` naming the scope); a revoked
+ * or expired token always gets 401 `unauthorized`. A route added to the table without a case
+ * here fails this test.
+ */
+import t from 'tap';
+import { API_ROUTES } from '../../server/api/routes.js';
+import { allows, SCOPES } from '../../engine/auth/scope.js';
+import { api, startTestServer } from '../helpers/oauth.js';
+import { basic, http } from '../helpers/http.js';
+
+const ts = await startTestServer();
+t.teardown(() => ts.stop());
+const key = ts.operator.apiKey;
+let serial = 0;
+const unique = (p: string) => `${p}-${process.pid % 1000}-${++serial}`;
+
+async function created(path: string, body: unknown): Promise<string> {
+  const r = await api(ts, 'POST', path, key, body);
+  if (r.status !== 201) throw new Error(`${path}: ${r.status} ${r.text}`);
+  return r.json.id;
+}
+
+const app = await created('/apps', { name: 'matrix-app' });
+const authz = await created('/oauth/authorizations', { description: 'matrix target' });
+const client = await created('/oauth/clients', { name: 'matrix', redirect_uri: 'https://m.example/cb' });
+
+/** Each route's request; fresh resources where a success would consume them. */
+const CASES: Record<string, () => Promise<{ path: string; body?: unknown }>> = {
+  'GET /account': async () => ({ path: '/account' }),
+  'GET /account/rate-limits': async () => ({ path: '/account/rate-limits' }),
+  'POST /apps': async () => ({ path: '/apps', body: { name: unique('mx') } }),
+  'GET /apps': async () => ({ path: '/apps' }),
+  'GET /apps/:app': async () => ({ path: `/apps/${app}` }),
+  'DELETE /apps/:app': async () => ({ path: `/apps/${await created('/apps', { name: unique('del') })}` }),
+  'POST /oauth/authorizations': async () => ({ path: '/oauth/authorizations', body: { description: 'matrix' } }),
+  'GET /oauth/authorizations': async () => ({ path: '/oauth/authorizations' }),
+  'GET /oauth/authorizations/:id': async () => ({ path: `/oauth/authorizations/${authz}` }),
+  'PATCH /oauth/authorizations/:id': async () => ({ path: `/oauth/authorizations/${authz}`, body: { description: 'patched' } }),
+  'DELETE /oauth/authorizations/:id': async () => ({ path: `/oauth/authorizations/${await created('/oauth/authorizations', {})}` }),
+  'POST /oauth/authorizations/:id/actions/regenerate-tokens': async () => ({ path: `/oauth/authorizations/${authz}/actions/regenerate-tokens` }),
+  'POST /oauth/clients': async () => ({ path: '/oauth/clients', body: { name: 'c', redirect_uri: 'https://c.example/cb' } }),
+  'GET /oauth/clients': async () => ({ path: '/oauth/clients' }),
+  'GET /oauth/clients/:id': async () => ({ path: `/oauth/clients/${client}` }),
+  'PATCH /oauth/clients/:id': async () => ({ path: `/oauth/clients/${client}`, body: { name: 'patched' } }),
+  'DELETE /oauth/clients/:id': async () => ({ path: `/oauth/clients/${await created('/oauth/clients', { name: 'd', redirect_uri: 'https://d.example/cb' })}` }),
+  'POST /oauth/clients/:id/actions/rotate-credentials': async () => ({ path: `/oauth/clients/${client}/actions/rotate-credentials` }),
+};
+
+// Tokens: one valid, one revoked, one expired per scope, all of the operator's account.
+const tokens: Record<string, Record<'valid' | 'revoked' | 'expired', string>> = {};
+for (const scope of SCOPES) {
+  const mk = async (extra: object) => (await api(ts, 'POST', '/oauth/authorizations', key, { scope: [scope], description: `matrix ${scope}`, ...extra })).json;
+  const valid = await mk({});
+  const revoked = await mk({});
+  const expired = await mk({ expires_in: 60 });
+  if ((await api(ts, 'DELETE', `/oauth/authorizations/${revoked.id}`, key)).status !== 200) throw new Error('revoke failed');
+  tokens[scope] = { valid: valid.access_token.token, revoked: revoked.access_token.token, expired: expired.access_token.token };
+}
+ts.clock.advance(61_000);
+
+// (All set-up above is awaited before the first subtest: tap ends the root test when its queue empties.)
+t.test('every route has a matrix case', async (t) => {
+  t.same(API_ROUTES.map((r) => `${r.method} ${r.path}`).filter((k) => !(k in CASES)), [], 'routes without a case');
+});
+
+
+for (const route of API_ROUTES) {
+  t.test(`${route.method} ${route.path}`, async (t) => {
+    for (const scope of SCOPES) {
+      for (const state of ['valid', 'revoked', 'expired'] as const) {
+        const { path, body } = await CASES[`${route.method} ${route.path}`]!();
+        const r = await api(ts, route.method, path, tokens[scope]![state], body);
+        const label = `${scope} ${state} → ${r.status}`;
+        t.not(r.status >= 500, true, `${label}: no 5xx`);
+        if (state !== 'valid') {
+          t.equal(r.status, 401, label);
+          t.equal(r.json?.id, 'unauthorized', label);
+          continue;
+        }
+        const allowed = route.access === 'public' || route.access === 'token' || allows([scope], route.access);
+        if (allowed) {
+          t.ok(r.status >= 200 && r.status < 300, `${label}: allowed`);
+        } else {
+          t.equal(r.status, 403, `${label}: denied`);
+          t.equal(r.json.id, 'forbidden');
+          t.match(r.json.message, /it needs the/, 'names the scope needed');
+        }
+      }
+    }
+  });
+}
+
+t.test('a revoked or expired token changes nothing, a denied one neither', async (t) => {
+  const before = (await api(ts, 'GET', '/apps', key)).json.length;
+  for (const token of [tokens.read!.valid, tokens.global!.revoked, tokens.global!.expired]) {
+    await api(ts, 'POST', '/apps', token, { name: unique('never') });
+  }
+  t.equal((await api(ts, 'GET', '/apps', key)).json.length, before);
+});
+
+t.test('no credentials: 401 except public client info; Basic password refused on create', async (t) => {
+  for (const route of API_ROUTES) {
+    const { path, body } = await CASES[`${route.method} ${route.path}`]!();
+    const r = await api(ts, route.method, path, null, body);
+    t.equal(r.status, route.access === 'public' ? 200 : 401, `${route.method} ${route.path}`);
+  }
+  const pw = await http('POST', `${ts.api}/oauth/authorizations`, { headers: { ...basic(ts.operator.email, ts.operator.password), 'content-type': 'application/json' }, body: '{}' });
+  t.equal(pw.status, 401);
+  t.match(pw.json.message, /second factor is mandatory/);
+});
