@@ -13,16 +13,25 @@ import { API_ERRORS } from './error-codes.js';
 /** Largest JSON request body (bytes). */
 export const MAX_JSON_BODY = 1024 * 1024;
 
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
 /**
  * Reads a JSON object body; an empty body is `{}`.
- * @throws BAD_REQUEST for malformed JSON or a non-object, BODY_TOO_LARGE past 1 MiB.
+ * @throws BAD_REQUEST for bytes that are not UTF-8 (RFC 8259 §8.1), malformed JSON or a
+ *         non-object; BODY_TOO_LARGE past 1 MiB.
  */
 export async function readJson(ex: Exchange): Promise<Record<string, unknown>> {
   const raw = await ex.body(MAX_JSON_BODY);
   if (raw.length === 0) return {};
+  let text: string;
+  try {
+    text = utf8.decode(raw);
+  } catch {
+    throw fail('BAD_REQUEST', 'Request body is not valid UTF-8.');
+  }
   let v: unknown;
   try {
-    v = JSON.parse(raw.toString('utf8'));
+    v = JSON.parse(text);
   } catch (e) {
     throw fail('BAD_REQUEST', `Request body is not valid JSON: ${(e as Error).message}`);
   }
