@@ -60,3 +60,39 @@ export class RssSampler {
     return { peakMiB: Math.round((this.#maxKb / 1024) * 10) / 10, samples: this.#samples };
   }
 }
+
+/** Busy CPU seconds of the whole machine so far (all CPUs, from the first line of /proc/stat). */
+export function systemBusySeconds(): number {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!;
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is already in user)
+  const busy = v[0]! + v[1]! + v[2]! + v[5]! + v[6]! + v[7]!;
+  return busy / clockTicks();
+}
+
+/**
+ * CPU use over a window, in percent of one CPU: this process (the client), the server, and
+ * everything else on the machine (other users' work competing for the same CPUs).
+ */
+export class CpuWindow {
+  readonly #client = process.cpuUsage();
+  readonly #server: number;
+  readonly #system = systemBusySeconds();
+  readonly #t0 = performance.now();
+
+  /** Starts the window now, for server process `pid`. */
+  constructor(readonly pid: number) {
+    this.#server = cpuSeconds(pid);
+  }
+
+  /** Percentages since the window started. */
+  end(): { client_cpu_pct: number; server_cpu_pct: number; other_cpu_pct: number } {
+    const secs = (performance.now() - this.#t0) / 1000;
+    const c = process.cpuUsage(this.#client);
+    const client = (c.user + c.system) / 1e6;
+    const server = cpuSeconds(this.pid) - this.#server;
+    const other = Math.max(0, systemBusySeconds() - this.#system - client - server);
+    const pct = (x: number) => Math.round((x / secs) * 100);
+    return { client_cpu_pct: pct(client), server_cpu_pct: pct(server), other_cpu_pct: pct(other) };
+  }
+}

@@ -41,9 +41,38 @@ const TARGETS: Record<string, Target> = {
   server_peak_rss_push_1gib: { max: 120 },
 };
 
+/** Row order of the comparison (figures not listed come last). */
+const ORDER = [
+  'push_1gib_single_patch', 'push_1gib_chunked_16mib', 'push_concurrent', 'pull_1gib',
+  'server_cpu_per_gib_push', 'server_peak_rss_push_1gib',
+  'manifest_get_64c_rps', 'manifest_get_64c_p50', 'manifest_get_64c_p99',
+  'manifest_get_64c_raw_rps', 'manifest_get_64c_raw_p50', 'manifest_get_64c_raw_p99',
+  'blob_head_64c_rps', 'blob_head_64c_p50', 'blob_head_64c_p99',
+  'manifest_put_p50', 'manifest_put_p99', 'warm_push_p50', 'warm_push_p99',
+];
+
 /** Collects figures and prints them. */
 export class Report {
   readonly figures: Figure[] = [];
+  /** Failed workloads: `<server>:<workload>` → message. */
+  readonly failures = new Map<string, string>();
+
+  /** Records and prints a failed workload. */
+  fail(workload: string, server: 'slipway' | 'reference', message: string): void {
+    this.failures.set(`${server}:${workload}`, message);
+    this.note({ bench: workload, server, error: message });
+  }
+
+  /** Whether `bench` belongs to a workload that failed on `server`. */
+  #failed(bench: string, server: string): boolean {
+    for (const key of this.failures.keys()) {
+      const [s, w] = key.split(':') as [string, string];
+      if (s !== server) continue;
+      if (bench === w || ['_rps', '_p50', '_p99'].some((x) => bench === w + x)) return true;
+      if (w === 'push_1gib_single_patch' && bench.startsWith('server_')) return true;
+    }
+    return false;
+  }
 
   /** Prints a figure as a JSON line and keeps it for the comparison. */
   add(f: Figure): void {
@@ -59,13 +88,15 @@ export class Report {
   /** Prints one comparison line per figure and returns them. */
   compare(): Array<Record<string, unknown>> {
     const out: Array<Record<string, unknown>> = [];
-    const names = [...new Set(this.figures.map((f) => f.bench))];
+    const rank = (b: string) => (ORDER.includes(b) ? ORDER.indexOf(b) : ORDER.length);
+    const names = [...new Set(this.figures.map((f) => f.bench))].sort((a, b) => rank(a) - rank(b));
     for (const bench of names) {
       const s = this.figures.find((f) => f.bench === bench && f.server === 'slipway');
       const r = this.figures.find((f) => f.bench === bench && f.server === 'reference');
       const unit = (s ?? r)!.unit;
       const better: Better = LOWER_UNITS.has(unit) ? 'lower' : 'higher';
-      const line: Record<string, unknown> = { bench, unit, slipway: s?.value ?? null, reference: r?.value ?? null };
+      const value = (f: Figure | undefined, server: string) => f?.value ?? (this.#failed(bench, server) ? 'FAILED' : null);
+      const line: Record<string, unknown> = { bench, unit, slipway: value(s, 'slipway'), reference: value(r, 'reference') };
       if (s && r && s.value > 0 && r.value > 0) {
         line.ratio = Math.round((better === 'higher' ? s.value / r.value : r.value / s.value) * 100) / 100;
         line.better = better === 'higher' ? 'higher value; ratio = slipway/reference' : 'lower value; ratio = reference/slipway';

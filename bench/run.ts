@@ -60,7 +60,7 @@ async function runServer(name: 'slipway' | 'reference', base: Omit<WorkloadConte
         failed++;
         const message = (e as Error).message;
         progress(name, `workload ${wname} FAILED: ${message}`);
-        base.report.note({ bench: wname, server: name, error: message });
+        base.report.fail(wname, name, message);
       }
     }
   } finally {

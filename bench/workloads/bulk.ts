@@ -2,7 +2,7 @@
  * Bulk transfer workloads: 1 GiB push in one PATCH (with server CPU and peak RSS), 1 GiB push
  * in 16 MiB chunks, concurrent push of many 16 MiB blobs, and pull of the 1 GiB blob.
  */
-import { cpuSeconds, RssSampler, statusKb } from '../procstat.js';
+import { CpuWindow, cpuSeconds, RssSampler, statusKb } from '../procstat.js';
 import { mbPerSecond, round } from '../stats.js';
 import { progress, REPO, type WorkloadContext } from './context.js';
 import { MANIFEST_V2 } from '../image.js';
@@ -23,7 +23,9 @@ export async function pushSingle(ctx: WorkloadContext): Promise<void> {
   const { target, client, big, opts, report } = ctx;
   const blob = big.single;
   progress(target.name, `push ${sizeLabel(blob.size)} in one PATCH`);
+  const rssBefore = round(statusKb(target.pid, 'VmRSS') / 1024, 1);
   const cpu0 = cpuSeconds(target.pid);
+  const window = new CpuWindow(target.pid);
   const rss = new RssSampler(target.pid, 50);
   const t0 = performance.now();
   let ms: number;
@@ -36,7 +38,7 @@ export async function pushSingle(ctx: WorkloadContext): Promise<void> {
   }
   const cpu = cpuSeconds(target.pid) - cpu0;
   const common = { server: target.name, bytes: blob.size, size: sizeLabel(blob.size) };
-  report.add({ bench: 'push_1gib_single_patch', ...common, value: mbPerSecond(blob.size, ms), unit: 'MB/s', seconds: round(ms / 1000, 2) });
+  report.add({ bench: 'push_1gib_single_patch', ...common, value: mbPerSecond(blob.size, ms), unit: 'MB/s', seconds: round(ms / 1000, 2), ...window.end() });
   report.add({ bench: 'server_cpu_per_gib_push', ...common, value: round(cpu / (blob.size / GiB), 2), unit: 's/GiB', cpu_seconds: round(cpu, 2), measured_on: 'push_1gib_single_patch' });
   let hwm: number | undefined;
   try {
@@ -44,7 +46,7 @@ export async function pushSingle(ctx: WorkloadContext): Promise<void> {
   } catch {
     hwm = undefined;
   }
-  report.add({ bench: 'server_peak_rss_push_1gib', ...common, value: peak.peakMiB, unit: 'MiB', samples: peak.samples, interval_ms: 50, vmhwm_since_start_mib: hwm });
+  report.add({ bench: 'server_peak_rss_push_1gib', ...common, value: peak.peakMiB, unit: 'MiB', samples: peak.samples, interval_ms: 50, rss_before_mib: rssBefore, vmhwm_since_start_mib: hwm });
 }
 
 /** 1 GiB as 16 MiB PATCHes with Content-Range, then PUT. */
@@ -52,10 +54,11 @@ export async function pushChunks(ctx: WorkloadContext): Promise<void> {
   const { target, client, big, opts, report } = ctx;
   const blob = big.chunked;
   progress(target.name, `push ${sizeLabel(blob.size)} in ${blob.chunks.length} chunks`);
+  const window = new CpuWindow(target.pid);
   const t0 = performance.now();
   await pushChunked(client, REPO.big, blob, opts.transferTimeoutMs);
   const ms = performance.now() - t0;
-  report.add({ bench: 'push_1gib_chunked_16mib', server: target.name, value: mbPerSecond(blob.size, ms), unit: 'MB/s', bytes: blob.size, size: sizeLabel(blob.size), patches: blob.chunks.length, seconds: round(ms / 1000, 2) });
+  report.add({ bench: 'push_1gib_chunked_16mib', server: target.name, value: mbPerSecond(blob.size, ms), unit: 'MB/s', bytes: blob.size, size: sizeLabel(blob.size), patches: blob.chunks.length, seconds: round(ms / 1000, 2), ...window.end() });
 }
 
 /** Many distinct 16 MiB blobs, a bounded number in flight, POST + PUT each; aggregate MB/s. */
@@ -63,6 +66,7 @@ export async function pushConcurrent(ctx: WorkloadContext): Promise<void> {
   const { target, client, many, opts, report } = ctx;
   progress(target.name, `push ${many.length} x ${sizeLabel(opts.concurrentBlobBytes)}, ${opts.concurrentInFlight} at a time`);
   let next = 0;
+  const window = new CpuWindow(target.pid);
   const t0 = performance.now();
   const worker = async () => {
     while (next < many.length) {
@@ -73,7 +77,7 @@ export async function pushConcurrent(ctx: WorkloadContext): Promise<void> {
   await Promise.all(Array.from({ length: opts.concurrentInFlight }, worker));
   const ms = performance.now() - t0;
   const bytes = many.reduce((n, b) => n + b.size, 0);
-  report.add({ bench: 'push_concurrent', server: target.name, value: mbPerSecond(bytes, ms), unit: 'MB/s', blobs: many.length, blob_size: sizeLabel(opts.concurrentBlobBytes), in_flight: opts.concurrentInFlight, method: 'POST+PUT', seconds: round(ms / 1000, 2) });
+  report.add({ bench: 'push_concurrent', server: target.name, value: mbPerSecond(bytes, ms), unit: 'MB/s', blobs: many.length, blob_size: sizeLabel(opts.concurrentBlobBytes), in_flight: opts.concurrentInFlight, method: 'POST+PUT', seconds: round(ms / 1000, 2), ...window.end() });
 }
 
 /** GET the 1 GiB blob, counting bytes (one redirect is followed if the server sends one). */
@@ -82,6 +86,7 @@ export async function pull(ctx: WorkloadContext): Promise<void> {
   const blob = big.single;
   progress(target.name, `pull ${sizeLabel(blob.size)}`);
   let url = client.resolve(`/v2/${REPO.big}/blobs/${blob.digest}`);
+  const window = new CpuWindow(target.pid);
   const t0 = performance.now();
   let r = await client.fetchCount('GET', url, {}, PULL_STALL_MS);
   if (r.status >= 300 && r.status < 400 && r.location) {
@@ -91,7 +96,7 @@ export async function pull(ctx: WorkloadContext): Promise<void> {
   const ms = performance.now() - t0;
   if (r.status !== 200) throw new Error(`GET ${url} answered ${r.status}`);
   if (r.bytes !== blob.size) throw new Error(`GET ${url} returned ${r.bytes} bytes, expected ${blob.size}`);
-  report.add({ bench: 'pull_1gib', server: target.name, value: mbPerSecond(blob.size, ms), unit: 'MB/s', bytes: r.bytes, size: sizeLabel(blob.size), seconds: round(ms / 1000, 2) });
+  report.add({ bench: 'pull_1gib', server: target.name, value: mbPerSecond(blob.size, ms), unit: 'MB/s', bytes: r.bytes, size: sizeLabel(blob.size), seconds: round(ms / 1000, 2), ...window.end() });
 }
 
 /** Pushes the small image (config, layer, manifest by tag `latest`). */

@@ -1,12 +1,12 @@
 /**
  * Closed-loop load: N connections, each sending its next request as soon as the previous one
  * answered, for a fixed duration after a short warm-up. Reports req/s, p50 and p99 latency,
- * plus the CPU use of the client (this process) and of the server over the measured window, so
- * a client-bound figure can be told from a server-bound one.
+ * plus the CPU use of the client (this process), of the server and of everything else on the
+ * machine over the measured window, so a client-bound or contended figure can be recognised.
  */
 import { latencySummary, round } from '../stats.js';
 import { MANIFEST_V2 } from '../image.js';
-import { cpuSeconds } from '../procstat.js';
+import { CpuWindow } from '../procstat.js';
 import { buildRequest, RawConnection } from '../rawhttp.js';
 import { progress, REPO, type WorkloadContext } from './context.js';
 
@@ -58,15 +58,11 @@ async function measure(ctx: WorkloadContext, name: string, client: string, fn: (
   await closedLoop(opts.loadConnections, opts.warmupMs, opts.loadMaxRequests, fn);
   const opened = () => (conns ?? []).reduce((n, c) => n + c.connects, 0);
   const opened0 = opened();
-  const c0 = process.cpuUsage();
-  const s0 = cpuSeconds(target.pid);
+  const cpu = new CpuWindow(target.pid);
   const r = await closedLoop(opts.loadConnections, opts.loadMs, opts.loadMaxRequests, fn);
-  const c = process.cpuUsage(c0);
-  const serverPct = round(((cpuSeconds(target.pid) - s0) / r.seconds) * 100, 0);
-  const clientPct = round(((c.user + c.system) / 1e6 / r.seconds) * 100, 0);
   const extra = {
     client, connections: opts.loadConnections, requests: r.requests, errors: r.errors, seconds: r.seconds,
-    client_cpu_pct: clientPct, server_cpu_pct: serverPct, ...(conns ? { tcp_connects: opened() - opened0 } : {}),
+    ...cpu.end(), ...(conns ? { tcp_connects: opened() - opened0 } : {}),
     ...(r.firstError ? { first_error: r.firstError } : {}),
   };
   report.add({ bench: `${name}_rps`, server: target.name, value: r.rps, unit: 'req/s', ...extra });
