@@ -3,7 +3,7 @@
  * URL-safe base64 alphabet from a CSPRNG, 65 characters in all. Only sha256(value) is stored:
  * tokens carry 366 random bits, so a fast hash is enough (passwords use scrypt instead).
  */
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 
 export const TOKEN_PREFIX = 'SVC-';
 export const TOKEN_LENGTH = 65;
@@ -13,9 +13,9 @@ export function newToken(): string {
   return TOKEN_PREFIX + randomBytes(48).toString('base64url').slice(0, TOKEN_LENGTH - TOKEN_PREFIX.length);
 }
 
-/** The storage key of a token or secret value: lowercase sha256 hex. */
+/** The storage key of a token or secret value: lowercase sha256 hex (one-shot `crypto.hash`: this runs on every API request). */
 export function hashToken(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('hex');
+  return hash('sha256', value, 'hex');
 }
 
 /** Constant-time comparison of a presented secret with a stored hash. */

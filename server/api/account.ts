@@ -3,12 +3,30 @@ import type { ApiCall, ApiContext } from './context.js';
 import { principalOf } from './auth.js';
 import { accountJson } from './serialize.js';
 import { fail } from '../../engine/errors.js';
-import { reply } from './respond.js';
+import { CachedRepresentation, reply } from './respond.js';
+import type { Account } from '../../engine/auth/records.js';
+
+/**
+ * GET /account is the bearer-token hot path (benchmarked at tens of thousands of requests per
+ * second), so its serialized body and ETag are kept per account until the record's updatedAt
+ * changes. At most `CACHE_LIMIT` accounts are kept; the cache is dropped whole when full.
+ */
+const CACHE_LIMIT = 10_000;
+const cache = new Map<string, { updatedAt: number; record: Account; rep: CachedRepresentation }>();
+
+function representation(account: Account): CachedRepresentation {
+  const hit = cache.get(account.id);
+  if (hit && hit.updatedAt === account.updatedAt && hit.record.email === account.email && hit.record.name === account.name) return hit.rep;
+  const rep = new CachedRepresentation(accountJson(account));
+  if (cache.size >= CACHE_LIMIT) cache.clear();
+  cache.set(account.id, { updatedAt: account.updatedAt, record: account, rep });
+  return rep;
+}
 
 export async function getAccount(ctx: ApiContext, call: ApiCall): Promise<void> {
   const account = ctx.accounts.get(principalOf(call).accountId);
   if (!account) throw fail('UNAUTHORIZED', 'Invalid credentials provided.');
-  reply(ctx, call, 200, accountJson(account), { lastModified: account.updatedAt });
+  reply(ctx, call, 200, representation(account), { lastModified: account.updatedAt });
 }
 
 /** `{"remaining": n}`: the caller's pool, read without taking from it. */

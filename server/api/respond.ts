@@ -4,7 +4,7 @@
  * `updated_at`, the newest of a list, or now), `RateLimit-Remaining` when the request has an
  * account, `If-None-Match` → 304 with an empty body, and `{id, message}` errors.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Exchange } from '../http/exchange.js';
 import type { ApiCall, ApiContext } from './context.js';
 import { fail, isSlipwayError } from '../../engine/errors.js';
@@ -50,7 +50,7 @@ export interface SendOptions {
 
 /** The strong ETag of a body: the first 128 bits of its SHA-1, quoted. */
 export function etagOf(text: string): string {
-  return '"' + createHash('sha1').update(text).digest('hex').slice(0, 32) + '"';
+  return '"' + hash('sha1', text, 'hex').slice(0, 32) + '"';
 }
 
 /** True when an If-None-Match value names `etag` (weak comparison, RFC 9110 §13.1.2). */
@@ -59,29 +59,56 @@ export function noneMatch(header: string, etag: string): boolean {
   return header.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
 }
 
+/** A serialized body and its ETag; handlers on hot paths may cache one (see account.ts). */
+export interface Representation {
+  text: string;
+  etag: string;
+}
+
+/** Serializes a body. */
+export function represent(body: unknown): Representation {
+  const text = JSON.stringify(body);
+  return { text, etag: etagOf(text) };
+}
+
 /** Sends a platform API response with every common header; answers 304 when If-None-Match matches a 200. */
 export function sendApi(ctx: ApiContext, ex: Exchange, status: number, body: unknown, opts: SendOptions = {}): void {
-  const text = JSON.stringify(body);
-  const etag = etagOf(text);
+  sendRepresentation(ctx, ex, status, represent(body), opts);
+}
+
+/** `sendApi` for a body serialized beforehand. */
+export function sendRepresentation(ctx: ApiContext, ex: Exchange, status: number, rep: Representation, opts: SendOptions = {}): void {
   const headers: Record<string, string> = {
     'content-type': 'application/json; charset=utf-8',
     'request-id': ex.id,
-    etag,
+    etag: rep.etag,
     'last-modified': new Date(opts.lastModified ?? ctx.clock.now()).toUTCString(),
-    ...opts.headers,
   };
+  if (opts.headers) Object.assign(headers, opts.headers);
   if (opts.remaining !== undefined && opts.remaining !== null) headers['ratelimit-remaining'] = String(opts.remaining);
   const inm = ex.header('if-none-match');
-  if (status === 200 && inm && (ex.method === 'GET' || ex.method === 'HEAD') && noneMatch(inm, etag)) {
+  if (status === 200 && inm && (ex.method === 'GET' || ex.method === 'HEAD') && noneMatch(inm, rep.etag)) {
     delete headers['content-type'];
     return ex.send(304, headers);
   }
-  ex.send(status, headers, text, Buffer.byteLength(text));
+  ex.send(status, headers, rep.text, Buffer.byteLength(rep.text));
 }
 
-/** `sendApi` for a handler: carries the call's RateLimit-Remaining. */
+/** `sendApi` for a handler: carries the call's RateLimit-Remaining. `body` may be a cached Representation. */
 export function reply(ctx: ApiContext, call: ApiCall, status: number, body: unknown, opts: Omit<SendOptions, 'remaining'> = {}): void {
-  sendApi(ctx, call.ex, status, body, { ...opts, remaining: call.remaining });
+  const o = { ...opts, remaining: call.remaining };
+  if (body instanceof CachedRepresentation) sendRepresentation(ctx, call.ex, status, body, o);
+  else sendApi(ctx, call.ex, status, body, o);
+}
+
+/** A Representation a handler keeps between requests, marked so `reply` sends it as it is. */
+export class CachedRepresentation implements Representation {
+  readonly text: string;
+  readonly etag: string;
+  constructor(body: unknown) {
+    this.text = JSON.stringify(body);
+    this.etag = etagOf(this.text);
+  }
 }
 
 /** Sends `{id, message}` (plus `resource` when known) for an error; unknown errors are logged and hidden. */

@@ -95,6 +95,8 @@ export async function handleApi(ctx: ApiContext, ex: Exchange): Promise<void> {
   } catch (e) {
     sendApiError(ctx, ex, e, remaining);
   } finally {
-    ctx.log.debug({ reqId: ex.id, method: ex.method, path: ex.path, status: ex.status, ms: Math.round((performance.now() - started) * 100) / 100 }, 'api request');
+    if (ctx.log.isLevelEnabled('debug')) {
+      ctx.log.debug({ reqId: ex.id, method: ex.method, path: ex.path, status: ex.status, ms: Math.round((performance.now() - started) * 100) / 100 }, 'api request');
+    }
   }
 }
