@@ -12,7 +12,7 @@ import { open, type Database, type RootDatabase } from 'lmdb';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Account, AuthorizationRecord, TokenRecord } from './auth/records.js';
-import type { AppRecord } from './platform/records.js';
+import type { AppRecord, FormationRecord, ReleaseRecord } from './platform/records.js';
 import type { BlobRecord, UploadRecord } from './blobs/records.js';
 import type { ManifestRecord, RepositoryRecord, TagRecord } from './registry/records.js';
 import type { ClientRecord, GrantRecord, SignInState, WebSessionRecord } from './oauth/records.js';
@@ -60,6 +60,10 @@ export interface Store {
   blobs: Database<BlobRecord, string>;
   /** upload session id → session record. */
   uploads: Database<UploadRecord, string>;
+  /** `appId␟version` (version zero-padded to 10 digits) → release record. */
+  releases: Database<ReleaseRecord, string>;
+  /** `appId␟process type` → formation entry. */
+  formations: Database<FormationRecord, string>;
   close(): Promise<void>;
 }
 
@@ -109,6 +113,8 @@ export function openStore(dir: string): Store {
     images: db('images'),
     blobs: db('blobs'),
     uploads: db('uploads'),
+    releases: db('releases'),
+    formations: db('formations'),
     close: () => env.close(),
   };
   migrate(store);

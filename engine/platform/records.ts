@@ -16,6 +16,54 @@ export interface AppRecord {
   buildStack: string;
   /** Isolated space name, null = shared runtime. */
   space: string | null;
+  /** Version of the newest release (0 = none yet). */
+  releaseVersion?: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** The image a release runs for one process type. */
+export interface ReleaseImage {
+  /** The image id given in the formation update: the config blob digest (`sha256:<hex>`). */
+  configDigest: string;
+  /** Manifest that carried it and the repository it was pushed to. */
+  manifestDigest: string;
+  repository: string;
+  /** Command the process runs (spec section 6 ENTRYPOINT/CMD rules). */
+  command: string;
+  /** Image warnings at release time (ImageInfo.warnings plus runtime-specific notes). */
+  warnings: string[];
+}
+
+/** An immutable, numbered release of an app (reference 3.4). Key: `appId␟version` (zero-padded). */
+export interface ReleaseRecord {
+  id: string;
+  appId: string;
+  version: number;
+  description: string;
+  /** Account that created it. */
+  userId: string;
+  createdAt: number;
+  /** Process type → image, for every type the release runs (not only the updated ones). */
+  images: Record<string, ReleaseImage>;
+  /** Process types restarted by this release (all of them: spec Endpoints 7). */
+  restarted: string[];
+  /** True when a `release` process type is part of it (release phase, spec Endpoints 8). */
+  releasePhase: boolean;
+  /** Release this one rolled back to, if a rollback. */
+  rollbackOf: number | null;
+}
+
+/** One formation entry (reference 3.3). Key: `appId␟type`. */
+export interface FormationRecord {
+  id: string;
+  appId: string;
+  type: string;
+  command: string;
+  quantity: number;
+  size: string;
+  /** Image id currently released to this type, or null. */
+  image: string | null;
   createdAt: number;
   updatedAt: number;
 }
