@@ -122,5 +122,7 @@ export function sendApiError(ctx: ApiContext, ex: Exchange, e: unknown, remainin
   const extra = typeof e.detail === 'object' && e.detail !== null && 'resource' in e.detail ? { resource: (e.detail as { resource: string }).resource } : {};
   const headers: Record<string, string> = {};
   if (e.code === 'UNAUTHORIZED') headers['www-authenticate'] = 'Bearer realm="slipway"';
+  const allow = (e.detail as { allow?: unknown } | undefined)?.allow;
+  if (Array.isArray(allow)) headers.allow = allow.join(', ');
   sendApi(ctx, ex, wire.status, { id: wire.id, message: e.message, ...extra }, { remaining, headers });
 }

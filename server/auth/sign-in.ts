@@ -57,6 +57,7 @@ export async function submitSignIn(ctx: AuthContext, ex: Exchange): Promise<void
     ctx.log.info({ reqId: ex.id, accountId: result.account.id }, 'signed in');
     return sendRedirect(ex, 303, returnTo, sessionCookie(ctx, value));
   }
+  ctx.log.info({ reqId: ex.id, email: email.slice(0, 320), reason: result.reason }, 'sign-in refused');
   if (result.reason === 'locked') {
     const until = new Date(result.until).toISOString().slice(11, 16);
     return signInPage(ctx, ex, browser, 429, {

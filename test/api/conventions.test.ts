@@ -141,6 +141,7 @@ t.test('routing errors: 404 and 405 in the {id, message} shape', async (t) => {
   t.equal(na.status, 405);
   t.equal(na.json.id, 'method_not_allowed');
   t.match(na.json.message, /allowed: GET/);
+  t.equal(na.headers.allow, 'GET');
   const rl = await api(ts, 'GET', '/account/rate-limits', key);
   t.equal(rl.status, 200, 'literal path wins over a capture');
 });
