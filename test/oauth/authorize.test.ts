@@ -79,9 +79,9 @@ t.test('consent page: scopes in plain words, escaped client name, anti-framing h
   t.equal(r.status, 200);
   t.match(r.text, /Dash &lt;b&gt;&amp;&lt;\/b&gt; &quot;Co&quot;/, 'client name escaped');
   t.notMatch(r.text, /<b>&<\/b>/);
-  t.match(r.text, /<code>identity<\/code> Read your account information/);
-  t.match(r.text, /<code>read<\/code> See your apps/);
-  t.match(r.text, /<code>write-protected<\/code> See and change your apps .* including configuration variables/);
+  t.match(r.text, /<code>identity<\/code>: Read your account information/);
+  t.match(r.text, /<code>read<\/code>: See your apps/);
+  t.match(r.text, /<code>write-protected<\/code>: See and change your apps .* including configuration variables/);
   t.match(r.text, /app\.example\.test/, 'names where the user is sent');
   t.match(r.text, /<select id="owner" name="owner">\s*<option value="personal">Personal account/, 'owner picker, personal only until teams exist');
   t.equal(r.headers['x-frame-options'], 'DENY');
