@@ -63,7 +63,8 @@ ts.clock.advance(61_000);
 
 // (All set-up above is awaited before the first subtest: tap ends the root test when its queue empties.)
 t.test('every route has a matrix case', async (t) => {
-  t.same(API_ROUTES.map((r) => `${r.method} ${r.path}`).filter((k) => !(k in CASES)), [], 'routes without a case');
+  // A route added to API_ROUTES needs a request here (fresh resources where success consumes them).
+  t.same(API_ROUTES.map((r) => `${r.method} ${r.path}`).filter((k) => !(k in CASES)), [], 'routes of API_ROUTES without a matrix case in CASES');
 });
 
 
