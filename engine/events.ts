@@ -8,105 +8,100 @@
  * message when it is given as a function, and diagnostics_channel itself does no work then.
  *
  * Channels and their messages:
- * - `slipway:release`        a release was created (formation update or rollback)
- * - `slipway:authorization`  an authorization was created, regenerated or revoked
- * - `slipway:gc`             a garbage-collection run finished (also dry runs)
+ * - `slipway:release`        (kind `release`) a release was created (formation update or rollback)
+ * - `slipway:authorization`  (kind `authorization`) an authorization was created, regenerated or revoked
+ * - `slipway:gc`             (kind `gc`) a garbage-collection run finished (dry runs too)
  *
- * Messages are plain, structured-clone-safe objects with times in ms since the epoch; they never
- * carry secrets (no token values, no hashes of them).
+ * Messages are plain objects (times in ms since the epoch); they never carry secrets (no token
+ * values, no hashes of them). Usage: `publishEvent('release', { app, version, types, userId })`.
  */
 import diagnostics_channel from 'node:diagnostics_channel';
 
-/** `slipway:release`: one per release created. */
+/** `slipway:release`: one per release created (formation update or rollback). */
 export interface ReleaseEvent {
-  type: 'release.created';
-  appId: string;
-  appName: string;
+  /** App name. */
+  app: string;
   /** Release number (1, 2, …). */
   version: number;
+  /** Process types the release runs (every type, not only the updated ones). */
+  types: string[];
   /** Account that created it. */
   userId: string;
-  /** Process types the release runs (every type, not only the updated ones). */
-  processTypes: string[];
-  /** Release this one rolled back to, or null. */
-  rollbackOf: number | null;
-  /** ms since epoch (the engine clock). */
-  at: number;
+  /** Release this one rolled back to, when a rollback. */
+  rollbackOf?: number | null;
 }
 
-/** `slipway:authorization`: an OAuth/direct/team authorization changed. */
+/** `slipway:authorization`: an OAuth, direct or team authorization changed. */
 export interface AuthorizationEvent {
-  type: 'authorization.created' | 'authorization.regenerated' | 'authorization.revoked';
+  action: 'created' | 'regenerated' | 'revoked';
   authorizationId: string;
-  /** Account that owns (or, for team tokens, created) the authorization. */
+  /** Account that owns (or, for team tokens, acted on) the authorization. */
   accountId: string;
-  /** Owning team for team authorizations, else null. */
-  teamId: string | null;
-  /** OAuth client for web-flow authorizations, null for direct ones. */
-  clientId: string | null;
-  scopes: string[];
-  /** ms since epoch (the engine clock). */
-  at: number;
+  /** Owning team for team authorizations. */
+  teamId?: string | null;
+  /** OAuth client for web-flow authorizations; absent/null for direct ones. */
+  clientId?: string | null;
+  scopes?: string[];
 }
 
 /** `slipway:gc`: summary of one garbage-collection run (engine/registry/gc.ts). */
 export interface GcEvent {
-  type: 'gc.run';
   /** True when nothing was changed (the CLI's `--dry-run`). */
   dryRun: boolean;
   /** ms since epoch (engine clock) when the run started. */
   startedAt: number;
   /** Wall-clock duration of the run, ms. */
   durationMs: number;
-  /** Images ((repository, manifest) pairs) deleted, by rule. */
+  /** Images ((repository, manifest) pairs) deleted by rule, and images kept. */
   images: { unreleased: number; expired: number; kept: number };
-  /** Blob records and files deleted, and the bytes their files held. */
+  /** Blob records and files deleted, the bytes their files held, unreferenced blobs kept (grace). */
   blobs: { deleted: number; bytes: number; kept: number };
   /** Blob files without a record (crash leftovers) deleted, and their bytes. */
   orphans: { deleted: number; bytes: number };
 }
 
-/** Every channel name and the message it carries. */
+/** Every event kind and its message; the channel of kind `k` is named `slipway:<k>`. */
 export interface EventMap {
-  'slipway:release': ReleaseEvent;
-  'slipway:authorization': AuthorizationEvent;
-  'slipway:gc': GcEvent;
+  release: ReleaseEvent;
+  authorization: AuthorizationEvent;
+  gc: GcEvent;
 }
-export type EventName = keyof EventMap;
+export type EventKind = keyof EventMap;
 
-/** The channel names, for subscribers outside the engine. */
-export const EVENT_CHANNELS: readonly EventName[] = ['slipway:release', 'slipway:authorization', 'slipway:gc'];
+/** Event kinds, for subscribers that log everything. */
+export const EVENT_KINDS: readonly EventKind[] = ['release', 'authorization', 'gc'];
 
-const channels = new Map<EventName, diagnostics_channel.Channel>(EVENT_CHANNELS.map((n) => [n, diagnostics_channel.channel(n)]));
-
-function channelOf(name: EventName): diagnostics_channel.Channel {
-  return channels.get(name)!;
+/** The diagnostics_channel name of an event kind (`slipway:release`, …). */
+export function channelName(kind: EventKind): string {
+  return `slipway:${kind}`;
 }
 
-/** True when at least one subscriber listens on `name` (then publishing costs something). */
-export function hasSubscribers(name: EventName): boolean {
-  return channelOf(name).hasSubscribers;
+const channels = new Map<EventKind, diagnostics_channel.Channel>(EVENT_KINDS.map((k) => [k, diagnostics_channel.channel(channelName(k))]));
+
+/** True when at least one subscriber listens to `kind` (only then does publishing cost anything). */
+export function hasSubscribers(kind: EventKind): boolean {
+  return channels.get(kind)!.hasSubscribers;
 }
 
 /**
- * Publishes `message` on channel `name`. Pass a function to build the message only when someone
- * listens. Subscribers run synchronously; one that throws does not affect the publisher
- * (diagnostics_channel reports it as an uncaught exception on the next tick).
+ * Publishes an event of `kind`. Pass a function to build the message only when someone listens.
+ * Subscribers run synchronously; one that throws does not affect the publisher
+ * (diagnostics_channel rethrows it on the next tick as an uncaught exception).
  */
-export function publish<K extends EventName>(name: K, message: EventMap[K] | (() => EventMap[K])): void {
-  const ch = channelOf(name);
+export function publishEvent<K extends EventKind>(kind: K, message: EventMap[K] | (() => EventMap[K])): void {
+  const ch = channels.get(kind)!;
   if (!ch.hasSubscribers) return;
   ch.publish(typeof message === 'function' ? message() : message);
 }
 
 /**
- * Subscribes `listener` to channel `name`.
+ * Subscribes `listener` to events of `kind`.
  * @returns a function that unsubscribes it.
  */
-export function subscribe<K extends EventName>(name: K, listener: (message: EventMap[K]) => void): () => void {
+export function subscribeEvent<K extends EventKind>(kind: K, listener: (message: EventMap[K]) => void): () => void {
   const fn = (m: unknown) => listener(m as EventMap[K]);
-  diagnostics_channel.subscribe(name, fn);
+  diagnostics_channel.subscribe(channelName(kind), fn);
   return () => {
-    diagnostics_channel.unsubscribe(name, fn);
+    diagnostics_channel.unsubscribe(channelName(kind), fn);
   };
 }
