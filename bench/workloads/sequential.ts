@@ -3,6 +3,7 @@
  * blob already present: HEAD each, then PUT the manifest). Bounded in count and time.
  */
 import { latencySummary } from '../stats.js';
+import { CpuWindow } from '../procstat.js';
 import { MANIFEST_V2 } from '../image.js';
 import { buildRequest, RawConnection } from '../rawhttp.js';
 import { progress, REPO, type WorkloadContext } from './context.js';
@@ -25,10 +26,11 @@ export async function manifestPut(ctx: WorkloadContext): Promise<void> {
   const { client, image, opts, report, target } = ctx;
   progress(target.name, `manifest PUT, up to ${opts.sequentialCount} sequential`);
   const headers = { 'content-type': MANIFEST_V2 };
+  const cpu = new CpuWindow(target.pid);
   const r = await sequential(opts.sequentialCount, opts.sequentialMs, async (i) => {
     await client.expect([201], 'PUT', `/v2/${REPO.image}/manifests/put-${i}`, { headers, body: image.manifest });
   });
-  const extra = { requests: r.n, sequential: true };
+  const extra = { requests: r.n, sequential: true, ...cpu.end() };
   report.add({ bench: 'manifest_put_p50', server: target.name, value: r.p50, unit: 'ms', ...extra });
   report.add({ bench: 'manifest_put_p99', server: target.name, value: r.p99, unit: 'ms', ...extra });
 }
@@ -47,6 +49,7 @@ export async function warmPush(ctx: WorkloadContext): Promise<void> {
   const conn = new RawConnection(heads[0]!);
   const headers = { 'content-type': MANIFEST_V2 };
   let r: { n: number; p50: number; p99: number };
+  const cpu = new CpuWindow(target.pid);
   try {
     r = await sequential(opts.sequentialCount, opts.sequentialMs, async (i) => {
       for (let k = 0; k < heads.length; k++) {
@@ -58,7 +61,7 @@ export async function warmPush(ctx: WorkloadContext): Promise<void> {
   } finally {
     conn.close();
   }
-  const extra = { pushes: r.n, requests_per_push: heads.length + 1, head_tcp_connects: conn.connects };
+  const extra = { pushes: r.n, requests_per_push: heads.length + 1, head_tcp_connects: conn.connects, ...cpu.end() };
   report.add({ bench: 'warm_push_p50', server: target.name, value: r.p50, unit: 'ms', ...extra });
   report.add({ bench: 'warm_push_p99', server: target.name, value: r.p99, unit: 'ms', ...extra });
 }
