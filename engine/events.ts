@@ -13,45 +13,40 @@
  * - `slipway:gc`             (kind `gc`) a garbage-collection run finished (dry runs too)
  *
  * Messages are plain objects (times in ms since the epoch); they never carry secrets (no token
- * values, no hashes of them). Usage: `publishEvent('release', () => ({ type: 'release.created', … }))`.
+ * values, no hashes of them). Usage: `publishEvent('release', () => ({ app, version, types, userId }))`.
+ * The kind is the channel; messages carry no `type` field.
  */
 import diagnostics_channel from 'node:diagnostics_channel';
 
 /** `slipway:release`: one per release created (formation update or rollback). */
 export interface ReleaseEvent {
-  type: 'release.created';
-  appId: string;
-  appName: string;
+  /** App name. */
+  app: string;
   /** Release number (1, 2, …). */
   version: number;
+  /** Process types the release runs (every type, not only the updated ones). */
+  types: string[];
   /** Account that created it. */
   userId: string;
-  /** Process types the release runs (every type, not only the updated ones). */
-  processTypes: string[];
-  /** Release this one rolled back to, or null. */
-  rollbackOf: number | null;
-  /** ms since epoch (the engine clock). */
-  at: number;
+  /** Release this one rolled back to, when a rollback. */
+  rollbackOf?: number | null;
 }
 
 /** `slipway:authorization`: an OAuth, direct or team authorization changed. */
 export interface AuthorizationEvent {
-  type: 'authorization.created' | 'authorization.regenerated' | 'authorization.revoked';
+  action: 'created' | 'regenerated' | 'revoked';
   authorizationId: string;
   /** Account that owns (or, for team tokens, acted on) the authorization. */
   accountId: string;
-  /** Owning team for team authorizations, else null. */
-  teamId: string | null;
-  /** OAuth client for web-flow authorizations, null for direct ones. */
-  clientId: string | null;
-  scopes: string[];
-  /** ms since epoch (the engine clock). */
-  at: number;
+  /** Owning team for team authorizations. */
+  teamId?: string | null;
+  /** OAuth client for web-flow authorizations; absent/null for direct ones. */
+  clientId?: string | null;
+  scopes?: string[];
 }
 
 /** `slipway:gc`: summary of one garbage-collection run (engine/registry/gc.ts). */
 export interface GcEvent {
-  type: 'gc.run';
   /** True when nothing was changed (the CLI's `--dry-run`). */
   dryRun: boolean;
   /** ms since epoch (engine clock) when the run started. */
