@@ -89,13 +89,17 @@ export function openStore(dir: string): Store {
   mkdirSync(path, { recursive: true });
   const env = open({ path, maxDbs: 32, mapSize: 64 * 1024 ** 3, encoding: 'msgpack' });
   const db = <V>(name: string) => env.openDB<V, string>(name, { encoding: 'msgpack' });
+  // Read on every API request (token → authorization → account): msgpack with structures
+  // shared in the database decodes ~40% faster than self-describing records, and still reads
+  // records written without them (lmdb-js `sharedStructuresKey`).
+  const hot = <V>(name: string) => env.openDB<V, string>(name, { encoding: 'msgpack', sharedStructuresKey: Symbol.for('structures') });
   const store: Store = {
     env,
     meta: db('meta'),
-    accounts: db('accounts'),
+    accounts: hot('accounts'),
     accountsByEmail: db('accounts-by-email'),
-    authorizations: db('authorizations'),
-    tokens: db('tokens'),
+    authorizations: hot('authorizations'),
+    tokens: hot('tokens'),
     authorizationsByAccount: db('authorizations-by-account'),
     authorizationsByClient: db('authorizations-by-client'),
     clients: db('clients'),
