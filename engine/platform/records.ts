@@ -18,6 +18,8 @@ export interface AppRecord {
   space: string | null;
   /** Version of the newest release (0 = none yet). */
   releaseVersion?: number;
+  /** Labs features switched on or off (name → enabled); absent = default off. */
+  features?: Record<string, boolean>;
   createdAt: number;
   updatedAt: number;
 }
@@ -31,6 +33,8 @@ export interface ReleaseImage {
   repository: string;
   /** Command the process runs (spec section 6 ENTRYPOINT/CMD rules). */
   command: string;
+  /** Working directory at runtime (`/` unless WORKDIR set it). */
+  workingDir: string;
   /** Image warnings at release time (ImageInfo.warnings plus runtime-specific notes). */
   warnings: string[];
 }

@@ -6,6 +6,7 @@ import type { ServerKeys } from '../../engine/auth/keys.js';
 import type { Principal } from '../../engine/auth/authorizations.js';
 import type { Apps } from '../../engine/platform/apps.js';
 import type { Registry } from '../../engine/registry/registry.js';
+import type { Releases } from '../../engine/platform/releases.js';
 import type { OAuth } from '../../engine/oauth/service.js';
 import type { Exchange } from '../http/exchange.js';
 import type { Logger } from '../log.js';
@@ -17,6 +18,7 @@ export interface ApiContext {
   accounts: Accounts;
   apps: Apps;
   registry: Registry;
+  releases: Releases;
   oauth: OAuth;
   keys: ServerKeys;
   /** Per-account API rate limit, shared with the auth host's refresh grant. */

@@ -20,6 +20,8 @@ import {
   createAuthorization, getAuthorization, listAuthorizations, regenerateAuthorization, revokeAuthorization, updateAuthorization,
 } from './authorizations.js';
 import { createClient, deleteClient, getClient, listClients, rotateClientSecret, updateClient } from './clients.js';
+import { deleteFormationType, getFormation, listFormation, updateFormation, updateFormationType } from './formation.js';
+import { createRelease, getRelease, listReleases } from './releases.js';
 
 export type ApiHandler = (ctx: ApiContext, call: ApiCall) => Promise<void>;
 
@@ -46,6 +48,14 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: 'GET', path: '/apps', access: 'apps:read', handler: listApps },
   { method: 'GET', path: '/apps/:app', access: 'apps:read', handler: getApp },
   { method: 'DELETE', path: '/apps/:app', access: 'apps:write', handler: deleteApp },
+  { method: 'GET', path: '/apps/:app/formation', access: 'apps:read', handler: listFormation },
+  { method: 'PATCH', path: '/apps/:app/formation', access: 'apps:write', handler: updateFormation },
+  { method: 'GET', path: '/apps/:app/formation/:type', access: 'apps:read', handler: getFormation },
+  { method: 'PATCH', path: '/apps/:app/formation/:type', access: 'apps:write', handler: updateFormationType },
+  { method: 'DELETE', path: '/apps/:app/formation/:type', access: 'apps:write', handler: deleteFormationType },
+  { method: 'GET', path: '/apps/:app/releases', access: 'apps:read', handler: listReleases },
+  { method: 'POST', path: '/apps/:app/releases', access: 'apps:write', handler: createRelease },
+  { method: 'GET', path: '/apps/:app/releases/:release', access: 'apps:read', handler: getRelease },
   { method: 'POST', path: '/oauth/authorizations', access: 'oauth:write', bearerOnly: true, handler: createAuthorization },
   { method: 'GET', path: '/oauth/authorizations', access: 'oauth:read', bearerOnly: true, handler: listAuthorizations },
   { method: 'GET', path: '/oauth/authorizations/:id', access: 'oauth:read', bearerOnly: true, handler: getAuthorization },

@@ -123,6 +123,9 @@ export function authorize(ctx: RegistryContext, caller: Caller | null, repositor
         : `you do not have access to app "${appName}"`;
     throw new SlipwayError('DENIED', `requested access to the resource is denied: ${why}`, { name: repository, action });
   }
+  if (action === 'push' && app.generation !== 'cedar') {
+    throw new SlipwayError('DENIED', `requested access to the resource is denied: app "${appName}" is a ${app.generation}-generation app; the container registry is available to cedar-generation apps only`, { name: repository, action });
+  }
   if (caller.tokenAccess && !(caller.tokenAccess[repository] ?? []).includes(action)) {
     throw new Challenge(`registry token does not grant ${action} on ${repository}`, scope, true);
   }

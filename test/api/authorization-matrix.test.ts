@@ -10,6 +10,8 @@ import { API_ROUTES } from '../../server/api/routes.js';
 import { allows, SCOPES } from '../../engine/auth/scope.js';
 import { api, startTestServer } from '../helpers/oauth.js';
 import { basic, http } from '../helpers/http.js';
+import { key as storeKey } from '../../engine/store.js';
+import { releaseKey } from '../../engine/platform/releases.js';
 
 const ts = await startTestServer();
 t.teardown(() => ts.stop());
@@ -27,6 +29,21 @@ const app = await created('/apps', { name: 'matrix-app' });
 const authz = await created('/oauth/authorizations', { description: 'matrix target' });
 const client = await created('/oauth/clients', { name: 'matrix', redirect_uri: 'https://m.example/cb' });
 
+// Formation and release routes need a released app: seed one release and its formation entry in
+// the store (what a container release writes; test/platform/releases.test.ts covers releasing).
+const { store } = ts.server;
+const seededAt = ts.clock.now();
+function seedFormation(type: string): string {
+  store.formations.putSync(storeKey(app, type), { id: `f-${type}`, appId: app, type, command: '/bin/sh -c run', quantity: 1, size: 'standard-1X', image: null, createdAt: seededAt, updatedAt: seededAt });
+  return type;
+}
+seedFormation('web');
+store.releases.putSync(releaseKey(app, 1), {
+  id: 'r-1', appId: app, version: 1, description: 'seeded', userId: ts.server.bootstrap!.account.id, createdAt: seededAt, restarted: ['web'], releasePhase: false, rollbackOf: null,
+  images: { web: { configDigest: 'sha256:' + 'a'.repeat(64), manifestDigest: 'sha256:' + 'b'.repeat(64), repository: 'matrix-app/web', command: '/bin/sh -c run', workingDir: '/', warnings: [] } },
+});
+store.apps.putSync(app, { ...store.apps.get(app)!, releaseVersion: 1 });
+
 /** Each route's request; fresh resources where a success would consume them. */
 const CASES: Record<string, () => Promise<{ path: string; body?: unknown }>> = {
   'GET /account': async () => ({ path: '/account' }),
@@ -35,6 +52,14 @@ const CASES: Record<string, () => Promise<{ path: string; body?: unknown }>> = {
   'GET /apps': async () => ({ path: '/apps' }),
   'GET /apps/:app': async () => ({ path: `/apps/${app}` }),
   'DELETE /apps/:app': async () => ({ path: `/apps/${await created('/apps', { name: unique('del') })}` }),
+  'GET /apps/:app/formation': async () => ({ path: `/apps/${app}/formation` }),
+  'PATCH /apps/:app/formation': async () => ({ path: `/apps/${app}/formation`, body: { updates: [{ type: 'web', quantity: 1 }] } }),
+  'GET /apps/:app/formation/:type': async () => ({ path: `/apps/${app}/formation/web` }),
+  'PATCH /apps/:app/formation/:type': async () => ({ path: `/apps/${app}/formation/web`, body: { quantity: 2 } }),
+  'DELETE /apps/:app/formation/:type': async () => ({ path: `/apps/${app}/formation/${seedFormation(unique('old'))}` }),
+  'GET /apps/:app/releases': async () => ({ path: `/apps/${app}/releases` }),
+  'POST /apps/:app/releases': async () => ({ path: `/apps/${app}/releases`, body: { release: 1 } }),
+  'GET /apps/:app/releases/:release': async () => ({ path: `/apps/${app}/releases/1` }),
   'POST /oauth/authorizations': async () => ({ path: '/oauth/authorizations', body: { description: 'matrix' } }),
   'GET /oauth/authorizations': async () => ({ path: '/oauth/authorizations' }),
   'GET /oauth/authorizations/:id': async () => ({ path: `/oauth/authorizations/${authz}` }),

@@ -1,0 +1,83 @@
+/**
+ * Formation and container releases (spec Endpoints 7; reference 3.3):
+ * GET /apps/{app}/formation[/{type}], PATCH /apps/{app}/formation (batch: scale, or with
+ * `Accept: …; version=3.container-releases` — also `3.docker-releases`, which existing CLIs send —
+ * release images), PATCH/DELETE /apps/{app}/formation/{type}.
+ */
+import type { ApiCall, ApiContext } from './context.js';
+import { principalOf } from './auth.js';
+import { readJson, reply } from './respond.js';
+import { visibleApp } from './apps.js';
+import { formationJson } from './serialize-platform.js';
+import { fail } from '../../engine/errors.js';
+import type { ImageUpdate, ScaleUpdate } from '../../engine/platform/releases.js';
+
+/** Accept variants that release container images. */
+export const CONTAINER_VARIANTS: ReadonlySet<string> = new Set(['container-releases', 'docker-releases']);
+
+export async function listFormation(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  reply(ctx, call, 200, ctx.releases.formation(app.id).map((f) => formationJson(f, app)));
+}
+
+export async function getFormation(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  const f = ctx.releases.formationEntry(app.id, call.params.type!);
+  reply(ctx, call, 200, formationJson(f, app), { lastModified: f.updatedAt });
+}
+
+function quantityOf(v: unknown, type: string): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n)) throw fail('INVALID_PARAMS', `quantity for ${type} must be an integer`);
+  return n;
+}
+
+function sizeOf(v: unknown, type: string): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'string') return v;
+  if (typeof v === 'object' && typeof (v as { name?: unknown }).name === 'string') return (v as { name: string }).name;
+  throw fail('INVALID_PARAMS', `size for ${type} must be a dyno size name`);
+}
+
+export async function updateFormation(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const p = principalOf(call);
+  const app = visibleApp(ctx, p, call.params.app!);
+  const body = await readJson(call.ex);
+  if (!Array.isArray(body.updates)) throw fail('INVALID_PARAMS', 'updates must be an array of {type, …} objects');
+  const items = body.updates.map((u: unknown, i: number) => {
+    if (typeof u !== 'object' || u === null || typeof (u as { type?: unknown }).type !== 'string') throw fail('INVALID_PARAMS', `updates[${i}].type must be a string`);
+    return u as Record<string, unknown> & { type: string };
+  });
+  const releasing = items.some((u) => u.docker_image !== undefined);
+  if (releasing) {
+    if (!call.variant || !CONTAINER_VARIANTS.has(call.variant)) {
+      throw fail('INVALID_PARAMS', `docker_image updates need Accept: application/vnd.${ctx.vendor}+json; version=3.container-releases`);
+    }
+    const updates: ImageUpdate[] = items.map((u, i) => {
+      if (typeof u.docker_image !== 'string') throw fail('INVALID_PARAMS', `updates[${i}].docker_image must be a string of the form sha256:<hex>`);
+      return { type: u.type, dockerImage: u.docker_image };
+    });
+    const { formation } = await ctx.releases.release(app, p.accountId, updates);
+    const scaled = items.filter((u) => u.quantity !== undefined || u.size !== undefined);
+    if (scaled.length > 0) await ctx.releases.scale(app, scaled.map((u) => ({ type: u.type, quantity: quantityOf(u.quantity, u.type), size: sizeOf(u.size, u.type) })));
+    const fresh = ctx.apps.find(app.id) ?? app;
+    return reply(ctx, call, 200, (scaled.length > 0 ? ctx.releases.formation(app.id) : formation).map((f) => formationJson(f, fresh)));
+  }
+  const updates: ScaleUpdate[] = items.map((u) => ({ type: u.type, quantity: quantityOf(u.quantity, u.type), size: sizeOf(u.size, u.type) }));
+  const done = await ctx.releases.scale(app, updates);
+  reply(ctx, call, 200, done.map((f) => formationJson(f, app)));
+}
+
+export async function updateFormationType(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  const body = await readJson(call.ex);
+  const type = ctx.releases.formationEntry(app.id, call.params.type!).type;
+  const [f] = await ctx.releases.scale(app, [{ type, quantity: quantityOf(body.quantity, type), size: sizeOf(body.size, type) }]);
+  reply(ctx, call, 200, formationJson(f!, app));
+}
+
+export async function deleteFormationType(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  reply(ctx, call, 200, formationJson(await ctx.releases.removeFormation(app, call.params.type!), app));
+}
