@@ -64,6 +64,8 @@ export interface Store {
   releases: Database<ReleaseRecord, string>;
   /** `appId␟process type` → formation entry. */
   formations: Database<FormationRecord, string>;
+  /** appId → config vars (name → value). Runtime secrets: readable only with *-protected or global scope. */
+  configVars: Database<Record<string, string>, string>;
   close(): Promise<void>;
 }
 
@@ -119,6 +121,7 @@ export function openStore(dir: string): Store {
     uploads: db('uploads'),
     releases: db('releases'),
     formations: db('formations'),
+    configVars: db('config-vars'),
     close: () => env.close(),
   };
   migrate(store);

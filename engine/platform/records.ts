@@ -20,6 +20,8 @@ export interface AppRecord {
   releaseVersion?: number;
   /** Labs features switched on or off (name → enabled); absent = default off. */
   features?: Record<string, boolean>;
+  /** Maintenance mode (reference 3.2). */
+  maintenance?: boolean;
   createdAt: number;
   updatedAt: number;
 }

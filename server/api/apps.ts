@@ -29,8 +29,10 @@ export async function createApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   if (stack !== undefined && stack !== null && typeof stack !== 'string') throw fail('INVALID_PARAMS', 'stack must be a string');
   const generation = body.generation;
   if (generation !== undefined && generation !== 'cedar' && generation !== 'fir') throw fail('INVALID_PARAMS', 'generation must be "cedar" or "fir"');
+  const space = body.space;
+  if (space !== undefined && space !== null && (typeof space !== 'string' || !/^[a-z][a-z0-9-]{1,29}$/.test(space))) throw fail('INVALID_PARAMS', 'space must be null (shared runtime) or an isolated space name');
   const app = await ctx.apps.create({
-    name: name ?? undefined, ownerId: p.accountId, stack: stack ?? undefined, generation: generation as 'cedar' | 'fir' | undefined,
+    name: name ?? undefined, ownerId: p.accountId, stack: stack ?? undefined, generation: generation as 'cedar' | 'fir' | undefined, space: space ?? null,
   });
   reply(ctx, call, 201, json(ctx, app), { lastModified: app.updatedAt });
 }

@@ -7,6 +7,7 @@ import type { Principal } from '../../engine/auth/authorizations.js';
 import type { Apps } from '../../engine/platform/apps.js';
 import type { Registry } from '../../engine/registry/registry.js';
 import type { Releases } from '../../engine/platform/releases.js';
+import type { AppSettings } from '../../engine/platform/app-settings.js';
 import type { OAuth } from '../../engine/oauth/service.js';
 import type { Exchange } from '../http/exchange.js';
 import type { Logger } from '../log.js';
@@ -19,6 +20,7 @@ export interface ApiContext {
   apps: Apps;
   registry: Registry;
   releases: Releases;
+  settings: AppSettings;
   oauth: OAuth;
   keys: ServerKeys;
   /** Per-account API rate limit, shared with the auth host's refresh grant. */

@@ -22,6 +22,7 @@ import {
 import { createClient, deleteClient, getClient, listClients, rotateClientSecret, updateClient } from './clients.js';
 import { deleteFormationType, getFormation, listFormation, updateFormation, updateFormationType } from './formation.js';
 import { createRelease, getRelease, listReleases } from './releases.js';
+import { getConfigVars, getFeature, listFeatures, updateApp, updateConfigVars, updateFeature } from './app-settings.js';
 
 export type ApiHandler = (ctx: ApiContext, call: ApiCall) => Promise<void>;
 
@@ -47,7 +48,13 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: 'POST', path: '/apps', access: 'apps:write', handler: createApp },
   { method: 'GET', path: '/apps', access: 'apps:read', handler: listApps },
   { method: 'GET', path: '/apps/:app', access: 'apps:read', handler: getApp },
+  { method: 'PATCH', path: '/apps/:app', access: 'apps:write', handler: updateApp },
   { method: 'DELETE', path: '/apps/:app', access: 'apps:write', handler: deleteApp },
+  { method: 'GET', path: '/apps/:app/config-vars', access: 'config:read', handler: getConfigVars },
+  { method: 'PATCH', path: '/apps/:app/config-vars', access: 'config:write', handler: updateConfigVars },
+  { method: 'GET', path: '/apps/:app/features', access: 'apps:read', handler: listFeatures },
+  { method: 'GET', path: '/apps/:app/features/:feature', access: 'apps:read', handler: getFeature },
+  { method: 'PATCH', path: '/apps/:app/features/:feature', access: 'apps:write', handler: updateFeature },
   { method: 'GET', path: '/apps/:app/formation', access: 'apps:read', handler: listFormation },
   { method: 'PATCH', path: '/apps/:app/formation', access: 'apps:write', handler: updateFormation },
   { method: 'GET', path: '/apps/:app/formation/:type', access: 'apps:read', handler: getFormation },

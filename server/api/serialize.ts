@@ -28,7 +28,7 @@ export function appJson(app: AppRecord, owner: Account | undefined, urls: { regi
     owner: { id: app.ownerId, email: owner?.email ?? null },
     team: null, organization: null, region: named('us'),
     space: app.space === null ? null : { id: stableId('space:' + app.space), name: app.space, shield: false },
-    acm: false, maintenance: false, internal_routing: null,
+    acm: false, maintenance: app.maintenance === true, internal_routing: null,
     git_url: null, web_url: null, buildpack_provided_description: null, repo_size: null, slug_size: null,
     archived_at: null, released_at: null,
     registry: `${new URL(urls.registry).host}/${app.name}`,

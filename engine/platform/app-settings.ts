@@ -1,0 +1,112 @@
+/**
+ * App settings beyond creation: config vars (reference "config-vars"; what the *-protected
+ * scopes protect, spec Authentication 6), labs features (spec section 6:
+ * runtime-new-layer-extract, shared runtime only), and owner updates (spec 5: switching the
+ * stack back to a curated stack is the owner's action).
+ */
+import type { Store } from '../store.js';
+import type { Clock } from '../clock.js';
+import { fail } from '../errors.js';
+import { CONTAINER_STACK } from './apps.js';
+import { NEW_LAYER_EXTRACT } from './runtime-rules.js';
+import type { AppRecord } from './records.js';
+
+/** A labs feature an app can switch on. */
+export interface Feature {
+  name: string;
+  description: string;
+  /** Only on the shared runtime (not in isolated spaces). */
+  sharedRuntimeOnly: boolean;
+}
+
+export const FEATURES: readonly Feature[] = [
+  {
+    name: NEW_LAYER_EXTRACT,
+    description: 'Extract container image layers with a method that honours whiteout files (files deleted in a later layer). Shared runtime only.',
+    sharedRuntimeOnly: true,
+  },
+];
+
+/** Curated stacks an app can switch back to from the container stack. */
+export const CURATED_STACKS: readonly string[] = ['heroku-22', 'heroku-24'];
+
+const CONFIG_VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+/** Largest total size of an app's config vars (bytes). */
+export const MAX_CONFIG_BYTES = 32 * 1024;
+
+export class AppSettings {
+  constructor(readonly store: Store, readonly clock: Clock) {}
+
+  configVars(app: AppRecord): Record<string, string> {
+    return this.store.configVars.get(app.id) ?? {};
+  }
+
+  /**
+   * Sets (string) or unsets (null) config vars in one write.
+   * @throws INVALID_PARAMS for a bad name, a non-string value, or more than 32 KiB in all.
+   */
+  async updateConfigVars(app: AppRecord, changes: Record<string, unknown>): Promise<Record<string, string>> {
+    const next = { ...this.configVars(app) };
+    for (const [name, value] of Object.entries(changes)) {
+      if (!CONFIG_VAR_NAME.test(name)) throw fail('INVALID_PARAMS', `"${name.slice(0, 40)}" is not a valid config var name (letters, digits and underscores, not starting with a digit)`);
+      if (value === null) delete next[name];
+      else if (typeof value === 'string') next[name] = value;
+      else throw fail('INVALID_PARAMS', `config var ${name} must be a string, or null to unset it`);
+    }
+    if (Buffer.byteLength(JSON.stringify(next)) > MAX_CONFIG_BYTES) throw fail('INVALID_PARAMS', `config vars may hold at most ${MAX_CONFIG_BYTES} bytes in all`);
+    await this.store.configVars.put(app.id, next);
+    return next;
+  }
+
+  /**
+   * A labs feature of the app.
+   * @throws NOT_FOUND for an unknown feature.
+   */
+  feature(app: AppRecord, name: string): { feature: Feature; enabled: boolean } {
+    const feature = FEATURES.find((f) => f.name === name);
+    if (!feature) throw fail('NOT_FOUND', `Couldn't find that feature.`, { resource: 'app-feature' });
+    return { feature, enabled: app.features?.[name] === true };
+  }
+
+  /**
+   * Switches a labs feature.
+   * @throws NOT_FOUND for an unknown feature; INVALID_PARAMS for a shared-runtime-only feature
+   *         on an app in an isolated space.
+   */
+  async setFeature(app: AppRecord, name: string, enabled: boolean): Promise<AppRecord> {
+    const { feature } = this.feature(app, name);
+    if (enabled && feature.sharedRuntimeOnly && app.space !== null) {
+      throw fail('INVALID_PARAMS', `${name} is available on the shared runtime only; app ${app.name} runs in the isolated space ${app.space}, where there is no workaround`);
+    }
+    return this.#update(app, (a) => ({ ...a, features: { ...(a.features ?? {}), [name]: enabled } }));
+  }
+
+  /**
+   * Owner updates: `buildStack` (switch back to a curated stack) and `maintenance`.
+   * @throws DENIED when the caller is not the owner; INVALID_PARAMS for an unknown stack.
+   */
+  async update(app: AppRecord, callerIsOwner: boolean, patch: { buildStack?: string; maintenance?: boolean }): Promise<AppRecord> {
+    if (patch.buildStack !== undefined) {
+      if (!callerIsOwner) throw fail('DENIED', `Only the owner of ${app.name} can change its stack.`);
+      if (patch.buildStack !== CONTAINER_STACK && !CURATED_STACKS.includes(patch.buildStack)) {
+        throw fail('INVALID_PARAMS', `build_stack must be one of ${[...CURATED_STACKS, CONTAINER_STACK].join(', ')}`);
+      }
+    }
+    return this.#update(app, (a) => ({
+      ...a,
+      ...(patch.buildStack !== undefined ? { buildStack: patch.buildStack, stack: patch.buildStack } : {}),
+      ...(patch.maintenance !== undefined ? { maintenance: patch.maintenance } : {}),
+    }));
+  }
+
+  async #update(app: AppRecord, change: (a: AppRecord) => AppRecord): Promise<AppRecord> {
+    let updated!: AppRecord;
+    await this.store.env.transaction(() => {
+      const current = this.store.apps.get(app.id);
+      if (!current) throw fail('NOT_FOUND', `Couldn't find that app.`, { resource: 'app' });
+      updated = { ...change(current), updatedAt: this.clock.now() };
+      this.store.apps.put(app.id, updated);
+    });
+    return updated;
+  }
+}

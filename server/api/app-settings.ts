@@ -1,0 +1,60 @@
+/**
+ * PATCH /apps/{app} (build_stack, maintenance), config vars (GET/PATCH /apps/{app}/config-vars,
+ * scopes read-protected / write-protected or global), labs features
+ * (GET /apps/{app}/features[/{name}], PATCH /apps/{app}/features/{name} {enabled}).
+ */
+import type { ApiCall, ApiContext } from './context.js';
+import { principalOf } from './auth.js';
+import { readJson, reply } from './respond.js';
+import { visibleApp } from './apps.js';
+import { appJson, stableId } from './serialize.js';
+import { fail } from '../../engine/errors.js';
+import { appRole } from '../../engine/platform/access.js';
+import { FEATURES, type Feature } from '../../engine/platform/app-settings.js';
+import type { AppRecord } from '../../engine/platform/records.js';
+
+function featureJson(f: Feature, enabled: boolean) {
+  return { id: stableId('feature:' + f.name), name: f.name, description: f.description, state: 'beta', enabled, doc_url: null, display_name: f.name, feedback_email: null };
+}
+
+export async function updateApp(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const p = principalOf(call);
+  const app = visibleApp(ctx, p, call.params.app!);
+  const body = await readJson(call.ex);
+  if (body.name !== undefined && body.name !== app.name) throw fail('INVALID_PARAMS', 'renaming an app is not supported: its registry repositories are named after it');
+  const buildStack = body.build_stack === undefined ? undefined : typeof body.build_stack === 'string' ? body.build_stack : (body.build_stack as { name?: unknown } | null)?.name;
+  if (buildStack !== undefined && typeof buildStack !== 'string') throw fail('INVALID_PARAMS', 'build_stack must be a stack name');
+  if (body.maintenance !== undefined && typeof body.maintenance !== 'boolean') throw fail('INVALID_PARAMS', 'maintenance must be a boolean');
+  const updated = await ctx.settings.update(app, appRole(p, app) === 'owner', { buildStack, maintenance: body.maintenance as boolean | undefined });
+  reply(ctx, call, 200, appJson(updated, ctx.accounts.get(updated.ownerId), ctx.urls), { lastModified: updated.updatedAt });
+}
+
+export async function getConfigVars(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  reply(ctx, call, 200, ctx.settings.configVars(app));
+}
+
+export async function updateConfigVars(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  reply(ctx, call, 200, await ctx.settings.updateConfigVars(app, await readJson(call.ex)));
+}
+
+export async function listFeatures(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  reply(ctx, call, 200, FEATURES.map((f) => featureJson(f, app.features?.[f.name] === true)));
+}
+
+export async function getFeature(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  const { feature, enabled } = ctx.settings.feature(app, call.params.feature!);
+  reply(ctx, call, 200, featureJson(feature, enabled));
+}
+
+export async function updateFeature(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  const body = await readJson(call.ex);
+  if (typeof body.enabled !== 'boolean') throw fail('INVALID_PARAMS', 'enabled must be a boolean');
+  const updated: AppRecord = await ctx.settings.setFeature(app, call.params.feature!, body.enabled);
+  const { feature, enabled } = ctx.settings.feature(updated, call.params.feature!);
+  reply(ctx, call, 200, featureJson(feature, enabled));
+}
