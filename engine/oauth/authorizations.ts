@@ -16,6 +16,7 @@ import {
 } from '../auth/authorizations.js';
 import { normalizeScopes, type Scope } from '../auth/scope.js';
 import { MAX_DESCRIPTION_LENGTH, MAX_DIRECT_EXPIRES_IN_SECONDS } from './limits.js';
+import { announceAuthorization } from './announce.js';
 
 /** Raw fields of `POST /oauth/authorizations`, validated here. */
 export interface DirectAuthorizationInput {
@@ -75,9 +76,11 @@ export class Authorizations {
     const scope = parseScopeArray(input.scope);
     const ttl = parseExpiresIn(input.expires_in);
     const now = this.clock.now();
-    return this.store.env.transaction(() => createAuthorizationInTransaction(this.store, {
+    const issued = await this.store.env.transaction(() => createAuthorizationInTransaction(this.store, {
       kind: 'direct', accountId, description, scope, accessTokenTtlMs: ttl, withRefreshToken: false,
     }, now));
+    announceAuthorization('created', issued.record);
+    return issued;
   }
 
   /** The account's live personal authorizations (API key, direct, web), in id order. */
@@ -132,10 +135,12 @@ export class Authorizations {
   async regenerate(a: AuthorizationRecord): Promise<IssuedTokens> {
     if (a.kind === 'web') throw fail('DENIED', 'Tokens of web-flow authorizations cannot be regenerated; the OAuth client gets a new access token with its refresh token.');
     const now = this.clock.now();
-    return this.store.env.transaction(() => {
+    const issued = await this.store.env.transaction(() => {
       const current = this.store.authorizations.get(a.id) ?? a;
       return issueTokensInTransaction(this.store, current, current.accessTokenTtlMs ?? null, false, now);
     });
+    announceAuthorization('regenerated', issued.record);
+    return issued;
   }
 
   /**
@@ -147,7 +152,9 @@ export class Authorizations {
   async revoke(a: AuthorizationRecord): Promise<AuthorizationRecord> {
     if (a.kind === 'api-key') throw fail('INVALID_PARAMS', "The account's API key cannot be revoked; regenerate it instead (POST /oauth/authorizations/~/actions/regenerate-tokens).");
     const now = this.clock.now();
-    return this.store.env.transaction(() => revokeAuthorizationInTransaction(this.store, this.store.authorizations.get(a.id) ?? a, now));
+    const revoked = await this.store.env.transaction(() => revokeAuthorizationInTransaction(this.store, this.store.authorizations.get(a.id) ?? a, now));
+    announceAuthorization('revoked', revoked);
+    return revoked;
   }
 
   /**
@@ -165,6 +172,7 @@ export class Authorizations {
       this.store.authorizations.put(record.id, record);
       indexAuthorizationInTransaction(this.store, record);
     });
+    announceAuthorization('created', record);
     return record;
   }
 }

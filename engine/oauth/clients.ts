@@ -12,6 +12,8 @@ import { revokeAuthorizationInTransaction } from '../auth/authorizations.js';
 import type { ClientRecord } from './records.js';
 import { validateRedirectUri } from './redirect-uri.js';
 import { MAX_CLIENT_NAME_LENGTH } from './limits.js';
+import type { AuthorizationRecord } from '../auth/records.js';
+import { announceAuthorization } from './announce.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -108,20 +110,18 @@ export class Clients {
    */
   async remove(client: ClientRecord): Promise<number> {
     const now = this.clock.now();
-    let revoked = 0;
+    const revoked: AuthorizationRecord[] = [];
     await this.store.env.transaction(() => {
       for (const { key: k } of this.store.authorizationsByClient.getRange(prefixRange(client.id))) {
         const a = this.store.authorizations.get(k.slice(client.id.length + 1));
-        if (a && a.revokedAt === null) {
-          revokeAuthorizationInTransaction(this.store, a, now);
-          revoked++;
-        }
+        if (a && a.revokedAt === null) revoked.push(revokeAuthorizationInTransaction(this.store, a, now));
         this.store.authorizationsByClient.remove(k);
       }
       this.store.clients.remove(client.id);
       this.store.clientsByOwner.remove(key(client.ownerId, client.id));
     });
-    return revoked;
+    for (const a of revoked) announceAuthorization('revoked', a);
+    return revoked.length;
   }
 
   /** True when `secret` is the client's current secret (constant-time compare of hashes). */

@@ -15,6 +15,8 @@ import type { GrantRecord } from './records.js';
 import { authenticateClientFor, type ClientCredentials } from './client-auth.js';
 import { verifyS256 } from './pkce.js';
 import { GRANT_CODE_TTL_MS, GRANT_REPLAY_MEMORY_MS, WEB_ACCESS_TOKEN_TTL_MS } from './limits.js';
+import type { AuthorizationRecord } from '../auth/records.js';
+import { announceAuthorization } from './announce.js';
 
 /** What the user approved on the consent page. */
 export interface CodeRequest {
@@ -70,7 +72,8 @@ export class Grants {
     const grant = this.store.grants.get(codeHash);
     if (!grant || (grant.usedAt === null && now >= grant.expiresAt)) throw fail('INVALID_GRANT', 'The authorization code is invalid or expired.');
     if (grant.usedAt !== null) {
-      await this.store.env.transaction(() => this.#revokeIssued(grant, now));
+      const revoked = await this.store.env.transaction(() => this.#revokeIssued(grant, now));
+      if (revoked) announceAuthorization('revoked', revoked);
       throw fail('INVALID_GRANT', 'The authorization code was already used; the tokens issued for it have been revoked.');
     }
     const client = authenticateClientFor(this.clients, input.credentials, grant.clientId);
@@ -84,11 +87,12 @@ export class Grants {
       throw fail('INVALID_GRANT', 'code_verifier was sent but the authorization request carried no code_challenge.');
     }
     // Re-read inside the write transaction: of two concurrent exchanges only one succeeds.
+    let replayRevoked: AuthorizationRecord | undefined;
     const outcome = await this.store.env.transaction((): GrantResult | 'used' | 'gone' => {
       const current = this.store.grants.get(codeHash);
       if (!current) return 'gone';
       if (current.usedAt !== null) {
-        this.#revokeIssued(current, now);
+        replayRevoked = this.#revokeIssued(current, now);
         return 'used';
       }
       const sessionNonce = newSecret();
@@ -99,8 +103,10 @@ export class Grants {
       this.store.grants.put(codeHash, { ...current, usedAt: now, authorizationId: issued.record.id });
       return { issued, sessionNonce };
     });
+    if (replayRevoked) announceAuthorization('revoked', replayRevoked);
     if (outcome === 'gone') throw fail('INVALID_GRANT', 'The authorization code is invalid or expired.');
     if (outcome === 'used') throw fail('INVALID_GRANT', 'The authorization code was already used; the tokens issued for it have been revoked.');
+    announceAuthorization('created', outcome.issued.record);
     return outcome;
   }
 
@@ -123,8 +129,9 @@ export class Grants {
     return n;
   }
 
-  #revokeIssued(grant: GrantRecord, now: number): void {
+  /** Revokes what a code issued, inside a write transaction. @returns the revoked record, if one was live. */
+  #revokeIssued(grant: GrantRecord, now: number): AuthorizationRecord | undefined {
     const a = grant.authorizationId ? this.store.authorizations.get(grant.authorizationId) : undefined;
-    if (a && a.revokedAt === null) revokeAuthorizationInTransaction(this.store, a, now);
+    return a && a.revokedAt === null ? revokeAuthorizationInTransaction(this.store, a, now) : undefined;
   }
 }

@@ -6,6 +6,7 @@
 import t from 'tap';
 import { api, createAccount, startTestServer } from '../helpers/oauth.js';
 import { basic, http } from '../helpers/http.js';
+import { subscribeEvent, type AuthorizationEvent } from '../../engine/events.js';
 
 const ts = await startTestServer();
 t.teardown(() => ts.stop());
@@ -198,4 +199,16 @@ t.test('only global tokens manage authorizations', async (t) => {
   t.equal(r.json.id, 'forbidden');
   t.match(r.json.message, /needs the global scope/);
   t.equal((await api(ts, 'GET', '/oauth/authorizations', narrow)).status, 403, 'nor list them');
+});
+
+t.test('slipway:authorization events: created, regenerated, revoked, without secrets', async (t) => {
+  const seen: AuthorizationEvent[] = [];
+  const stop = subscribeEvent('authorization', (m) => seen.push(m));
+  t.teardown(stop);
+  const a = (await api(ts, 'POST', '/oauth/authorizations', key, { scope: ['read'] })).json;
+  await api(ts, 'POST', `/oauth/authorizations/${a.id}/actions/regenerate-tokens`, key);
+  await api(ts, 'DELETE', `/oauth/authorizations/${a.id}`, key);
+  t.same(seen.map((e) => [e.action, e.authorizationId]), [['created', a.id], ['regenerated', a.id], ['revoked', a.id]]);
+  t.same(seen[0], { action: 'created', authorizationId: a.id, accountId: ts.server.bootstrap!.account.id, teamId: null, clientId: null, scopes: ['read'] });
+  t.notOk(JSON.stringify(seen).includes('SVC-'), 'no token values');
 });
