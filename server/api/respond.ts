@@ -71,6 +71,18 @@ export function represent(body: unknown): Representation {
   return { text, etag: etagOf(text) };
 }
 
+let lastDateMs = NaN;
+let lastDate = '';
+
+/** The HTTP date of `ms`, remembering the last one (hot paths send the same updated_at again and again). */
+function httpDate(ms: number): string {
+  if (ms !== lastDateMs) {
+    lastDate = new Date(ms).toUTCString();
+    lastDateMs = ms;
+  }
+  return lastDate;
+}
+
 /** Sends a platform API response with every common header; answers 304 when If-None-Match matches a 200. */
 export function sendApi(ctx: ApiContext, ex: Exchange, status: number, body: unknown, opts: SendOptions = {}): void {
   sendRepresentation(ctx, ex, status, represent(body), opts);
@@ -82,7 +94,7 @@ export function sendRepresentation(ctx: ApiContext, ex: Exchange, status: number
     'content-type': 'application/json; charset=utf-8',
     'request-id': ex.id,
     etag: rep.etag,
-    'last-modified': new Date(opts.lastModified ?? ctx.clock.now()).toUTCString(),
+    'last-modified': httpDate(opts.lastModified ?? ctx.clock.now()),
   };
   if (opts.headers) Object.assign(headers, opts.headers);
   if (opts.remaining !== undefined && opts.remaining !== null) headers['ratelimit-remaining'] = String(opts.remaining);

@@ -16,6 +16,8 @@ interface Entry<T> {
 
 export class Router<T> {
   readonly #entries: Entry<T>[] = [];
+  /** Patterns without captures, by their canonical path: one Map look-up for `/account`. */
+  readonly #literal = new Map<string, Entry<T>>();
 
   /** Adds a route; `pattern` segments starting with `:` capture (percent-decoded) values. */
   add(method: string, pattern: string, value: T): this {
@@ -24,6 +26,7 @@ export class Router<T> {
     if (!entry) {
       entry = { segments, values: new Map() };
       this.#entries.push(entry);
+      if (!segments.some((s) => s.startsWith(':'))) this.#literal.set('/' + segments.join('/'), entry);
     }
     entry.values.set(method, value);
     return this;
@@ -34,6 +37,8 @@ export class Router<T> {
    * `/account/rate-limits` is never taken for `/account/:x`. HEAD falls back to GET.
    */
   match(method: string, path: string): RouteMatch<T> {
+    const literal = this.#literal.get(path);
+    if (literal) return this.#pick(literal, method, {});
     const parts = path.split('/').filter(Boolean);
     let best: { entry: Entry<T>; params: Record<string, string>; literals: number } | null = null;
     for (const e of this.#entries) {
@@ -57,8 +62,12 @@ export class Router<T> {
       if (ok && (!best || literals > best.literals)) best = { entry: e, params, literals };
     }
     if (!best) return { kind: 'not-found' };
-    const v = best.entry.values.get(method) ?? (method === 'HEAD' ? best.entry.values.get('GET') : undefined);
-    if (v !== undefined) return { kind: 'found', value: v, params: best.params };
-    return { kind: 'method-not-allowed', allowed: [...best.entry.values.keys()] };
+    return this.#pick(best.entry, method, best.params);
+  }
+
+  #pick(entry: Entry<T>, method: string, params: Record<string, string>): RouteMatch<T> {
+    const v = entry.values.get(method) ?? (method === 'HEAD' ? entry.values.get('GET') : undefined);
+    if (v !== undefined) return { kind: 'found', value: v, params };
+    return { kind: 'method-not-allowed', allowed: [...entry.values.keys()] };
   }
 }
