@@ -13,6 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Account, AuthorizationRecord, TokenRecord } from './auth/records.js';
 import type { AppRecord, FormationRecord, ReleaseRecord } from './platform/records.js';
+import type { MembershipRecord, TeamRecord } from './platform/teams.js';
 import type { BlobRecord, UploadRecord } from './blobs/records.js';
 import type { ManifestRecord, RepositoryRecord, TagRecord } from './registry/records.js';
 import type { ClientRecord, GrantRecord, SignInState, WebSessionRecord } from './oauth/records.js';
@@ -64,6 +65,12 @@ export interface Store {
   releases: Database<ReleaseRecord, string>;
   /** `appId␟process type` → formation entry. */
   formations: Database<FormationRecord, string>;
+  /** team id → team; team name → id. */
+  teams: Database<TeamRecord, string>;
+  teamsByName: Database<string, string>;
+  /** `teamId␟accountId` → membership; `accountId␟teamId` → role (the account's teams). */
+  memberships: Database<MembershipRecord, string>;
+  membershipsByAccount: Database<string, string>;
   /** appId → config vars (name → value). Runtime secrets: readable only with *-protected or global scope. */
   configVars: Database<Record<string, string>, string>;
   close(): Promise<void>;
@@ -89,7 +96,7 @@ export function prefixRange(prefix: string): { start: string; end: string } {
 export function openStore(dir: string): Store {
   const path = join(dir, 'lmdb');
   mkdirSync(path, { recursive: true });
-  const env = open({ path, maxDbs: 32, mapSize: 64 * 1024 ** 3, encoding: 'msgpack' });
+  const env = open({ path, maxDbs: 64, mapSize: 64 * 1024 ** 3, encoding: 'msgpack' });
   const db = <V>(name: string) => env.openDB<V, string>(name, { encoding: 'msgpack' });
   // Read on every API request (token → authorization → account): msgpack with structures
   // shared in the database decodes ~40% faster than self-describing records, and still reads
@@ -122,6 +129,10 @@ export function openStore(dir: string): Store {
     releases: db('releases'),
     formations: db('formations'),
     configVars: db('config-vars'),
+    teams: db('teams'),
+    teamsByName: db('teams-by-name'),
+    memberships: db('memberships'),
+    membershipsByAccount: db('memberships-by-account'),
     close: () => env.close(),
   };
   migrate(store);

@@ -18,6 +18,7 @@ import { Accounts, type CreatedAccount } from '../engine/auth/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
 import { Releases } from '../engine/platform/releases.js';
 import { AppSettings } from '../engine/platform/app-settings.js';
+import { Teams } from '../engine/platform/teams.js';
 import { WorkerPool } from '../workers/pool.js';
 import { listenUws, loadUws, serveUws } from './http/uws.js';
 import { createNodeServer } from './http/node.js';
@@ -70,14 +71,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const apps = new Apps(store, clock);
   const releases = new Releases(store, clock);
   const settings = new AppSettings(store, clock);
+  const teams = new Teams(store, clock);
   const bootstrap = opts.bootstrap !== false && accounts.isEmpty() ? await accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null;
-  const oauth = createOAuth(store, clock, accounts);
+  const oauth = createOAuth(store, clock, accounts, teams);
   const rateLimiter = new RateLimiter(clock, config.rateLimitPool, config.rateLimitPerMinute);
   const views = new Views();
 
   const urls = { registry: '', api: '', auth: '', upload: '' };
   const rctx: RegistryContext = { store, clock, registry, uploads, blobs, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds };
-  const actx: ApiContext = { store, clock, accounts, apps, registry, releases, settings, oauth, keys, rateLimiter, log, vendor: config.vendor, urls };
+  const actx: ApiContext = { store, clock, accounts, apps, registry, releases, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, urls };
   const authCtx: AuthContext = { ...actx, views, secureCookies: false };
 
   const tls = config.registryTls || config.uploadTls ? await ensureTlsFiles(config.dataDir, config.host, config.tlsCert, config.tlsKey) : undefined;

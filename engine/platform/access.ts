@@ -1,23 +1,51 @@
 /**
- * Who may do what to an app: used by the platform API and the registry alike, so one rule
- * decides both. The owner has full access; teams (issue 4) extend `appRole`.
+ * Who may do what to an app: one rule for the platform API and the registry alike.
+ * - Personal apps: their owner. Team apps: the team's admins and members (reference 3.5).
+ * - Team tokens reach only their own team's apps (spec Authentication 8).
+ * - When a team turns third-party OAuth access off, tokens issued to third-party (untrusted)
+ *   clients cannot reach the team's apps, repositories or releases; direct authorizations and
+ *   trusted (first-party) clients keep working (spec 4, Authentication 11, Errors 1).
+ * Scopes then narrow what a reachable app allows (spec Authentication 6).
  */
 import type { Principal } from '../auth/authorizations.js';
 import { allows } from '../auth/scope.js';
+import { key, type Store } from '../store.js';
 import type { AppRecord } from './records.js';
 
 /** A caller's standing on an app, before scopes are considered. */
-export type AppRole = 'owner' | 'none';
+export type AppRole = 'owner' | 'admin' | 'member' | 'team-token' | 'none';
 
-export function appRole(p: Principal, app: AppRecord): AppRole {
+export function appRole(store: Store, p: Principal, app: AppRecord): AppRole {
+  if (app.teamId !== null) {
+    if (p.teamId !== null) return p.teamId === app.teamId ? 'team-token' : 'none';
+    return store.memberships.get(key(app.teamId, p.accountId))?.role ?? 'none';
+  }
+  if (p.teamId !== null) return 'none';
   return app.ownerId === p.accountId ? 'owner' : 'none';
+}
+
+/** True for roles that may take the owner's actions (delete, switch the stack back, move). */
+export function isOwnerLike(role: AppRole): boolean {
+  return role === 'owner' || role === 'admin';
+}
+
+/**
+ * Why a third-party client's token may not reach this team app, or null when it may.
+ */
+export function thirdPartyBlock(store: Store, p: Principal, app: AppRecord): string | null {
+  if (app.teamId === null || p.clientId === null) return null;
+  const team = store.teams.get(app.teamId);
+  if (!team || team.thirdPartyOAuth) return null;
+  const client = store.clients.get(p.clientId);
+  if (client?.trusted) return null;
+  return `Third-party OAuth access to the resources of team ${team.name} is turned off by a team admin; this token belongs to the third-party client "${client?.name ?? 'unknown'}".`;
 }
 
 /** Registry actions (distribution token scope actions). */
 export type RegistryAction = 'pull' | 'push' | 'delete';
 
-/** True when the principal's role and scopes permit `action` on the app's repositories. */
-export function mayUseRepository(p: Principal, app: AppRecord, action: RegistryAction): boolean {
-  if (appRole(p, app) === 'none') return false;
+/** True when role, team setting and scopes permit `action` on the app's repositories. */
+export function mayUseRepository(store: Store, p: Principal, app: AppRecord, action: RegistryAction): boolean {
+  if (appRole(store, p, app) === 'none' || thirdPartyBlock(store, p, app) !== null) return false;
   return allows(p.scope, action === 'pull' ? 'apps:read' : 'apps:write');
 }

@@ -6,10 +6,10 @@
 import type { ApiCall, ApiContext } from './context.js';
 import { principalOf } from './auth.js';
 import { readJson, reply } from './respond.js';
-import { visibleApp } from './apps.js';
-import { appJson, stableId } from './serialize.js';
+import { stableId } from './serialize.js';
+import { appResponse, visibleApp } from './apps.js';
 import { fail } from '../../engine/errors.js';
-import { appRole } from '../../engine/platform/access.js';
+import { appRole, isOwnerLike } from '../../engine/platform/access.js';
 import { FEATURES, type Feature } from '../../engine/platform/app-settings.js';
 import type { AppRecord } from '../../engine/platform/records.js';
 
@@ -25,8 +25,14 @@ export async function updateApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   const buildStack = body.build_stack === undefined ? undefined : typeof body.build_stack === 'string' ? body.build_stack : (body.build_stack as { name?: unknown } | null)?.name;
   if (buildStack !== undefined && typeof buildStack !== 'string') throw fail('INVALID_PARAMS', 'build_stack must be a stack name');
   if (body.maintenance !== undefined && typeof body.maintenance !== 'boolean') throw fail('INVALID_PARAMS', 'maintenance must be a boolean');
-  const updated = await ctx.settings.update(app, appRole(p, app) === 'owner', { buildStack, maintenance: body.maintenance as boolean | undefined });
-  reply(ctx, call, 200, appJson(updated, ctx.accounts.get(updated.ownerId), ctx.urls), { lastModified: updated.updatedAt });
+  let updated = await ctx.settings.update(app, isOwnerLike(appRole(ctx.store, p, app)), { buildStack, maintenance: body.maintenance as boolean | undefined });
+  if (body.team !== undefined) {
+    // Moving a personal app into a team the caller administers (reference 3.5 team-app transfer).
+    if (typeof body.team !== 'string') throw fail('INVALID_PARAMS', 'team must be a team name');
+    if (appRole(ctx.store, p, app) !== 'owner') throw fail('DENIED', `Only the owner of ${app.name} can move it into a team.`);
+    updated = await ctx.teams.moveApp(updated, ctx.teams.visible(body.team, p.accountId), p.accountId);
+  }
+  reply(ctx, call, 200, appResponse(ctx, updated), { lastModified: updated.updatedAt });
 }
 
 export async function getConfigVars(ctx: ApiContext, call: ApiCall): Promise<void> {

@@ -3,7 +3,7 @@ import type { ApiCall, ApiContext } from './context.js';
 import { principalOf } from './auth.js';
 import { appJson } from './serialize.js';
 import { fail } from '../../engine/errors.js';
-import { appRole } from '../../engine/platform/access.js';
+import { appRole, isOwnerLike, thirdPartyBlock } from '../../engine/platform/access.js';
 import type { Principal } from '../../engine/auth/authorizations.js';
 import type { AppRecord } from '../../engine/platform/records.js';
 import { readJson, reply } from './respond.js';
@@ -14,11 +14,18 @@ const RANGES = ['id', 'name', 'updated_at'] as const;
 /** The app named in the path, when the caller may see it. @throws NOT_FOUND otherwise. */
 export function visibleApp(ctx: ApiContext, p: Principal, idOrName: string): AppRecord {
   const app = ctx.apps.find(idOrName);
-  if (!app || appRole(p, app) === 'none') throw fail('NOT_FOUND', `Couldn't find that app.`, { resource: 'app' });
+  if (!app || appRole(ctx.store, p, app) === 'none') throw fail('NOT_FOUND', `Couldn't find that app.`, { resource: 'app' });
+  const blocked = thirdPartyBlock(ctx.store, p, app);
+  if (blocked) throw fail('DENIED', blocked);
   return app;
 }
 
-const json = (ctx: ApiContext, app: AppRecord) => appJson(app, ctx.accounts.get(app.ownerId), ctx.urls);
+/** An app's representation, with its team when team-owned. */
+export function appResponse(ctx: ApiContext, app: AppRecord) {
+  const team = app.teamId ? ctx.teams.find(app.teamId) : undefined;
+  return appJson(app, ctx.accounts.get(app.ownerId), ctx.urls, team);
+}
+const json = appResponse;
 
 export async function createApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
@@ -31,8 +38,16 @@ export async function createApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   if (generation !== undefined && generation !== 'cedar' && generation !== 'fir') throw fail('INVALID_PARAMS', 'generation must be "cedar" or "fir"');
   const space = body.space;
   if (space !== undefined && space !== null && (typeof space !== 'string' || !/^[a-z][a-z0-9-]{1,29}$/.test(space))) throw fail('INVALID_PARAMS', 'space must be null (shared runtime) or an isolated space name');
+  // A team app: named by `team` (the caller must belong to it), or implied by a team token.
+  let teamId: string | null = p.teamId;
+  if (body.team !== undefined && body.team !== null) {
+    if (typeof body.team !== 'string') throw fail('INVALID_PARAMS', 'team must be a team name');
+    const team = ctx.teams.visible(body.team, p.accountId);
+    if (p.teamId !== null && p.teamId !== team.id) throw fail('DENIED', 'A team token creates apps only in its own team.');
+    teamId = team.id;
+  }
   const app = await ctx.apps.create({
-    name: name ?? undefined, ownerId: p.accountId, stack: stack ?? undefined, generation: generation as 'cedar' | 'fir' | undefined, space: space ?? null,
+    name: name ?? undefined, ownerId: p.accountId, teamId, stack: stack ?? undefined, generation: generation as 'cedar' | 'fir' | undefined, space: space ?? null,
   });
   reply(ctx, call, 201, json(ctx, app), { lastModified: app.updatedAt });
 }
@@ -41,7 +56,7 @@ export async function createApp(ctx: ApiContext, call: ApiCall): Promise<void> {
 export async function listApps(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
   const spec = parseRange(call.ex.header('range'), RANGES);
-  const visible = [...ctx.apps.all()].filter((a) => appRole(p, a) !== 'none');
+  const visible = [...ctx.apps.all()].filter((a) => appRole(ctx.store, p, a) !== 'none' && thirdPartyBlock(ctx.store, p, a) === null);
   const page = paginate(visible, spec, RANGES, (a, prop) => (prop === 'name' ? a.name : prop === 'updated_at' ? new Date(a.updatedAt).toISOString() : a.id));
   const lastModified = page.items.reduce((m, a) => Math.max(m, a.updatedAt), 0) || undefined;
   reply(ctx, call, page.status, page.items.map((a) => json(ctx, a)), { headers: page.headers, lastModified });
@@ -53,7 +68,9 @@ export async function getApp(ctx: ApiContext, call: ApiCall): Promise<void> {
 }
 
 export async function deleteApp(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  const p = principalOf(call);
+  const app = visibleApp(ctx, p, call.params.app!);
+  if (!isOwnerLike(appRole(ctx.store, p, app))) throw fail('DENIED', `Only the owner of ${app.name} (or an admin of its team) can delete it.`);
   await ctx.registry.deleteRepositoriesOf(app.name);
   await ctx.apps.remove(app);
   reply(ctx, call, 200, json(ctx, app));

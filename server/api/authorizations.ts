@@ -15,14 +15,25 @@ import type { AuthorizationTokens } from '../../engine/oauth/authorizations.js';
 
 const RANGES = ['id'] as const;
 
-function json(ctx: ApiContext, a: AuthorizationRecord, issued?: IssuedTokens, tokens?: AuthorizationTokens) {
+/** The Authorization record; team-owned ones also carry `team` and `expires_at` (ours: not shown in the spec). */
+export function authorizationResponse(ctx: ApiContext, a: AuthorizationRecord, issued?: IssuedTokens, tokens?: AuthorizationTokens) {
   const client = a.clientId ? ctx.oauth.clients.get(a.clientId) : undefined;
-  return authorizationJson(a, tokens ?? ctx.oauth.authorizations.tokensOf(a), ctx.accounts.get(a.accountId), client, ctx.clock.now(), issued);
+  const body = authorizationJson(a, tokens ?? ctx.oauth.authorizations.tokensOf(a), ctx.accounts.get(a.accountId), client, ctx.clock.now(), issued);
+  if (a.teamId === null) return body;
+  const team = ctx.teams.find(a.teamId);
+  return { ...body, team: team ? { id: team.id, name: team.name } : null, expires_at: a.expiresAt === null ? null : new Date(a.expiresAt).toISOString() };
 }
+const json = authorizationResponse;
 
-/** The authorization named in the path. @throws NOT_FOUND unless it is the caller's and live. */
+/**
+ * The authorization named in the path: one of the caller's personal ones, or a team
+ * authorization of a team the caller administers (any team admin manages them, spec Endpoints 5).
+ * @throws NOT_FOUND otherwise.
+ */
 function target(ctx: ApiContext, call: ApiCall): AuthorizationRecord {
   const p = principalOf(call);
+  const team = ctx.teams.manageableAuthorization(call.params.id!.toLowerCase(), p.accountId);
+  if (team) return team;
   const account = ctx.accounts.get(p.accountId);
   if (!account) throw fail('UNAUTHORIZED', 'Invalid credentials provided.');
   return ctx.oauth.authorizations.find(p.accountId, call.params.id!, account.apiKeyAuthorizationId);

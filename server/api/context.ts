@@ -8,6 +8,7 @@ import type { Apps } from '../../engine/platform/apps.js';
 import type { Registry } from '../../engine/registry/registry.js';
 import type { Releases } from '../../engine/platform/releases.js';
 import type { AppSettings } from '../../engine/platform/app-settings.js';
+import type { Teams } from '../../engine/platform/teams.js';
 import type { OAuth } from '../../engine/oauth/service.js';
 import type { Exchange } from '../http/exchange.js';
 import type { Logger } from '../log.js';
@@ -21,6 +22,7 @@ export interface ApiContext {
   registry: Registry;
   releases: Releases;
   settings: AppSettings;
+  teams: Teams;
   oauth: OAuth;
   keys: ServerKeys;
   /** Per-account API rate limit, shared with the auth host's refresh grant. */

@@ -23,6 +23,9 @@ import { createClient, deleteClient, getClient, listClients, rotateClientSecret,
 import { deleteFormationType, getFormation, listFormation, updateFormation, updateFormationType } from './formation.js';
 import { createRelease, getRelease, listReleases } from './releases.js';
 import { getConfigVars, getFeature, listFeatures, updateApp, updateConfigVars, updateFeature } from './app-settings.js';
+import {
+  createTeam, createTeamAuthorization, getPreferences, getTeam, listMembers, listTeamApps, listTeamAuthorizations, listTeams, putMember, removeMember, updatePreferences,
+} from './teams.js';
 
 export type ApiHandler = (ctx: ApiContext, call: ApiCall) => Promise<void>;
 
@@ -39,11 +42,13 @@ export interface ApiRoute {
   bearerOnly?: boolean;
   /** Takes a token from the rate-limit pool (default true; reference 1.6). */
   counted?: boolean;
+  /** A user-only action: team tokens are refused whatever their scope (spec Authentication 8). */
+  userOnly?: boolean;
   handler: ApiHandler;
 }
 
 export const API_ROUTES: readonly ApiRoute[] = [
-  { method: 'GET', path: '/account', access: 'account:read', handler: getAccount },
+  { method: 'GET', path: '/account', access: 'account:read', userOnly: true, handler: getAccount },
   { method: 'GET', path: '/account/rate-limits', access: 'token', counted: false, handler: getRateLimits },
   { method: 'POST', path: '/apps', access: 'apps:write', handler: createApp },
   { method: 'GET', path: '/apps', access: 'apps:read', handler: listApps },
@@ -63,18 +68,29 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: 'GET', path: '/apps/:app/releases', access: 'apps:read', handler: listReleases },
   { method: 'POST', path: '/apps/:app/releases', access: 'apps:write', handler: createRelease },
   { method: 'GET', path: '/apps/:app/releases/:release', access: 'apps:read', handler: getRelease },
-  { method: 'POST', path: '/oauth/authorizations', access: 'oauth:write', bearerOnly: true, handler: createAuthorization },
-  { method: 'GET', path: '/oauth/authorizations', access: 'oauth:read', bearerOnly: true, handler: listAuthorizations },
-  { method: 'GET', path: '/oauth/authorizations/:id', access: 'oauth:read', bearerOnly: true, handler: getAuthorization },
-  { method: 'PATCH', path: '/oauth/authorizations/:id', access: 'oauth:write', bearerOnly: true, handler: updateAuthorization },
-  { method: 'DELETE', path: '/oauth/authorizations/:id', access: 'oauth:write', bearerOnly: true, handler: revokeAuthorization },
-  { method: 'POST', path: '/oauth/authorizations/:id/actions/regenerate-tokens', access: 'oauth:write', bearerOnly: true, handler: regenerateAuthorization },
-  { method: 'POST', path: '/oauth/clients', access: 'oauth:write', handler: createClient },
-  { method: 'GET', path: '/oauth/clients', access: 'oauth:read', handler: listClients },
+  { method: 'POST', path: '/oauth/authorizations', access: 'oauth:write', bearerOnly: true, userOnly: true, handler: createAuthorization },
+  { method: 'GET', path: '/oauth/authorizations', access: 'oauth:read', bearerOnly: true, userOnly: true, handler: listAuthorizations },
+  { method: 'GET', path: '/oauth/authorizations/:id', access: 'oauth:read', bearerOnly: true, userOnly: true, handler: getAuthorization },
+  { method: 'PATCH', path: '/oauth/authorizations/:id', access: 'oauth:write', bearerOnly: true, userOnly: true, handler: updateAuthorization },
+  { method: 'DELETE', path: '/oauth/authorizations/:id', access: 'oauth:write', bearerOnly: true, userOnly: true, handler: revokeAuthorization },
+  { method: 'POST', path: '/oauth/authorizations/:id/actions/regenerate-tokens', access: 'oauth:write', bearerOnly: true, userOnly: true, handler: regenerateAuthorization },
+  { method: 'POST', path: '/oauth/clients', access: 'oauth:write', userOnly: true, handler: createClient },
+  { method: 'GET', path: '/oauth/clients', access: 'oauth:read', userOnly: true, handler: listClients },
   { method: 'GET', path: '/oauth/clients/:id', access: 'public', handler: getClient },
-  { method: 'PATCH', path: '/oauth/clients/:id', access: 'oauth:write', handler: updateClient },
-  { method: 'DELETE', path: '/oauth/clients/:id', access: 'oauth:write', handler: deleteClient },
-  { method: 'POST', path: '/oauth/clients/:id/actions/rotate-credentials', access: 'oauth:write', handler: rotateClientSecret },
+  { method: 'PATCH', path: '/oauth/clients/:id', access: 'oauth:write', userOnly: true, handler: updateClient },
+  { method: 'DELETE', path: '/oauth/clients/:id', access: 'oauth:write', userOnly: true, handler: deleteClient },
+  { method: 'POST', path: '/oauth/clients/:id/actions/rotate-credentials', access: 'oauth:write', userOnly: true, handler: rotateClientSecret },
+  { method: 'GET', path: '/teams', access: 'account:read', userOnly: true, handler: listTeams },
+  { method: 'POST', path: '/teams', access: 'account:write', userOnly: true, handler: createTeam },
+  { method: 'GET', path: '/teams/:team', access: 'account:read', userOnly: true, handler: getTeam },
+  { method: 'GET', path: '/teams/:team/preferences', access: 'account:read', userOnly: true, handler: getPreferences },
+  { method: 'PATCH', path: '/teams/:team/preferences', access: 'account:write', userOnly: true, handler: updatePreferences },
+  { method: 'GET', path: '/teams/:team/members', access: 'account:read', userOnly: true, handler: listMembers },
+  { method: 'PUT', path: '/teams/:team/members', access: 'account:write', userOnly: true, handler: putMember },
+  { method: 'DELETE', path: '/teams/:team/members/:member', access: 'account:write', userOnly: true, handler: removeMember },
+  { method: 'GET', path: '/teams/:team/apps', access: 'apps:read', handler: listTeamApps },
+  { method: 'POST', path: '/teams/:team/authorizations', access: 'oauth:write', bearerOnly: true, userOnly: true, handler: createTeamAuthorization },
+  { method: 'GET', path: '/teams/:team/authorizations', access: 'oauth:read', bearerOnly: true, userOnly: true, handler: listTeamAuthorizations },
 ];
 
 export const apiRouter = new Router<ApiRoute>();
@@ -107,6 +123,9 @@ export async function handleApi(ctx: ApiContext, ex: Exchange): Promise<void> {
       remaining = state.remaining;
       if (!state.ok) throw fail('RATE_LIMITED', 'Your account reached the API rate limit\nPlease wait a few minutes before making new requests');
       if (route.access !== 'token' && route.access !== 'public') requireScope(principal, route.access);
+      if (route.userOnly && principal.teamId !== null) {
+        throw fail('DENIED', 'This is a team token: it reaches only its team\'s apps and resources and cannot perform user-only actions (account, personal authorizations, OAuth clients, team management), whatever its scope.');
+      }
     }
     await route.handler(ctx, { ex, params: m.params, principal, remaining, variant });
   } catch (e) {

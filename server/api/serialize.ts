@@ -21,12 +21,12 @@ export function accountJson(a: Account) {
   };
 }
 
-export function appJson(app: AppRecord, owner: Account | undefined, urls: { registry: string }) {
+export function appJson(app: AppRecord, owner: Account | undefined, urls: { registry: string }, team?: { id: string; name: string }) {
   return {
     id: app.id, name: app.name,
     stack: named(app.stack), build_stack: named(app.buildStack), generation: named(app.generation),
     owner: { id: app.ownerId, email: owner?.email ?? null },
-    team: null, organization: null, region: named('us'),
+    team: team ? { id: team.id, name: team.name } : null, organization: null, region: named('us'),
     space: app.space === null ? null : { id: stableId('space:' + app.space), name: app.space, shield: false },
     acm: false, maintenance: app.maintenance === true, internal_routing: null,
     git_url: null, web_url: null, buildpack_provided_description: null, repo_size: null, slug_size: null,

@@ -12,7 +12,7 @@ import { authenticateToken, isAuthorizationLive, type Principal } from '../../en
 import { verifyRegistryToken } from '../../engine/auth/registry-token.js';
 import { SlipwayError } from '../../engine/errors.js';
 import { parseRepositoryName } from '../../engine/registry/names.js';
-import { mayUseRepository, type RegistryAction } from '../../engine/platform/access.js';
+import { mayUseRepository, thirdPartyBlock, type RegistryAction } from '../../engine/platform/access.js';
 import type { AppRecord } from '../../engine/platform/records.js';
 
 /** An authenticated registry caller. */
@@ -100,7 +100,7 @@ export function permittedActions(ctx: RegistryContext, p: Principal, repository:
     return { actions: [] };
   }
   if (!app) return { actions: [] };
-  const actions = (['pull', 'push', 'delete'] as const).filter((a) => mayUseRepository(p, app!, a));
+  const actions = (['pull', 'push', 'delete'] as const).filter((a) => mayUseRepository(ctx.store, p, app!, a));
   return { app, actions };
 }
 
@@ -116,9 +116,12 @@ export function authorize(ctx: RegistryContext, caller: Caller | null, repositor
   if (!caller) throw new Challenge('authentication required', scope);
   const { app, actions } = permittedActions(ctx, caller.principal, repository);
   if (!app || !actions.includes(action)) {
+    const blocked = app && thirdPartyBlock(ctx.store, caller.principal, app);
     const why = !app
       ? `app "${appName}" does not exist or you do not have access to it`
-      : mayUseRepository(caller.principal, app, 'pull')
+      : blocked
+        ? blocked
+        : mayUseRepository(ctx.store, caller.principal, app, 'pull')
         ? `the credentials' scope (${caller.principal.scope.join(', ')}) does not allow ${action}; use a token with write or global scope`
         : `you do not have access to app "${appName}"`;
     throw new SlipwayError('DENIED', `requested access to the resource is denied: ${why}`, { name: repository, action });

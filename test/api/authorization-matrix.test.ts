@@ -8,7 +8,7 @@
 import t from 'tap';
 import { API_ROUTES } from '../../server/api/routes.js';
 import { allows, SCOPES } from '../../engine/auth/scope.js';
-import { api, startTestServer } from '../helpers/oauth.js';
+import { api, createAccount, startTestServer } from '../helpers/oauth.js';
 import { basic, http } from '../helpers/http.js';
 import { key as storeKey } from '../../engine/store.js';
 import { releaseKey } from '../../engine/platform/releases.js';
@@ -28,6 +28,11 @@ async function created(path: string, body: unknown): Promise<string> {
 const app = await created('/apps', { name: 'matrix-app' });
 const authz = await created('/oauth/authorizations', { description: 'matrix target' });
 const client = await created('/oauth/clients', { name: 'matrix', redirect_uri: 'https://m.example/cb' });
+
+// Team routes: a team the operator administers and an account to add and remove.
+await created('/teams', { name: 'matrix-team' });
+await createAccount(ts, 'matrix-member@example.com');
+const addMember = () => api(ts, 'PUT', '/teams/matrix-team/members', key, { email: 'matrix-member@example.com', role: 'member' });
 
 // Formation and release routes need a released app: seed one release and its formation entry in
 // the store (what a container release writes; test/platform/releases.test.ts covers releasing).
@@ -58,6 +63,17 @@ const CASES: Record<string, () => Promise<{ path: string; body?: unknown }>> = {
   'GET /apps/:app/features': async () => ({ path: `/apps/${app}/features` }),
   'GET /apps/:app/features/:feature': async () => ({ path: `/apps/${app}/features/runtime-new-layer-extract` }),
   'PATCH /apps/:app/features/:feature': async () => ({ path: `/apps/${app}/features/runtime-new-layer-extract`, body: { enabled: true } }),
+  'GET /teams': async () => ({ path: '/teams' }),
+  'POST /teams': async () => ({ path: '/teams', body: { name: unique('team') } }),
+  'GET /teams/:team': async () => ({ path: '/teams/matrix-team' }),
+  'GET /teams/:team/preferences': async () => ({ path: '/teams/matrix-team/preferences' }),
+  'PATCH /teams/:team/preferences': async () => ({ path: '/teams/matrix-team/preferences', body: { 'third-party-oauth-access': true } }),
+  'GET /teams/:team/members': async () => ({ path: '/teams/matrix-team/members' }),
+  'PUT /teams/:team/members': async () => ({ path: '/teams/matrix-team/members', body: { email: 'matrix-member@example.com', role: 'member' } }),
+  'DELETE /teams/:team/members/:member': async () => { await addMember(); return { path: '/teams/matrix-team/members/matrix-member@example.com' }; },
+  'GET /teams/:team/apps': async () => ({ path: '/teams/matrix-team/apps' }),
+  'POST /teams/:team/authorizations': async () => ({ path: '/teams/matrix-team/authorizations', body: { description: 'matrix' } }),
+  'GET /teams/:team/authorizations': async () => ({ path: '/teams/matrix-team/authorizations' }),
   'GET /apps/:app/formation': async () => ({ path: `/apps/${app}/formation` }),
   'PATCH /apps/:app/formation': async () => ({ path: `/apps/${app}/formation`, body: { updates: [{ type: 'web', quantity: 1 }] } }),
   'GET /apps/:app/formation/:type': async () => ({ path: `/apps/${app}/formation/web` }),

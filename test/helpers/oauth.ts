@@ -170,7 +170,7 @@ export async function signIn(browser: Browser, creds: Credentials, clock: Manual
  * consent page with `decision`. Stops at the first redirect away from the auth host.
  * @returns that redirect's URL (the client's redirect_uri with code or error).
  */
-export async function walkAuthorization(browser: Browser, authorizeUrl: string, creds: Credentials, clock: ManualClock, decision: 'allow' | 'deny' = 'allow'): Promise<URL> {
+export async function walkAuthorization(browser: Browser, authorizeUrl: string, creds: Credentials, clock: ManualClock, decision: 'allow' | 'deny' = 'allow', consentFields: Record<string, string> = {}): Promise<URL> {
   let r = await browser.get(authorizeUrl);
   for (let hops = 0; hops < 6; hops++) {
     if (r.status === 302 || r.status === 303) {
@@ -186,7 +186,7 @@ export async function walkAuthorization(browser: Browser, authorizeUrl: string, 
     }
     if (r.status === 200 && r.text.includes('action="/oauth/authorize"')) {
       const form = findForm(r.text, '/oauth/authorize');
-      r = await browser.post(form.action, { ...form.fields, decision });
+      r = await browser.post(form.action, { ...form.fields, ...consentFields, decision });
       continue;
     }
     throw new Error(`unexpected page ${r.status}: ${r.text.slice(0, 800)}`);
