@@ -25,6 +25,19 @@ export interface ChildServer {
   kill(): Promise<void>;
 }
 
+const children = new Set<ChildProcess>();
+let hooked = false;
+/** Child servers die with the test process, also when tap ends it on a timeout (SIGTERM). */
+function trackChild(proc: ChildProcess): void {
+  children.add(proc);
+  proc.once('exit', () => children.delete(proc));
+  if (hooked) return;
+  hooked = true;
+  const killAll = () => { for (const c of children) c.kill('SIGKILL'); };
+  process.once('exit', killAll);
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => { killAll(); process.exit(1); });
+}
+
 /** A new temporary data directory, removed by `cleanup`. */
 export function tempDir(prefix = 'slipway-test-'): { dir: string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
@@ -37,6 +50,7 @@ export function startServer(dataDir: string, env: Record<string, string> = {}): 
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  trackChild(proc);
   return new Promise((resolve, reject) => {
     let out = '';
     const fields: Record<string, string> = {};
