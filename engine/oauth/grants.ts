@@ -18,16 +18,8 @@ import { GRANT_CODE_TTL_MS, GRANT_REPLAY_MEMORY_MS, WEB_ACCESS_TOKEN_TTL_MS } fr
 import type { AuthorizationRecord } from '../auth/records.js';
 import { announceAuthorization } from './announce.js';
 
-/** What the user approved on the consent page. */
-export interface CodeRequest {
-  clientId: string;
-  accountId: string;
-  teamId: string | null;
-  scope: string[];
-  redirectUri: string;
-  redirectUriGiven: boolean;
-  codeChallenge: string | null;
-}
+/** What the user approved on the consent page: the fields of the grant it becomes. */
+export type CodeRequest = Pick<GrantRecord, 'clientId' | 'accountId' | 'teamId' | 'scope' | 'redirectUri' | 'redirectUriGiven' | 'codeChallenge'>;
 
 /** Input of an authorization_code grant (RFC 6749 §4.1.3). */
 export interface CodeExchange {
