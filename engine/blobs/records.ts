@@ -18,6 +18,13 @@ export interface BlobRecord {
   createdAt: number;
   /** Number of (repository, manifest) pairs that reference this blob. */
   refs: number;
+  /**
+   * ms since epoch of the last HEAD, GET or mount of this blob while it was unreferenced
+   * (refs 0): GC keeps a blob committed or touched less than its grace period ago, so a client
+   * that saw the blob exists can still reference it from a manifest (engine/registry/gc.ts).
+   * Written at most every `Registry.touchEveryMs`, and only while refs is 0.
+   */
+  touchedAt?: number;
   /** Cached layer inspection, filled at the first manifest PUT that names this blob as a layer. */
   scan?: LayerScan;
 }

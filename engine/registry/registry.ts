@@ -5,7 +5,8 @@
  *
  * Reference counting: a blob's `refs` is the number of (repository, manifest) pairs naming it;
  * it changes in the same transaction that adds or removes the pair, and GC deletes only blobs
- * at zero refs (after a grace period, see issue 4's GC).
+ * at zero refs (after a grace period: engine/registry/gc.ts, whose header explains why a push
+ * racing GC can fail with MANIFEST_BLOB_UNKNOWN but never store a manifest without its blobs).
  */
 import { digestOf, isDigest, type Digest } from '../digest.js';
 import { fail } from '../errors.js';
@@ -43,6 +44,15 @@ export interface Page {
 }
 
 export class Registry {
+  /**
+   * Minimum ms between two writes of `touchedAt` on one unreferenced blob (HEAD/GET/mount keep
+   * it from GC for the grace period). The hot path writes nothing for referenced blobs and at
+   * most one small transaction per unreferenced blob per this interval. server/main.ts sets it
+   * to a quarter of the GC grace period, at most 5 minutes.
+   */
+  touchEveryMs = 5 * 60_000;
+  readonly #touching = new Set<string>();
+
   constructor(
     readonly store: Store,
     readonly blobs: BlobStore,
@@ -59,16 +69,35 @@ export class Registry {
     if (!rec || this.store.repositoryBlobs.get(key(repository, digest)) === undefined) {
       throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
     }
+    if (rec.refs === 0) this.#touch(digest, rec);
     return rec;
+  }
+
+  /**
+   * Records that a client showed interest in an unreferenced blob (GC grace), without blocking:
+   * one transaction that re-reads the record (never overwrites a concurrent refs change).
+   */
+  #touch(digest: Digest, rec: BlobRecord): void {
+    const now = this.clock.now();
+    if (now - Math.max(rec.createdAt, rec.touchedAt ?? 0) < this.touchEveryMs || this.#touching.has(digest)) return;
+    this.#touching.add(digest);
+    this.store.env.transaction(() => {
+      const cur = this.store.blobs.get(digest);
+      if (cur && cur.refs === 0) this.store.blobs.put(digest, { ...cur, touchedAt: now });
+    }).catch(() => undefined).finally(() => this.#touching.delete(digest));
   }
 
   /** Links a blob of `from` into `to` (cross-repository mount). Returns false when `from` lacks it. */
   async mount(from: string, to: string, digest: Digest): Promise<BlobRecord | undefined> {
     if (!isBlobLinked(this.store, from, digest)) return undefined;
     let rec: BlobRecord | undefined;
+    const now = this.clock.now();
     await this.store.env.transaction(() => {
       rec = this.store.blobs.get(digest);
-      if (rec) linkBlobInTransaction(this.store, to, digest, this.clock.now());
+      if (!rec) return;
+      linkBlobInTransaction(this.store, to, digest, now);
+      // A mount is followed by a manifest PUT: keep the blob from GC for its grace period.
+      if (now - Math.max(rec.createdAt, rec.touchedAt ?? 0) >= this.touchEveryMs) this.store.blobs.put(digest, { ...rec, touchedAt: now });
     });
     return rec;
   }
@@ -99,9 +128,11 @@ export class Registry {
     const image = existing?.image ?? (await this.#inspect(parsed.config.digest, parsed.layers.map((l) => l.digest)));
     const now = this.clock.now();
     await this.store.env.transaction(() => {
-      // Re-check inside the transaction: a blob deleted since the check must not be referenced.
+      // Re-check inside the transaction: a blob deleted (or unlinked by GC) since the check
+      // must not be referenced. GC deletes record and links in one transaction, so a manifest
+      // either commits first (refs > 0: GC keeps the blob) or fails here (see gc.ts).
       for (const b of parsed.blobs) {
-        if (!this.store.blobs.get(b)) throw fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${b}`, { digest: b });
+        if (!isBlobLinked(this.store, repository, b)) throw fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${b} (deleted while the manifest was checked; push it again)`, { digest: b });
       }
       if (!this.store.repositories.get(repository)) {
         this.store.repositories.put(repository, { name: repository, appId, createdAt: now });
@@ -162,27 +193,8 @@ export class Registry {
         this.store.tags.remove(key(repository, reference));
         return;
       }
-      this.#removeManifestInTransaction(repository, digest);
+      removeManifestInTransaction(this.store, repository, digest);
     });
-  }
-
-  /** Removes a (repository, manifest) pair, its tags, its image-id entry and its blob refs. */
-  #removeManifestInTransaction(repository: string, digest: Digest): void {
-    const rmKey = key(repository, digest);
-    if (this.store.repositoryManifests.get(rmKey) === undefined) return;
-    const record = this.store.manifests.get(digest);
-    this.store.repositoryManifests.remove(rmKey);
-    for (const { key: k, value } of this.store.tags.getRange(prefixRange(repository))) {
-      if (value.digest === digest) this.store.tags.remove(k);
-    }
-    if (!record) return;
-    this.store.images.remove(key(record.configDigest, repository, digest));
-    for (const b of record.blobs) {
-      const blob = this.store.blobs.get(b);
-      if (blob) this.store.blobs.put(b, { ...blob, refs: Math.max(0, blob.refs - 1) });
-    }
-    if (record.links <= 1) this.store.manifests.remove(digest);
-    else this.store.manifests.put(digest, { ...record, links: record.links - 1 });
   }
 
   /** Deletes every manifest, tag and blob link of each repository of an app (app deletion). */
@@ -191,7 +203,7 @@ export class Registry {
     await this.store.env.transaction(() => {
       for (const { key: repository } of this.store.repositories.getRange(range)) {
         for (const { key: k } of this.store.repositoryManifests.getRange(prefixRange(repository))) {
-          this.#removeManifestInTransaction(repository, k.slice(repository.length + 1) as Digest);
+          removeManifestInTransaction(this.store, repository, k.slice(repository.length + 1) as Digest);
         }
         for (const { key: k } of this.store.repositoryBlobs.getRange(prefixRange(repository))) this.store.repositoryBlobs.remove(k);
         for (const { key: k } of this.store.tags.getRange(prefixRange(repository))) this.store.tags.remove(k);
@@ -257,6 +269,32 @@ export class Registry {
     const scans = layers.map((d) => result.scans[d] ?? this.store.blobs.get(d)?.scan ?? { whiteouts: 0, examples: [], readable: false });
     return imageInfo(result.config, scans);
   }
+}
+
+/**
+ * Removes a (repository, manifest) pair: the repository link, every tag of the repository that
+ * points at it, its image-id index entry and one reference of each blob it names; the manifest
+ * record goes when no repository holds it any more. Call inside a write transaction. Used by
+ * DELETE by digest, app deletion and image retention (gc.ts).
+ * @returns false when the pair did not exist (nothing changed).
+ */
+export function removeManifestInTransaction(store: Store, repository: string, digest: Digest): boolean {
+  const rmKey = key(repository, digest);
+  if (store.repositoryManifests.get(rmKey) === undefined) return false;
+  const record = store.manifests.get(digest);
+  store.repositoryManifests.remove(rmKey);
+  for (const { key: k, value } of store.tags.getRange(prefixRange(repository))) {
+    if (value.digest === digest) store.tags.remove(k);
+  }
+  if (!record) return true;
+  store.images.remove(key(record.configDigest, repository, digest));
+  for (const b of record.blobs) {
+    const blob = store.blobs.get(b);
+    if (blob) store.blobs.put(b, { ...blob, refs: Math.max(0, blob.refs - 1) });
+  }
+  if (record.links <= 1) store.manifests.remove(digest);
+  else store.manifests.put(digest, { ...record, links: record.links - 1 });
+  return true;
 }
 
 function page(items: string[], n: number): Page {

@@ -1,0 +1,358 @@
+/**
+ * Image retention and online garbage collection (spec "Limits: image retention"; issue 4 item 6).
+ *
+ * A run has three phases, each safe while the registry serves pushes and pulls:
+ * 1. Images. An image is a (repository, manifest) pair, aged by the time it was pushed. Pairs in
+ *    any of the 20 newest releases of their app are kept. Pairs never released go 24 h after
+ *    their push; pairs only in older releases go 30 days after it. Each batch is one
+ *    transaction that re-checks the pair's push time and that its app has no newer release than
+ *    the run saw, then does what DELETE by digest does (`removeManifestInTransaction`).
+ * 2. Blobs at refs 0. One transaction per batch re-checks each record (refs 0, committed and
+ *    last touched more than `graceMs` ago, no upload session of its size) and deletes it with
+ *    every repository link of its digest. Only after that commit is the file removed: record
+ *    first, then bytes, so a record never points at missing bytes.
+ * 3. Orphan files (bytes with no record and no session of their size, older than `graceMs`): the
+ *    leftovers of a crash between an upload's rename and its commit.
+ *
+ * Why a push racing GC never loses data (no read-only mode, no lock). LMDB runs write
+ * transactions one at a time, so each GC transaction is ordered against each push transaction:
+ * - Manifest PUT re-checks inside its transaction that every blob has a record and a link to
+ *   the repository (registry.ts). If GC's transaction came first, the PUT fails with
+ *   MANIFEST_BLOB_UNKNOWN and stores nothing (the client pushes the blob again); if the PUT came
+ *   first, the blob's refs is above 0 and GC's re-check keeps it. The grace period (and the
+ *   touch of an unreferenced blob on HEAD/GET/mount) makes that failure rare: a client that just
+ *   uploaded or checked a blob has `graceMs` to reference it.
+ * - Blob upload: the session records its final size before the bytes are moved into place, and
+ *   one transaction later creates (or reuses) the record, links it and deletes the session.
+ *   GC keeps any unreferenced blob or orphan file whose size equals the offset of a live
+ *   session, so between rename and commit the bytes are untouchable whatever the grace.
+ * - Dedupe: `GcSafeBlobStore.adopt` reuses existing bytes only when their record exists (read
+ *   after the session reached its final size, so GC keeps that record until the upload's commit).
+ *   With no record it renames its own file into place even if a file is there, because that
+ *   file may be one GC is about to remove.
+ * - File removal: GC notes the file's inode before its transaction, then renames the path into
+ *   `blobs/gc-trash/` (atomic) and unlinks it only if it is still that inode. A different inode
+ *   is an upload's fresh copy (written after GC's transaction): it is linked back at once. A
+ *   crash in between leaves a trash file that the next run (or start) puts back if a record
+ *   needs it.
+ * What can still fail, by design: a client that HEADs a referenced blob, sees its last manifest
+ * deleted and the blob collected before it PUTs its own manifest gets MANIFEST_BLOB_UNKNOWN.
+ */
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { Database } from 'lmdb';
+import { hexOf, type Digest } from '../digest.js';
+import { key, prefixRange, KEY_SEPARATOR, type Store } from '../store.js';
+import type { Clock } from '../clock.js';
+import { FileBlobStore, fsyncDir } from '../blobs/cas.js';
+import { publishEvent, type GcEvent } from '../events.js';
+import { removeManifestInTransaction } from './registry.js';
+
+const HOUR = 3600_000;
+const DAY = 24 * HOUR;
+
+/** Retention rule and GC settings. Defaults: spec Limits (24 h, 30 days, 20 releases), grace 1 h. */
+export interface GcOptions {
+  /** Change nothing; report what would be deleted. */
+  dryRun: boolean;
+  /** An unreferenced blob (or orphan file) committed or touched less than this ago is kept (ms). */
+  graceMs: number;
+  /** Images never released are deleted this long after their push (ms). Spec: one day. */
+  unreleasedMs: number;
+  /** Images only in releases older than the `keepReleases` newest go this long after their push (ms). Spec: 30 days. */
+  releasedMs: number;
+  /** Newest releases per app whose images are always kept. Spec: 20. */
+  keepReleases: number;
+  /** Records changed per transaction (keeps each write short; reads yield between batches). */
+  batchSize: number;
+}
+
+export const DEFAULT_GC_OPTIONS: GcOptions = {
+  dryRun: false, graceMs: HOUR, unreleasedMs: DAY, releasedMs: 30 * DAY, keepReleases: 20, batchSize: 256,
+};
+
+/** What a run deleted (or, dry, would delete), with the `slipway:gc` summary. */
+export interface GcReport extends GcEvent {
+  deletedImages: Array<{ repository: string; digest: string; reason: 'unreleased' | 'expired'; pushedAt: number }>;
+  deletedBlobs: Array<{ digest: string; size: number }>;
+  deletedOrphans: Array<{ digest: string; size: number }>;
+}
+
+interface ImageCandidate { repository: string; digest: Digest; pushedAt: number; appId: string | undefined; reason: 'unreleased' | 'expired' }
+
+/**
+ * Blob store whose dedupe is safe against online GC: existing bytes are reused only when their
+ * record exists; otherwise the upload's own file replaces whatever is at the path (see header).
+ */
+export class GcSafeBlobStore extends FileBlobStore {
+  constructor(dataDir: string, readonly store: Store) {
+    super(dataDir);
+  }
+
+  override async adopt(tmpPath: string, digest: Digest): Promise<boolean> {
+    if (this.store.blobs.get(digest) && (await this.sizeOf(digest)) !== undefined) {
+      await fsp.rm(tmpPath, { force: true });
+      return false;
+    }
+    const target = this.pathOf(digest);
+    await fsp.mkdir(join(target, '..'), { recursive: true });
+    await fsp.rename(tmpPath, target);
+    await fsyncDir(join(target, '..'));
+    return true;
+  }
+}
+
+export class GarbageCollector {
+  readonly options: GcOptions;
+  readonly trashDir: string;
+
+  constructor(readonly store: Store, readonly blobs: FileBlobStore, readonly clock: Clock, options: Partial<GcOptions> = {}) {
+    this.options = { ...DEFAULT_GC_OPTIONS, ...options };
+    this.trashDir = join(blobs.root, '..', 'gc-trash');
+  }
+
+  /**
+   * One full run: images by the retention rule, then unreferenced blobs, then orphan files.
+   * Publishes the summary on `slipway:gc`. `overrides` apply to this run only (e.g. dryRun).
+   */
+  async run(overrides: Partial<GcOptions> = {}): Promise<GcReport> {
+    const o = { ...this.options, ...overrides };
+    const t0 = performance.now();
+    const startedAt = this.clock.now();
+    const report: GcReport = {
+      dryRun: o.dryRun, startedAt, durationMs: 0,
+      images: { unreleased: 0, expired: 0, kept: 0 }, blobs: { deleted: 0, bytes: 0, kept: 0 }, orphans: { deleted: 0, bytes: 0 },
+      deletedImages: [], deletedBlobs: [], deletedOrphans: [],
+    };
+    if (!o.dryRun) await this.recoverTrash();
+    const refsAfter = await this.#images(o, startedAt, report);
+    await this.#blobs(o, startedAt, report, refsAfter);
+    await this.#orphans(o, startedAt, report);
+    report.durationMs = Math.round((performance.now() - t0) * 10) / 10;
+    publishEvent('gc', () => ({ dryRun: report.dryRun, startedAt, durationMs: report.durationMs, images: report.images, blobs: report.blobs, orphans: report.orphans }));
+    return report;
+  }
+
+  /** Phase 1. Returns, for a dry run, the refs blobs would have after the deletions. */
+  async #images(o: GcOptions, now: number, report: GcReport): Promise<Map<string, number>> {
+    const recent = new Set<string>();
+    const released = new Set<string>();
+    const newest = new Map<string, string>(); // appId → key of its newest release, as seen now
+    let app: string | undefined;
+    let ofApp: string[][] = [];
+    const flush = () => {
+      ofApp.forEach((pairs, i) => pairs.forEach((p) => (i >= ofApp.length - o.keepReleases ? recent : released).add(p)));
+      ofApp = [];
+    };
+    for await (const { key: k, value: r } of scan(this.store.releases)) {
+      if (r.appId !== app) { flush(); app = r.appId; }
+      newest.set(r.appId, k);
+      ofApp.push(Object.values(r.images).map((im) => key(im.repository, im.manifestDigest)));
+    }
+    flush();
+    for (const p of recent) released.delete(p);
+    const candidates: ImageCandidate[] = [];
+    for await (const { key: k, value: pushedAt } of scan(this.store.repositoryManifests)) {
+      const cut = k.lastIndexOf(KEY_SEPARATOR);
+      const repository = k.slice(0, cut);
+      const reason = recent.has(k) ? undefined : released.has(k) ? 'expired' : 'unreleased';
+      if (reason && now - pushedAt > (reason === 'expired' ? o.releasedMs : o.unreleasedMs)) {
+        candidates.push({ repository, digest: k.slice(cut + 1) as Digest, pushedAt, reason, appId: this.store.repositories.get(repository)?.appId });
+      } else {
+        report.images.kept++;
+      }
+    }
+    const refsAfter = new Map<string, number>();
+    for (let i = 0; i < candidates.length; i += o.batchSize) {
+      const batch = candidates.slice(i, i + o.batchSize);
+      let done: ImageCandidate[] = [];
+      if (o.dryRun) {
+        done = batch;
+        for (const c of batch) {
+          for (const b of this.store.manifests.get(c.digest)?.blobs ?? []) {
+            refsAfter.set(b, (refsAfter.get(b) ?? this.store.blobs.get(b)?.refs ?? 0) - 1);
+          }
+        }
+      } else {
+        await this.store.env.transaction(() => {
+          done = batch.filter((c) => {
+            // Re-check: same push (not deleted and pushed again) and no release since the scan.
+            if (this.store.repositoryManifests.get(key(c.repository, c.digest)) !== c.pushedAt) return false;
+            if (c.appId !== undefined && newestRelease(this.store, c.appId) !== newest.get(c.appId)) return false;
+            return removeManifestInTransaction(this.store, c.repository, c.digest);
+          });
+        });
+      }
+      report.images.kept += batch.length - done.length;
+      for (const c of done) {
+        report.images[c.reason]++;
+        report.deletedImages.push({ repository: c.repository, digest: c.digest, reason: c.reason, pushedAt: c.pushedAt });
+      }
+    }
+    return refsAfter;
+  }
+
+  /** Phase 2: blob records at refs 0 past the grace period, then their files. */
+  async #blobs(o: GcOptions, now: number, report: GcReport, refsAfter: Map<string, number>): Promise<void> {
+    const candidates: Digest[] = [];
+    for await (const { key: d, value: rec } of scan(this.store.blobs)) {
+      const refs = refsAfter.get(d) ?? rec.refs;
+      if (refs > 0) continue;
+      if (now - Math.max(rec.createdAt, rec.touchedAt ?? 0) >= o.graceMs) candidates.push(d as Digest);
+      else report.blobs.kept++;
+    }
+    for (let i = 0; i < candidates.length; i += o.batchSize) {
+      const batch = candidates.slice(i, i + o.batchSize);
+      if (o.dryRun) {
+        const busy = sessionSizes(this.store);
+        for (const d of batch) {
+          const size = this.store.blobs.get(d)?.size ?? 0;
+          if (busy.has(size)) { report.blobs.kept++; continue; }
+          report.blobs.deleted++;
+          report.blobs.bytes += size;
+          report.deletedBlobs.push({ digest: d, size });
+        }
+        continue;
+      }
+      const inodes = new Map(await Promise.all(batch.map(async (d) => [d, await inodeOf(this.blobs.pathOf(d))] as const)));
+      const deleted: Array<{ digest: Digest; size: number }> = [];
+      await this.store.env.transaction(() => {
+        const busy = sessionSizes(this.store);
+        const doomed = new Set<string>();
+        for (const d of batch) {
+          const rec = this.store.blobs.get(d);
+          if (!rec || rec.refs > 0 || now - Math.max(rec.createdAt, rec.touchedAt ?? 0) < o.graceMs || busy.has(rec.size)) continue;
+          this.store.blobs.remove(d);
+          doomed.add(d);
+          deleted.push({ digest: d, size: rec.size });
+        }
+        if (doomed.size === 0) return;
+        for (const k of this.store.repositoryBlobs.getKeys()) {
+          if (doomed.has(k.slice(k.lastIndexOf(KEY_SEPARATOR) + 1))) this.store.repositoryBlobs.remove(k);
+        }
+      });
+      report.blobs.kept += batch.length - deleted.length;
+      for (const b of deleted) {
+        const freed = await this.#removeFile(b.digest, inodes.get(b.digest));
+        report.blobs.deleted++;
+        report.blobs.bytes += freed ?? 0;
+        report.deletedBlobs.push({ digest: b.digest, size: freed ?? 0 });
+      }
+    }
+  }
+
+  /** Phase 3: files under blobs/ with no record and no matching session, older than the grace. */
+  async #orphans(o: GcOptions, now: number, report: GcReport): Promise<void> {
+    const dirs = await fsp.readdir(this.blobs.root).catch(() => [] as string[]);
+    for (const dir of dirs) {
+      if (!/^[a-f0-9]{2}$/.test(dir)) continue;
+      const names = await fsp.readdir(join(this.blobs.root, dir)).catch(() => [] as string[]);
+      const files: Array<{ digest: Digest; size: number; ino: number }> = [];
+      for (const hex of names) {
+        if (!/^[a-f0-9]{64}$/.test(hex) || !hex.startsWith(dir)) continue;
+        const digest = `sha256:${hex}` as Digest;
+        const st = await fsp.stat(this.blobs.pathOf(digest)).catch(() => undefined);
+        if (st && now - st.mtimeMs >= o.graceMs && !this.store.blobs.get(digest)) files.push({ digest, size: st.size, ino: st.ino });
+      }
+      if (files.length === 0) continue;
+      // Read after the stats: a file an upload is committing has a record or a session of its size.
+      const busy = sessionSizes(this.store);
+      for (const f of files) {
+        if (this.store.blobs.get(f.digest) || busy.has(f.size)) continue;
+        const freed = o.dryRun ? f.size : await this.#removeFile(f.digest, f.ino);
+        if (freed === undefined) continue;
+        report.orphans.deleted++;
+        report.orphans.bytes += freed;
+        report.deletedOrphans.push({ digest: f.digest, size: freed });
+      }
+    }
+  }
+
+  /**
+   * Removes a blob file if it is still inode `ino` (noted before the record was deleted); a new
+   * inode at the path is an upload's fresh copy and is put back. Returns bytes freed.
+   */
+  async #removeFile(digest: Digest, ino: number | undefined): Promise<number | undefined> {
+    if (ino === undefined) return undefined;
+    const target = this.blobs.pathOf(digest);
+    await fsp.mkdir(this.trashDir, { recursive: true });
+    const trash = join(this.trashDir, `${hexOf(digest)}.${process.pid}.${Math.random().toString(36).slice(2, 10)}`);
+    try {
+      await fsp.rename(target, trash);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw e;
+    }
+    const st = await fsp.stat(trash);
+    if (st.ino !== ino) {
+      await restore(trash, target);
+      return undefined;
+    }
+    await fsp.rm(trash, { force: true });
+    return st.size;
+  }
+
+  /**
+   * Settles trash files left by a process that died mid-removal (its pid is gone): a file whose
+   * record exists and whose path is empty goes back; the rest are deleted.
+   */
+  async recoverTrash(): Promise<void> {
+    const names = await fsp.readdir(this.trashDir).catch(() => [] as string[]);
+    for (const name of names) {
+      const m = /^([a-f0-9]{64})\.(\d+)\./.exec(name);
+      if (!m || pidAlive(Number(m[2]))) continue;
+      const digest = `sha256:${m[1]}` as Digest;
+      const path = join(this.trashDir, name);
+      if (this.store.blobs.get(digest) && (await this.blobs.sizeOf(digest)) === undefined) await restore(path, this.blobs.pathOf(digest));
+      else await fsp.rm(path, { force: true });
+    }
+  }
+}
+
+/** Puts a trash file back at `target` (hard link; an existing file there has the same bytes). */
+async function restore(trash: string, target: string): Promise<void> {
+  await fsp.mkdir(join(target, '..'), { recursive: true });
+  await fsp.link(trash, target).catch((e: NodeJS.ErrnoException) => { if (e.code !== 'EEXIST') throw e; });
+  await fsp.rm(trash, { force: true });
+}
+
+function pidAlive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function inodeOf(path: string): Promise<number | undefined> {
+  return fsp.stat(path).then((s) => s.ino, () => undefined);
+}
+
+/** Offsets of live upload sessions: a blob of such a size may be between rename and commit. */
+function sessionSizes(store: Store): Set<number> {
+  const sizes = new Set<number>();
+  for (const { value } of store.uploads.getRange()) sizes.add(value.offset);
+  return sizes;
+}
+
+/** Key of the newest release of an app, or undefined. */
+function newestRelease(store: Store, appId: string): string | undefined {
+  const r = prefixRange(appId);
+  for (const k of store.releases.getKeys({ start: r.end, end: r.start, reverse: true, limit: 1 })) return k;
+  return undefined;
+}
+
+/** Iterates a whole database in key order, 2,048 entries per read, yielding to the event loop between reads. */
+async function* scan<V>(db: Database<V, string>): AsyncGenerator<{ key: string; value: V }> {
+  let start: string | undefined;
+  for (;;) {
+    const page = [...db.getRange({ ...(start === undefined ? {} : { start }), limit: 2049 })].filter((e) => e.key !== start);
+    for (const e of page) yield { key: e.key, value: e.value };
+    if (page.length < 2048) return;
+    start = page[page.length - 1]!.key;
+    await new Promise((r) => setImmediate(r));
+  }
+}

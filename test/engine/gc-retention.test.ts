@@ -1,0 +1,298 @@
+/**
+ * Image retention and blob GC on the engine with a ManualClock (spec Limits: image retention):
+ * exactly the images the rule names are deleted, blobs shared with kept images survive, the
+ * grace period and touches keep unreferenced blobs, live upload sessions protect their bytes,
+ * orphan files go, a dry run changes nothing, and a file replaced by an upload while GC removes
+ * it is put back. Release records are written straight into the store (the release API has its
+ * own tests); pushes go through the engine's Uploads and Registry.
+ */
+import t from 'tap';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync, statSync, utimesSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from '../helpers/server.js';
+import { ManualClock } from '../../engine/clock.js';
+import { key, openStore, prefixRange, type Store } from '../../engine/store.js';
+import { Uploads } from '../../engine/blobs/uploads.js';
+import { Registry } from '../../engine/registry/registry.js';
+import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
+import { subscribeEvent, type GcEvent } from '../../engine/events.js';
+import type { Digest } from '../../engine/digest.js';
+import type { ReleaseImage } from '../../engine/platform/records.js';
+
+const HOUR = 3600_000;
+const DAY = 24 * HOUR;
+const sha = (b: Buffer) => ('sha256:' + createHash('sha256').update(b).digest('hex')) as Digest;
+
+interface Image { repository: string; digest: Digest; config: Digest; blobs: Digest[] }
+
+async function engine(t: { teardown(fn: () => unknown): void }) {
+  const tmp = tempDir();
+  const store = openStore(tmp.dir);
+  const clock = new ManualClock();
+  const blobs = new GcSafeBlobStore(tmp.dir, store);
+  const uploads = new Uploads(store, blobs, clock, async () => { throw new Error('no rehash in tests'); }, tmp.dir);
+  await uploads.init();
+  const registry = new Registry(store, blobs, clock, async () => ({
+    config: { architecture: 'amd64', os: 'linux', entrypoint: null, cmd: ['/bin/sh'], workingDir: '/', env: [], user: '', ignoredInstructions: [] },
+    scans: {},
+  }));
+  const gc = new GarbageCollector(store, blobs, clock);
+  t.teardown(async () => { await store.close(); tmp.cleanup(); });
+
+  async function upload(repository: string, bytes: Buffer): Promise<Digest> {
+    let rec = await uploads.create(repository, 'acct');
+    const w = uploads.beginAppend(rec, undefined);
+    w.write(bytes);
+    rec = await uploads.finishAppend(rec, w, true);
+    await uploads.commit(rec, sha(bytes));
+    return sha(bytes);
+  }
+  /** Pushes config + layers and a v2s2 manifest tagged `tag`; returns the image. */
+  async function push(repository: string, layers: Buffer[], tag = 'latest'): Promise<Image> {
+    const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', n: randomBytes(8).toString('hex') }));
+    for (const b of [config, ...layers]) await upload(repository, b);
+    const manifest = Buffer.from(JSON.stringify({
+      schemaVersion: 2, mediaType: 'application/vnd.docker.distribution.manifest.v2+json',
+      config: { mediaType: 'application/vnd.docker.container.image.v1+json', size: config.length, digest: sha(config) },
+      layers: layers.map((l) => ({ mediaType: 'application/vnd.docker.image.rootfs.diff.tar.gzip', size: l.length, digest: sha(l) })),
+    }));
+    const digest = await registry.putManifest(repository, 'app-' + repository.split('/')[0], tag, manifest, 'application/vnd.docker.distribution.manifest.v2+json');
+    return { repository, digest, config: sha(config), blobs: [sha(config), ...layers.map(sha)] };
+  }
+  /** Writes release `version` of the app of `images` (process type = repository's second part). */
+  async function release(version: number, ...images: Image[]): Promise<void> {
+    const appId = 'app-' + images[0]!.repository.split('/')[0];
+    const byType: Record<string, ReleaseImage> = {};
+    for (const im of images) {
+      byType[im.repository.split('/')[1]!] = { configDigest: im.config, manifestDigest: im.digest, repository: im.repository, command: '/bin/sh', workingDir: '/', warnings: [] };
+    }
+    await store.releases.put(key(appId, String(version).padStart(10, '0')), {
+      id: randomBytes(8).toString('hex'), appId, version, description: `release ${version}`, userId: 'acct', createdAt: clock.now(),
+      images: byType, restarted: Object.keys(byType), releasePhase: false, rollbackOf: null,
+    });
+  }
+  return { tmp, store, clock, blobs, uploads, registry, gc, upload, push, release };
+}
+
+const exists = (store: Store, im: Image) => store.repositoryManifests.get(key(im.repository, im.digest)) !== undefined;
+const layer = () => randomBytes(2000 + Math.floor(Math.random() * 1000));
+
+t.test('unreleased images go after one day; released ones stay; shared blobs survive', async (t) => {
+  const e = await engine(t);
+  const shared = layer();
+  const a = await e.push('shop/web', [shared, layer()], 'a');
+  const b = await e.push('shop/web', [shared, layer()], 'b');
+  await e.release(1, b);
+  e.clock.advance(23 * HOUR);
+  let r = await e.gc.run();
+  t.same(r.images, { unreleased: 0, expired: 0, kept: 2 }, '23 h: nothing deleted');
+  t.equal(r.blobs.deleted, 0);
+  e.clock.advance(2 * HOUR);
+  const gone = [a.config, a.blobs[2]!];
+  const bytes = gone.reduce((n, d) => n + e.store.blobs.get(d)!.size, 0);
+  r = await e.gc.run();
+  t.same(r.deletedImages.map((i) => [i.repository, i.digest, i.reason]), [['shop/web', a.digest, 'unreleased']], '25 h: exactly the unreleased image');
+  t.notOk(exists(e.store, a));
+  t.ok(exists(e.store, b));
+  t.equal(e.store.tags.get(key('shop/web', 'a')), undefined, 'its tag is gone');
+  t.equal(e.store.manifests.get(a.digest), undefined, 'its manifest record is gone');
+  t.same([...e.store.images.getKeys(prefixRange(a.config))], [], 'image-id index entry gone');
+  t.same(r.deletedBlobs.map((x) => x.digest).sort(), [...gone].sort(), 'its own blobs deleted, the shared layer kept');
+  t.equal(r.blobs.bytes, bytes, 'bytes freed');
+  for (const d of gone) {
+    t.equal(e.store.blobs.get(d), undefined);
+    t.notOk(existsSync(e.blobs.pathOf(d)), 'file removed');
+    t.equal(e.store.repositoryBlobs.get(key('shop/web', d)), undefined, 'link removed');
+  }
+  t.equal(e.store.blobs.get(sha(shared))!.refs, 1, 'shared layer still referenced by the released image');
+  t.equal(sha(readFileSync(e.blobs.pathOf(sha(shared)))), sha(shared), 'shared bytes intact');
+  t.equal((await e.gc.run()).blobs.deleted + (await e.gc.run()).images.unreleased, 0, 'a second run finds nothing');
+});
+
+t.test('the 21st-newest release: its image goes after 30 days, a younger one stays; the 20 newest stay at any age', async (t) => {
+  const e = await engine(t);
+  const old: Image[] = [];
+  for (let v = 1; v <= 21; v++) {
+    old.push(await e.push('old/web', [layer()], `v${v}`));
+    await e.release(v, old[v - 1]!);
+  }
+  const shared = await e.push('both/web', [layer()]);
+  await e.release(1, shared);
+  for (let v = 2; v <= 21; v++) await e.release(v, v === 15 ? shared : await e.push('both/web', [layer()], `v${v}`));
+  e.clock.advance(2 * DAY);
+  const young = await e.push('young/web', [layer()]);
+  await e.release(1, young);
+  for (let v = 2; v <= 21; v++) await e.release(v, await e.push('young/web', [layer()], `v${v}`));
+
+  e.clock.advance(27 * DAY);
+  t.same((await e.gc.run()).deletedImages, [], '29 days: nothing goes');
+  e.clock.advance(2 * DAY);
+  let r = await e.gc.run();
+  t.same(r.deletedImages.map((i) => [i.repository, i.digest, i.reason]), [['old/web', old[0]!.digest, 'expired']], '31 days: only the image of the 21st-newest release');
+  t.ok(old.slice(1).every((im) => exists(e.store, im)), 'images of the 20 newest releases kept at 31 days');
+  t.ok(exists(e.store, shared), 'an image of an old release that is also in a recent one is kept');
+  t.ok(exists(e.store, young), 'the 21st-newest release of another app keeps its 29-day-old image');
+  t.equal(r.blobs.deleted, 2, 'config and layer of the deleted image');
+  e.clock.advance(2 * DAY);
+  r = await e.gc.run();
+  t.same(r.deletedImages.map((i) => i.digest), [young.digest], 'it goes once 30 days old');
+});
+
+t.test('an image is a (repository, manifest) pair', async (t) => {
+  const e = await engine(t);
+  const web = await e.push('pair/web', [layer()]);
+  const bytes = e.store.manifests.get(web.digest)!.bytes;
+  for (const d of web.blobs) await e.registry.mount('pair/web', 'pair/worker', d);
+  await e.registry.putManifest('pair/worker', 'app-pair', 'latest', bytes, 'application/vnd.docker.distribution.manifest.v2+json');
+  const worker: Image = { ...web, repository: 'pair/worker' };
+  await e.release(1, web);
+  e.clock.advance(25 * HOUR);
+  const r = await e.gc.run();
+  t.same(r.deletedImages.map((i) => i.repository), ['pair/worker'], 'the unreleased pair goes');
+  t.ok(exists(e.store, web));
+  t.notOk(exists(e.store, worker));
+  t.equal(e.store.manifests.get(web.digest)!.links, 1, 'manifest record kept for the other repository');
+  t.same(web.blobs.map((d) => e.store.blobs.get(d)!.refs), [1, 1], 'refs dropped by one');
+  t.equal(r.blobs.deleted, 0);
+});
+
+t.test('dry run reports exactly what a run deletes and changes nothing', async (t) => {
+  const e = await engine(t);
+  const kept = await e.push('dry/web', [layer()]);
+  await e.release(1, kept);
+  await e.push('dry/web', [layer(), layer()], 'doomed');
+  await e.upload('dry/web', layer()); // never referenced
+  e.clock.advance(2 * DAY);
+  const before = snapshot(e.store);
+  const dry = await e.gc.run({ dryRun: true });
+  t.same(snapshot(e.store), before, 'store unchanged');
+  t.ok(dry.deletedBlobs.every((b) => existsSync(e.blobs.pathOf(b.digest as Digest))), 'files unchanged');
+  const real = await e.gc.run();
+  t.same(dry.deletedImages, real.deletedImages);
+  t.same(dry.deletedBlobs.map((b) => b.digest).sort(), real.deletedBlobs.map((b) => b.digest).sort());
+  t.equal(dry.blobs.bytes, real.blobs.bytes);
+  t.equal(real.blobs.deleted, 4, 'config + 2 layers + the unreferenced upload');
+  t.ok(dry.dryRun);
+});
+
+function snapshot(store: Store) {
+  return ['repositoryManifests', 'tags', 'manifests', 'images', 'blobs', 'repositoryBlobs'].map((db) =>
+    [...(store as unknown as Record<string, { getRange(): Iterable<{ key: string; value: unknown }> }>)[db]!.getRange()].map((x) => [x.key, x.value]));
+}
+
+t.test('grace period, touches and upload sessions keep unreferenced blobs', async (t) => {
+  const e = await engine(t);
+  const lone = await e.upload('grace/web', layer());
+  e.clock.advance(59 * 60_000);
+  t.equal((await e.gc.run()).blobs.deleted, 0, 'committed 59 min ago: kept');
+  e.registry.statBlob('grace/web', lone); // a client HEADs it: it will reference it soon
+  for (let i = 0; i < 100 && !e.store.blobs.get(lone)!.touchedAt; i++) await new Promise((r) => setTimeout(r, 5));
+  t.equal(e.store.blobs.get(lone)!.touchedAt, e.clock.now(), 'touched');
+  e.clock.advance(2 * 60_000);
+  let r = await e.gc.run();
+  t.equal(r.blobs.deleted, 0, '61 min after commit but touched 2 min ago: kept');
+  t.equal(r.blobs.kept, 1);
+  e.clock.advance(HOUR);
+  t.equal((await e.gc.run()).blobs.deleted, 1, 'an hour after the touch: deleted');
+
+  const referenced = await e.push('grace/web', [layer()]);
+  e.registry.statBlob('grace/web', referenced.blobs[1]!);
+  await e.store.env.transaction(() => undefined);
+  t.equal(e.store.blobs.get(referenced.blobs[1]!)!.touchedAt, undefined, 'no write for a referenced blob');
+
+  // A blob at refs 0 whose size is the offset of a live session may be mid-commit: kept.
+  const bytes = layer();
+  const pending = await e.upload('grace/web', bytes);
+  let session = await e.uploads.create('grace/web', 'acct');
+  const w = e.uploads.beginAppend(session, undefined);
+  w.write(bytes);
+  session = await e.uploads.finishAppend(session, w, true);
+  e.clock.advance(2 * HOUR);
+  r = await e.gc.run();
+  t.ok(e.store.blobs.get(pending), 'kept while a session of its size is open');
+  await e.uploads.cancel(session);
+  r = await e.gc.run();
+  t.same(r.deletedBlobs.map((b) => b.digest), [pending], 'deleted once the session is gone');
+});
+
+t.test('orphan files: old ones go, fresh ones and those of a live session stay', async (t) => {
+  const e = await engine(t);
+  const put = (bytes: Buffer) => {
+    const d = sha(bytes);
+    mkdirSync(join(e.blobs.pathOf(d), '..'), { recursive: true });
+    writeFileSync(e.blobs.pathOf(d), bytes);
+    return d;
+  };
+  const old = put(layer());
+  const guarded = layer();
+  const guardedDigest = put(guarded);
+  let session = await e.uploads.create('orphan/web', 'acct');
+  const w = e.uploads.beginAppend(session, undefined);
+  w.write(Buffer.alloc(guarded.length));
+  session = await e.uploads.finishAppend(session, w, true);
+  e.clock.advance(2 * HOUR);
+  const fresh = put(layer());
+  utimesSync(e.blobs.pathOf(fresh), e.clock.now() / 1000, e.clock.now() / 1000);
+  const r = await e.gc.run();
+  t.same(r.deletedOrphans.map((o) => o.digest), [old]);
+  t.notOk(existsSync(e.blobs.pathOf(old)));
+  t.ok(existsSync(e.blobs.pathOf(fresh)), 'younger than the grace period: kept');
+  t.ok(existsSync(e.blobs.pathOf(guardedDigest)), 'size of a live session: kept');
+});
+
+t.test('dedupe is by record: bytes without a record are replaced by the upload', async (t) => {
+  const e = await engine(t);
+  const bytes = layer();
+  const d = sha(bytes);
+  mkdirSync(join(e.blobs.pathOf(d), '..'), { recursive: true });
+  writeFileSync(e.blobs.pathOf(d), bytes);
+  const ino = statSync(e.blobs.pathOf(d)).ino;
+  await e.upload('dedupe/web', bytes);
+  t.not(statSync(e.blobs.pathOf(d)).ino, ino, 'own file renamed into place');
+  const again = statSync(e.blobs.pathOf(d)).ino;
+  await e.upload('dedupe/worker', bytes);
+  t.equal(statSync(e.blobs.pathOf(d)).ino, again, 'record exists: existing bytes reused');
+});
+
+t.test('a file replaced by an upload while GC removes it is put back', async (t) => {
+  const e = await engine(t);
+  const bytes = layer();
+  const d = await e.upload('race/web', bytes);
+  e.clock.advance(2 * HOUR);
+  // Hook: the moment GC resolves the path to remove the file (after its transaction deleted the
+  // record), an upload finishes: its session reaches the blob's size and, seeing no record, it
+  // renames its own copy into place, as GcSafeBlobStore does; its commit comes later.
+  let calls = 0;
+  const blobs = new GcSafeBlobStore(e.tmp.dir, e.store);
+  blobs.pathOf = (digest: Digest) => {
+    const p = GcSafeBlobStore.prototype.pathOf.call(blobs, digest);
+    if (digest === d && ++calls === 2) {
+      const now = e.clock.now();
+      e.store.uploads.putSync('f'.repeat(32), { id: 'f'.repeat(32), repository: 'race/web', accountId: 'acct', offset: bytes.length, createdAt: now, updatedAt: now });
+      writeFileSync(p + '.up', bytes);
+      renameSync(p + '.up', p);
+    }
+    return p;
+  };
+  const gc = new GarbageCollector(e.store, blobs, e.clock);
+  const r = await gc.run();
+  t.equal(r.blobs.deleted, 1, 'the record was deleted');
+  t.equal(r.blobs.bytes, 0, 'but no bytes were freed');
+  t.ok(existsSync(e.blobs.pathOf(d)), "the upload's copy is back in place");
+  t.equal(sha(readFileSync(e.blobs.pathOf(d))), d);
+  t.equal(r.orphans.deleted, 0, 'not taken for an orphan while its session is open');
+});
+
+t.test('a run publishes its summary on slipway:gc', async (t) => {
+  const e = await engine(t);
+  const seen: GcEvent[] = [];
+  const off = subscribeEvent('gc', (m) => seen.push(m));
+  t.teardown(off);
+  await e.upload('ev/web', layer());
+  e.clock.advance(2 * HOUR);
+  await e.gc.run();
+  t.equal(seen.length, 1);
+  t.match(seen[0], { dryRun: false, blobs: { deleted: 1 }, images: { unreleased: 0 }, orphans: { deleted: 0 } });
+  t.type(seen[0]!.durationMs, 'number');
+});
