@@ -4,6 +4,7 @@
  *   slipway serve [--data DIR] [--host H] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N] …
  *   slipway account create --email E [--password P] [--json]
  *   slipway app create --name N --owner E [--json]
+ *   slipway gc [--dry-run] [--json]     image retention and blob GC, safe while the server runs
  * Settings also come from SLIPWAY_* environment variables (server/config.ts).
  */
 import { parseArgs } from 'node:util';
@@ -15,12 +16,15 @@ import { Accounts, type CreatedAccount } from '../engine/auth/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
 import { systemClock } from '../engine/clock.js';
 import { isSlipwayError } from '../engine/errors.js';
+import { FileBlobStore } from '../engine/blobs/cas.js';
+import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
 
 const USAGE = `usage:
   slipway serve [--data DIR] [--host ADDR] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N]
                 [--registry-url URL] [--api-url URL] [--auth-url URL] [--upload-url URL] [--vendor NAME] [--log-level LEVEL]
   slipway account create --email EMAIL [--password PASSWORD] [--json] [--data DIR]
-  slipway app create --name NAME --owner EMAIL [--json] [--data DIR]`;
+  slipway app create --name NAME --owner EMAIL [--json] [--data DIR]
+  slipway gc [--dry-run] [--json] [--data DIR]`;
 
 const options = {
   ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])),
@@ -29,6 +33,7 @@ const options = {
   name: { type: 'string' as const },
   owner: { type: 'string' as const },
   json: { type: 'boolean' as const },
+  'dry-run': { type: 'boolean' as const },
   help: { type: 'boolean' as const, short: 'h' },
 };
 
@@ -74,6 +79,32 @@ async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promi
   }
 }
 
+/**
+ * `slipway gc`: one retention + GC run on the data directory (LMDB is multi-process, and GC is
+ * safe against a running server's pushes; engine/registry/gc.ts). Prints what it deleted.
+ */
+async function collectGarbage(config: Config, dryRun: boolean, json: boolean): Promise<void> {
+  const store = openStore(config.dataDir);
+  let report: GcReport;
+  try {
+    const gc = new GarbageCollector(store, new FileBlobStore(config.dataDir), systemClock, { graceMs: config.gcGraceSeconds * 1000 });
+    report = await gc.run({ dryRun });
+  } finally {
+    await store.close();
+  }
+  if (json) return console.log(JSON.stringify(report));
+  const verb = dryRun ? 'Would delete' : 'Deleted';
+  const images = report.images.unreleased + report.images.expired;
+  console.log(`${verb} ${images} image(s) (${report.images.unreleased} never released, ${report.images.expired} expired), ${report.blobs.deleted} blob(s) (${bytes(report.blobs.bytes)}) and ${report.orphans.deleted} orphan file(s) (${bytes(report.orphans.bytes)}) in ${report.durationMs} ms${dryRun ? '; dry run, nothing changed' : ''}.`);
+  for (const i of report.deletedImages) console.log(`  image  ${i.repository}@${i.digest}  ${i.reason === 'unreleased' ? 'never released' : 'only in old releases'}, pushed ${new Date(i.pushedAt).toISOString()}`);
+  for (const b of report.deletedBlobs) console.log(`  blob   ${b.digest}  ${b.size} bytes`);
+  for (const o of report.deletedOrphans) console.log(`  orphan ${o.digest}  ${o.size} bytes`);
+}
+
+function bytes(n: number): string {
+  return n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : n < 1024 ** 3 ? `${(n / 1024 ** 2).toFixed(1)} MiB` : `${(n / 1024 ** 3).toFixed(2)} GiB`;
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   if (values.help || positionals.length === 0) {
@@ -103,6 +134,9 @@ async function main(argv: string[]): Promise<number> {
       console.log(values.json ? JSON.stringify({ id: app.id, name: app.name }) : `App ${app.name} created (${app.id}).`);
       return 0;
     }
+    case 'gc':
+      await collectGarbage(config, values['dry-run'] === true, values.json === true);
+      return 0;
     default:
       console.error(`unknown command "${command}"\n${USAGE}`);
       return 2;

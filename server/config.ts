@@ -43,6 +43,10 @@ export interface Config {
   rateLimitPool: number;
   /** Refill of the rate-limit pool, requests per minute (reference 1.6: 75). Env SLIPWAY_RATE_LIMIT_PER_MINUTE. */
   rateLimitPerMinute: number;
+  /** Seconds between online GC runs (image retention, then unreferenced blobs); 0 = no schedule (`slipway gc` only). Decimals allowed. Env SLIPWAY_GC_INTERVAL. */
+  gcIntervalSeconds: number;
+  /** Seconds an unreferenced blob is kept after its commit or last HEAD/GET/mount (engine/registry/gc.ts); 0 allowed (tests). Env SLIPWAY_GC_GRACE. */
+  gcGraceSeconds: number;
 }
 
 export const DEFAULT_CONFIG: Config = {
@@ -60,6 +64,8 @@ export const DEFAULT_CONFIG: Config = {
   uploadTls: false,
   rateLimitPool: 4500,
   rateLimitPerMinute: 75,
+  gcIntervalSeconds: 3600,
+  gcGraceSeconds: 3600,
 };
 
 type Source = Record<string, string | undefined>;
@@ -84,6 +90,8 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_TLS_KEY: 'tlsKey',
   SLIPWAY_RATE_LIMIT_POOL: 'rateLimitPool',
   SLIPWAY_RATE_LIMIT_PER_MINUTE: 'rateLimitPerMinute',
+  SLIPWAY_GC_INTERVAL: 'gcIntervalSeconds',
+  SLIPWAY_GC_GRACE: 'gcGraceSeconds',
 };
 
 /** Flag names (`--registry-port`) for each setting. */
@@ -99,7 +107,10 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
   const c: Config = { ...DEFAULT_CONFIG };
   const set = (k: keyof Config, raw: string, from: string) => {
     const current = DEFAULT_CONFIG[k];
-    if (typeof current === 'boolean') {
+    if (k === 'gcIntervalSeconds' || k === 'gcGraceSeconds') {
+      if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`${from}: "${raw}" is not a number of seconds (0 or more)`);
+      c[k] = Number(raw);
+    } else if (typeof current === 'boolean') {
       if (!/^(on|off|true|false|1|0)$/.test(raw)) throw new Error(`${from}: "${raw}" must be on or off`);
       (c as unknown as Record<string, unknown>)[k] = /^(on|true|1)$/.test(raw);
     } else if (typeof current === 'number') {

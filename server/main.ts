@@ -11,7 +11,8 @@ import { createLogger, type Logger } from './log.js';
 import { systemClock, type Clock } from '../engine/clock.js';
 import { openStore, type Store } from '../engine/store.js';
 import { ServerKeys } from '../engine/auth/keys.js';
-import { FileBlobStore } from '../engine/blobs/cas.js';
+import { GarbageCollector, GcSafeBlobStore } from '../engine/registry/gc.js';
+import { EVENT_KINDS, subscribeEvent } from '../engine/events.js';
 import { Uploads } from '../engine/blobs/uploads.js';
 import { Registry } from '../engine/registry/registry.js';
 import { Accounts, type CreatedAccount } from '../engine/auth/accounts.js';
@@ -63,10 +64,16 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const keys = ServerKeys.loadOrCreate(config.dataDir);
   const store = openStore(config.dataDir);
   const pool = new WorkerPool();
-  const blobs = new FileBlobStore(config.dataDir);
+  // Dedupe by record, not by file: safe against online GC (engine/registry/gc.ts).
+  const blobs = new GcSafeBlobStore(config.dataDir, store);
   const uploads = new Uploads(store, blobs, clock, (p) => pool.hashFile(p), config.dataDir, { staleAfterMs: config.uploadTtlSeconds * 1000 });
   await uploads.init();
   const registry = new Registry(store, blobs, clock, (r) => pool.inspectImage(r));
+  const gc = new GarbageCollector(store, blobs, clock, { graceMs: config.gcGraceSeconds * 1000 });
+  registry.touchEveryMs = Math.min(5 * 60_000, gc.options.graceMs / 4);
+  await gc.recoverTrash();
+  // Domain events (engine/events.ts) become JSON log lines.
+  const unsubscribeEvents = EVENT_KINDS.map((kind) => subscribeEvent(kind, (m) => log.info({ event: kind, ...m }, `${kind} event`)));
   const accounts = new Accounts(store, clock, keys);
   const apps = new Apps(store, clock);
   const releases = new Releases(store, clock);
@@ -117,6 +124,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     oauth.prune().catch((e) => log.error({ err: e }, 'OAuth pruning failed'));
   }, 10 * 60_000);
   oauthPruner.unref();
+  let gcRun: Promise<unknown> | undefined;
+  const gcTimer = config.gcIntervalSeconds > 0 ? setInterval(() => {
+    gcRun ??= gc.run().catch((e) => log.error({ err: e }, 'garbage collection failed')).finally(() => { gcRun = undefined; });
+  }, config.gcIntervalSeconds * 1000) : undefined;
+  gcTimer?.unref();
   log.info({ urls, dataDir: config.dataDir }, 'slipway started');
 
   let closed = false;
@@ -127,6 +139,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       closed = true;
       clearInterval(reaper);
       clearInterval(oauthPruner);
+      clearInterval(gcTimer);
+      await gcRun;
+      for (const off of unsubscribeEvents) off();
       for (const s of sockets) uws.us_listen_socket_close(s);
       // close() (native, not in the typings) also ends open connections.
       for (const a of uwsApps) a.close?.();
