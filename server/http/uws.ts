@@ -164,7 +164,12 @@ class UwsExchange implements Exchange {
       this.#res.writeStatus(statusLine(status));
       for (const k in headers) this.#res.writeHeader(k, headers[k]!);
       if (status === 204 || status === 304) this.#res.endWithoutBody();
-      else if (this.method === 'HEAD') this.#res.endWithoutBody(headLength ?? 0);
+      else if (this.method === 'HEAD') {
+        // endWithoutBody(length) leaves this build's connection unusable (every HEAD closed
+        // the keep-alive connection): write the header ourselves and end without a body.
+        this.#res.writeHeader('content-length', String(headLength ?? 0));
+        this.#res.endWithoutBody();
+      }
       else this.#res.end(body ?? '');
     });
   }
@@ -194,15 +199,13 @@ class UwsExchange implements Exchange {
         pos += n;
         return buf;
       };
-      let next: Promise<Buffer> | null = read();
-      while (next && !this.aborted) {
-        const chunk = await next;
-        next = pos < length ? read() : null;
+      // One read at a time, then the write: a read-ahead overlapping the wait for onWritable made
+      // this build stop calling onWritable (measured: a 100 MB/s reader stalled after ~40 MB).
+      while (pos < length && !this.aborted) {
+        const chunk = await read();
         if (this.aborted) break;
         const lastOffset = res.getWriteOffset();
-        let ok = false;
-        let done = false;
-        res.cork(() => { [ok, done] = res.tryEnd(chunk, length); });
+        const [ok, done] = res.tryEnd(chunk, length);
         if (done) break;
         if (!ok) {
           await new Promise<void>((resolve) => {
@@ -216,7 +219,6 @@ class UwsExchange implements Exchange {
           });
         }
       }
-      if (next) await next.catch(() => undefined);
     } finally {
       await fh.close();
     }
