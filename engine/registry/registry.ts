@@ -125,7 +125,11 @@ export class Registry {
       sizes.set(d.digest, blob.size);
     }
     const existing = this.store.manifests.get(digest);
-    const image = existing?.image ?? (await this.#inspect(parsed.config.digest, parsed.layers.map((l) => l.digest)));
+    const image = existing?.image ?? (await this.#inspect(parsed.config.digest, parsed.layers.map((l) => l.digest)).catch((e: unknown) => {
+      // GC may have collected an unreferenced blob while the worker read it: say which one.
+      const gone = parsed.blobs.find((b) => !isBlobLinked(this.store, repository, b));
+      throw gone ? fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${gone} (deleted while the manifest was checked; push it again)`, { digest: gone }) : e;
+    }));
     const now = this.clock.now();
     await this.store.env.transaction(() => {
       // Re-check inside the transaction: a blob deleted (or unlinked by GC) since the check

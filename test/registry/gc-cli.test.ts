@@ -1,0 +1,112 @@
+/**
+ * `slipway gc` against the data directory of a running server (LMDB is multi-process):
+ * `--dry-run --json` reports what the retention rule and GC would delete and changes nothing;
+ * `slipway gc` deletes exactly that, and the server stops serving it. The server runs on the
+ * system clock, so the test ages records instead of advancing time: it backdates one image's
+ * push to 25 h ago and every blob's commit to 2 h ago, and releases the other image by writing
+ * a release record (the release API has its own tests).
+ */
+import t from 'tap';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { startServer, tempDir, CLI } from '../helpers/server.js';
+import { basic, createApp, errCode, http } from '../helpers/http.js';
+import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
+import { pushBlob, putManifest, type Target } from '../helpers/registry.js';
+import { key, openStore } from '../../engine/store.js';
+import { FileBlobStore } from '../../engine/blobs/cas.js';
+import type { Digest } from '../../engine/digest.js';
+
+const HOUR = 3600_000;
+const tmp = tempDir();
+const server = await startServer(tmp.dir);
+t.teardown(async () => { await server.stop(); tmp.cleanup(); });
+const me: Target = { registry: server.urls.registry, auth: basic('_', server.apiKey!) };
+await createApp(server.urls.api, server.apiKey!, 'cliapp');
+
+async function push(tag: string) {
+  const img = await buildImage(join(tmp.dir, `img-${tag}`), sampleSpec());
+  for (const b of [img.config, ...img.layers.map((l) => l.bytes)]) {
+    const r = await pushBlob(me, 'cliapp/web', b);
+    if (r.status !== 201) throw new Error(`blob push ${r.status} ${r.text}`);
+  }
+  const m = await putManifest(me, 'cliapp/web', tag, img.manifest);
+  if (m.status !== 201) throw new Error(`manifest push ${m.status} ${m.text}`);
+  return img;
+}
+const doomed = await push('doomed');
+const released = await push('released');
+const stray = Buffer.from('an uploaded blob no manifest names');
+if ((await pushBlob(me, 'cliapp/web', stray)).status !== 201) throw new Error('stray blob push failed');
+
+{
+  const store = openStore(tmp.dir);
+  const now = Date.now();
+  const app = store.apps.get(store.appsByName.get('cliapp')!)!;
+  await store.env.transaction(() => {
+    store.repositoryManifests.put(key('cliapp/web', doomed.manifestDigest), now - 25 * HOUR);
+    for (const { key: d, value } of store.blobs.getRange()) store.blobs.put(d, { ...value, createdAt: now - 2 * HOUR });
+    store.releases.put(key(app.id, '0000000001'), {
+      id: 'r1', appId: app.id, version: 1, description: 'test', userId: app.ownerId, createdAt: now,
+      images: { web: { configDigest: released.configDigest, manifestDigest: released.manifestDigest, repository: 'cliapp/web', command: '/bin/sh', workingDir: '/', warnings: [] } },
+      restarted: ['web'], releasePhase: false, rollbackOf: null,
+    });
+  });
+  await store.close();
+}
+const doomedBlobs = [doomed.configDigest, ...doomed.layers.map((l) => l.digest), sha256(stray)].sort();
+const gc = (...args: string[]) => execFileSync(process.execPath, [CLI, 'gc', '--data', tmp.dir, ...args], { encoding: 'utf8' });
+const manifestStatus = async (digest: string) => (await http('GET', `${me.registry}/v2/cliapp/web/manifests/${digest}`, { headers: me.auth })).status;
+
+t.test('gc --dry-run --json reports and changes nothing', async (t) => {
+  const report = JSON.parse(gc('--dry-run', '--json'));
+  t.equal(report.dryRun, true);
+  t.same(report.deletedImages.map((i: { digest: string; reason: string }) => [i.digest, i.reason]), [[doomed.manifestDigest, 'unreleased']]);
+  t.same(report.deletedBlobs.map((b: { digest: string }) => b.digest).sort(), doomedBlobs, "the doomed image's own blobs and the stray upload");
+  t.same(report.images, { unreleased: 1, expired: 0, kept: 1 });
+  t.equal(await manifestStatus(doomed.manifestDigest), 200, 'still pullable');
+  // Not over HTTP: a GET of an unreferenced blob touches it and keeps it (last test).
+  const files = new FileBlobStore(tmp.dir);
+  t.ok(doomedBlobs.every((d) => existsSync(files.pathOf(d as Digest))), 'files still there');
+});
+
+t.test('gc deletes them, prints what it deleted; the released image stays', async (t) => {
+  const out = gc();
+  t.match(out, /^Deleted 1 image\(s\) \(1 never released, 0 expired\), 5 blob\(s\) \([\d.]+ (KiB|MiB)\) and 0 orphan file\(s\) \(0 B\) in [\d.]+ ms\.$/m);
+  t.match(out, `image  cliapp/web@${doomed.manifestDigest}  never released`);
+  for (const d of doomedBlobs) t.match(out, `blob   ${d}`);
+  const gone = await http('GET', `${me.registry}/v2/cliapp/web/manifests/doomed`, { headers: me.auth });
+  t.equal(gone.status, 404);
+  t.equal(errCode(gone), 'MANIFEST_UNKNOWN', 'its tag is gone too');
+  t.equal(await manifestStatus(doomed.manifestDigest), 404);
+  t.equal(await manifestStatus(released.manifestDigest), 200, 'released image kept');
+  for (const b of [released.config, ...released.layers.map((l) => l.bytes)]) {
+    const r = await http('GET', `${me.registry}/v2/cliapp/web/blobs/${sha256(b)}`, { headers: me.auth });
+    t.equal(sha256(r.bytes), sha256(b), 'released blobs intact');
+  }
+  const files = new FileBlobStore(tmp.dir);
+  t.notOk(doomedBlobs.some((d) => existsSync(files.pathOf(d as Digest))), 'files removed');
+  t.equal((await http('GET', `${me.registry}/v2/cliapp/web/blobs/${sha256(stray)}`, { headers: me.auth })).status, 404);
+  const again = JSON.parse(gc('--json'));
+  t.same([again.images.unreleased, again.blobs.deleted, again.orphans.deleted], [0, 0, 0], 'a second run finds nothing');
+});
+
+t.test('a GET of an unreferenced blob keeps it for the grace period', async (t) => {
+  const late = Buffer.from('uploaded, then fetched by a client about to reference it');
+  t.equal((await pushBlob(me, 'cliapp/web', late)).status, 201);
+  let store = openStore(tmp.dir);
+  await store.env.transaction(() => {
+    const rec = store.blobs.get(sha256(late))!;
+    store.blobs.put(sha256(late), { ...rec, createdAt: Date.now() - 2 * HOUR });
+  });
+  await store.close();
+  t.equal((await http('GET', `${me.registry}/v2/cliapp/web/blobs/${sha256(late)}`, { headers: me.auth })).status, 200);
+  store = openStore(tmp.dir);
+  for (let i = 0; i < 100 && store.blobs.get(sha256(late))?.touchedAt === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+  t.ok(store.blobs.get(sha256(late))!.touchedAt! > Date.now() - 60_000, 'touched');
+  await store.close();
+  const report = JSON.parse(gc('--json'));
+  t.same([report.blobs.deleted, report.blobs.kept], [0, 1], 'kept: touched within the grace period');
+  t.equal((await http('HEAD', `${me.registry}/v2/cliapp/web/blobs/${sha256(late)}`, { headers: me.auth })).status, 200);
+});
