@@ -9,7 +9,7 @@
  *   moment, so uploads race GC all the time and nearly every manifest is refused with
  *   MANIFEST_BLOB_UNKNOWN; 2 attempts each). Any other refusal fails the test; after a stop the
  *   store must hold no record whose bytes are missing.
- * - Phase 2, after a restart with a 1 s grace: 240 pushes, every one must be accepted
+ * - Phase 2, after a restart with a 3 s grace: 240 pushes, every one must be accepted
  *   (a refused manifest is pushed again, as clients do).
  * Every manifest the registry accepted (and did not delete) must stay pullable with every blob
  * matching its digest, also after more GC runs; then the store must hold no record whose bytes
@@ -137,11 +137,11 @@ t.test('phase 1: 120 pushes, GC every 5 ms with no grace', async (t) => {
   kept.push(...r.kept);
   await server.stop();
   t.same(storeProblems(), { missing: [], wrongRefs: [] }, 'no record without its bytes, no wrong reference count');
-  server = await start('1');
+  server = await start('3');
   me = { registry: server.urls.registry, auth: basic('_', apiKey) };
 });
 
-t.test('phase 2: 240 pushes, GC every 5 ms with a 1 s grace', async (t) => {
+t.test('phase 2: 240 pushes, GC every 5 ms with a 3 s grace', async (t) => {
   const runs = gcRuns.count;
   const deletedBefore = gcRuns.blobsDeleted;
   const r = await load(1000, 240, 50, 3);
