@@ -121,6 +121,12 @@ export class Releases {
     await this.store.env.transaction(() => {
       const current = this.store.apps.get(app.id);
       if (!current) throw fail('NOT_FOUND', `Couldn't find that app.`, { resource: 'app' });
+      // Inside the transaction, ordered against GC: every image released must still be stored.
+      for (const [type, image] of Object.entries(images)) {
+        if (this.store.repositoryManifests.get(key(image.repository, image.manifestDigest)) === undefined) {
+          throw fail('INVALID_PARAMS', `the ${type} image ${image.configDigest} is no longer stored (deleted by image retention or a manifest delete); push it again`);
+        }
+      }
       const version = (current.releaseVersion ?? 0) + 1;
       const previous = version > 1 ? this.store.releases.get(releaseKey(app.id, version - 1)) : undefined;
       const all = { ...(previous?.images ?? {}), ...images };

@@ -74,6 +74,13 @@ t.test('container releases', { skip }, async (t) => {
     t.equal(rb.json.version, 3);
     t.equal(rb.json.processes.web.docker_image, web.configDigest, 'rollback creates a new release with the old images');
     t.equal((await call('GET', '/apps/shipit/releases/1')).json.current, false);
+    // An image deleted since (here by a manifest delete; retention does the same) cannot be rolled back to.
+    const registryAuth = basic('_', key);
+    t.equal((await http('DELETE', `${server.urls.registry}/v2/shipit/web/manifests/${web2.manifestDigest}`, { headers: registryAuth })).status, 202);
+    const gone = await call('POST', '/apps/shipit/releases', { release: 2 });
+    t.equal(gone.status, 422);
+    t.match(gone.json.message, /no longer stored/);
+    t.equal((await call('GET', '/apps/shipit/releases')).json.length, 3, 'no release was created');
   });
 
   t.test('release phase and an image pushed without a process type', async (t) => {
