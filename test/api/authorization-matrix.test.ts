@@ -48,6 +48,7 @@ store.releases.putSync(releaseKey(app, 1), {
   images: { web: { configDigest: 'sha256:' + 'a'.repeat(64), manifestDigest: 'sha256:' + 'b'.repeat(64), repository: 'matrix-app/web', command: '/bin/sh -c run', workingDir: '/', warnings: [] } },
 });
 store.apps.putSync(app, { ...store.apps.get(app)!, releaseVersion: 1 });
+store.repositoryManifests.putSync(storeKey('matrix-app/web', 'sha256:' + 'b'.repeat(64)), seededAt); // the released image is stored
 
 /** Each route's request; fresh resources where a success would consume them. */
 const CASES: Record<string, () => Promise<{ path: string; body?: unknown }>> = {
