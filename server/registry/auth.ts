@@ -91,17 +91,19 @@ export function basicPrincipal(ctx: RegistryContext, username: string, password:
   return p;
 }
 
-/** Actions a caller may perform on a repository (for the token endpoint and checks). */
-export function permittedActions(ctx: RegistryContext, p: Principal, repository: string): { app?: AppRecord; actions: RegistryAction[] } {
-  let app: AppRecord | undefined;
+/** The app owning a repository name, or undefined for a malformed name or a missing app. */
+export function appOfRepository(ctx: RegistryContext, repository: string): AppRecord | undefined {
   try {
-    app = ctx.apps.find(parseRepositoryName(repository).app);
+    return ctx.apps.find(parseRepositoryName(repository).app);
   } catch {
-    return { actions: [] };
+    return undefined;
   }
-  if (!app) return { actions: [] };
-  const actions = (['pull', 'push', 'delete'] as const).filter((a) => mayUseRepository(ctx.store, p, app!, a));
-  return { app, actions };
+}
+
+/** Actions a caller may perform on a repository (what the token endpoint grants). */
+export function permittedActions(ctx: RegistryContext, p: Principal, repository: string): RegistryAction[] {
+  const app = appOfRepository(ctx, repository);
+  return app ? (['pull', 'push', 'delete'] as const).filter((a) => mayUseRepository(ctx.store, p, app, a)) : [];
 }
 
 /**
@@ -114,8 +116,8 @@ export function authorize(ctx: RegistryContext, caller: Caller | null, repositor
   const { app: appName } = parseRepositoryName(repository);
   const scope = `repository:${repository}:${action === 'push' ? 'pull,push' : action}`;
   if (!caller) throw new Challenge('authentication required', scope);
-  const { app, actions } = permittedActions(ctx, caller.principal, repository);
-  if (!app || !actions.includes(action)) {
+  const app = ctx.apps.find(appName);
+  if (!app || !mayUseRepository(ctx.store, caller.principal, app, action)) {
     const blocked = app && thirdPartyBlock(ctx.store, caller.principal, app);
     const why = !app
       ? `app "${appName}" does not exist or you do not have access to it`

@@ -1,7 +1,8 @@
 /** Tag list and catalog with `n`/`last` pagination and RFC 5988 Link (distribution "Content discovery"). */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { authenticate, authorize, Challenge, permittedActions } from './auth.js';
+import { appOfRepository, authenticate, authorize, Challenge } from './auth.js';
+import { mayUseRepository } from '../../engine/platform/access.js';
 import { fail } from '../../engine/errors.js';
 import { sendJson } from '../http/respond.js';
 import { API_VERSION_HEADER } from './context.js';
@@ -35,6 +36,9 @@ export async function listCatalog(ctx: RegistryContext, ex: Exchange): Promise<v
   const caller = authenticate(ctx, ex);
   if (!caller) throw new Challenge('authentication required', 'registry:catalog:*');
   const { n, last } = pageParams(ex);
-  const page = ctx.registry.catalog((r) => permittedActions(ctx, caller.principal, r).actions.includes('pull'), n, last);
+  const page = ctx.registry.catalog((r) => {
+    const app = appOfRepository(ctx, r);
+    return app !== undefined && mayUseRepository(ctx.store, caller.principal, app, 'pull');
+  }, n, last);
   sendJson(ex, 200, { repositories: page.items }, { ...API_VERSION_HEADER, ...linkHeader(ex.path, n, page) });
 }
