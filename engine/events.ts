@@ -107,7 +107,3 @@ export function subscribeEvent<K extends EventKind>(kind: K, listener: (message:
   };
 }
 
-/** Alias of `publishEvent`. */
-export const publish = publishEvent;
-/** Alias of `subscribeEvent`. */
-export const subscribe = subscribeEvent;

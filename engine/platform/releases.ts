@@ -7,7 +7,7 @@
  * to 0 or deleted).
  */
 import { fail } from '../errors.js';
-import { key, prefixRange, type Store } from '../store.js';
+import { key, KEY_SEPARATOR, prefixRange, type Store } from '../store.js';
 import type { Clock } from '../clock.js';
 import { isDigest } from '../digest.js';
 import { newId } from '../auth/tokens.js';
@@ -63,7 +63,7 @@ export class Releases {
     if (!isDigest(imageId)) throw fail('INVALID_PARAMS', `docker_image must be an image id of the form sha256:<64 hex characters>, got "${imageId.slice(0, 80)}"`);
     let best: { repository: string; manifestDigest: string; at: number } | undefined;
     for (const { key: k, value: at } of this.store.images.getRange(prefixRange(imageId))) {
-      const [, repository, manifestDigest] = k.split('\x1f') as [string, string, string];
+      const [, repository, manifestDigest] = k.split(KEY_SEPARATOR) as [string, string, string];
       if (!repository.startsWith(app.name + '/')) continue;
       const preferred = repository === `${app.name}/${type}`;
       const bestPreferred = best?.repository === `${app.name}/${type}`;

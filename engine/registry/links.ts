@@ -5,6 +5,7 @@
  */
 import { key, type Store } from '../store.js';
 import type { Digest } from '../digest.js';
+import type { BlobRecord } from '../blobs/records.js';
 
 /** Links `digest` into `repository`; call inside a write transaction. */
 export function linkBlobInTransaction(store: Store, repository: string, digest: Digest, now: number): void {
@@ -12,7 +13,7 @@ export function linkBlobInTransaction(store: Store, repository: string, digest: 
   if (store.repositoryBlobs.get(k) === undefined) store.repositoryBlobs.put(k, now);
 }
 
-/** True when `repository` may serve `digest` and the blob exists. */
-export function isBlobLinked(store: Store, repository: string, digest: Digest): boolean {
-  return store.repositoryBlobs.get(key(repository, digest)) !== undefined && store.blobs.get(digest) !== undefined;
+/** The blob's record when `repository` may serve `digest` (linked and stored), else undefined. */
+export function linkedBlob(store: Store, repository: string, digest: Digest): BlobRecord | undefined {
+  return store.repositoryBlobs.get(key(repository, digest)) !== undefined ? store.blobs.get(digest) : undefined;
 }

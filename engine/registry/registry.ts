@@ -17,7 +17,7 @@ import type { BlobRecord, LayerScan } from '../blobs/records.js';
 import { parseManifest } from './manifest-parse.js';
 import { checkPlatform, imageInfo, type ConfigSummary } from './image-info.js';
 import { parseReference } from './names.js';
-import { isBlobLinked, linkBlobInTransaction } from './links.js';
+import { linkedBlob, linkBlobInTransaction } from './links.js';
 import type { ManifestRecord } from './records.js';
 
 /** Largest manifest accepted (bytes); the OCI spec asks registries to take at least 4 MiB. */
@@ -65,10 +65,8 @@ export class Registry {
    * @throws BLOB_UNKNOWN when absent or not linked to the repository.
    */
   statBlob(repository: string, digest: Digest): BlobRecord {
-    const rec = this.store.blobs.get(digest);
-    if (!rec || this.store.repositoryBlobs.get(key(repository, digest)) === undefined) {
-      throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
-    }
+    const rec = linkedBlob(this.store, repository, digest);
+    if (!rec) throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
     if (rec.refs === 0) this.#touch(digest, rec);
     return rec;
   }
@@ -89,7 +87,7 @@ export class Registry {
 
   /** Links a blob of `from` into `to` (cross-repository mount). Returns false when `from` lacks it. */
   async mount(from: string, to: string, digest: Digest): Promise<BlobRecord | undefined> {
-    if (!isBlobLinked(this.store, from, digest)) return undefined;
+    if (!linkedBlob(this.store, from, digest)) return undefined;
     let rec: BlobRecord | undefined;
     const now = this.clock.now();
     await this.store.env.transaction(() => {
@@ -117,17 +115,15 @@ export class Registry {
     const digest = digestOf(bytes);
     const tag = this.#tagOrDigest(reference, digest);
     const parsed = parseManifest(bytes, contentType);
-    const sizes = new Map<string, number>();
     for (const d of [parsed.config, ...parsed.layers]) {
-      const blob = isBlobLinked(this.store, repository, d.digest) ? this.store.blobs.get(d.digest) : undefined;
+      const blob = linkedBlob(this.store, repository, d.digest);
       if (!blob) throw fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${d.digest} is referenced by the manifest but was not pushed to ${repository}`, { digest: d.digest });
       if (blob.size !== d.size) throw fail('MANIFEST_INVALID', `descriptor size ${d.size} of ${d.digest} does not match the blob's ${blob.size} bytes`, { digest: d.digest });
-      sizes.set(d.digest, blob.size);
     }
     const existing = this.store.manifests.get(digest);
     const image = existing?.image ?? (await this.#inspect(parsed.config.digest, parsed.layers.map((l) => l.digest)).catch((e: unknown) => {
       // GC may have collected an unreferenced blob while the worker read it: say which one.
-      const gone = parsed.blobs.find((b) => !isBlobLinked(this.store, repository, b));
+      const gone = parsed.blobs.find((b) => !linkedBlob(this.store, repository, b));
       throw gone ? fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${gone} (deleted while the manifest was checked; push it again)`, { digest: gone }) : e;
     }));
     const now = this.clock.now();
@@ -136,7 +132,7 @@ export class Registry {
       // must not be referenced. GC deletes record and links in one transaction, so a manifest
       // either commits first (refs > 0: GC keeps the blob) or fails here (see gc.ts).
       for (const b of parsed.blobs) {
-        if (!isBlobLinked(this.store, repository, b)) throw fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${b} (deleted while the manifest was checked; push it again)`, { digest: b });
+        if (!linkedBlob(this.store, repository, b)) throw fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${b} (deleted while the manifest was checked; push it again)`, { digest: b });
       }
       if (!this.store.repositories.get(repository)) {
         this.store.repositories.put(repository, { name: repository, appId, createdAt: now });
