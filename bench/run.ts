@@ -3,7 +3,7 @@
  * reference registry (CNCF distribution 2.8.2 as Debian's docker-registry), one server at a
  * time, and prints JSON lines: one per figure per server, then one per figure with the ratio
  * and target. BENCH_QUICK=1 shrinks sizes and durations; BENCH_ONLY=slipway|reference runs
- * one side. Child processes and temp dirs are cleaned up on every exit path.
+ * one side; BENCH_WORKLOADS=push,pull (comma-separated name prefixes) runs only matching workloads. Child processes and temp dirs are cleaned up on every exit path.
  */
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
@@ -35,6 +35,12 @@ const WORKLOADS: Array<[string, (ctx: WorkloadContext) => Promise<void>]> = [
   ['warm_push', warmPush],
 ];
 
+/** Whether BENCH_WORKLOADS (comma-separated name prefixes; all when unset) selects `name`. */
+function selected(name: string): boolean {
+  const prefixes = (process.env.BENCH_WORKLOADS ?? '').split(',').map((p) => p.trim()).filter(Boolean);
+  return prefixes.length === 0 || prefixes.some((p) => name.startsWith(p));
+}
+
 /** File system type of the temp dir (where both servers keep their data). */
 function tmpFilesystem(): string {
   try {
@@ -54,6 +60,7 @@ async function runServer(name: 'slipway' | 'reference', base: Omit<WorkloadConte
   try {
     const ctx: WorkloadContext = { ...base, target, client };
     for (const [wname, fn] of WORKLOADS) {
+      if (!selected(wname)) continue;
       try {
         await fn(ctx);
       } catch (e) {

@@ -17,7 +17,7 @@ export interface Config {
   apiPort: number;
   /** OAuth web-flow host port. Env SLIPWAY_AUTH_PORT. */
   authPort: number;
-  /** Upload host port: where upload-session Locations point (node:http, any body size). Env SLIPWAY_UPLOAD_PORT. */
+  /** Upload host port: where upload-session Locations point (own HTTP/1.1 listener, any body size). Env SLIPWAY_UPLOAD_PORT. */
   uploadPort: number;
   /** Public base URLs, no trailing slash; undefined = http://<host>:<bound port>. */
   registryUrl?: string;

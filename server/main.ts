@@ -1,10 +1,9 @@
 /**
  * Wires the engine to the four listeners and starts them:
- * registry (uWS), upload (node:http, same registry router), API (uWS), auth (uWS).
+ * registry (uWS), upload (own HTTP/1.1 listener, same registry router), API (uWS), auth (uWS).
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { ensureTlsFiles } from './http/tls.js';
-import type { Server } from 'node:http';
 import type { us_listen_socket } from 'uWebSockets.js';
 import type { Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
@@ -22,7 +21,7 @@ import { AppSettings } from '../engine/platform/app-settings.js';
 import { Teams } from '../engine/platform/teams.js';
 import { WorkerPool } from '../workers/pool.js';
 import { listenUws, loadUws, serveUws } from './http/uws.js';
-import { createNodeServer } from './http/node.js';
+import { createH1Server } from './http/h1-server.js';
 import type { RegistryContext } from './registry/context.js';
 import type { ApiContext } from './api/context.js';
 import { handleRegistry, sendRegistryError } from './registry/routes.js';
@@ -103,11 +102,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const registryPort = await listen(config.registryPort, (app) => serveUws(app, (ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e)), config.registryTls);
   const apiPort = await listen(config.apiPort, (app) => serveUws(app, (ex) => handleApi(actx, ex), (ex, e) => sendApiError(actx, ex, e)));
   const authPort = await listen(config.authPort, (app) => serveUws(app, (ex) => handleAuth(authCtx, ex), (ex, e) => sendAuthError(authCtx, ex, e)));
-  const uploadServer: Server = createNodeServer((ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e),
+  const upload = createH1Server((ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e),
     config.uploadTls && tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
   const uploadPort = await new Promise<number>((resolve, reject) => {
-    uploadServer.once('error', reject);
-    uploadServer.listen(config.uploadPort, config.host, () => resolve((uploadServer.address() as { port: number }).port));
+    upload.server.once('error', reject);
+    upload.server.listen(config.uploadPort, config.host, () => resolve((upload.server.address() as { port: number }).port));
   });
   const base = (port: number, secure = false) => `${secure ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   urls.registry = config.registryUrl ?? base(registryPort, config.registryTls);
@@ -146,8 +145,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       // close() (native, not in the typings) also ends open connections.
       for (const a of uwsApps) a.close?.();
       await new Promise<void>((resolve) => {
-        uploadServer.close(() => resolve());
-        uploadServer.closeAllConnections();
+        upload.server.close(() => resolve());
+        upload.closeAllConnections();
       });
       await pool.close();
       await store.close();

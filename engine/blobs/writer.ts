@@ -73,6 +73,30 @@ export class UploadWriter {
     return this.#free.length > 0 || this.#current !== null;
   }
 
+  /**
+   * Zero-copy path (BodySink): the free part of the current pool buffer, for the transport to
+   * read socket bytes into; null when every pool buffer is waiting to be written.
+   */
+  region(): Buffer | null {
+    if (this.#error) return null;
+    if (!this.#current) {
+      const next = this.#free.pop();
+      if (!next) return null;
+      this.#current = next;
+      this.#fill = 0;
+    }
+    return this.#current.subarray(this.#fill);
+  }
+
+  /** `n` bytes were placed at the start of the last `region()`; same result as `write`. */
+  commit(n: number): boolean {
+    if (this.#error) return false;
+    this.#accepted += n;
+    this.#fill += n;
+    if (this.#fill === this.#current!.length) this.#enqueueCurrent();
+    return this.#free.length > 0 || this.#current !== null;
+  }
+
   /** Registers the one callback to run when a pool buffer is free again. */
   onDrain(cb: () => void): void {
     this.#drainWaiter = cb;

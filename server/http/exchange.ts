@@ -1,18 +1,27 @@
 /**
  * One HTTP request/response, independent of the transport. The registry runs the same handlers
- * on uWebSockets.js (registry host) and on node:http (upload host, see README "Large layers"),
+ * on uWebSockets.js (registry host) and on the own HTTP/1.1 listener (upload host, see README "Large layers"),
  * so handlers see only this interface.
  *
  * Rules: header names are lowercase; response headers never include Content-Length (the
  * transport writes it); a HEAD response passes the length it would have had.
  */
 
-/** Where a streamed request body goes: `write` returns false to ask for a pause. */
 import { fail } from '../../engine/errors.js';
 
+/**
+ * Where a streamed request body goes: `write` returns false to ask for a pause until `onDrain`.
+ * A sink may also offer the zero-copy pair `region`/`commit`: the transport reads socket bytes
+ * straight into `region()` and reports how many with `commit(n)` (false = pause, as for write).
+ */
 export interface BodySink {
+  /** Accepts a chunk (valid only during the call: the sink copies what it keeps). */
   write(chunk: Buffer): boolean;
   onDrain(cb: () => void): void;
+  /** Free space to read into, or null when none is free now. */
+  region?(): Buffer | null;
+  /** `n` bytes were placed at the start of the last region; false asks for a pause. */
+  commit?(n: number): boolean;
 }
 
 export type ResponseHeaders = Record<string, string>;
@@ -25,7 +34,7 @@ export interface Exchange {
   readonly query: URLSearchParams;
   /** Request id for logs and the Request-Id header. */
   readonly id: string;
-  readonly transport: 'uws' | 'node';
+  readonly transport: 'uws' | 'h1';
   /** A request header by lowercase name; '' when absent. */
   header(name: string): string;
   /** True once the client went away; nothing may be written after. */

@@ -1,7 +1,7 @@
 /**
  * The registry router: `/v2/` paths of the distribution spec plus `/token`. Repository names
  * contain a slash, so paths are matched here rather than by the transport's router. The same
- * router serves the registry host (uWS) and the upload host (node:http).
+ * router serves the registry host (uWS) and the upload host (own HTTP/1.1 listener, server/http/h1-server.ts).
  */
 import type { Exchange } from '../http/exchange.js';
 import { API_VERSION_HEADER, type RegistryContext } from './context.js';

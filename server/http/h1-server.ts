@@ -1,0 +1,206 @@
+/**
+ * The upload host's HTTP/1.1 listener (README "Large layers"): any Content-Length up to 2^53 - 1
+ * (the uWebSockets.js build resets 10-digit lengths), chunked bodies, keep-alive, and bulk bodies
+ * read by the kernel straight into the upload writer's buffers (h1-connection.ts).
+ *
+ * Zero-copy reads use node:net's `onread` user buffers. node:net offers them only to sockets it
+ * constructs, not to accepted ones, so each accepted socket's handle is moved into a socket built
+ * with `onread` (the accepted wrapper is released without closing the handle). That relies on the
+ * `_handle` field, stable since Node 0.x but not public: when it is missing the listener falls
+ * back to ordinary 'data' events (one copy per chunk), and TLS connections always use them.
+ */
+import { createServer, Socket, type Server } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
+import { createReadStream } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { collectBody, type BodySink, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
+import { Connection } from './h1-connection.js';
+import type { RequestHead } from './h1-head.js';
+import { fail } from '../../engine/errors.js';
+
+/** Per-connection buffer for reads that do not go straight into a body sink (bytes). */
+const SCRATCH_BYTES = 64 * 1024;
+/** Read size when streaming a file to a client (bytes). */
+const FILE_CHUNK_BYTES = 1024 * 1024;
+
+class H1Exchange implements Exchange {
+  readonly transport = 'h1' as const;
+  readonly method: string;
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly id: string;
+  responded = false;
+  status = 0;
+  #aborted = false;
+  #finished = false;
+  readonly #conn: Connection;
+  readonly #headers: Map<string, string>;
+
+  constructor(conn: Connection, head: RequestHead) {
+    this.#conn = conn;
+    this.#headers = head.headers;
+    this.method = head.method.toUpperCase();
+    const q = head.target.indexOf('?');
+    this.path = q === -1 ? head.target : head.target.slice(0, q);
+    this.query = new URLSearchParams(q === -1 ? '' : head.target.slice(q + 1));
+    this.id = this.header('request-id').slice(0, 200) || randomUUID();
+    conn.onAbort(() => {
+      if (!this.#finished) this.#aborted = true;
+    });
+  }
+
+  get aborted(): boolean {
+    return this.#aborted;
+  }
+
+  header(name: string): string {
+    return this.#headers.get(name) ?? '';
+  }
+
+  body(limit: number): Promise<Buffer> {
+    return collectBody(this.header('content-length'), (sink) => this.pipeBody(sink), limit);
+  }
+
+  pipeBody(sink: BodySink): Promise<number> {
+    const conn = this.#conn;
+    return new Promise((resolve, reject) => {
+      let size = 0;
+      let settled = false;
+      const stop = (e: unknown) => {
+        if (settled) return;
+        settled = true;
+        conn.discardBody();
+        reject(e);
+      };
+      const more = (ready: boolean) => {
+        if (ready) return;
+        conn.setSinkReady(false);
+        sink.onDrain(() => conn.setSinkReady(true));
+      };
+      const commit = sink.commit?.bind(sink);
+      const region = sink.region?.bind(sink);
+      conn.consumeBody({
+        data: (chunk) => {
+          if (settled) return;
+          size += chunk.length;
+          try {
+            more(sink.write(chunk));
+          } catch (e) {
+            stop(e);
+          }
+        },
+        ...(region && commit ? {
+          region,
+          committed: (n: number) => {
+            size += n;
+            more(commit(n));
+          },
+        } : {}),
+        end: () => {
+          if (settled) return;
+          settled = true;
+          resolve(size);
+        },
+        abort: () => stop(fail('BAD_REQUEST', 'client aborted the request')),
+      });
+    });
+  }
+
+  /** Starts the response once; false when the client is gone or a response was sent. */
+  #begin(status: number): boolean {
+    if (this.#aborted || this.responded || this.#conn.closed) return false;
+    this.responded = true;
+    this.status = status;
+    return true;
+  }
+
+  send(status: number, headers: ResponseHeaders, body?: string | Buffer, headLength?: number): void {
+    if (!this.#begin(status)) return;
+    const buf = typeof body === 'string' ? Buffer.from(body) : body;
+    const head = this.method === 'HEAD';
+    this.#finished = true;
+    this.#conn.writeHead(status, headers, head ? (headLength ?? 0) : buf?.length ?? 0, head ? undefined : buf);
+  }
+
+  async sendFile(status: number, headers: ResponseHeaders, path: string, start: number, length: number): Promise<void> {
+    if (!this.#begin(status)) return;
+    const conn = this.#conn;
+    conn.writeHead(status, headers, length, undefined, false);
+    if (length > 0 && this.method !== 'HEAD') {
+      const stream = createReadStream(path, { start, end: start + length - 1, highWaterMark: FILE_CHUNK_BYTES });
+      try {
+        for await (const chunk of stream) {
+          if (this.#aborted) break;
+          if (!conn.write(chunk as Buffer)) await conn.drained();
+        }
+      } catch {
+        conn.socket.destroy(); // the client sees a short body, never a wrong one
+      } finally {
+        stream.destroy();
+      }
+    }
+    if (this.#aborted) return;
+    this.#finished = true;
+    conn.endResponse();
+  }
+}
+
+/** A listener returned by `createH1Server`. */
+export interface H1Server {
+  readonly server: Server;
+  /** Destroys every open connection (the listening socket is closed with `server.close`). */
+  closeAllConnections(): void;
+}
+
+/** An HTTP/1.1 server running `handler` for every request; TLS when `tls` is given. */
+export function createH1Server(handler: Handler, onError: (ex: Exchange, e: unknown) => void, tls?: { cert: Buffer; key: Buffer }): H1Server {
+  const open = new Set<Socket>();
+  const onRequest = (conn: Connection, head: RequestHead) => {
+    const ex = new H1Exchange(conn, head);
+    handler(ex).catch((e) => onError(ex, e));
+  };
+  const track = (socket: Socket) => {
+    open.add(socket);
+    socket.on('close', () => open.delete(socket));
+  };
+  let server: Server;
+  if (tls) {
+    server = createTlsServer({ ...tls, allowHalfOpen: true }, (socket) => {
+      const conn = new Connection(socket, onRequest);
+      socket.on('data', (d: Buffer) => conn.onBytes(d, true));
+      track(socket);
+    });
+  } else {
+    server = createServer({ pauseOnConnect: true, allowHalfOpen: true }, (accepted) => {
+      const scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
+      let conn: Connection | undefined;
+      const socket = withUserBuffers(accepted, () => conn?.nextReadBuffer(scratch) ?? scratch, (n, buf) => conn!.onRead(n, buf));
+      conn = new Connection(socket, onRequest);
+      if (socket === accepted) {
+        socket.on('data', (d: Buffer) => conn!.onBytes(d, true));
+        socket.resume();
+      }
+      track(socket);
+    });
+  }
+  return {
+    server,
+    closeAllConnections: () => {
+      for (const s of open) s.destroy();
+    },
+  };
+}
+
+/**
+ * Moves an accepted socket's handle into a socket that reads into buffers from `next` and
+ * reports each read to `onRead`. Returns `accepted` unchanged when its handle is not reachable.
+ */
+function withUserBuffers(accepted: Socket, next: () => Buffer, onRead: (n: number, buf: Buffer) => void): Socket {
+  const internal = accepted as unknown as { _handle?: object | null };
+  const handle = internal._handle;
+  if (!handle) return accepted;
+  internal._handle = null;
+  accepted.destroy(); // releases the server's count of it; the handle stays open
+  const options = { handle, allowHalfOpen: true, readable: true, writable: true, onread: { buffer: next, callback: onRead } };
+  return new Socket(options as unknown as ConstructorParameters<typeof Socket>[0]);
+}

@@ -1,0 +1,178 @@
+/**
+ * The upload host's own HTTP/1.1 listener on the wire: chunked and Content-Length bodies in any
+ * split, pipelining, Expect: 100-continue, early answers with keep-alive, request-smuggling shapes
+ * refused, HTTP/1.0, and a body cut off mid-way discarding the session.
+ */
+import t from 'tap';
+import net from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { startServer, tempDir } from '../helpers/server.js';
+import { basic, createApp, http } from '../helpers/http.js';
+import { startUpload, type Target } from '../helpers/registry.js';
+import { sha256 } from '../helpers/image.js';
+
+const tmp = tempDir();
+const server = await startServer(tmp.dir);
+t.teardown(async () => { await server.stop(); tmp.cleanup(); });
+await createApp(server.urls.api, server.apiKey!, 'wire');
+const target: Target = { registry: server.urls.registry, auth: basic('_', server.apiKey!) };
+const upload = new URL(server.urls.upload);
+
+/** A raw connection to the upload host that collects everything it receives. */
+class Raw {
+  readonly socket: net.Socket;
+  received = Buffer.alloc(0);
+  closed = false;
+  constructor() {
+    this.socket = net.connect(Number(upload.port), upload.hostname);
+    this.socket.on('data', (d) => { this.received = Buffer.concat([this.received, d]); });
+    this.socket.on('close', () => { this.closed = true; });
+    this.socket.on('error', () => {});
+  }
+  get text(): string {
+    return this.received.toString('latin1');
+  }
+  statuses(): string[] {
+    return [...this.text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]!);
+  }
+  async until(pred: () => boolean, ms = 5000): Promise<void> {
+    const end = Date.now() + ms;
+    while (!pred()) {
+      if (Date.now() > end) throw new Error(`timed out; received: ${this.text.slice(0, 500)}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+  async writeSlowly(bytes: Buffer, step: number): Promise<void> {
+    for (let i = 0; i < bytes.length; i += step) {
+      this.socket.write(bytes.subarray(i, i + step));
+      if (i % (step * 8) === 0) await new Promise((r) => setTimeout(r, 1));
+    }
+  }
+}
+
+/** A fresh session's path (with `_state`) on the upload host. */
+async function sessionPath(): Promise<string> {
+  const loc = new URL(await startUpload(target, 'wire/web'));
+  t.equal(loc.port, upload.port, 'sessions live on the upload host');
+  return loc.pathname + loc.search;
+}
+
+const chunked = (body: Buffer, sizes: number[]): Buffer => {
+  const parts: Buffer[] = [];
+  let off = 0;
+  for (const n of sizes) {
+    parts.push(Buffer.from(n.toString(16) + '\r\n'), body.subarray(off, off + n), Buffer.from('\r\n'));
+    off += n;
+  }
+  parts.push(Buffer.from('0\r\n\r\n'));
+  return Buffer.concat(parts);
+};
+
+t.test('chunked PATCH written byte by byte, then PUT on the same connection', async (t) => {
+  const body = randomBytes(5000);
+  const path = await sessionPath();
+  const raw = new Raw();
+  await raw.writeSlowly(Buffer.concat([Buffer.from(`PATCH ${path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`), chunked(body, [1, 999, 4000])]), 7);
+  await raw.until(() => raw.statuses().length === 1);
+  t.same(raw.statuses(), ['202']);
+  t.match(raw.text, /range: 0-4999/i);
+  raw.socket.write(`PUT ${path}&digest=${sha256(body)} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n`);
+  await raw.until(() => raw.statuses().length === 2);
+  t.same(raw.statuses(), ['202', '201'], 'blob created on the kept-alive connection');
+  raw.socket.destroy();
+  const got = await http('GET', `${target.registry}/v2/wire/web/blobs/${sha256(body)}`, { headers: target.auth });
+  t.equal(got.status, 200);
+  t.equal(sha256(got.bytes), sha256(body), 'stored bytes match');
+});
+
+t.test('pipelined requests are answered in order', async (t) => {
+  const body = randomBytes(3000);
+  const path = await sessionPath();
+  const raw = new Raw();
+  raw.socket.write(Buffer.concat([
+    Buffer.from(`PATCH ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n`), body,
+    Buffer.from(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`),
+    Buffer.from(`PUT ${path}&digest=${sha256(body)} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n`),
+  ]));
+  await raw.until(() => raw.statuses().length === 3);
+  t.same(raw.statuses(), ['202', '204', '201']);
+  raw.socket.destroy();
+});
+
+t.test('Expect: 100-continue', async (t) => {
+  const body = randomBytes(1000);
+  const path = await sessionPath();
+  const raw = new Raw();
+  raw.socket.write(`PUT ${path}&digest=${sha256(body)} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: ${body.length}\r\n\r\n`);
+  await raw.until(() => raw.text.includes('100 Continue'));
+  raw.socket.write(body);
+  await raw.until(() => raw.statuses().includes('201'));
+  t.same(raw.statuses(), ['100', '201']);
+  raw.socket.destroy();
+});
+
+t.test('an early answer keeps the connection usable', async (t) => {
+  const path = await sessionPath();
+  const forged = path.replace(/_state=[^&]+/, '_state=forged');
+  const body = randomBytes(256 * 1024);
+  const raw = new Raw();
+  raw.socket.write(Buffer.concat([Buffer.from(`PATCH ${forged} HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n`), body]));
+  await raw.until(() => raw.statuses().length === 1);
+  t.same(raw.statuses(), ['401'], 'refused without credentials');
+  raw.socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  await raw.until(() => raw.statuses().length === 2);
+  t.same(raw.statuses(), ['401', '204'], 'next request on the same connection');
+  t.notOk(raw.closed);
+  raw.socket.destroy();
+});
+
+t.test('refusals close the connection and change nothing', async (t) => {
+  const path = await sessionPath();
+  const cases: Array<[string, string]> = [
+    [`PATCH ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n`, '400'],
+    [`PATCH ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello`, '400'],
+    [`PATCH ${path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n`, '501'],
+    [`PATCH ${path} HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, '431'],
+    [`GET ${path} HTTP/1.1\r\nHost: x\r\n folded: y\r\n\r\n`, '400'],
+  ];
+  for (const [request, want] of cases) {
+    const raw = new Raw();
+    raw.socket.write(request);
+    await raw.until(() => raw.closed);
+    t.same(raw.statuses(), [want], JSON.stringify(request.slice(path.length + 6, path.length + 70)));
+  }
+  const status = await http('GET', `${upload.origin}${path}`, {});
+  t.equal(status.status, 204);
+  t.equal(status.headers.range, '0-0', 'no bytes reached the session');
+});
+
+t.test('a bad chunk mid-body discards the session', async (t) => {
+  const path = await sessionPath();
+  const raw = new Raw();
+  raw.socket.write(`PATCH ${path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX`);
+  await raw.until(() => raw.closed);
+  t.same(raw.statuses(), ['400']);
+  await new Promise((r) => setTimeout(r, 100));
+  const status = await http('GET', `${upload.origin}${path}`, {});
+  t.equal(status.status, 404, 'session gone: its bytes could not be trusted');
+});
+
+t.test('a client cut off mid-body discards the session', async (t) => {
+  const path = await sessionPath();
+  const raw = new Raw();
+  raw.socket.write(Buffer.concat([Buffer.from(`PATCH ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n`), randomBytes(50_000)]));
+  await new Promise((r) => setTimeout(r, 100));
+  raw.socket.destroy();
+  await new Promise((r) => setTimeout(r, 200));
+  const status = await http('GET', `${upload.origin}${path}`, {});
+  t.equal(status.status, 404);
+});
+
+t.test('HTTP/1.0 closes after the response', async (t) => {
+  const path = await sessionPath();
+  const raw = new Raw();
+  raw.socket.write(`GET ${path} HTTP/1.0\r\n\r\n`);
+  await raw.until(() => raw.closed);
+  t.same(raw.statuses(), ['204']);
+  t.match(raw.text, /connection: close/i);
+});
