@@ -6,7 +6,8 @@
  * `prefix\x20`) lists one repository's entries. Not NUL: lmdb-js's ordered-binary key encoding
  * uses NUL to separate array elements, so a NUL-joined string would read back as an array.
  *
- * Record types live beside the code that owns them; this file only opens the databases.
+ * Record types and index writers live beside the code that owns them; this file opens the
+ * databases and runs the schema migrations (`migrate()`, which calls those index writers).
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { mkdirSync } from 'node:fs';
@@ -17,9 +18,15 @@ import type { MembershipRecord, TeamRecord } from './platform/teams.js';
 import type { BlobRecord, UploadRecord } from './blobs/records.js';
 import type { ManifestRecord, RepositoryRecord, TagRecord } from './registry/records.js';
 import type { ClientRecord, GrantRecord, SignInState, WebSessionRecord } from './oauth/records.js';
+import { indexAuthorizationInTransaction, type AuthorizationIndex } from './auth/authorizations.js';
+import { indexBlobLinksInTransaction } from './registry/links.js';
 
-/** Current on-disk schema version; bump with an ordered migration in `migrate()`. */
-export const SCHEMA_VERSION = 2;
+/**
+ * Current on-disk schema version; bump with an ordered migration in `migrate()`.
+ * 1: accounts, authorizations, tokens, registry. 2: authorizations indexed by account and client.
+ * 3: authorizations indexed by team; repository blob links indexed by digest.
+ */
+export const SCHEMA_VERSION = 3;
 
 /** Handles on every named database. */
 export interface Store {
@@ -34,6 +41,11 @@ export interface Store {
   authorizationsByAccount: Database<number, string>;
   /** `client id␟authorization id` → created at: web-flow authorizations of a client. */
   authorizationsByClient: Database<number, string>;
+  /**
+   * `team id␟authorization id` → created at: a team's authorizations (revoked ones included,
+   * like the other authorization indexes). Written with the record (auth/authorizations.ts).
+   */
+  authorizationsByTeam: Database<number, string>;
   /** OAuth client id → client record (the secret only as a hash). */
   clients: Database<ClientRecord, string>;
   /** `owner account id␟client id` → created at. */
@@ -49,6 +61,11 @@ export interface Store {
   repositories: Database<RepositoryRecord, string>;
   /** `repository␟digest` → time linked: blobs a repository may serve (uploaded or mounted). */
   repositoryBlobs: Database<number, string>;
+  /**
+   * `digest␟repository` → time linked: the inverse of `repositoryBlobs` (which repositories link
+   * a blob; GC). Both change only together, in registry/links.ts, inside one transaction.
+   */
+  blobRepositories: Database<number, string>;
   /** `repository␟digest` → time pushed: manifests of a repository. */
   repositoryManifests: Database<number, string>;
   /** `repository␟tag` → tag record. */
@@ -111,6 +128,7 @@ export function openStore(dir: string): Store {
     tokens: hot('tokens'),
     authorizationsByAccount: db('authorizations-by-account'),
     authorizationsByClient: db('authorizations-by-client'),
+    authorizationsByTeam: db('authorizations-by-team'),
     clients: db('clients'),
     clientsByOwner: db('clients-by-owner'),
     grants: db('grants'),
@@ -120,6 +138,7 @@ export function openStore(dir: string): Store {
     appsByName: db('apps-by-name'),
     repositories: db('repositories'),
     repositoryBlobs: db('repository-blobs'),
+    blobRepositories: db('blob-repositories'),
     repositoryManifests: db('repository-manifests'),
     tags: db('tags'),
     manifests: db('manifests'),
@@ -139,6 +158,11 @@ export function openStore(dir: string): Store {
   return store;
 }
 
+/**
+ * Brings an existing environment to SCHEMA_VERSION in one synchronous write transaction (all
+ * migration steps and the new version commit together, or nothing does), or stamps a new one.
+ * @throws Error when the data directory was written by a newer build.
+ */
 function migrate(store: Store): void {
   const version = store.meta.get('schema') as number | undefined;
   if (version === undefined) {
@@ -147,16 +171,21 @@ function migrate(store: Store): void {
     throw new Error(`data directory has schema version ${version}, newer than this build (${SCHEMA_VERSION}); upgrade Slipway`);
   } else if (version < SCHEMA_VERSION) {
     store.env.transactionSync(() => {
-      if (version < 2) indexAuthorizations(store);
+      const indexes: AuthorizationIndex[] = [];
+      if (version < 2) indexes.push('account', 'client');
+      if (version < 3) indexes.push('team');
+      if (indexes.length > 0) indexAuthorizations(store, indexes);
+      if (version < 3) indexBlobLinksInTransaction(store);
       store.meta.put('schema', SCHEMA_VERSION);
     });
   }
 }
 
-/** Migration 1 → 2: the account and client indexes of authorizations. */
-function indexAuthorizations(store: Store): void {
-  for (const { key: id, value: a } of store.authorizations.getRange()) {
-    store.authorizationsByAccount.put(key(a.accountId, id), a.createdAt);
-    if (a.clientId) store.authorizationsByClient.put(key(a.clientId, id), a.createdAt);
-  }
+/**
+ * Indexes every authorization record in the given indexes: migration 1 → 2 adds the account
+ * and client indexes, 2 → 3 the team index. The keys are written by the same function that
+ * indexes new records.
+ */
+function indexAuthorizations(store: Store, indexes: readonly AuthorizationIndex[]): void {
+  for (const { key: id, value: a } of store.authorizations.getRange()) indexAuthorizationInTransaction(store, { ...a, id }, indexes);
 }

@@ -44,7 +44,7 @@ export interface IssuedTokens {
 
 /**
  * Creates an authorization with fresh tokens and indexes it by account (and by client for the
- * web flow); call inside a write transaction.
+ * web flow, by team for team authorizations); call inside a write transaction.
  */
 export function createAuthorizationInTransaction(store: Store, a: NewAuthorization, now: number): IssuedTokens {
   const record = newAuthorizationRecord(a, now);
@@ -73,10 +73,21 @@ export function newAuthorizationRecord(a: NewAuthorization, now: number): Author
   };
 }
 
-/** Writes the look-up keys `account␟authorization` (and `client␟authorization`); inside a write transaction. */
-export function indexAuthorizationInTransaction(store: Store, record: AuthorizationRecord): void {
-  store.authorizationsByAccount.put(key(record.accountId, record.id), record.createdAt);
-  if (record.clientId) store.authorizationsByClient.put(key(record.clientId, record.id), record.createdAt);
+/** The look-up indexes of authorization records (databases `authorizationsBy*` in store.ts). */
+export type AuthorizationIndex = 'account' | 'client' | 'team';
+const ALL_INDEXES: readonly AuthorizationIndex[] = ['account', 'client', 'team'];
+
+/**
+ * Writes the look-up keys of an authorization record: `account␟authorization`, and when set
+ * `client␟authorization` and `team␟authorization` (value: created at, ms). The only writer of
+ * these keys; call inside the write transaction that stores the record. Idempotent. Revoking
+ * keeps them (records are never deleted; clients.ts drops a deleted client's entries).
+ * @param only the indexes to write (store migrations build just the ones a schema lacked).
+ */
+export function indexAuthorizationInTransaction(store: Store, record: AuthorizationRecord, only: readonly AuthorizationIndex[] = ALL_INDEXES): void {
+  if (only.includes('account')) store.authorizationsByAccount.put(key(record.accountId, record.id), record.createdAt);
+  if (record.clientId && only.includes('client')) store.authorizationsByClient.put(key(record.clientId, record.id), record.createdAt);
+  if (record.teamId && only.includes('team')) store.authorizationsByTeam.put(key(record.teamId, record.id), record.createdAt);
 }
 
 /**

@@ -163,11 +163,20 @@ export class Teams implements TeamDirectory {
     }, now));
   }
 
-  /** Live team authorizations of a team (listed only when the team is named, spec Endpoints 6). */
+  /**
+   * Live (not revoked, not expired at the clock's now) authorizations of a team, in id order
+   * (listed only when the team is named, spec Endpoints 6). Reads the team's entries of the
+   * `authorizationsByTeam` index (written with each record, auth/authorizations.ts), not every
+   * authorization.
+   */
   authorizations(team: TeamRecord): AuthorizationRecord[] {
     const now = this.clock.now();
-    return [...this.store.authorizations.getRange()].map((e) => e.value)
-      .filter((a) => a.teamId === team.id && a.revokedAt === null && (a.expiresAt === null || a.expiresAt > now));
+    const out: AuthorizationRecord[] = [];
+    for (const k of this.store.authorizationsByTeam.getKeys(prefixRange(team.id))) {
+      const a = this.store.authorizations.get(k.slice(team.id.length + 1));
+      if (a && a.teamId === team.id && a.revokedAt === null && (a.expiresAt === null || a.expiresAt > now)) out.push(a);
+    }
+    return out;
   }
 
   /**

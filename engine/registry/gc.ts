@@ -9,8 +9,9 @@
  *    the run saw, then does what DELETE by digest does (`removeManifestInTransaction`).
  * 2. Blobs at refs 0. One transaction per batch re-checks each record (refs 0, committed and
  *    last touched more than `graceMs` ago, no upload session of its size) and deletes it with
- *    every repository link of its digest. Only after that commit is the file removed: record
- *    first, then bytes, so a record never points at missing bytes.
+ *    every repository link of its digest (read from the digest → repositories index, links.ts).
+ *    Only after that commit is the file removed: record first, then bytes, so a record never
+ *    points at missing bytes.
  * 3. Orphan files (bytes with no record and no session of their size, older than `graceMs`): the
  *    leftovers of a crash between an upload's rename and its commit.
  *
@@ -54,6 +55,7 @@ import type { Clock } from '../clock.js';
 import { FileBlobStore, fsyncDir } from '../blobs/cas.js';
 import { publishEvent, type GcEvent } from '../events.js';
 import { removeManifestInTransaction } from './registry.js';
+import { unlinkEverywhereInTransaction } from './links.js';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -70,7 +72,7 @@ export interface GcOptions {
   releasedMs: number;
   /** Newest releases per app whose images are always kept. Spec: 20. */
   keepReleases: number;
-  /** Images deleted per transaction; blobs go at least 4 times as many at a time (see #blobs). */
+  /** Images deleted per transaction; blobs go 4 times as many at a time (see #blobs). */
   batchSize: number;
 }
 
@@ -208,11 +210,9 @@ export class GarbageCollector {
       if (now - Math.max(rec.createdAt, rec.touchedAt ?? 0) >= o.graceMs) candidates.push(d as Digest);
       else report.blobs.kept++;
     }
-    // Each deleting transaction scans every repository link once (there is no digest → links
-    // index), so with many links it deletes more blobs at a time, up to 16 times batchSize
-    // (fewer scans, but each transaction holds the event loop longer: ~0.1 s per 100k links).
-    const links = (this.store.repositoryBlobs.getStats() as { entryCount?: number }).entryCount ?? 0;
-    const size = Math.min(o.batchSize * 16, Math.max(o.batchSize * 4, Math.ceil(links / 16)));
+    // A blob's links are found through the digest → repositories index (links.ts), so each
+    // transaction costs only its own blobs' records and links, whatever the store's size.
+    const size = o.batchSize * 4;
     for (let i = 0; i < candidates.length; i += size) {
       const batch = candidates.slice(i, i + size);
       if (o.dryRun) {
@@ -231,17 +231,12 @@ export class GarbageCollector {
       const deleted: Array<{ digest: Digest; size: number }> = [];
       await this.store.env.transaction(() => {
         const busy = sessionSizes(this.store);
-        const doomed = new Set<string>();
         for (const d of batch) {
           const rec = this.store.blobs.get(d);
           if (!rec || rec.refs > 0 || now - Math.max(rec.createdAt, rec.touchedAt ?? 0) < o.graceMs || busy.has(rec.size)) continue;
           this.store.blobs.remove(d);
-          doomed.add(d);
+          unlinkEverywhereInTransaction(this.store, d);
           deleted.push({ digest: d, size: rec.size });
-        }
-        if (doomed.size === 0) return;
-        for (const k of this.store.repositoryBlobs.getKeys()) {
-          if (doomed.has(k.slice(k.lastIndexOf(KEY_SEPARATOR) + 1))) this.store.repositoryBlobs.remove(k);
         }
       });
       report.blobs.kept += batch.length - deleted.length;

@@ -17,7 +17,7 @@ import type { BlobRecord, LayerScan } from '../blobs/records.js';
 import { parseManifest } from './manifest-parse.js';
 import { checkPlatform, imageInfo, type ConfigSummary } from './image-info.js';
 import { parseReference } from './names.js';
-import { linkedBlob, linkBlobInTransaction } from './links.js';
+import { linkedBlob, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
 import type { ManifestRecord } from './records.js';
 
 /** Largest manifest accepted (bytes); the OCI spec asks registries to take at least 4 MiB. */
@@ -100,10 +100,13 @@ export class Registry {
     return rec;
   }
 
-  /** Removes a blob from a repository (the bytes stay until GC finds them unreferenced). */
+  /**
+   * Removes a blob from a repository (the bytes stay until GC finds them unreferenced).
+   * @throws BLOB_UNKNOWN when the repository does not link it.
+   */
   async unlinkBlob(repository: string, digest: Digest): Promise<void> {
     this.statBlob(repository, digest);
-    await this.store.repositoryBlobs.remove(key(repository, digest));
+    await this.store.env.transaction(() => unlinkBlobInTransaction(this.store, repository, digest));
   }
 
   /**
@@ -205,11 +208,11 @@ export class Registry {
         for (const { key: k } of this.store.repositoryManifests.getRange(prefixRange(repository))) {
           removeManifestInTransaction(this.store, repository, k.slice(repository.length + 1) as Digest);
         }
-        for (const { key: k } of this.store.repositoryBlobs.getRange(prefixRange(repository))) this.store.repositoryBlobs.remove(k);
         for (const { key: k } of this.store.tags.getRange(prefixRange(repository))) this.store.tags.remove(k);
         this.store.repositories.remove(repository);
       }
-      for (const { key: k } of this.store.repositoryBlobs.getRange(range)) this.store.repositoryBlobs.remove(k);
+      // Links of every repository of the app, also those with blobs but no manifest yet.
+      unlinkRangeInTransaction(this.store, range);
     });
   }
 

@@ -1,0 +1,125 @@
+/**
+ * The digest → repositories index of blob links (`blobRepositories`, engine/registry/links.ts)
+ * is always the exact inverse of `repositoryBlobs`: after uploads, cross-repository mounts,
+ * manifest pushes, blob DELETE, manifest DELETE by digest, GC (images, then blobs linked from
+ * several repositories) and app deletion. GC's blob phase reads only the index for the blobs it
+ * deletes, never the whole link table. Engine-level, with a ManualClock.
+ */
+import t from 'tap';
+import { createHash, randomBytes } from 'node:crypto';
+import { tempDir } from '../helpers/server.js';
+import { ManualClock } from '../../engine/clock.js';
+import { KEY_SEPARATOR, openStore, type Store } from '../../engine/store.js';
+import { Uploads } from '../../engine/blobs/uploads.js';
+import { Registry } from '../../engine/registry/registry.js';
+import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
+import { repositoriesLinking } from '../../engine/registry/links.js';
+import type { Digest } from '../../engine/digest.js';
+
+const HOUR = 3600_000;
+const V2S2 = 'application/vnd.docker.distribution.manifest.v2+json';
+const sha = (b: Buffer) => ('sha256:' + createHash('sha256').update(b).digest('hex')) as Digest;
+
+/** Every link as `repository digest`, read from each side; both must be the same set. */
+function links(store: Store): { forward: string[]; inverse: string[] } {
+  const forward = [...store.repositoryBlobs.getRange()].map(({ key: k, value }) => {
+    const cut = k.lastIndexOf(KEY_SEPARATOR);
+    return `${k.slice(0, cut)} ${k.slice(cut + 1)} ${value}`;
+  }).sort();
+  const inverse = [...store.blobRepositories.getRange()].map(({ key: k, value }) => {
+    const cut = k.indexOf(KEY_SEPARATOR);
+    return `${k.slice(cut + 1)} ${k.slice(0, cut)} ${value}`;
+  }).sort();
+  return { forward, inverse };
+}
+
+t.test('the index follows every link change', async (t) => {
+  const tmp = tempDir();
+  const store = openStore(tmp.dir);
+  const clock = new ManualClock();
+  const blobs = new GcSafeBlobStore(tmp.dir, store);
+  const uploads = new Uploads(store, blobs, clock, async () => { throw new Error('no rehash in tests'); }, tmp.dir);
+  await uploads.init();
+  const registry = new Registry(store, blobs, clock, async () => ({
+    config: { architecture: 'amd64', os: 'linux', entrypoint: null, cmd: ['/bin/sh'], workingDir: '/', env: [], user: '', ignoredInstructions: [] },
+    scans: {},
+  }));
+  const gc = new GarbageCollector(store, blobs, clock);
+  t.teardown(async () => { await store.close(); tmp.cleanup(); });
+
+  const consistent = (what: string) => {
+    const { forward, inverse } = links(store);
+    t.same(inverse, forward, `${what}: index is the inverse of the links (${forward.length})`);
+    return forward.length;
+  };
+  const upload = async (repository: string, bytes: Buffer) => {
+    let rec = await uploads.create(repository, 'acct');
+    const w = uploads.beginAppend(rec, undefined);
+    w.write(bytes);
+    rec = await uploads.finishAppend(rec, w, true);
+    await uploads.commit(rec, sha(bytes));
+    return sha(bytes);
+  };
+  const manifest = (config: Buffer, layers: Buffer[]) => Buffer.from(JSON.stringify({
+    schemaVersion: 2, mediaType: V2S2,
+    config: { mediaType: 'application/vnd.docker.container.image.v1+json', size: config.length, digest: sha(config) },
+    layers: layers.map((l) => ({ mediaType: 'application/vnd.docker.image.rootfs.diff.tar.gzip', size: l.length, digest: sha(l) })),
+  }));
+
+  const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', n: randomBytes(8).toString('hex') }));
+  const shared = randomBytes(3000);
+  const own = randomBytes(3000);
+  for (const b of [config, shared, own]) await upload('idx/web', b);
+  consistent('uploads');
+  t.same(repositoriesLinking(store, sha(shared)), ['idx/web']);
+  await upload('idx/web', shared); // same blob again: still one link
+  t.equal(consistent('re-upload'), 3);
+
+  const webManifest = manifest(config, [shared, own]);
+  const webDigest = await registry.putManifest('idx/web', 'app-idx', 'latest', webManifest, V2S2);
+  for (const d of [sha(config), sha(shared)]) await registry.mount('idx/web', 'idx/worker', d);
+  await registry.mount('idx/web', 'other/web', sha(shared));
+  consistent('mounts');
+  t.same(repositoriesLinking(store, sha(shared)), ['idx/web', 'idx/worker', 'other/web'], 'three repositories link the shared layer');
+  const workerDigest = await registry.putManifest('idx/worker', 'app-idx', 'latest', manifest(config, [shared]), V2S2);
+  t.equal(consistent('manifest PUTs'), 6);
+
+  await registry.unlinkBlob('idx/worker', sha(config));
+  t.same(repositoriesLinking(store, sha(config)), ['idx/web'], 'blob DELETE unlinks one repository');
+  consistent('blob DELETE');
+
+  await registry.deleteManifest('idx/web', webDigest);
+  t.equal(consistent('manifest DELETE by digest'), 5, 'a manifest DELETE keeps the links (GC removes them with the blob)');
+
+  // GC: idx/worker's image goes after 24 h; then config, own and shared are at refs 0.
+  clock.advance(25 * HOUR);
+  const scans: string[] = [];
+  const originals = { getKeys: store.repositoryBlobs.getKeys, getRange: store.repositoryBlobs.getRange };
+  for (const m of ['getKeys', 'getRange'] as const) {
+    const original = originals[m] as (this: unknown, o?: { start?: string }) => unknown;
+    (store.repositoryBlobs as unknown as Record<string, unknown>)[m] = function (this: unknown, o?: { start?: string }) {
+      if (o?.start === undefined) scans.push(m);
+      return original.call(this, o);
+    };
+  }
+  const r = await gc.run();
+  Object.assign(store.repositoryBlobs, originals);
+  t.same(scans, [], 'GC never scans the whole link table');
+  t.same(r.deletedImages.map((i) => i.digest), [workerDigest]);
+  t.same(r.deletedBlobs.map((b) => b.digest).sort(), [sha(config), sha(shared), sha(own)].sort(), 'every blob at refs 0 goes');
+  t.equal(consistent('GC'), 0, 'with every link of each, in all three repositories');
+  t.same(repositoriesLinking(store, sha(shared)), []);
+
+  // App deletion removes its repositories' links, including those without a manifest.
+  const goneConfig = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', n: 'gone' }));
+  const goneLayer = randomBytes(100);
+  for (const b of [goneConfig, goneLayer]) await upload('gone/web', b);
+  await registry.putManifest('gone/web', 'app-gone', 'v1', manifest(goneConfig, [goneLayer]), V2S2);
+  await registry.mount('gone/web', 'gone/worker', sha(goneLayer));
+  await registry.mount('gone/web', 'kept/web', sha(goneLayer));
+  t.equal(consistent('before app deletion'), 4);
+  await registry.deleteRepositoriesOf('gone');
+  t.same(repositoriesLinking(store, sha(goneLayer)), ['kept/web'], "only the other app's link is left");
+  t.same(repositoriesLinking(store, sha(goneConfig)), []);
+  t.equal(consistent('app deletion'), 1);
+});
