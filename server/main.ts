@@ -19,6 +19,7 @@ import { Apps } from '../engine/platform/apps.js';
 import { Releases } from '../engine/platform/releases.js';
 import { AppSettings } from '../engine/platform/app-settings.js';
 import { Teams } from '../engine/platform/teams.js';
+import { HashThread } from '../workers/hash-thread.js';
 import { WorkerPool } from '../workers/pool.js';
 import { listenUws, loadUws, serveUws } from './http/uws.js';
 import { createH1Server } from './http/h1-server.js';
@@ -65,7 +66,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const pool = new WorkerPool();
   // Dedupe by record, not by file: safe against online GC (engine/registry/gc.ts).
   const blobs = new GcSafeBlobStore(config.dataDir, store);
-  const uploads = new Uploads(store, blobs, clock, (p) => pool.hashFile(p), config.dataDir, { staleAfterMs: config.uploadTtlSeconds * 1000 });
+  const hashThread = new HashThread();
+  const uploads = new Uploads(store, blobs, clock, (p) => pool.hashFile(p), config.dataDir, { staleAfterMs: config.uploadTtlSeconds * 1000, newHash: hashThread.create });
   await uploads.init();
   const registry = new Registry(store, blobs, clock, (r) => pool.inspectImage(r));
   const gc = new GarbageCollector(store, blobs, clock, { graceMs: config.gcGraceSeconds * 1000 });
@@ -149,6 +151,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         upload.closeAllConnections();
       });
       await pool.close();
+      await hashThread.close();
       await store.close();
     },
   };

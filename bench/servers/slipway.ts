@@ -20,7 +20,9 @@ export async function startSlipway(): Promise<Target> {
   if (!existsSync(CLI)) throw new Error(`${CLI} not found; build first (npx tsc -p .)`);
   const dataDir = mkdtempSync(join(tmpdir(), 'slipway-bench-'));
   trackDir(dataDir);
-  const proc = spawn(process.execPath, [CLI, 'serve', '--data', dataDir, '--registry-port', '0', '--api-port', '0', '--auth-port', '0', '--upload-port', '0'], {
+  // BENCH_SLIPWAY_NODE_ARGS: extra node flags for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+  const nodeArgs = (process.env.BENCH_SLIPWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const proc = spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--data', dataDir, '--registry-port', '0', '--api-port', '0', '--auth-port', '0', '--upload-port', '0'], {
     env: { ...process.env, SLIPWAY_LOG_LEVEL: 'warn', SLIPWAY_REGISTRY_TLS: 'off' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

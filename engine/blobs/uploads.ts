@@ -6,7 +6,7 @@
  *
  * A session is used by one request at a time; a second concurrent PATCH/PUT is refused.
  */
-import { createHash, randomBytes, type Hash } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { promises as fsp, openSync, constants as fsc } from 'node:fs';
 import { join } from 'node:path';
 import type { Store } from '../store.js';
@@ -14,6 +14,7 @@ import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
 import { UploadWriter } from './writer.js';
+import { inlineHash, lostHash, type HashFactory, type RunningHash } from './running-hash.js';
 import type { BlobStore } from './cas.js';
 import type { UploadRecord } from './records.js';
 import { linkBlobInTransaction } from '../registry/links.js';
@@ -22,7 +23,7 @@ import { linkBlobInTransaction } from '../registry/links.js';
 export type FileHasher = (path: string) => Promise<{ digest: Digest; size: number }>;
 
 interface LiveState {
-  hash: Hash;
+  hash: RunningHash;
   offset: number;
   busy: boolean;
 }
@@ -31,6 +32,8 @@ interface LiveState {
 export interface UploadOptions {
   /** Sessions untouched for this long are reaped (ms). Distribution's default is 168 h; ours 24 h. */
   staleAfterMs: number;
+  /** Running sha256 of new sessions (default: on the event loop; the server uses a hash thread). */
+  newHash?: HashFactory;
 }
 
 export class Uploads {
@@ -66,7 +69,7 @@ export class Uploads {
     const rec: UploadRecord = { id, repository, accountId, offset: 0, createdAt: now, updatedAt: now };
     await fsp.writeFile(this.pathOf(id), new Uint8Array(0), { flag: 'wx' });
     await this.store.uploads.put(id, rec);
-    this.#live.set(id, { hash: createHash('sha256'), offset: 0, busy: false });
+    this.#live.set(id, { hash: (this.options.newHash ?? inlineHash)(), offset: 0, busy: false });
     return rec;
   }
 
@@ -95,7 +98,8 @@ export class Uploads {
     if (live?.busy) throw fail('BLOB_UPLOAD_INVALID', 'another request is writing to this upload session');
     if (!live || live.offset !== rec.offset) {
       // Hash state lost (restart) or out of step: continue without it; completion re-hashes.
-      live = { hash: createHash('sha256'), offset: -1, busy: false };
+      live?.hash.discard();
+      live = { hash: lostHash(), offset: -1, busy: false };
       this.#live.set(rec.id, live);
     }
     live.busy = true;
@@ -148,13 +152,11 @@ export class Uploads {
     } finally {
       await h.close();
     }
-    let actual: Digest;
-    if (live && live.offset === rec.offset) {
-      actual = ('sha256:' + live.hash.digest('hex')) as Digest;
-    } else {
-      actual = (await this.rehash(path)).digest;
-    }
+    let hex: string | null = null;
+    if (live && live.offset === rec.offset) hex = await live.hash.digest();
+    else live?.hash.discard();
     this.#live.delete(rec.id);
+    const actual = hex ? (`sha256:${hex}` as Digest) : (await this.rehash(path)).digest;
     if (actual !== expected) {
       await this.cancel(rec);
       throw fail('DIGEST_INVALID', `provided digest ${expected} does not match uploaded content (${actual}); nothing was stored`, { expected, actual });
@@ -173,6 +175,7 @@ export class Uploads {
 
   /** Cancels a session: record first, then bytes (never a record without its file). */
   async cancel(rec: UploadRecord): Promise<void> {
+    this.#live.get(rec.id)?.hash.discard();
     this.#live.delete(rec.id);
     await this.store.uploads.remove(rec.id);
     await fsp.rm(this.pathOf(rec.id), { force: true });
