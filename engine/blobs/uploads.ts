@@ -13,7 +13,7 @@ import type { Store } from '../store.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
-import { UploadWriter } from './writer.js';
+import { SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
 import { inlineHash, lostHash, type HashFactory, type RunningHash } from './running-hash.js';
 import type { BlobStore } from './cas.js';
 import type { UploadRecord } from './records.js';
@@ -26,6 +26,28 @@ interface LiveState {
   hash: RunningHash;
   offset: number;
   busy: boolean;
+  /** Bytes appended since the session's last fdatasync began. */
+  unsynced: number;
+  /** A background fdatasync of the session file, started between chunks. */
+  syncing: Promise<void> | null;
+}
+
+function newLive(hash: RunningHash, offset: number): LiveState {
+  return { hash, offset, busy: false, unsynced: 0, syncing: null };
+}
+
+/** fdatasync of a file by path; errors are left to the final sync at commit. */
+async function syncFile(path: string): Promise<void> {
+  try {
+    const h = await fsp.open(path, 'r+');
+    try {
+      await h.datasync();
+    } finally {
+      await h.close();
+    }
+  } catch {
+    // the session was cancelled meanwhile, or the commit's own sync will report the error
+  }
 }
 
 /** Options of the upload service. */
@@ -69,7 +91,7 @@ export class Uploads {
     const rec: UploadRecord = { id, repository, accountId, offset: 0, createdAt: now, updatedAt: now };
     await fsp.writeFile(this.pathOf(id), new Uint8Array(0), { flag: 'wx' });
     await this.store.uploads.put(id, rec);
-    this.#live.set(id, { hash: (this.options.newHash ?? inlineHash)(), offset: 0, busy: false });
+    this.#live.set(id, newLive((this.options.newHash ?? inlineHash)(), 0));
     return rec;
   }
 
@@ -99,7 +121,7 @@ export class Uploads {
     if (!live || live.offset !== rec.offset) {
       // Hash state lost (restart) or out of step: continue without it; completion re-hashes.
       live?.hash.discard();
-      live = { hash: lostHash(), offset: -1, busy: false };
+      live = newLive(lostHash(), -1);
       this.#live.set(rec.id, live);
     }
     live.busy = true;
@@ -133,6 +155,15 @@ export class Uploads {
     if (live) {
       live.busy = false;
       if (live.offset !== -1) live.offset = updated.offset;
+      // Chunked uploads: sync every SYNC_EVERY_BYTES in the background, overlapping the next
+      // chunk, so the commit's final sync has little left (the writer syncs within one chunk).
+      live.unsynced += writer.unsyncedBytes;
+      if (live.unsynced >= SYNC_EVERY_BYTES && !live.syncing) {
+        live.unsynced = 0;
+        const syncing = syncFile(this.pathOf(rec.id));
+        live.syncing = syncing;
+        void syncing.then(() => { if (live.syncing === syncing) live.syncing = null; });
+      }
     }
     return updated;
   }
@@ -146,6 +177,7 @@ export class Uploads {
   async commit(rec: UploadRecord, expected: Digest): Promise<{ digest: Digest; size: number }> {
     const path = this.pathOf(rec.id);
     const live = this.#live.get(rec.id);
+    if (live?.syncing) await live.syncing;
     const h = await fsp.open(path, 'r+');
     try {
       await h.datasync();

@@ -70,6 +70,11 @@ export class UploadWriter {
     return this.#accepted;
   }
 
+  /** Bytes written since the last background fdatasync started (all of them once `end` resolved). */
+  get unsyncedBytes(): number {
+    return this.#unsynced;
+  }
+
   /** Whether another byte can be taken without exceeding the pool (overflow does not count). */
   get #ready(): boolean {
     return (this.#current !== null && this.#currentPooled) || this.#free.length > 0 || this.#allocated < POOL_BUFFERS;

@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import net from 'node:net';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { startServer, tempDir } from '../helpers/server.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { startUpload, type Target } from '../helpers/registry.js';
@@ -175,4 +175,24 @@ t.test('HTTP/1.0 closes after the response', async (t) => {
   await raw.until(() => raw.closed);
   t.same(raw.statuses(), ['204']);
   t.match(raw.text, /connection: close/i);
+});
+
+t.test('a chunked upload past the background-sync interval commits intact', async (t) => {
+  const chunk = randomBytes(16 * 1024 * 1024);
+  const chunks = 5; // 80 MiB: the session syncs in the background after 64 MiB
+  const whole = createHash('sha256');
+  const path = await sessionPath();
+  for (let i = 0; i < chunks; i++) {
+    chunk[0] = i; // distinct chunks
+    whole.update(chunk);
+    const r = await http('PATCH', `${upload.origin}${path}`, {
+      headers: { 'content-type': 'application/octet-stream', 'content-range': `${i * chunk.length}-${(i + 1) * chunk.length - 1}` }, body: chunk,
+    });
+    t.equal(r.status, 202, `chunk ${i}`);
+  }
+  const digest = 'sha256:' + whole.digest('hex');
+  const put = await http('PUT', `${upload.origin}${path}&digest=${digest}`, {});
+  t.equal(put.status, 201);
+  const head = await http('HEAD', `${target.registry}/v2/wire/web/blobs/${digest}`, { headers: target.auth });
+  t.equal(head.headers['content-length'], String(chunks * chunk.length));
 });
