@@ -61,23 +61,27 @@ export class RssSampler {
   }
 }
 
-/** Busy CPU seconds of the whole machine so far (all CPUs, from the first line of /proc/stat). */
-export function systemBusySeconds(): number {
+/**
+ * CPU seconds of the whole machine so far (all CPUs, first line of /proc/stat): `busy` is time
+ * spent running (user, nice, system, irq, softirq; guest time is already in user), `steal` is
+ * time the hypervisor gave this VM's CPUs to other guests.
+ */
+export function systemSeconds(): { busy: number; steal: number } {
   const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!;
   const v = line.trim().split(/\s+/).slice(1).map(Number);
-  // user nice system idle iowait irq softirq steal (guest time is already in user)
-  const busy = v[0]! + v[1]! + v[2]! + v[5]! + v[6]! + v[7]!;
-  return busy / clockTicks();
+  // user nice system idle iowait irq softirq steal
+  return { busy: (v[0]! + v[1]! + v[2]! + v[5]! + v[6]!) / clockTicks(), steal: v[7]! / clockTicks() };
 }
 
 /**
  * CPU use over a window, in percent of one CPU: this process (the client), the server, and
- * everything else on the machine (other users' work competing for the same CPUs).
+ * everything else on the machine (other processes competing for the same CPUs, including the
+ * kernel's writeback of written data), and steal (CPU time the hypervisor gave to other guests).
  */
 export class CpuWindow {
   readonly #client = process.cpuUsage();
   readonly #server: number;
-  readonly #system = systemBusySeconds();
+  readonly #system = systemSeconds();
   readonly #t0 = performance.now();
 
   /** Starts the window now, for server process `pid`. */
@@ -86,13 +90,14 @@ export class CpuWindow {
   }
 
   /** Percentages since the window started. */
-  end(): { client_cpu_pct: number; server_cpu_pct: number; other_cpu_pct: number } {
+  end(): { client_cpu_pct: number; server_cpu_pct: number; other_cpu_pct: number; steal_cpu_pct: number } {
     const secs = (performance.now() - this.#t0) / 1000;
     const c = process.cpuUsage(this.#client);
     const client = (c.user + c.system) / 1e6;
     const server = cpuSeconds(this.pid) - this.#server;
-    const other = Math.max(0, systemBusySeconds() - this.#system - client - server);
+    const now = systemSeconds();
+    const other = Math.max(0, now.busy - this.#system.busy - client - server);
     const pct = (x: number) => Math.round((x / secs) * 100);
-    return { client_cpu_pct: pct(client), server_cpu_pct: pct(server), other_cpu_pct: pct(other) };
+    return { client_cpu_pct: pct(client), server_cpu_pct: pct(server), other_cpu_pct: pct(other), steal_cpu_pct: pct(now.steal - this.#system.steal) };
   }
 }

@@ -100,6 +100,9 @@ export class Report {
       // CPU used by other processes on the machine while each side was measured (contention).
       if (typeof s?.other_cpu_pct === 'number') line.other_cpu_pct_slipway = s.other_cpu_pct;
       if (typeof r?.other_cpu_pct === 'number') line.other_cpu_pct_reference = r.other_cpu_pct;
+      // CPU time the hypervisor gave to other guests meanwhile (steal).
+      if (typeof s?.steal_cpu_pct === 'number') line.steal_cpu_pct_slipway = s.steal_cpu_pct;
+      if (typeof r?.steal_cpu_pct === 'number') line.steal_cpu_pct_reference = r.steal_cpu_pct;
       if (s && r && s.value > 0 && r.value > 0) {
         line.ratio = Math.round((better === 'higher' ? s.value / r.value : r.value / s.value) * 100) / 100;
         line.better = better === 'higher' ? 'higher value; ratio = slipway/reference' : 'lower value; ratio = reference/slipway';
@@ -123,13 +126,13 @@ export class Report {
 
   /** Writes a human-readable table of the comparison to stderr. */
   table(rows: Array<Record<string, unknown>>): void {
-    const cols = ['bench', 'unit', 'slipway', 'reference', 'ratio', 'target', 'met', 'other_cpu_pct_slipway', 'other_cpu_pct_reference'];
-    const titles = ['bench', 'unit', 'slipway', 'reference', 'ratio', 'target', 'met', 'other%(s)', 'other%(r)'];
+    const cols = ['bench', 'unit', 'slipway', 'reference', 'ratio', 'target', 'met', 'other_cpu_pct_slipway', 'other_cpu_pct_reference', 'steal_cpu_pct_slipway', 'steal_cpu_pct_reference'];
+    const titles = ['bench', 'unit', 'slipway', 'reference', 'ratio', 'target', 'met', 'other%(s)', 'other%(r)', 'steal%(s)', 'steal%(r)'];
     const cells = rows.map((r) => cols.map((c) => (r[c] === undefined || r[c] === null ? '-' : String(r[c]))));
     const widths = cols.map((_, i) => Math.max(titles[i]!.length, ...cells.map((row) => row[i]!.length)));
     const fmt = (row: string[]) => row.map((v, i) => v.padEnd(widths[i]!)).join('  ');
     process.stderr.write('\n' + fmt(titles) + '\n' + fmt(widths.map((w) => '-'.repeat(w))) + '\n');
     for (const row of cells) process.stderr.write(fmt(row) + '\n');
-    process.stderr.write('other%(s|r): CPU % of one core used by other processes on this machine while the figure was measured (contention).\n');
+    process.stderr.write('other%(s|r): CPU % of one core used by other processes on this machine (incl. kernel writeback) while the figure was measured; steal%: CPU % of one core the hypervisor gave to other guests meanwhile.\n');
   }
 }

@@ -19,6 +19,7 @@ import { checkPlatform, imageInfo, type ConfigSummary } from './image-info.js';
 import { parseReference } from './names.js';
 import { linkedBlob, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
 import type { ManifestRecord } from './records.js';
+import { ManifestContentCache, type ManifestContent } from './content-cache.js';
 
 /** Largest manifest accepted (bytes); the OCI spec asks registries to take at least 4 MiB. */
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -52,6 +53,7 @@ export class Registry {
    */
   touchEveryMs = 5 * 60_000;
   readonly #touching = new Set<string>();
+  readonly #contents = new ManifestContentCache();
 
   constructor(
     readonly store: Store,
@@ -168,10 +170,11 @@ export class Registry {
   }
 
   /**
-   * Resolves a tag or digest in a repository.
+   * The digest a tag or digest reference names in a repository (tag record, or the
+   * repository's manifest link).
    * @throws MANIFEST_UNKNOWN
    */
-  getManifest(repository: string, reference: string): { digest: Digest; record: ManifestRecord } {
+  resolveManifest(repository: string, reference: string): Digest {
     const ref = parseReference(reference);
     let digest: Digest | undefined;
     if ('digest' in ref) {
@@ -179,9 +182,25 @@ export class Registry {
     } else {
       digest = this.store.tags.get(key(repository, ref.tag))?.digest;
     }
-    const record = digest && this.store.manifests.get(digest);
-    if (!digest || !record) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
-    return { digest, record };
+    if (!digest) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
+    return digest;
+  }
+
+  /**
+   * What a manifest GET/HEAD serves: digest, media type and the exact bytes pushed. The content
+   * comes from a digest-keyed cache (content-cache.ts) once the repository is known to hold it.
+   * @throws MANIFEST_UNKNOWN
+   */
+  manifestContent(repository: string, reference: string): ManifestContent & { digest: Digest } {
+    const digest = this.resolveManifest(repository, reference);
+    let content = this.#contents.get(digest);
+    if (!content) {
+      const record = this.store.manifests.get(digest);
+      if (!record) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
+      content = { mediaType: record.mediaType, bytes: Buffer.from(record.bytes) };
+      this.#contents.set(digest, content);
+    }
+    return { digest, ...content };
   }
 
   /**
@@ -190,7 +209,7 @@ export class Registry {
    * @throws MANIFEST_UNKNOWN
    */
   async deleteManifest(repository: string, reference: string): Promise<void> {
-    const { digest } = this.getManifest(repository, reference);
+    const digest = this.resolveManifest(repository, reference);
     await this.store.env.transaction(() => {
       if (!isDigest(reference)) {
         this.store.tags.remove(key(repository, reference));

@@ -21,16 +21,15 @@ export async function putManifest(ctx: RegistryContext, ex: Exchange, repository
 
 export async function getManifest(ctx: RegistryContext, ex: Exchange, repository: string, reference: string): Promise<void> {
   authorize(ctx, authenticate(ctx, ex), repository, 'pull');
-  const { digest, record } = ctx.registry.getManifest(repository, reference);
+  const { digest, mediaType, bytes } = ctx.registry.manifestContent(repository, reference);
   const headers = {
     ...API_VERSION_HEADER,
-    'content-type': record.mediaType,
+    'content-type': mediaType,
     'docker-content-digest': digest,
     etag: `"${digest}"`,
   };
   const inm = ex.header('if-none-match');
   if (inm && (inm === `"${digest}"` || inm === digest)) return ex.send(304, headers);
-  const bytes = Buffer.from(record.bytes.buffer, record.bytes.byteOffset, record.bytes.byteLength);
   ex.send(200, headers, bytes, bytes.length);
 }
 
