@@ -26,6 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { totpCode } from '../engine/auth/totp.js';
+import { CpuWindow } from './procstat.js';
 
 const CLI = fileURLToPath(new URL('../server/cli.js', import.meta.url));
 const V3 = 'application/vnd.slipway+json; version=3';
@@ -42,7 +43,9 @@ interface Server {
 
 /** Starts the server; resolves with its URLs and the operator's one-time secrets. */
 function startServer(dataDir: string): Promise<Server> {
-  const proc = spawn(process.execPath, [CLI, 'serve', '--data', dataDir, '--registry-port', '0', '--api-port', '0', '--auth-port', '0', '--upload-port', '0'], {
+  // BENCH_SLIPWAY_NODE_ARGS: extra node flags for the server (as in bench/servers/slipway.ts).
+  const nodeArgs = (process.env.BENCH_SLIPWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const proc = spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--data', dataDir, '--registry-port', '0', '--api-port', '0', '--auth-port', '0', '--upload-port', '0'], {
     env: { ...process.env, SLIPWAY_LOG_LEVEL: 'warn', SLIPWAY_RATE_LIMIT_POOL: '1000000000', SLIPWAY_RATE_LIMIT_PER_MINUTE: '1000000000' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -159,15 +162,21 @@ function runWrk(w: Workload, connections: number, duration: number, dir: string)
 }
 
 /** Runs one workload after a warm-up and prints its JSON line. */
-async function measure(w: Workload, client: 'wrk' | 'autocannon', connections: number, duration: number, warmup: number, dir: string): Promise<void> {
+async function measure(w: Workload, client: 'wrk' | 'autocannon', connections: number, duration: number, warmup: number, dir: string, serverPid: number): Promise<void> {
   const run = (d: number) => (client === 'wrk' ? runWrk(w, connections, d, dir) : runAutocannon(w, connections, d));
   if (warmup > 0) await run(warmup);
+  const window = new CpuWindow(serverPid);
   const r = await run(duration);
+  const cpu = window.end();
   const met = r.rps >= w.target.rps && (w.target.p99Ms === undefined || r.latency.p99 <= w.target.p99Ms) && r.non2xx === 0 && r.errors === 0;
   console.log(JSON.stringify({
     bench: w.name, client, connections, duration_s: duration, requests: r.requests, requests_per_s: r.rps,
     latency_ms: r.latency, non_2xx: r.non2xx, errors: r.errors,
     target: { requests_per_s: w.target.rps, ...(w.target.p99Ms === undefined ? {} : { p99_ms: w.target.p99Ms }) }, met,
+    // Server CPU per request is the figure contention moves least; steal is CPU the hypervisor
+    // gave to other guests; "other" includes wrk (a separate process).
+    server_cpu_pct: cpu.server_cpu_pct, server_cpu_us_per_request: r.rps > 0 ? Math.round((cpu.server_cpu_pct / 100 / r.rps) * 1e6 * 10) / 10 : null,
+    other_cpu_pct: cpu.other_cpu_pct + (client === 'autocannon' ? cpu.client_cpu_pct : 0), steal_cpu_pct: cpu.steal_cpu_pct,
     machine: { cpus: cpus().length, node: process.version },
   }));
 }
@@ -192,13 +201,13 @@ async function main(): Promise<void> {
     await measure({
       name: 'bearer-get-account', url: `${server.api}/account`, method: 'GET',
       headers: { authorization: `Bearer ${server.apiKey}`, accept: V3 }, target: { rps: 20_000, p99Ms: 5 },
-    }, client, connections, duration, warmup, dir);
+    }, client, connections, duration, warmup, dir, server.proc.pid!);
     await measure({
       name: 'refresh-grant', url: `${server.auth}/oauth/token`, method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_secret: secret }).toString(),
       target: { rps: 2_000 },
-    }, client, connections, duration, warmup, dir);
+    }, client, connections, duration, warmup, dir, server.proc.pid!);
   } finally {
     if (server) {
       const exited = new Promise((r) => server!.proc.once('exit', r));
