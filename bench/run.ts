@@ -121,6 +121,9 @@ async function main(): Promise<number> {
   }
   const rows = report.compare();
   report.table(rows);
+  // The floor under server_cpu_per_gib_push: a registry must sha256 every byte it accepts.
+  const hashSecondsPerGiB = Math.round((1024 ** 3 / 1e6 / sha256Rate) * 100) / 100;
+  process.stderr.write(`machine: sha256 ${sha256Rate} MB/s in this run, so hashing alone costs ${hashSecondsPerGiB} s of CPU per GiB pushed (plus receiving and writing the bytes)\n`);
   process.stderr.write(`\nbench: finished in ${Math.round((performance.now() - started) / 1000)} s${failed ? `, ${failed} failure(s)` : ''}\n`);
   return failed ? 1 : 0;
 }
