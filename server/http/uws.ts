@@ -53,13 +53,14 @@ class UwsExchange implements Exchange {
   readonly transport = 'uws' as const;
   readonly method: string;
   readonly path: string;
-  readonly query: URLSearchParams;
   readonly id: string;
   aborted = false;
   responded = false;
   status = 0;
   readonly #res: HttpResponse;
   readonly #headers = new Map<string, string>();
+  readonly #queryString: string;
+  #query: URLSearchParams | undefined;
   #chunks: Buffer[] = [];
   #ended = false;
   #consumer: ((chunk: Buffer, last: boolean) => void) | null = null;
@@ -70,7 +71,7 @@ class UwsExchange implements Exchange {
     this.#res = res;
     this.method = req.getCaseSensitiveMethod().toUpperCase();
     this.path = req.getUrl();
-    this.query = new URLSearchParams(req.getQuery() ?? '');
+    this.#queryString = req.getQuery() ?? '';
     req.forEach((k, v) => this.#headers.set(k, v));
     this.id = this.#headers.get('request-id')?.slice(0, 200) || randomUUID();
     res.onAborted(() => {
@@ -91,6 +92,11 @@ class UwsExchange implements Exchange {
     } else {
       this.#ended = true;
     }
+  }
+
+  /** Parsed on first use (most requests have no query). */
+  get query(): URLSearchParams {
+    return (this.#query ??= new URLSearchParams(this.#queryString));
   }
 
   header(name: string): string {

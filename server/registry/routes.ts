@@ -105,9 +105,9 @@ export function sendRegistryError(ctx: RegistryContext, ex: Exchange, e: unknown
 }
 
 function logRequest(ctx: RegistryContext, ex: Exchange, started: number): void {
+  const level = ex.status >= 500 ? 'error' : ex.method === 'GET' || ex.method === 'HEAD' ? 'debug' : 'info';
+  if (!ctx.log.isLevelEnabled(level)) return;
   const fields = { reqId: ex.id, method: ex.method, path: ex.path, status: ex.status, ms: Math.round((performance.now() - started) * 100) / 100, via: ex.transport };
-  if (ex.status >= 500) ctx.log.error(fields, 'request');
-  else if (ex.method === 'GET' || ex.method === 'HEAD') ctx.log.debug(fields, 'request');
-  else ctx.log.info(fields, 'request');
+  ctx.log[level](fields, 'request');
 }
 
