@@ -138,11 +138,8 @@ export class Uploads {
   /**
    * Ends an append: waits for the bytes, records the new offset. When `ok` is false (client
    * aborted, write failed) the session is dropped entirely: its bytes can no longer be trusted.
-   * With `persist` false the new offset is not written to the store (the caller commits the
-   * session next, in the same request; after a crash in between, start-up recovery truncates
-   * the file back to the recorded offset).
    */
-  async finishAppend(rec: UploadRecord, writer: UploadWriter, ok: boolean, persist = true): Promise<UploadRecord> {
+  async finishAppend(rec: UploadRecord, writer: UploadWriter, ok: boolean): Promise<UploadRecord> {
     const live = this.#live.get(rec.id);
     try {
       await writer.end();
@@ -154,7 +151,7 @@ export class Uploads {
       throw fail('BLOB_UPLOAD_INVALID', 'upload interrupted; the session was discarded, start a new upload');
     }
     const updated: UploadRecord = { ...rec, offset: writer.offset, updatedAt: this.clock.now() };
-    if (persist) await this.store.uploads.put(rec.id, updated);
+    await this.store.uploads.put(rec.id, updated);
     if (live) {
       live.busy = false;
       if (live.offset !== -1) live.offset = updated.offset;

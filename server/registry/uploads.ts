@@ -30,11 +30,8 @@ function blobCreated(ctx: RegistryContext, ex: Exchange, repository: string, dig
   ex.send(201, { ...API_VERSION_HEADER, location: `${ctx.urls.registry}/v2/${repository}/blobs/${digest}`, 'docker-content-digest': digest });
 }
 
-/**
- * Streams the request body into a session; the session is discarded if the body breaks off.
- * `persist` false when the same request commits the session next (nothing to record between).
- */
-async function append(ctx: RegistryContext, ex: Exchange, rec: UploadRecord, start: number | undefined, persist = true): Promise<UploadRecord> {
+/** Streams the request body into a session; the session is discarded if the body breaks off. */
+async function append(ctx: RegistryContext, ex: Exchange, rec: UploadRecord, start: number | undefined): Promise<UploadRecord> {
   const writer = ctx.uploads.beginAppend(rec, start);
   let ok = true;
   try {
@@ -42,7 +39,7 @@ async function append(ctx: RegistryContext, ex: Exchange, rec: UploadRecord, sta
   } catch {
     ok = false;
   }
-  return ctx.uploads.finishAppend(rec, writer, ok, persist);
+  return ctx.uploads.finishAppend(rec, writer, ok);
 }
 
 export async function startUpload(ctx: RegistryContext, ex: Exchange, repository: string): Promise<void> {
@@ -55,7 +52,7 @@ export async function startUpload(ctx: RegistryContext, ex: Exchange, repository
   const digest = digestParam ? parseDigest(digestParam) : undefined;
   let rec = await ctx.uploads.create(repository, caller!.principal.accountId);
   if (!digest) return ex.send(202, sessionHeaders(ctx, rec));
-  rec = await append(ctx, ex, rec, undefined, false);
+  rec = await append(ctx, ex, rec, undefined);
   await ctx.uploads.commit(rec, digest);
   blobCreated(ctx, ex, repository, digest);
 }
@@ -106,7 +103,7 @@ export async function completeUpload(ctx: RegistryContext, ex: Exchange, reposit
   if (!digestParam) throw fail('DIGEST_INVALID', 'the digest query parameter is required to complete an upload');
   const digest = parseDigest(digestParam);
   if (ex.header('transfer-encoding') || Number(ex.header('content-length') || '0') > 0) {
-    rec = await append(ctx, ex, rec, undefined, false);
+    rec = await append(ctx, ex, rec, undefined);
   }
   await ctx.uploads.commit(rec, digest);
   blobCreated(ctx, ex, repository, digest);
