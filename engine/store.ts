@@ -20,13 +20,15 @@ import type { ManifestRecord, RepositoryRecord, TagRecord } from './registry/rec
 import type { ClientRecord, GrantRecord, SignInState, WebSessionRecord } from './oauth/records.js';
 import { indexAuthorizationInTransaction, type AuthorizationIndex } from './auth/authorizations.js';
 import { indexBlobLinksInTransaction } from './registry/links.js';
+import { indexManifestTagsInTransaction } from './registry/tags.js';
 
 /**
  * Current on-disk schema version; bump with an ordered migration in `migrate()`.
  * 1: accounts, authorizations, tokens, registry. 2: authorizations indexed by account and client.
  * 3: authorizations indexed by team; repository blob links indexed by digest.
+ * 4: tags indexed by manifest (`manifestTags`).
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** Handles on every named database. */
 export interface Store {
@@ -68,8 +70,14 @@ export interface Store {
   blobRepositories: Database<number, string>;
   /** `repository␟digest` → time pushed: manifests of a repository. */
   repositoryManifests: Database<number, string>;
-  /** `repository␟tag` → tag record. */
+  /** `repository␟tag` → tag record. Written only through registry/tags.ts. */
   tags: Database<TagRecord, string>;
+  /**
+   * `repository␟manifest digest␟tag` → the tag's updatedAt (ms): the tags pointing at each
+   * manifest of a repository (removing a manifest reads only its own tags). Changes only with
+   * `tags`, in registry/tags.ts, inside the same transaction.
+   */
+  manifestTags: Database<number, string>;
   /** manifest digest → manifest record (content-addressed, shared by repositories). */
   manifests: Database<ManifestRecord, string>;
   /** `config digest␟repository␟manifest digest` → time pushed: the image-id index. */
@@ -141,6 +149,7 @@ export function openStore(dir: string): Store {
     blobRepositories: db('blob-repositories'),
     repositoryManifests: db('repository-manifests'),
     tags: db('tags'),
+    manifestTags: db('manifest-tags'),
     manifests: db('manifests'),
     images: db('images'),
     blobs: db('blobs'),
@@ -176,6 +185,7 @@ function migrate(store: Store): void {
       if (version < 3) indexes.push('team');
       if (indexes.length > 0) indexAuthorizations(store, indexes);
       if (version < 3) indexBlobLinksInTransaction(store);
+      if (version < 4) indexManifestTagsInTransaction(store);
       store.meta.put('schema', SCHEMA_VERSION);
     });
   }

@@ -6,7 +6,9 @@
  *    any of the 20 newest releases of their app are kept. Pairs never released go 24 h after
  *    their push; pairs only in older releases go 30 days after it. Each batch is one
  *    transaction that re-checks the pair's push time and that its app has no newer release than
- *    the run saw, then does what DELETE by digest does (`removeManifestInTransaction`).
+ *    the run saw, then does what DELETE by digest does (`removeManifestInTransaction`, which
+ *    finds the image's tags through the manifest → tags index of tags.ts, so a batch costs only
+ *    its own images' records, whatever the number of tags in their repositories).
  * 2. Blobs at refs 0. One transaction per batch re-checks each record (refs 0, committed and
  *    last touched more than `graceMs` ago, no upload session of its size) and deletes it with
  *    every repository link of its digest (read from the digest → repositories index, links.ts).

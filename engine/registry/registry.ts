@@ -1,7 +1,8 @@
 /**
  * Manifests, tags, repositories and the image-id index (distribution spec "Pulling manifests",
  * "Pushing manifests", "Content discovery", "Deleting"). Blob bytes are the BlobStore's; this
- * service keeps the records, each change in one LMDB transaction.
+ * service keeps the records, each change in one LMDB transaction. Tags are written only through
+ * tags.ts, which keeps the manifest → tags index in the same transaction.
  *
  * Reference counting: a blob's `refs` is the number of (repository, manifest) pairs naming it;
  * it changes in the same transaction that adds or removes the pair, and GC deletes only blobs
@@ -18,6 +19,7 @@ import { parseManifest } from './manifest-parse.js';
 import { checkPlatform, imageInfo, type ConfigSummary } from './image-info.js';
 import { parseReference } from './names.js';
 import { linkedBlob, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
+import { putTagInTransaction, removeTagInTransaction, removeTagsOfManifestInTransaction, removeTagsOfRepositoryInTransaction } from './tags.js';
 import type { ManifestRecord } from './records.js';
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
 
@@ -164,7 +166,7 @@ export class Registry {
         }
       }
       this.store.manifests.put(digest, record);
-      if (tag) this.store.tags.put(key(repository, tag), { digest, updatedAt: now });
+      if (tag) putTagInTransaction(this.store, repository, tag, digest, now);
     });
     return digest;
   }
@@ -212,7 +214,7 @@ export class Registry {
     const digest = this.resolveManifest(repository, reference);
     await this.store.env.transaction(() => {
       if (!isDigest(reference)) {
-        this.store.tags.remove(key(repository, reference));
+        removeTagInTransaction(this.store, repository, reference);
         return;
       }
       removeManifestInTransaction(this.store, repository, digest);
@@ -227,7 +229,7 @@ export class Registry {
         for (const { key: k } of this.store.repositoryManifests.getRange(prefixRange(repository))) {
           removeManifestInTransaction(this.store, repository, k.slice(repository.length + 1) as Digest);
         }
-        for (const { key: k } of this.store.tags.getRange(prefixRange(repository))) this.store.tags.remove(k);
+        removeTagsOfRepositoryInTransaction(this.store, repository);
         this.store.repositories.remove(repository);
       }
       // Links of every repository of the app, also those with blobs but no manifest yet.
@@ -295,9 +297,10 @@ export class Registry {
 
 /**
  * Removes a (repository, manifest) pair: the repository link, every tag of the repository that
- * points at it, its image-id index entry and one reference of each blob it names; the manifest
- * record goes when no repository holds it any more. Call inside a write transaction. Used by
- * DELETE by digest, app deletion and image retention (gc.ts).
+ * points at it (read from the manifest → tags index, tags.ts: cost independent of the
+ * repository's tag count), its image-id index entry and one reference of each blob it names; the
+ * manifest record goes when no repository holds it any more. Call inside a write transaction.
+ * Used by DELETE by digest, app deletion and image retention (gc.ts).
  * @returns false when the pair did not exist (nothing changed).
  */
 export function removeManifestInTransaction(store: Store, repository: string, digest: Digest): boolean {
@@ -305,9 +308,7 @@ export function removeManifestInTransaction(store: Store, repository: string, di
   if (store.repositoryManifests.get(rmKey) === undefined) return false;
   const record = store.manifests.get(digest);
   store.repositoryManifests.remove(rmKey);
-  for (const { key: k, value } of store.tags.getRange(prefixRange(repository))) {
-    if (value.digest === digest) store.tags.remove(k);
-  }
+  removeTagsOfManifestInTransaction(store, repository, digest);
   if (!record) return true;
   store.images.remove(key(record.configDigest, repository, digest));
   for (const b of record.blobs) {
