@@ -151,6 +151,9 @@ export class Uploads {
       throw fail('BLOB_UPLOAD_INVALID', 'upload interrupted; the session was discarded, start a new upload');
     }
     const updated: UploadRecord = { ...rec, offset: writer.offset, updatedAt: this.clock.now() };
+    // Recorded before the reply, also when the same request commits next: GC keeps every blob
+    // and orphan file whose size equals a recorded session offset (engine/registry/gc.ts), which
+    // is what protects bytes between the commit's dedupe check or rename and its transaction.
     await this.store.uploads.put(rec.id, updated);
     if (live) {
       live.busy = false;
