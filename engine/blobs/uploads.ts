@@ -30,6 +30,8 @@ interface LiveState {
   unsynced: number;
   /** A background fdatasync of the session file, started between chunks. */
   syncing: Promise<void> | null;
+  /** The session's record while it is not in the store yet (no bytes recorded so far). */
+  unrecorded?: UploadRecord;
 }
 
 function newLive(hash: RunningHash, offset: number): LiveState {
@@ -89,9 +91,13 @@ export class Uploads {
     const id = randomBytes(16).toString('hex');
     const now = this.clock.now();
     const rec: UploadRecord = { id, repository, accountId, offset: 0, createdAt: now, updatedAt: now };
-    await fsp.writeFile(this.pathOf(id), new Uint8Array(0), { flag: 'wx' });
-    await this.store.uploads.put(id, rec);
-    this.#live.set(id, newLive((this.options.newHash ?? inlineHash)(), 0));
+    // Recorded in the store with its first bytes (finishAppend), and its file created then too
+    // (beginAppend): a POST does no I/O, so it does not queue behind other uploads' writes and
+    // syncs (measured under 16 concurrent uploads: POST p50 75-130 ms before). Until then the
+    // session lives only here; a crash forgets it, as the client would after any lost session.
+    const live = newLive((this.options.newHash ?? inlineHash)(), 0);
+    live.unrecorded = rec;
+    this.#live.set(id, live);
     return rec;
   }
 
@@ -100,7 +106,7 @@ export class Uploads {
    * @throws BLOB_UPLOAD_UNKNOWN when it does not exist or belongs to another repository.
    */
   get(id: string, repository: string): UploadRecord {
-    const rec = /^[a-f0-9]{32}$/.test(id) ? this.store.uploads.get(id) : undefined;
+    const rec = /^[a-f0-9]{32}$/.test(id) ? (this.#live.get(id)?.unrecorded ?? this.store.uploads.get(id)) : undefined;
     if (!rec || rec.repository !== repository) throw fail('BLOB_UPLOAD_UNKNOWN', 'blob upload unknown to registry', { uuid: id.slice(0, 64) });
     return rec;
   }
@@ -127,7 +133,7 @@ export class Uploads {
     live.busy = true;
     let fd: number;
     try {
-      fd = openSync(this.pathOf(rec.id), fsc.O_WRONLY);
+      fd = openSync(this.pathOf(rec.id), fsc.O_WRONLY | (live.unrecorded ? fsc.O_CREAT : 0), 0o600);
     } catch (e) {
       live.busy = false;
       throw fail('BLOB_UPLOAD_UNKNOWN', 'upload session bytes are missing; start a new upload', { uuid: rec.id });
@@ -157,6 +163,7 @@ export class Uploads {
     await this.store.uploads.put(rec.id, updated);
     if (live) {
       live.busy = false;
+      live.unrecorded = undefined;
       if (live.offset !== -1) live.offset = updated.offset;
       // Chunked uploads: sync every SYNC_EVERY_BYTES in the background, overlapping the next
       // chunk, so the commit's final sync has little left (the writer syncs within one chunk).
@@ -180,6 +187,13 @@ export class Uploads {
   async commit(rec: UploadRecord, expected: Digest): Promise<{ digest: Digest; size: number }> {
     const path = this.pathOf(rec.id);
     const live = this.#live.get(rec.id);
+    if (live?.unrecorded) {
+      // Completed without a body: create its (empty) file, and record the session before the
+      // bytes move (GC keeps blobs of a recorded session's size, gc.ts).
+      await fsp.writeFile(path, new Uint8Array(0), { flag: 'a' });
+      await this.store.uploads.put(rec.id, rec);
+      live.unrecorded = undefined;
+    }
     if (live?.syncing) await live.syncing;
     const h = await fsp.open(path, 'r+');
     try {
@@ -223,7 +237,8 @@ export class Uploads {
   async reap(): Promise<number> {
     const now = this.clock.now();
     let removed = 0;
-    for (const { value: rec } of this.store.uploads.getRange()) {
+    const unrecorded = [...this.#live.values()].flatMap((l) => (l.unrecorded ? [l.unrecorded] : []));
+    for (const rec of [...unrecorded, ...[...this.store.uploads.getRange()].map((e) => e.value)]) {
       if (now - rec.updatedAt > this.options.staleAfterMs && !this.#live.get(rec.id)?.busy) {
         await this.cancel(rec);
         removed++;
