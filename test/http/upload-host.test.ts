@@ -196,3 +196,20 @@ t.test('a chunked upload past the background-sync interval commits intact', asyn
   const head = await http('HEAD', `${target.registry}/v2/wire/web/blobs/${digest}`, { headers: target.auth });
   t.equal(head.headers['content-length'], String(chunks * chunk.length));
 });
+
+t.test('the upload host over TLS (SLIPWAY_UPLOAD_TLS=on)', async (t) => {
+  const dir = tempDir();
+  const secure = await startServer(dir.dir, { SLIPWAY_UPLOAD_TLS: 'on' });
+  t.teardown(async () => { await secure.stop(); dir.cleanup(); });
+  await createApp(secure.urls.api, secure.apiKey!, 'wire');
+  const tgt: Target = { registry: secure.urls.registry, auth: basic('_', secure.apiKey!) };
+  const loc = await startUpload(tgt, 'wire/web');
+  t.match(loc, /^https:/, 'Location on the TLS upload host');
+  const body = randomBytes(3 * 1024 * 1024 + 17);
+  const patch = await http('PATCH', loc, { headers: { 'content-type': 'application/octet-stream' }, body });
+  t.equal(patch.status, 202);
+  const put = await http('PUT', `${loc}&digest=${sha256(body)}`, {});
+  t.equal(put.status, 201);
+  const got = await http('GET', `${tgt.registry}/v2/wire/web/blobs/${sha256(body)}`, { headers: tgt.auth });
+  t.equal(sha256(got.bytes), sha256(body), 'stored bytes match');
+});
