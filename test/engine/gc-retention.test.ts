@@ -7,14 +7,11 @@
  * own tests); pushes go through the engine's Uploads and Registry.
  */
 import t from 'tap';
+import { engineFixture } from '../helpers/engine.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
-import { tempDir } from '../helpers/server.js';
-import { ManualClock } from '../../engine/clock.js';
-import { key, openStore, prefixRange, type Store } from '../../engine/store.js';
-import { Uploads } from '../../engine/blobs/uploads.js';
-import { Registry } from '../../engine/registry/registry.js';
+import { key, prefixRange, type Store } from '../../engine/store.js';
 import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
 import { subscribeEvent, type GcEvent } from '../../engine/events.js';
 import type { Digest } from '../../engine/digest.js';
@@ -27,27 +24,7 @@ const sha = (b: Buffer) => ('sha256:' + createHash('sha256').update(b).digest('h
 interface Image { repository: string; digest: Digest; config: Digest; blobs: Digest[] }
 
 async function engine(t: { teardown(fn: () => unknown): void }) {
-  const tmp = tempDir();
-  const store = openStore(tmp.dir);
-  const clock = new ManualClock();
-  const blobs = new GcSafeBlobStore(tmp.dir, store);
-  const uploads = new Uploads(store, blobs, clock, async () => { throw new Error('no rehash in tests'); }, tmp.dir);
-  await uploads.init();
-  const registry = new Registry(store, blobs, clock, async () => ({
-    config: { architecture: 'amd64', os: 'linux', entrypoint: null, cmd: ['/bin/sh'], workingDir: '/', env: [], user: '', ignoredInstructions: [] },
-    scans: {},
-  }));
-  const gc = new GarbageCollector(store, blobs, clock);
-  t.teardown(async () => { await store.close(); tmp.cleanup(); });
-
-  async function upload(repository: string, bytes: Buffer): Promise<Digest> {
-    let rec = await uploads.create(repository, 'acct');
-    const w = uploads.beginAppend(rec, undefined);
-    w.write(bytes);
-    rec = await uploads.finishAppend(rec, w, true);
-    await uploads.commit(rec, sha(bytes));
-    return sha(bytes);
-  }
+  const { tmp, store, clock, blobs, uploads, registry, gc, upload } = await engineFixture(t);
   /** Pushes config + layers and a v2s2 manifest tagged `tag`; returns the image. */
   async function push(repository: string, layers: Buffer[], tag = 'latest'): Promise<Image> {
     const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', n: randomBytes(8).toString('hex') }));

@@ -6,13 +6,9 @@
  * deletes, never the whole link table. Engine-level, with a ManualClock.
  */
 import t from 'tap';
+import { engineFixture } from '../helpers/engine.js';
 import { createHash, randomBytes } from 'node:crypto';
-import { tempDir } from '../helpers/server.js';
-import { ManualClock } from '../../engine/clock.js';
-import { KEY_SEPARATOR, openStore, type Store } from '../../engine/store.js';
-import { Uploads } from '../../engine/blobs/uploads.js';
-import { Registry } from '../../engine/registry/registry.js';
-import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
+import { KEY_SEPARATOR, type Store } from '../../engine/store.js';
 import { repositoriesLinking } from '../../engine/registry/links.js';
 import type { Digest } from '../../engine/digest.js';
 
@@ -34,31 +30,12 @@ function links(store: Store): { forward: string[]; inverse: string[] } {
 }
 
 t.test('the index follows every link change', async (t) => {
-  const tmp = tempDir();
-  const store = openStore(tmp.dir);
-  const clock = new ManualClock();
-  const blobs = new GcSafeBlobStore(tmp.dir, store);
-  const uploads = new Uploads(store, blobs, clock, async () => { throw new Error('no rehash in tests'); }, tmp.dir);
-  await uploads.init();
-  const registry = new Registry(store, blobs, clock, async () => ({
-    config: { architecture: 'amd64', os: 'linux', entrypoint: null, cmd: ['/bin/sh'], workingDir: '/', env: [], user: '', ignoredInstructions: [] },
-    scans: {},
-  }));
-  const gc = new GarbageCollector(store, blobs, clock);
-  t.teardown(async () => { await store.close(); tmp.cleanup(); });
+  const { store, clock, registry, gc, upload } = await engineFixture(t);
 
   const consistent = (what: string) => {
     const { forward, inverse } = links(store);
     t.same(inverse, forward, `${what}: index is the inverse of the links (${forward.length})`);
     return forward.length;
-  };
-  const upload = async (repository: string, bytes: Buffer) => {
-    let rec = await uploads.create(repository, 'acct');
-    const w = uploads.beginAppend(rec, undefined);
-    w.write(bytes);
-    rec = await uploads.finishAppend(rec, w, true);
-    await uploads.commit(rec, sha(bytes));
-    return sha(bytes);
   };
   const manifest = (config: Buffer, layers: Buffer[]) => Buffer.from(JSON.stringify({
     schemaVersion: 2, mediaType: V2S2,

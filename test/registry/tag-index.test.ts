@@ -7,13 +7,10 @@
  * with a ManualClock.
  */
 import t from 'tap';
+import { engineFixture } from '../helpers/engine.js';
 import { createHash, randomBytes } from 'node:crypto';
-import { tempDir } from '../helpers/server.js';
-import { ManualClock } from '../../engine/clock.js';
-import { key, KEY_SEPARATOR, openStore, type Store } from '../../engine/store.js';
-import { Uploads } from '../../engine/blobs/uploads.js';
-import { Registry } from '../../engine/registry/registry.js';
-import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
+import { key, KEY_SEPARATOR, type Store } from '../../engine/store.js';
+import type { GarbageCollector } from '../../engine/registry/gc.js';
 import { tagsOfManifest } from '../../engine/registry/tags.js';
 import type { Digest } from '../../engine/digest.js';
 
@@ -32,31 +29,13 @@ function tagIndex(store: Store): { stored: string[]; implied: string[] } {
 }
 
 t.test('the manifest → tags index follows every tag change', async (t) => {
-  const tmp = tempDir();
-  const store = openStore(tmp.dir);
-  const clock = new ManualClock();
-  const blobs = new GcSafeBlobStore(tmp.dir, store);
-  const uploads = new Uploads(store, blobs, clock, async () => { throw new Error('no rehash in tests'); }, tmp.dir);
-  await uploads.init();
-  const registry = new Registry(store, blobs, clock, async () => ({
-    config: { architecture: 'amd64', os: 'linux', entrypoint: null, cmd: ['/bin/sh'], workingDir: '/', env: [], user: '', ignoredInstructions: [] },
-    scans: {},
-  }));
-  const gc = new GarbageCollector(store, blobs, clock);
-  t.teardown(async () => { await store.close(); tmp.cleanup(); });
+  const { store, clock, registry, gc, upload } = await engineFixture(t);
 
   const consistent = (what: string) => {
     const { stored, implied } = tagIndex(store);
     t.same(stored, implied, `${what}: index is exactly what the tags imply (${implied.length})`);
     t.ok([...store.manifestTags.getKeys()].every((k) => k.split(KEY_SEPARATOR).length === 3 && !k.includes('\0')), `${what}: keys are repository␟digest␟tag, never NUL`);
     return implied.length;
-  };
-  const upload = async (repository: string, bytes: Buffer) => {
-    let rec = await uploads.create(repository, 'acct');
-    const w = uploads.beginAppend(rec, undefined);
-    w.write(bytes);
-    rec = await uploads.finishAppend(rec, w, true);
-    await uploads.commit(rec, sha(bytes));
   };
   /** Uploads a fresh config and layer into `repository`; returns manifest bytes naming them. */
   const image = async (repository: string) => {
