@@ -146,7 +146,8 @@ export class Registry {
       }
       const rmKey = key(repository, digest);
       const isNewInRepository = this.store.repositoryManifests.get(rmKey) === undefined;
-      const record: ManifestRecord = this.store.manifests.get(digest) ?? {
+      const stored = this.store.manifests.get(digest);
+      const record: ManifestRecord = stored ?? {
         mediaType: 'application/vnd.docker.distribution.manifest.v2+json',
         bytes,
         configDigest: parsed.config.digest,
@@ -165,7 +166,8 @@ export class Registry {
           this.store.blobs.put(b, { ...blob, refs: blob.refs + 1 });
         }
       }
-      this.store.manifests.put(digest, record);
+      // Re-tagging a manifest the repository already holds changes nothing in its record.
+      if (isNewInRepository || !stored) this.store.manifests.put(digest, record);
       if (tag) putTagInTransaction(this.store, repository, tag, digest, now);
     });
     return digest;
