@@ -18,7 +18,12 @@ import { Connection } from './h1-connection.js';
 import type { RequestHead } from './h1-head.js';
 import { fail } from '../../engine/errors.js';
 
-/** Per-connection buffer for reads that do not go straight into a body sink (bytes). */
+/**
+ * Size of the buffer for reads that do not go straight into a body sink (bytes). One buffer
+ * serves every connection of a server: libuv reads one socket and runs its callback before
+ * reading the next, and everything kept from a read is copied (h1-connection.ts `onBytes`), so
+ * idle keep-alive connections cost no buffer memory.
+ */
 const SCRATCH_BYTES = 64 * 1024;
 /** Read size when streaming a file to a client (bytes). */
 const FILE_CHUNK_BYTES = 1024 * 1024;
@@ -171,8 +176,8 @@ export function createH1Server(handler: Handler, onError: (ex: Exchange, e: unkn
       track(socket);
     });
   } else {
+    const scratch = Buffer.allocUnsafeSlow(SCRATCH_BYTES);
     server = createServer({ pauseOnConnect: true, allowHalfOpen: true }, (accepted) => {
-      const scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
       let conn: Connection | undefined;
       const socket = withUserBuffers(accepted, () => conn?.nextReadBuffer(scratch) ?? scratch, (n, buf) => conn!.onRead(n, buf));
       conn = new Connection(socket, onRequest);

@@ -213,3 +213,22 @@ t.test('the upload host over TLS (SLIPWAY_UPLOAD_TLS=on)', async (t) => {
   const got = await http('GET', `${tgt.registry}/v2/wire/web/blobs/${sha256(body)}`, { headers: tgt.auth });
   t.equal(sha256(got.bytes), sha256(body), 'stored bytes match');
 });
+
+t.test('interleaved chunked uploads on several connections keep their bytes apart', async (t) => {
+  const bodies = [randomBytes(40_000), randomBytes(50_000), randomBytes(60_000)];
+  const paths = await Promise.all(bodies.map(() => sessionPath()));
+  const raws = bodies.map(() => new Raw());
+  const wires = bodies.map((b, i) => Buffer.concat([Buffer.from(`PATCH ${paths[i]} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`), chunked(b, [b.length - 1000, 1000])]));
+  // Small pieces, round robin: reads of every connection go through the shared scratch buffer.
+  for (let off = 0; wires.some((w) => off < w.length); off += 997) {
+    wires.forEach((w, i) => { if (off < w.length) raws[i]!.socket.write(w.subarray(off, off + 997)); });
+    if (off % (997 * 8) === 0) await new Promise((r) => setTimeout(r, 1));
+  }
+  await Promise.all(raws.map((r) => r.until(() => r.statuses().length === 1)));
+  for (let i = 0; i < bodies.length; i++) {
+    raws[i]!.socket.write(`PUT ${paths[i]}&digest=${sha256(bodies[i]!)} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n`);
+    await raws[i]!.until(() => raws[i]!.statuses().length === 2);
+    t.same(raws[i]!.statuses(), ['202', '201'], `upload ${i} verified against its digest`);
+    raws[i]!.socket.destroy();
+  }
+});
