@@ -14,6 +14,7 @@ import { inlineHash } from '../engine/blobs/running-hash.js';
 
 type Reply = { seq: number; hex?: string | null };
 
+/** The hash thread's main-side handle: `create` makes running hashes, `close` stops it. */
 export class HashThread {
   #worker: Worker | null = null;
   #generation = 0;

@@ -50,6 +50,12 @@ function httpDate(): string {
   return dateCache;
 }
 
+/**
+ * One client connection: state machine head → body → wait (handler running) → head again, or
+ * closed. The listener feeds it socket bytes (`onRead`/`onBytes`) and asks it where the next
+ * read goes (`nextReadBuffer`); the exchange (h1-server.ts) attaches the body consumer and
+ * writes the response through it.
+ */
 export class Connection {
   readonly socket: Socket;
   #state: State = 'head';
@@ -79,6 +85,7 @@ export class Connection {
     socket.on('end', () => this.#clientEnded());
   }
 
+  /** True once the connection is closed or closing: nothing more may be written. */
   get closed(): boolean {
     return this.#state === 'closed';
   }
