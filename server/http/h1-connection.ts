@@ -16,10 +16,19 @@ import { bodyFraming, HttpParseError, keepsAlive, parseHead, type BodyFraming, t
 import { ChunkedDecoder } from './h1-chunked.js';
 import type { ResponseHeaders } from './exchange.js';
 
-/** Idle time allowed while waiting for a request head, including keep-alive idle (ms). */
-export const HEAD_TIMEOUT_MS = 30_000;
-/** Idle time allowed while a body is being received or a response sent (ms). */
-export const TRANSFER_IDLE_TIMEOUT_MS = 300_000;
+/** Timeouts of a connection (ms). */
+export interface ConnectionTimeouts {
+  /**
+   * Keep-alive idle time, and the most time a request head may take from its first byte: a
+   * client trickling header bytes (slowloris) is cut off even though it is never idle.
+   */
+  headMs: number;
+  /** Idle time allowed while a body is being received or a response sent. */
+  transferIdleMs: number;
+}
+
+/** Defaults: 30 s for heads and keep-alive idle, 300 s of silence within a transfer. */
+export const DEFAULT_TIMEOUTS: ConnectionTimeouts = { headMs: 30_000, transferIdleMs: 300_000 };
 
 /** Receives one request's body; `region`/`committed` is the zero-copy path for Content-Length bodies. */
 export interface BodyConsumer {
@@ -76,10 +85,12 @@ export class Connection {
   /** Increments per request, so a late handler cannot write into the next request's response. */
   generation = 0;
 
-  constructor(socket: Socket, readonly onRequest: RequestListener) {
+  #headDeadline: NodeJS.Timeout | null = null;
+
+  constructor(socket: Socket, readonly onRequest: RequestListener, readonly timeouts: ConnectionTimeouts = DEFAULT_TIMEOUTS) {
     this.socket = socket;
     socket.setNoDelay(true);
-    socket.setTimeout(HEAD_TIMEOUT_MS, () => socket.destroy());
+    socket.setTimeout(timeouts.headMs, () => socket.destroy());
     socket.on('error', () => {});
     socket.on('close', () => this.#closed());
     socket.on('end', () => this.#clientEnded());
@@ -138,7 +149,10 @@ export class Connection {
         let framing: BodyFraming;
         try {
           head = parseHead(this.#pending);
-          if (!head) break;
+          if (!head) {
+            this.#startHeadDeadline();
+            break;
+          }
           framing = bodyFraming(head);
         } catch (e) {
           return this.#refuse(e as Error);
@@ -156,6 +170,17 @@ export class Connection {
     this.#updateFlow();
   }
 
+  #startHeadDeadline(): void {
+    if (this.#headDeadline) return;
+    this.#headDeadline = setTimeout(() => this.socket.destroy(), this.timeouts.headMs);
+    this.#headDeadline.unref();
+  }
+
+  #clearHeadDeadline(): void {
+    if (this.#headDeadline) clearTimeout(this.#headDeadline);
+    this.#headDeadline = null;
+  }
+
   #start(head: RequestHead, framing: BodyFraming): void {
     this.generation++;
     this.#framing = framing;
@@ -169,7 +194,8 @@ export class Connection {
     this.#decoder = framing.kind === 'chunked' ? new ChunkedDecoder() : null;
     this.#continuePending = !this.#bodyDone && (head.headers.get('expect') ?? '').toLowerCase() === '100-continue';
     this.#state = this.#bodyDone ? 'wait' : 'body';
-    this.socket.setTimeout(this.#bodyDone ? 0 : TRANSFER_IDLE_TIMEOUT_MS);
+    this.#clearHeadDeadline();
+    this.socket.setTimeout(this.#bodyDone ? 0 : this.timeouts.transferIdleMs);
     // The handler starts after the current read is processed (no re-entrant parsing).
     queueMicrotask(() => this.onRequest(this, head));
   }
@@ -265,13 +291,13 @@ export class Connection {
     for (const k in headers) head += `${k}: ${headers[k]}\r\n`;
     if (status !== 204 && status !== 304) head += `content-length: ${length}\r\n`;
     head += `date: ${httpDate()}\r\n`;
-    head += this.#keepAlive ? `keep-alive: timeout=${HEAD_TIMEOUT_MS / 1000}\r\n\r\n` : 'connection: close\r\n\r\n';
+    head += this.#keepAlive ? `keep-alive: timeout=${Math.floor(this.timeouts.headMs / 1000)}\r\n\r\n` : 'connection: close\r\n\r\n';
     this.socket.cork();
     this.socket.write(head, 'latin1');
     if (body && body.length > 0) this.socket.write(body);
     this.socket.uncork();
     if (final) this.endResponse();
-    else this.socket.setTimeout(TRANSFER_IDLE_TIMEOUT_MS);
+    else this.socket.setTimeout(this.timeouts.transferIdleMs);
   }
 
   /** Writes response body bytes; false means wait for `drained()`. */
@@ -315,7 +341,7 @@ export class Connection {
       return;
     }
     this.#state = 'head';
-    this.socket.setTimeout(HEAD_TIMEOUT_MS);
+    this.socket.setTimeout(this.timeouts.headMs);
     this.#process();
   }
 
@@ -351,6 +377,7 @@ export class Connection {
   }
 
   #closed(): void {
+    this.#clearHeadDeadline();
     const wasOpen = this.#state !== 'closed' || !this.#bodyDone;
     this.#state = 'closed';
     if (wasOpen) this.#fail(new Error('client closed the connection'));

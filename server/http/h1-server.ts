@@ -14,7 +14,7 @@ import { createServer as createTlsServer } from 'node:tls';
 import { createReadStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { collectBody, type BodySink, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
-import { Connection } from './h1-connection.js';
+import { Connection, DEFAULT_TIMEOUTS, type ConnectionTimeouts } from './h1-connection.js';
 import type { RequestHead } from './h1-head.js';
 import { fail } from '../../engine/errors.js';
 
@@ -158,7 +158,7 @@ export interface H1Server {
 }
 
 /** An HTTP/1.1 server running `handler` for every request; TLS when `tls` is given. */
-export function createH1Server(handler: Handler, onError: (ex: Exchange, e: unknown) => void, tls?: { cert: Buffer; key: Buffer }): H1Server {
+export function createH1Server(handler: Handler, onError: (ex: Exchange, e: unknown) => void, tls?: { cert: Buffer; key: Buffer }, timeouts: ConnectionTimeouts = DEFAULT_TIMEOUTS): H1Server {
   const open = new Set<Socket>();
   const onRequest = (conn: Connection, head: RequestHead) => {
     const ex = new H1Exchange(conn, head);
@@ -171,7 +171,7 @@ export function createH1Server(handler: Handler, onError: (ex: Exchange, e: unkn
   let server: Server;
   if (tls) {
     server = createTlsServer({ ...tls, allowHalfOpen: true }, (socket) => {
-      const conn = new Connection(socket, onRequest);
+      const conn = new Connection(socket, onRequest, timeouts);
       socket.on('data', (d: Buffer) => conn.onBytes(d, true));
       track(socket);
     });
@@ -180,7 +180,7 @@ export function createH1Server(handler: Handler, onError: (ex: Exchange, e: unkn
     server = createServer({ pauseOnConnect: true, allowHalfOpen: true }, (accepted) => {
       let conn: Connection | undefined;
       const socket = withUserBuffers(accepted, () => conn?.nextReadBuffer(scratch) ?? scratch, (n, buf) => conn!.onRead(n, buf));
-      conn = new Connection(socket, onRequest);
+      conn = new Connection(socket, onRequest, timeouts);
       if (socket === accepted) {
         socket.on('data', (d: Buffer) => conn!.onBytes(d, true));
         socket.resume();
