@@ -82,9 +82,6 @@ export class Connection {
   #paused = false;
   #region: Buffer | null = null;
   #abortWaiters: Array<() => void> = [];
-  /** Increments per request, so a late handler cannot write into the next request's response. */
-  generation = 0;
-
   #headDeadline: NodeJS.Timeout | null = null;
 
   constructor(socket: Socket, readonly onRequest: RequestListener, readonly timeouts: ConnectionTimeouts = DEFAULT_TIMEOUTS) {
@@ -182,7 +179,6 @@ export class Connection {
   }
 
   #start(head: RequestHead, framing: BodyFraming): void {
-    this.generation++;
     this.#framing = framing;
     this.#keepAlive = keepsAlive(head);
     this.#responded = false;
@@ -229,11 +225,10 @@ export class Connection {
   #bodyComplete(): void {
     this.#bodyDone = true;
     this.#decoder = null;
-    const consumer = this.#consumer;
     if (this.#responded) return this.#next();
     this.#state = 'wait';
     this.socket.setTimeout(0);
-    consumer?.end();
+    this.#consumer?.end();
   }
 
   /**
