@@ -66,6 +66,16 @@ export class FileBlobStore implements BlobStore {
   }
 }
 
+/** fdatasyncs a file's bytes by path (the upload commit order's "bytes fsynced" step). */
+export async function datasyncFile(path: string): Promise<void> {
+  const h = await fsp.open(path, 'r+');
+  try {
+    await h.datasync();
+  } finally {
+    await h.close();
+  }
+}
+
 /** fsyncs a directory so a rename inside it survives a crash. */
 export async function fsyncDir(dir: string): Promise<void> {
   const h = await fsp.open(dir, fsc.O_RDONLY);

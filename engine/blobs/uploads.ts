@@ -15,7 +15,7 @@ import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
 import { SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
 import { inlineHash, lostHash, type HashFactory, type RunningHash } from './running-hash.js';
-import type { BlobStore } from './cas.js';
+import { datasyncFile, type BlobStore } from './cas.js';
 import type { UploadRecord } from './records.js';
 import { linkBlobInTransaction } from '../registry/links.js';
 
@@ -38,18 +38,10 @@ function newLive(hash: RunningHash, offset: number): LiveState {
   return { hash, offset, busy: false, unsynced: 0, syncing: null };
 }
 
-/** fdatasync of a file by path; errors are left to the final sync at commit. */
-async function syncFile(path: string): Promise<void> {
-  try {
-    const h = await fsp.open(path, 'r+');
-    try {
-      await h.datasync();
-    } finally {
-      await h.close();
-    }
-  } catch {
-    // the session was cancelled meanwhile, or the commit's own sync will report the error
-  }
+/** Background fdatasync between chunks; errors are left to the final sync at commit. */
+function syncInBackground(path: string): Promise<void> {
+  // The session was cancelled meanwhile, or the commit's own sync will report the error.
+  return datasyncFile(path).catch(() => {});
 }
 
 /** Options of the upload service. */
@@ -170,7 +162,7 @@ export class Uploads {
       live.unsynced += writer.unsyncedBytes;
       if (live.unsynced >= SYNC_EVERY_BYTES && !live.syncing) {
         live.unsynced = 0;
-        const syncing = syncFile(this.pathOf(rec.id));
+        const syncing = syncInBackground(this.pathOf(rec.id));
         live.syncing = syncing;
         void syncing.then(() => { if (live.syncing === syncing) live.syncing = null; });
       }
@@ -195,12 +187,7 @@ export class Uploads {
       live.unrecorded = undefined;
     }
     if (live?.syncing) await live.syncing;
-    const h = await fsp.open(path, 'r+');
-    try {
-      await h.datasync();
-    } finally {
-      await h.close();
-    }
+    await datasyncFile(path);
     let hex: string | null = null;
     if (live && live.offset === rec.offset) hex = await live.hash.digest();
     else live?.hash.discard();
