@@ -1,6 +1,6 @@
 /** Registry protocol steps for tests, through the real HTTP interface. */
 import { http, type Reply } from './http.js';
-import { sha256 } from './image.js';
+import { sha256, type BuiltImage } from './image.js';
 
 export interface Target {
   registry: string;
@@ -28,4 +28,18 @@ export function withDigest(location: string, digest: string): string {
 
 export function putManifest(t: Target, name: string, reference: string, body: Buffer | string, contentType = 'application/vnd.docker.distribution.manifest.v2+json'): Promise<Reply> {
   return http('PUT', `${t.registry}/v2/${name}/manifests/${reference}`, { headers: { ...t.auth, 'content-type': contentType }, body });
+}
+
+/**
+ * Pushes a built image by HTTP: every blob by monolithic upload, then the manifest under `tag`.
+ * @throws Error naming the step and status when any answer is not 201.
+ */
+export async function pushBuiltImage(t: Target, name: string, tag: string, img: BuiltImage): Promise<BuiltImage> {
+  for (const b of [img.config, ...img.layers.map((l) => l.bytes)]) {
+    const r = await pushBlob(t, name, b);
+    if (r.status !== 201) throw new Error(`blob push ${r.status} ${r.text}`);
+  }
+  const m = await putManifest(t, name, tag, img.manifest);
+  if (m.status !== 201) throw new Error(`manifest push ${m.status} ${m.text}`);
+  return img;
 }

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { startServer, tempDir, CLI } from '../helpers/server.js';
 import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
-import { pushBlob, putManifest, type Target } from '../helpers/registry.js';
+import { pushBlob, pushBuiltImage, type Target } from '../helpers/registry.js';
 import { key, openStore } from '../../engine/store.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
 import type { Digest } from '../../engine/digest.js';
@@ -27,13 +27,7 @@ await createApp(server.urls.api, server.apiKey!, 'cliapp');
 
 async function push(tag: string) {
   const img = await buildImage(join(tmp.dir, `img-${tag}`), sampleSpec());
-  for (const b of [img.config, ...img.layers.map((l) => l.bytes)]) {
-    const r = await pushBlob(me, 'cliapp/web', b);
-    if (r.status !== 201) throw new Error(`blob push ${r.status} ${r.text}`);
-  }
-  const m = await putManifest(me, 'cliapp/web', tag, img.manifest);
-  if (m.status !== 201) throw new Error(`manifest push ${m.status} ${m.text}`);
-  return img;
+  return pushBuiltImage(me, 'cliapp/web', tag, img);
 }
 const doomed = await push('doomed');
 const released = await push('released');

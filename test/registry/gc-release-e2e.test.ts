@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { startTestServer, api } from '../helpers/oauth.js';
 import { basic, http } from '../helpers/http.js';
 import { buildImage, sha256, type BuiltImage } from '../helpers/image.js';
-import { pushBlob, putManifest, type Target } from '../helpers/registry.js';
+import { pushBuiltImage, type Target } from '../helpers/registry.js';
 import { GarbageCollector } from '../../engine/registry/gc.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
 
@@ -30,13 +30,7 @@ async function push(tag: string): Promise<BuiltImage> {
   const img = await buildImage(join(ts.server.config.dataDir, 'test-images', tag), {
     layers: [{ files: base }, { files: { 'app/version': tag } }], config: { Cmd: ['./run', tag] },
   });
-  for (const b of [img.config, ...img.layers.map((l) => l.bytes)]) {
-    const r = await pushBlob(me, 'keep/web', b);
-    if (r.status !== 201) throw new Error(`blob push ${r.status} ${r.text}`);
-  }
-  const m = await putManifest(me, 'keep/web', tag, img.manifest);
-  if (m.status !== 201) throw new Error(`manifest push ${m.status} ${m.text}`);
-  return img;
+  return pushBuiltImage(me, 'keep/web', tag, img);
 }
 const status = async (img: BuiltImage) => (await http('GET', `${me.registry}/v2/keep/web/manifests/${img.manifestDigest}`, { headers: me.auth })).status;
 

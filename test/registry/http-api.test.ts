@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { startServer, tempDir, CLI } from '../helpers/server.js';
 import { basic, bearer, createApp, errCode, errMessage, http } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
-import { pushBlob, putManifest, startUpload, withDigest, type Target } from '../helpers/registry.js';
+import { pushBlob, pushBuiltImage, putManifest, startUpload, withDigest, type Target } from '../helpers/registry.js';
 
 const tmp = tempDir();
 const server = await startServer(tmp.dir);
@@ -29,13 +29,7 @@ const them: Target = { registry: reg, auth: basic('_', other.api_key) };
 /** Pushes a sample image by HTTP; returns it. */
 async function pushImage(target: Target, name: string, tag: string, spec = sampleSpec()) {
   const img = await buildImage(join(tmp.dir, `img-${randomBytes(4).toString('hex')}`), spec);
-  for (const b of [img.config, ...img.layers.map((l) => l.bytes)]) {
-    const r = await pushBlob(target, name, b);
-    if (r.status !== 201) throw new Error(`blob push ${r.status} ${r.text}`);
-  }
-  const m = await putManifest(target, name, tag, img.manifest);
-  if (m.status !== 201) throw new Error(`manifest push ${m.status} ${m.text}`);
-  return img;
+  return pushBuiltImage(target, name, tag, img);
 }
 
 t.test('authentication', async (t) => {
