@@ -18,19 +18,20 @@
  * client used. Usage: `npx tsc -p . && node dist/bench/oauth.js [--duration 10]
  * [--connections 64] [--warmup 2] [--client wrk|autocannon]`. Durations are seconds.
  */
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { totpCode } from '../engine/auth/totp.js';
 import { CpuWindow } from './procstat.js';
+import { startSlipway, type SlipwayTarget } from './servers/slipway.js';
+import { installCleanup } from './cleanup.js';
 
-const CLI = fileURLToPath(new URL('../server/cli.js', import.meta.url));
 const V3 = 'application/vnd.slipway+json; version=3';
 
+/** What the workloads need of the running server. */
 interface Server {
   api: string;
   auth: string;
@@ -38,31 +39,6 @@ interface Server {
   email: string;
   password: string;
   totpSecret: string;
-  proc: ChildProcess;
-}
-
-/** Starts the server; resolves with its URLs and the operator's one-time secrets. */
-function startServer(dataDir: string): Promise<Server> {
-  // BENCH_SLIPWAY_NODE_ARGS: extra node flags for the server (as in bench/servers/slipway.ts).
-  const nodeArgs = (process.env.BENCH_SLIPWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const proc = spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--data', dataDir, '--registry-port', '0', '--api-port', '0', '--auth-port', '0', '--upload-port', '0'], {
-    env: { ...process.env, SLIPWAY_LOG_LEVEL: 'warn', SLIPWAY_RATE_LIMIT_POOL: '1000000000', SLIPWAY_RATE_LIMIT_PER_MINUTE: '1000000000' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 30_000);
-    proc.once('exit', (code) => reject(new Error(`server exited with ${code}:\n${out}`)));
-    proc.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const f = (k: string) => new RegExp(`^\\s+${k}\\s+(\\S+)$`, 'm').exec(out)?.[1] ?? '';
-      const m = /^slipway listening registry=\S+ api=(\S+) auth=(\S+)/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ api: m[1]!, auth: m[2]!, apiKey: f('api_key'), email: f('email'), password: f('password'), totpSecret: f('totp_secret'), proc });
-      }
-    });
-  });
 }
 
 /** Cookie-carrying fetch without redirects. */
@@ -193,27 +169,25 @@ async function main(): Promise<void> {
   const client = values.client ?? (haveWrk ? 'wrk' : 'autocannon');
   if (client !== 'wrk' && client !== 'autocannon') throw new Error('--client must be wrk or autocannon');
   if (client === 'wrk' && !haveWrk) throw new Error('--client wrk: wrk is not installed (apt-get install wrk)');
+  installCleanup(); // the server child is stopped on every exit path
   const dir = mkdtempSync(join(tmpdir(), 'slipway-bench-oauth-'));
-  let server: Server | undefined;
+  let target: SlipwayTarget | undefined;
   try {
-    server = await startServer(dir);
+    target = await startSlipway({ SLIPWAY_RATE_LIMIT_POOL: '1000000000', SLIPWAY_RATE_LIMIT_PER_MINUTE: '1000000000' });
+    const server: Server = { api: target.urls.api, auth: target.urls.auth, ...target.operator };
     const { secret, refreshToken } = await obtainRefreshToken(server);
     await measure({
       name: 'bearer-get-account', url: `${server.api}/account`, method: 'GET',
       headers: { authorization: `Bearer ${server.apiKey}`, accept: V3 }, target: { rps: 20_000, p99Ms: 5 },
-    }, client, connections, duration, warmup, dir, server.proc.pid!);
+    }, client, connections, duration, warmup, dir, target.pid);
     await measure({
       name: 'refresh-grant', url: `${server.auth}/oauth/token`, method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_secret: secret }).toString(),
       target: { rps: 2_000 },
-    }, client, connections, duration, warmup, dir, server.proc.pid!);
+    }, client, connections, duration, warmup, dir, target.pid);
   } finally {
-    if (server) {
-      const exited = new Promise((r) => server!.proc.once('exit', r));
-      server.proc.kill('SIGTERM');
-      await exited;
-    }
+    await target?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -1,7 +1,7 @@
 /**
  * Starts Slipway as a user runs it: `node dist/server/cli.js serve` on free ports with a fresh
  * data directory, plain HTTP on the registry host, warn-level logs. Reads the URLs and the
- * operator's one-time API key from its output and creates the app `bench`.
+ * operator's one-time secrets from its output and creates the app `bench`.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
@@ -15,25 +15,35 @@ import { removeDir, stopChild, trackChild, trackDir } from '../cleanup.js';
 
 const CLI = fileURLToPath(new URL('../../server/cli.js', import.meta.url));
 
-/** Starts Slipway, creates the app `bench`, and returns the running target. */
-export async function startSlipway(): Promise<Target> {
+/** A running Slipway: the registry target plus its other hosts and the operator's secrets. */
+export interface SlipwayTarget extends Target {
+  urls: { registry: string; api: string; auth: string; upload: string };
+  /** The operator account printed once at first start. */
+  operator: { apiKey: string; email: string; password: string; totpSecret: string };
+}
+
+/**
+ * Starts Slipway, creates the app `bench`, and returns the running target.
+ * @param env extra environment for the server (e.g. rate-limit settings)
+ */
+export async function startSlipway(env: Record<string, string> = {}): Promise<SlipwayTarget> {
   if (!existsSync(CLI)) throw new Error(`${CLI} not found; build first (npx tsc -p .)`);
   const dataDir = mkdtempSync(join(tmpdir(), 'slipway-bench-'));
   trackDir(dataDir);
   // BENCH_SLIPWAY_NODE_ARGS: extra node flags for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
   const nodeArgs = (process.env.BENCH_SLIPWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const proc = spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--data', dataDir, '--registry-port', '0', '--api-port', '0', '--auth-port', '0', '--upload-port', '0'], {
-    env: { ...process.env, SLIPWAY_LOG_LEVEL: 'warn', SLIPWAY_REGISTRY_TLS: 'off' },
+    env: { ...process.env, SLIPWAY_LOG_LEVEL: 'warn', SLIPWAY_REGISTRY_TLS: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   trackChild(proc);
-  let apiKey: string | undefined;
+  const secrets: Record<string, string> = {};
   let started = false;
   let onListening: (urls: Record<string, string>) => void = () => {};
   const listening = new Promise<Record<string, string>>((resolve) => { onListening = resolve; });
   const tail = collectLines(proc, (line) => {
-    const key = /^\s+api_key\s+(\S+)$/.exec(line);
-    if (key) apiKey = key[1];
+    const secret = /^\s+(api_key|email|password|totp_secret)\s+(\S+)$/.exec(line);
+    if (secret) secrets[secret[1]!] = secret[2]!;
     const m = /^slipway listening registry=(\S+) api=(\S+) auth=(\S+) upload=(\S+)/.exec(line);
     if (m) onListening({ registry: m[1]!, api: m[2]!, auth: m[3]!, upload: m[4]! });
     else if (started && line.trim()) process.stderr.write(`[slipway] ${line}\n`);
@@ -41,6 +51,7 @@ export async function startSlipway(): Promise<Target> {
   const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`slipway did not start within 30 s:\n${tail.join('\n')}`)), 30_000).unref());
   const urls = await Promise.race([listening, exitError(proc, 'slipway', () => tail.join('\n')), timeout]);
   started = true;
+  const apiKey = secrets.api_key;
   if (!apiKey) throw new Error(`slipway printed no api_key line on a fresh data directory:\n${tail.join('\n')}`);
   const res = await request(`${urls.api}/apps`, {
     method: 'POST',
@@ -52,6 +63,8 @@ export async function startSlipway(): Promise<Target> {
   return {
     name: 'slipway',
     registry: urls.registry!,
+    urls: { registry: urls.registry!, api: urls.api!, auth: urls.auth!, upload: urls.upload! },
+    operator: { apiKey, email: secrets.email ?? '', password: secrets.password ?? '', totpSecret: secrets.totp_secret ?? '' },
     authorization: basicAuth('_', apiKey),
     pid: proc.pid!,
     version: 'slipway (dist/server/cli.js)',
