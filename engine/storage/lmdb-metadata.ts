@@ -1,0 +1,238 @@
+/**
+ * The metadata contract (engine/storage/metadata.ts) on one LMDB environment: the embedded
+ * default. Each keyspace is an LMDB named database of the same name, msgpack-encoded with shared
+ * record structures, so the keyspaces are the databases `engine/store.ts` has always opened.
+ *
+ * Transactions are optimistic. `body` runs with no lock held: its reads go to the latest
+ * committed state and are remembered as the bytes they returned (a range remembers every key
+ * and value it returned); its writes are buffered. The commit is one LMDB write transaction
+ * (LMDB runs write transactions one at a time) that first re-reads everything `body` read and
+ * compares bytes: if anything changed, nothing is written and `body` runs again; otherwise the
+ * buffered writes are applied and committed. Validation and writes happen under LMDB's single
+ * writer, so committed transactions are serializable in commit order. A transaction that wrote
+ * nothing is validated in one synchronous pass over a single read snapshot instead (no commit).
+ *
+ * Durability: the environment is opened with `overlappingSync: false` by its owner, so the
+ * commit's promise resolves only once the transaction is on disk.
+ */
+import type { Database, RootDatabase } from 'lmdb';
+import {
+  checkKey, resolveRange, TransactionConflictError,
+  type Entry, type Keyspace, type MetadataStore, type MetadataTransaction, type RangeOptions, type TransactOptions,
+} from './metadata.js';
+
+interface Handles {
+  /** Decoded view (msgpack with shared structures). */
+  db: Database<unknown, string>;
+  /** The same database's raw bytes, for read validation. */
+  raw: Database<Buffer, string>;
+}
+
+type RangeArgs = { start?: string; end?: string; limit?: number; reverse?: boolean };
+
+/** Translates a contract range into lmdb-js's getRange arguments (reverse: start inclusive-high). */
+function scan<V>(db: Database<V, string>, opts: RangeOptions | undefined): Array<Entry<V>> {
+  const r = resolveRange(opts);
+  if (r.limit === 0 || (r.start !== undefined && r.end !== undefined && r.start >= r.end)) return [];
+  if (!r.reverse) {
+    const args: RangeArgs = {};
+    if (r.start !== undefined) args.start = r.start;
+    if (r.end !== undefined) args.end = r.end;
+    if (r.limit !== undefined) args.limit = r.limit;
+    return [...db.getRange(args)].map(({ key, value }) => ({ key, value }));
+  }
+  // lmdb-js reverse ranges include `start` (the high end) and exclude `end` (the low end);
+  // the contract's range is [start, end): drop the high key, add the low key back.
+  const args: RangeArgs = { reverse: true };
+  if (r.end !== undefined) args.start = r.end;
+  if (r.start !== undefined) args.end = r.start;
+  if (r.limit !== undefined) args.limit = r.limit + 1;
+  const out: Array<Entry<V>> = [];
+  for (const { key, value } of db.getRange(args)) {
+    if (key === r.end) continue;
+    if (r.limit !== undefined && out.length === r.limit) break;
+    out.push({ key, value });
+  }
+  if (r.start !== undefined && (r.limit === undefined || out.length < r.limit)) {
+    const low = db.get(r.start);
+    if (low !== undefined) out.push({ key: r.start, value: low });
+  }
+  return out;
+}
+
+const REMOVED = Symbol('removed');
+
+interface ReadRecord { h: Handles; k: string; bytes: Buffer | undefined }
+interface RangeRecord { h: Handles; opts: RangeOptions | undefined; seen: Array<Entry<Buffer>> }
+
+/** One attempt of a transaction body: remembers reads, buffers writes. */
+class Attempt implements MetadataTransaction {
+  readonly reads: ReadRecord[] = [];
+  readonly ranges: RangeRecord[] = [];
+  /** keyspace name → key → value or REMOVED, in write order. */
+  readonly writes = new Map<string, { h: Handles; entries: Map<string, unknown> }>();
+
+  constructor(readonly store: LmdbMetadataStore) {}
+
+  get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
+    try {
+      checkKey(ks, k);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const pending = this.writes.get(ks.name)?.entries;
+    if (pending?.has(k)) {
+      const v = pending.get(k);
+      return Promise.resolve(v === REMOVED ? undefined : (v as V));
+    }
+    const h = this.store.handles(ks);
+    const bytes = h.raw.getBinary(k);
+    this.reads.push({ h, k, bytes });
+    return Promise.resolve(bytes === undefined ? undefined : (decode(h, bytes) as V));
+  }
+
+  range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {
+    const h = this.store.handles(ks);
+    const seen = scan(h.raw, opts);
+    this.ranges.push({ h, opts, seen });
+    let out = seen.map(({ key, value }) => ({ key, value: decode(h, value) as V }));
+    const pending = this.writes.get(ks.name)?.entries;
+    if (pending && pending.size > 0) out = overlay(out, pending, opts);
+    return Promise.resolve(out);
+  }
+
+  put<V>(ks: Keyspace<V>, k: string, value: V): void {
+    checkKey(ks, k);
+    if (value === undefined) throw new TypeError(`undefined value for ${ks.name}/${k}; use remove()`);
+    this.#entries(ks).set(k, value);
+  }
+
+  remove<V>(ks: Keyspace<V>, k: string): void {
+    checkKey(ks, k);
+    this.#entries(ks).set(k, REMOVED);
+  }
+
+  #entries(ks: Keyspace<unknown>): Map<string, unknown> {
+    let w = this.writes.get(ks.name);
+    if (!w) this.writes.set(ks.name, (w = { h: this.store.handles(ks), entries: new Map() }));
+    return w.entries;
+  }
+
+  /** True when every read still returns the same bytes (call within one snapshot). */
+  valid(): boolean {
+    for (const r of this.reads) {
+      const now = r.h.raw.getBinary(r.k);
+      if (!sameBytes(now, r.bytes)) return false;
+    }
+    for (const r of this.ranges) {
+      const now = scan(r.h.raw, r.opts);
+      if (now.length !== r.seen.length) return false;
+      for (let i = 0; i < now.length; i++) {
+        if (now[i]!.key !== r.seen[i]!.key || !sameBytes(now[i]!.value, r.seen[i]!.value)) return false;
+      }
+    }
+    return true;
+  }
+
+  /** Applies the buffered writes (inside the LMDB write transaction). */
+  apply(): void {
+    for (const { h, entries } of this.writes.values()) {
+      for (const [k, v] of entries) {
+        if (v === REMOVED) h.db.remove(k);
+        else h.db.put(k, v);
+      }
+    }
+  }
+}
+
+function decode(h: Handles, bytes: Buffer): unknown {
+  return (h.db as unknown as { encoder: { decode(b: Buffer): unknown } }).encoder.decode(bytes);
+}
+
+function sameBytes(a: Buffer | undefined, b: Buffer | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.equals(b);
+}
+
+/** A range's committed entries with the transaction's own pending writes laid over them. */
+function overlay<V>(base: Array<Entry<V>>, pending: Map<string, unknown>, opts: RangeOptions | undefined): Array<Entry<V>> {
+  const r = resolveRange(opts);
+  const merged = new Map(base.map((e) => [e.key, e.value] as [string, V]));
+  for (const [k, v] of pending) {
+    if ((r.start !== undefined && k < r.start) || (r.end !== undefined && k >= r.end)) continue;
+    if (v === REMOVED) merged.delete(k);
+    else merged.set(k, v as V);
+  }
+  const keys = [...merged.keys()].sort(compareUtf8);
+  if (r.reverse) keys.reverse();
+  const limited = r.limit === undefined ? keys : keys.slice(0, r.limit);
+  return limited.map((k) => ({ key: k, value: merged.get(k)! }));
+}
+
+/** UTF-8 byte order of two strings (the store's key order). */
+export function compareUtf8(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
+/** The LMDB implementation of the metadata contract over an open environment. */
+export class LmdbMetadataStore implements MetadataStore {
+  readonly kind = 'lmdb';
+  readonly #handles = new Map<string, Handles>();
+
+  /** @param env an environment opened with msgpack encoding and `overlappingSync: false`. */
+  constructor(readonly env: RootDatabase) {}
+
+  /** The decoded and raw handles of a keyspace's database (opened once). */
+  handles(ks: Keyspace<unknown>): Handles {
+    let h = this.#handles.get(ks.name);
+    if (!h) {
+      h = {
+        db: this.env.openDB<unknown, string>(ks.name, { encoding: 'msgpack', sharedStructuresKey: Symbol.for('structures') }),
+        raw: this.env.openDB<Buffer, string>(ks.name, { encoding: 'binary' }),
+      };
+      this.#handles.set(ks.name, h);
+    }
+    return h;
+  }
+
+  get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
+    try {
+      checkKey(ks, k);
+      return Promise.resolve(this.handles(ks).db.get(k) as V | undefined);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {
+    return Promise.resolve(scan(this.handles(ks).db as Database<V, string>, opts));
+  }
+
+  async transact<T>(body: (tx: MetadataTransaction) => Promise<T> | T, opts: TransactOptions = {}): Promise<T> {
+    const maxAttempts = opts.maxAttempts ?? 16;
+    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+      // lmdb-js renews its read snapshot on a timer; after a conflict, read the newest state
+      // at once (else the retry would read the same stale snapshot and conflict again).
+      if (attempt > 1) this.env.resetReadTxn();
+      const tx = new Attempt(this);
+      const result = await body(tx);
+      if (tx.writes.size === 0) {
+        // Read-only: lmdb-js keeps one read snapshot for a synchronous run, so this pass sees
+        // one committed state; if every read still holds there, the reads were consistent.
+        if (tx.valid()) return result;
+        continue;
+      }
+      const committed = await this.env.transaction(() => {
+        if (tx.reads.length + tx.ranges.length > 0 && !tx.valid()) return false;
+        tx.apply();
+        return true;
+      });
+      if (committed) return result;
+    }
+    throw new TransactionConflictError(maxAttempts);
+  }
+
+  async close(): Promise<void> {
+    await this.env.close();
+  }
+}

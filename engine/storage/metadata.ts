@@ -1,0 +1,190 @@
+/**
+ * The metadata contract: everything the domains (auth, oauth, platform, registry, blobs) need
+ * from a metadata store, and nothing more. LMDB implements it for the embedded default
+ * (engine/storage/lmdb-metadata.ts); a networked database (PostgreSQL, for clusters) implements
+ * the same interface. One contract test suite runs against every implementation.
+ *
+ * ## Model
+ * - **Keyspaces.** Records live in named keyspaces (`Keyspace<V>`), each declared by the one
+ *   domain that owns it (`keyspace('registry', 'tags')`). A domain reads and writes only its own
+ *   keyspaces; another domain asks the owner's service. Keys are strings ordered by their UTF-8
+ *   bytes (LMDB's order, and PostgreSQL's with `COLLATE "C"`); multi-part keys are joined with
+ *   `key(...parts)`.
+ * - **Values** are plain data: objects, arrays, strings, finite numbers, booleans and null
+ *   (no `undefined` inside arrays, no Dates, no class instances, no binary). Every
+ *   implementation returns a value equal to what was written (field order may differ).
+ * - **Size limits**: a key is at most `MAX_KEY_BYTES` bytes of UTF-8 (LMDB's limit is 511 with
+ *   its defaults; identifiers are checked against their own, smaller limits before any store
+ *   access); a value at most `MAX_VALUE_BYTES` once encoded.
+ *
+ * ## Reads outside a transaction
+ * `get` and `range` read the latest committed state. Each call is atomic on its own (a `range`
+ * is one consistent snapshot), but two calls may see different states. Request paths that only
+ * read (manifest GET, token checks) use these: one read, one round trip.
+ *
+ * ## Transactions: serializable, retried by the contract
+ * `transact(body)` runs `body` against a transaction and commits what it wrote atomically, all or
+ * nothing. The isolation is **serializable**: the outcome equals running the committed
+ * transactions one at a time in some order, and every read inside `body` (gets, ranges, and the
+ * absence of keys) still holds at the commit. When another commit changed what `body` read, the
+ * implementation throws the attempt away and runs `body` again, up to `maxAttempts` times (then
+ * `TransactionConflictError`). So `body` must be a pure function of what it reads: no I/O other
+ * than through `tx`, no side effects it cannot repeat, no reads of mutable outside state it
+ * expects to be stable. Return the outcome and act on it after `transact` resolves.
+ *
+ * Why serializable: the online GC's safety argument (engine/registry/gc.ts) is that a GC batch
+ * and a manifest PUT each re-check, inside their transaction, what the other one changes (the
+ * blob's record, refs and links) — each must see the other's commit or run before it. Weaker
+ * isolation (snapshot isolation's write skew) would let both commit on stale reads: GC deleting
+ * a blob that a concurrent manifest just referenced. The same holds for single-use authorization
+ * codes, refresh-token rotation and second-factor steps: read-then-write on one key must not
+ * interleave.
+ *
+ * A transaction never holds a database lock or an open database transaction while waiting on
+ * a network client: callers stream request bodies and blob bytes *before* calling `transact`,
+ * and `body` does only store operations. Implementations may run `body` while holding no lock at
+ * all (optimistic: LMDB validates reads at commit) or inside a database transaction
+ * (PostgreSQL SERIALIZABLE), but either way `body`'s run time is bounded by store operations.
+ *
+ * Writes are durable when `transact` resolves: a crash after that never loses them; a crash
+ * before leaves none of them.
+ */
+
+/** The domains that own keyspaces. */
+export type Domain = 'meta' | 'auth' | 'oauth' | 'platform' | 'registry' | 'blobs';
+
+/**
+ * A named keyspace holding values of type `V`, owned by one domain.
+ * Declare with `keyspace()` in the owning domain's records module.
+ */
+export interface Keyspace<V> {
+  readonly owner: Domain;
+  /** Unique across all domains; `[a-z0-9-]+`. */
+  readonly name: string;
+  /** Type-only marker of the value type; never set. */
+  readonly __value?: V;
+}
+
+/** Declares a keyspace of domain `owner`. */
+export function keyspace<V>(owner: Domain, name: string): Keyspace<V> {
+  if (!/^[a-z0-9-]{1,48}$/.test(name)) throw new Error(`invalid keyspace name ${JSON.stringify(name)}`);
+  return Object.freeze({ owner, name });
+}
+
+/** Longest key in UTF-8 bytes every implementation accepts. */
+export const MAX_KEY_BYTES = 480;
+/** Largest encoded value every implementation accepts (bytes). */
+export const MAX_VALUE_BYTES = 8 * 1024 * 1024;
+
+/** Separator of multi-part keys (U+001F): no identifier may contain it. */
+export const KEY_SEPARATOR = '\x1f';
+
+/** Joins key parts with the separator. */
+export function key(...parts: string[]): string {
+  return parts.join(KEY_SEPARATOR);
+}
+
+/** Splits a multi-part key into its parts. */
+export function keyParts(k: string): string[] {
+  return k.split(KEY_SEPARATOR);
+}
+
+/** One record of a keyspace. */
+export interface Entry<V> {
+  key: string;
+  value: V;
+}
+
+/**
+ * Which keys a range read returns, in key order (reversed with `reverse`).
+ * `prefix` selects the keys that start with `prefix` + separator (one repository's tags, one
+ * app's releases); `start` is inclusive and `end` exclusive; all may be combined (a prefix
+ * narrows start and end). `limit` bounds the number of entries (default: all; callers of
+ * unbounded keyspaces page with `start` after the last key seen).
+ */
+export interface RangeOptions {
+  prefix?: string;
+  start?: string;
+  end?: string;
+  limit?: number;
+  reverse?: boolean;
+}
+
+/** Reading operations, in and outside transactions. */
+export interface MetadataReader {
+  /** The value at `k`, or undefined. */
+  get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined>;
+  /** The entries selected by `opts`, in key order (see RangeOptions). */
+  range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>>;
+}
+
+/** A transaction: reads see the transaction's own writes; writes commit together. */
+export interface MetadataTransaction extends MetadataReader {
+  /** Sets `k` to `value` (creates or replaces). */
+  put<V>(ks: Keyspace<V>, k: string, value: V): void;
+  /** Removes `k` (no-op when absent). */
+  remove<V>(ks: Keyspace<V>, k: string): void;
+}
+
+/** Options of one `transact` call. */
+export interface TransactOptions {
+  /** Attempts before giving up with TransactionConflictError (default 16). */
+  maxAttempts?: number;
+}
+
+/** The contract every metadata backend implements (see the top of this file). */
+export interface MetadataStore extends MetadataReader {
+  /** Implementation name for logs and readiness (`lmdb`, `postgres`). */
+  readonly kind: string;
+  /**
+   * Runs `body` in a serializable transaction and commits its writes atomically and durably,
+   * retrying `body` on conflicts.
+   * @returns what `body` returned on the attempt that committed.
+   * @throws TransactionConflictError after `maxAttempts` conflicting attempts; whatever `body`
+   *         throws (nothing is written then); StoreUnavailableError when the backend cannot be
+   *         reached (networked implementations).
+   */
+  transact<T>(body: (tx: MetadataTransaction) => Promise<T> | T, opts?: TransactOptions): Promise<T>;
+  /** Closes the store; pending transactions finish first. */
+  close(): Promise<void>;
+}
+
+/** A transaction kept conflicting with concurrent commits. */
+export class TransactionConflictError extends Error {
+  constructor(readonly attempts: number) {
+    super(`transaction conflicted with concurrent changes ${attempts} times; try again`);
+    this.name = 'TransactionConflictError';
+  }
+}
+
+/** The metadata backend cannot be reached or answered with an error (networked backends). */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, readonly cause?: unknown) {
+    super(message);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/**
+ * Resolves RangeOptions into an inclusive start, exclusive end and the rest.
+ * A prefix `p` covers `[p + SEP, p + '\x20')`: every key `p SEP …` and nothing else (the byte
+ * after the separator U+001F is U+0020).
+ */
+export function resolveRange(opts: RangeOptions = {}): { start?: string; end?: string; limit?: number; reverse: boolean } {
+  let { start, end } = opts;
+  if (opts.prefix !== undefined) {
+    const lo = opts.prefix + KEY_SEPARATOR;
+    const hi = opts.prefix + '\x20';
+    start = start === undefined || start < lo ? lo : start;
+    end = end === undefined || end > hi ? hi : end;
+  }
+  return { start, end, limit: opts.limit, reverse: opts.reverse ?? false };
+}
+
+/** UTF-8 length check of a key against MAX_KEY_BYTES. @throws RangeError naming the keyspace. */
+export function checkKey(ks: Keyspace<unknown>, k: string): void {
+  if (typeof k !== 'string' || k.length === 0) throw new RangeError(`empty key in keyspace ${ks.name}`);
+  if (k.length * 3 > MAX_KEY_BYTES && Buffer.byteLength(k) > MAX_KEY_BYTES) {
+    throw new RangeError(`key of ${Buffer.byteLength(k)} bytes in keyspace ${ks.name} exceeds ${MAX_KEY_BYTES} bytes`);
+  }
+}

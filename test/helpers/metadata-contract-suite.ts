@@ -1,0 +1,183 @@
+/**
+ * The metadata contract's test suite (engine/storage/metadata.ts), one function run against
+ * every implementation: records, ordered ranges, read-your-writes, atomicity, serializable
+ * isolation under concurrent transactions (lost updates, write skew, phantoms), retries and
+ * their limit, durability across a reopen, key limits.
+ */
+import type { Test } from 'tap';
+import {
+  keyspace, key, MAX_KEY_BYTES, TransactionConflictError,
+  type MetadataStore, type MetadataTransaction,
+} from '../../engine/storage/metadata.js';
+
+/** Opens the implementation under test on fresh (or, with `reopen`, the same) storage. */
+export interface ContractTarget {
+  open(): Promise<MetadataStore>;
+  /** Closes `store` and opens the same storage again. */
+  reopen(store: MetadataStore): Promise<MetadataStore>;
+}
+
+const things = keyspace<{ n: number; tags?: string[]; nested?: { ok: boolean | null } }>('meta', 'contract-things');
+const counters = keyspace<number>('meta', 'contract-counters');
+const rows = keyspace<string>('meta', 'contract-rows');
+
+/** A seeded PRNG so a failing interleaving can be replayed (seed printed by the caller). */
+export function prng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let x = s;
+    x = Math.imul(x ^ (x >>> 15), x | 1);
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Yields to the event loop `n` times, so concurrent transactions interleave. */
+async function jitter(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+}
+
+export function metadataContractSuite(t: Test, target: ContractTarget): void {
+  let store: MetadataStore;
+  t.before(async () => { store = await target.open(); });
+  t.teardown(async () => { await store.close(); });
+  const seed = Number(process.env.SLIPWAY_TEST_SEED ?? Date.now() % 1e9);
+  t.comment(`metadata contract suite seed ${seed} (set SLIPWAY_TEST_SEED to replay)`);
+  const random = prng(seed);
+
+  t.test('records round-trip as plain data', async (t) => {
+    const value = { n: 1.5, tags: ['a', 'ü', '日本'], nested: { ok: null } };
+    await store.transact((tx) => tx.put(things, 'one', value));
+    t.same(await store.get(things, 'one'), value);
+    t.equal(await store.get(things, 'absent'), undefined);
+    await store.transact((tx) => tx.put(things, 'one', { n: 2 }));
+    t.same(await store.get(things, 'one'), { n: 2 }, 'put replaces');
+    await store.transact((tx) => tx.remove(things, 'one'));
+    t.equal(await store.get(things, 'one'), undefined, 'removed');
+    await store.transact((tx) => tx.remove(things, 'never-there'));
+  });
+
+  t.test('ranges: order, prefix, bounds, limit, reverse', async (t) => {
+    const keys = [key('app', '0000000001'), key('app', '0000000002'), key('app', '0000000010'), key('apple', 'x'), key('ap', 'y'), 'b'];
+    await store.transact((tx) => { for (const [i, k] of keys.entries()) tx.put(rows, k, `v${i}`); });
+    const all = await store.range(rows);
+    t.same(all.map((e) => e.key), [...keys].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))), 'UTF-8 key order');
+    const app = await store.range(rows, { prefix: 'app' });
+    t.same(app.map((e) => e.value), ['v0', 'v1', 'v2'], 'prefix selects only its own parts (not "apple")');
+    t.same((await store.range(rows, { prefix: 'app', reverse: true })).map((e) => e.value), ['v2', 'v1', 'v0'], 'reverse');
+    t.same((await store.range(rows, { prefix: 'app', reverse: true, limit: 2 })).map((e) => e.value), ['v2', 'v1'], 'reverse with limit: newest first');
+    t.same((await store.range(rows, { prefix: 'app', limit: 2 })).map((e) => e.value), ['v0', 'v1']);
+    t.same((await store.range(rows, { start: key('app', '0000000002'), end: 'b' })).map((e) => e.key), [key('app', '0000000002'), key('app', '0000000010'), key('apple', 'x')], 'start inclusive, end exclusive');
+    t.same((await store.range(rows, { start: key('app', '0000000002'), end: 'b', reverse: true })).map((e) => e.key), [key('apple', 'x'), key('app', '0000000010'), key('app', '0000000002')], 'reverse keeps the same bounds');
+    t.same(await store.range(rows, { prefix: 'nothing' }), []);
+    t.same(await store.range(rows, { start: 'b', end: 'a' }), [], 'empty when start >= end');
+    t.same(await store.range(rows, { prefix: 'app', limit: 0 }), []);
+  });
+
+  t.test('a transaction reads its own writes, in gets and ranges', async (t) => {
+    await store.transact((tx) => { tx.put(rows, key('own', '1'), 'a'); tx.put(rows, key('own', '3'), 'c'); });
+    const seen = await store.transact(async (tx) => {
+      tx.put(rows, key('own', '2'), 'b');
+      tx.remove(rows, key('own', '3'));
+      return { got: await tx.get(rows, key('own', '2')), gone: await tx.get(rows, key('own', '3')), range: (await tx.range(rows, { prefix: 'own' })).map((e) => e.value), rev: (await tx.range(rows, { prefix: 'own', reverse: true, limit: 1 })).map((e) => e.value) };
+    });
+    t.same(seen, { got: 'b', gone: undefined, range: ['a', 'b'], rev: ['b'] });
+    t.same((await store.range(rows, { prefix: 'own' })).map((e) => e.value), ['a', 'b'], 'committed');
+  });
+
+  t.test('a body that throws writes nothing', async (t) => {
+    await t.rejects(store.transact(async (tx) => {
+      tx.put(rows, 'atomic-1', 'x');
+      await tx.get(rows, 'atomic-1');
+      tx.put(rows, 'atomic-2', 'y');
+      throw new Error('refused');
+    }), { message: 'refused' });
+    t.equal(await store.get(rows, 'atomic-1'), undefined);
+    t.equal(await store.get(rows, 'atomic-2'), undefined);
+  });
+
+  t.test('concurrent read-modify-write loses no update', async (t) => {
+    const n = 40;
+    await Promise.all(Array.from({ length: n }, async () => {
+      await jitter(Math.floor(random() * 4));
+      await store.transact(async (tx) => {
+        const v = (await tx.get(counters, 'c')) ?? 0;
+        await jitter(Math.floor(random() * 3));
+        tx.put(counters, 'c', v + 1);
+      }, { maxAttempts: 1000 });
+    }));
+    t.equal(await store.get(counters, 'c'), n);
+  });
+
+  t.test('no write skew: of two on-call flags, one stays on', async (t) => {
+    for (let round = 0; round < 20; round++) {
+      const a = key('oncall', String(round), 'a');
+      const b = key('oncall', String(round), 'b');
+      await store.transact((tx) => { tx.put(counters, a, 1); tx.put(counters, b, 1); });
+      const goOff = (mine: string, other: string) => store.transact(async (tx) => {
+        const others = await tx.get(counters, other);
+        await jitter(Math.floor(random() * 3));
+        if (others === 1) tx.put(counters, mine, 0);
+      }, { maxAttempts: 1000 });
+      await Promise.all([goOff(a, b), goOff(b, a)]);
+      const on = ((await store.get(counters, a)) ?? 0) + ((await store.get(counters, b)) ?? 0);
+      t.equal(on, 1, `round ${round}: exactly one still on call`);
+    }
+  });
+
+  t.test('no phantoms: a range-checked insert never exceeds its bound', async (t) => {
+    const bound = 5;
+    await Promise.all(Array.from({ length: 20 }, (_, i) => (async () => {
+      await jitter(Math.floor(random() * 4));
+      await store.transact(async (tx) => {
+        const existing = await tx.range(rows, { prefix: 'seats' });
+        await jitter(Math.floor(random() * 3));
+        if (existing.length < bound) tx.put(rows, key('seats', String(i).padStart(3, '0')), `taken by ${i}`);
+      }, { maxAttempts: 1000 });
+    })()));
+    t.equal((await store.range(rows, { prefix: 'seats' })).length, bound);
+  });
+
+  t.test('a conflicting attempt is run again; the limit ends in TransactionConflictError', async (t) => {
+    await store.transact((tx) => tx.put(counters, 'retry', 0));
+    let attempts = 0;
+    const result = await store.transact(async (tx) => {
+      attempts++;
+      const v = (await tx.get(counters, 'retry')) ?? 0;
+      // Another transaction changes what this attempt read, before it commits (first two only).
+      if (attempts <= 2) await store.transact((other) => other.put(counters, 'retry', v + 100));
+      tx.put(counters, 'retry', v + 1);
+      return v;
+    });
+    t.equal(attempts, 3, 'ran until an attempt saw no interference');
+    t.equal(result, 200, 'the committed attempt read the latest value');
+    t.equal(await store.get(counters, 'retry'), 201);
+
+    let runs = 0;
+    await t.rejects(store.transact(async (tx) => {
+      runs++;
+      const v = (await tx.get(counters, 'retry')) ?? 0;
+      await store.transact((other) => other.put(counters, 'retry', v + 1));
+      tx.put(counters, 'retry', -1);
+    }, { maxAttempts: 3 }), TransactionConflictError);
+    t.equal(runs, 3);
+    t.not(await store.get(counters, 'retry'), -1, 'no conflicting attempt was written');
+  });
+
+  t.test('committed writes survive a reopen', async (t) => {
+    await store.transact((tx) => { tx.put(things, 'durable', { n: 7 }); tx.put(rows, 'durable', 'yes'); });
+    store = await target.reopen(store);
+    t.same(await store.get(things, 'durable'), { n: 7 });
+    t.equal(await store.get(rows, 'durable'), 'yes');
+  });
+
+  t.test('keys up to MAX_KEY_BYTES work; longer ones are refused before any write', async (t) => {
+    const longest = 'k'.repeat(MAX_KEY_BYTES);
+    await store.transact((tx) => tx.put(rows, longest, 'edge'));
+    t.equal(await store.get(rows, longest), 'edge');
+    const tooLong = 'é'.repeat(MAX_KEY_BYTES / 2 + 1);
+    await t.rejects(store.transact((tx: MetadataTransaction) => tx.put(rows, tooLong, 'x')), RangeError);
+    await t.rejects(store.get(rows, tooLong), RangeError);
+  });
+}
