@@ -20,6 +20,7 @@ import {
   checkKey, resolveRange, TransactionConflictError,
   type Entry, type Keyspace, type MetadataStore, type MetadataTransaction, type RangeOptions, type TransactOptions,
 } from './metadata.js';
+import { PendingWrites, REMOVED } from './pending-writes.js';
 
 interface Handles {
   /** Decoded view (msgpack with shared structures). */
@@ -60,8 +61,6 @@ function scan<V>(db: Database<V, string>, opts: RangeOptions | undefined): Array
   return out;
 }
 
-const REMOVED = Symbol('removed');
-
 interface ReadRecord { h: Handles; k: string; bytes: Buffer | undefined }
 interface RangeRecord { h: Handles; opts: RangeOptions | undefined; seen: Array<Entry<Buffer>> }
 
@@ -69,8 +68,7 @@ interface RangeRecord { h: Handles; opts: RangeOptions | undefined; seen: Array<
 class Attempt implements MetadataTransaction {
   readonly reads: ReadRecord[] = [];
   readonly ranges: RangeRecord[] = [];
-  /** keyspace name → key → value or REMOVED, in write order. */
-  readonly writes = new Map<string, { h: Handles; entries: Map<string, unknown> }>();
+  readonly writes = new PendingWrites();
 
   constructor(readonly store: LmdbMetadataStore) {}
 
@@ -80,11 +78,8 @@ class Attempt implements MetadataTransaction {
     } catch (e) {
       return Promise.reject(e);
     }
-    const pending = this.writes.get(ks.name)?.entries;
-    if (pending?.has(k)) {
-      const v = pending.get(k);
-      return Promise.resolve(v === REMOVED ? undefined : (v as V));
-    }
+    const pending = this.writes.lookup(ks, k);
+    if (pending) return Promise.resolve(pending.value);
     const h = this.store.handles(ks);
     const bytes = h.raw.getBinary(k);
     this.reads.push({ h, k, bytes });
@@ -93,36 +88,27 @@ class Attempt implements MetadataTransaction {
 
   range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {
     const h = this.store.handles(ks);
-    const seen = scan(h.raw, opts);
-    this.ranges.push({ h, opts, seen });
-    let out = seen.map(({ key, value }) => ({ key, value: decode(h, value) as V }));
-    const pending = this.writes.get(ks.name)?.entries;
-    if (pending && pending.size > 0) out = overlay(out, pending, opts);
-    return Promise.resolve(out);
+    const readOpts = this.writes.rangeLimitFor(ks, opts);
+    const seen = scan(h.raw, readOpts);
+    this.ranges.push({ h, opts: readOpts, seen });
+    const committed = seen.map(({ key, value }) => ({ key, value: decode(h, value) as V }));
+    return Promise.resolve(this.writes.overlay(ks, committed, opts));
   }
 
   put<V>(ks: Keyspace<V>, k: string, value: V): void {
     checkKey(ks, k);
-    if (value === undefined) throw new TypeError(`undefined value for ${ks.name}/${k}; use remove()`);
-    this.#entries(ks).set(k, value);
+    this.writes.put(ks, k, value);
   }
 
   remove<V>(ks: Keyspace<V>, k: string): void {
     checkKey(ks, k);
-    this.#entries(ks).set(k, REMOVED);
-  }
-
-  #entries(ks: Keyspace<unknown>): Map<string, unknown> {
-    let w = this.writes.get(ks.name);
-    if (!w) this.writes.set(ks.name, (w = { h: this.store.handles(ks), entries: new Map() }));
-    return w.entries;
+    this.writes.remove(ks, k);
   }
 
   /** True when every read still returns the same bytes (call within one snapshot). */
   valid(): boolean {
     for (const r of this.reads) {
-      const now = r.h.raw.getBinary(r.k);
-      if (!sameBytes(now, r.bytes)) return false;
+      if (!sameBytes(r.h.raw.getBinary(r.k), r.bytes)) return false;
     }
     for (const r of this.ranges) {
       const now = scan(r.h.raw, r.opts);
@@ -136,10 +122,11 @@ class Attempt implements MetadataTransaction {
 
   /** Applies the buffered writes (inside the LMDB write transaction). */
   apply(): void {
-    for (const { h, entries } of this.writes.values()) {
+    for (const { ks, entries } of this.writes.byKeyspace.values()) {
+      const { db } = this.store.handles(ks);
       for (const [k, v] of entries) {
-        if (v === REMOVED) h.db.remove(k);
-        else h.db.put(k, v);
+        if (v === REMOVED) db.remove(k);
+        else db.put(k, v);
       }
     }
   }
@@ -152,26 +139,6 @@ function decode(h: Handles, bytes: Buffer): unknown {
 function sameBytes(a: Buffer | undefined, b: Buffer | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;
   return a.equals(b);
-}
-
-/** A range's committed entries with the transaction's own pending writes laid over them. */
-function overlay<V>(base: Array<Entry<V>>, pending: Map<string, unknown>, opts: RangeOptions | undefined): Array<Entry<V>> {
-  const r = resolveRange(opts);
-  const merged = new Map(base.map((e) => [e.key, e.value] as [string, V]));
-  for (const [k, v] of pending) {
-    if ((r.start !== undefined && k < r.start) || (r.end !== undefined && k >= r.end)) continue;
-    if (v === REMOVED) merged.delete(k);
-    else merged.set(k, v as V);
-  }
-  const keys = [...merged.keys()].sort(compareUtf8);
-  if (r.reverse) keys.reverse();
-  const limited = r.limit === undefined ? keys : keys.slice(0, r.limit);
-  return limited.map((k) => ({ key: k, value: merged.get(k)! }));
-}
-
-/** UTF-8 byte order of two strings (the store's key order). */
-export function compareUtf8(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
 
 /** The LMDB implementation of the metadata contract over an open environment. */

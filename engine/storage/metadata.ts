@@ -181,9 +181,13 @@ export function resolveRange(opts: RangeOptions = {}): { start?: string; end?: s
   return { start, end, limit: opts.limit, reverse: opts.reverse ?? false };
 }
 
-/** UTF-8 length check of a key against MAX_KEY_BYTES. @throws RangeError naming the keyspace. */
+/**
+ * Checks a key: non-empty, no NUL (PostgreSQL text cannot hold it), at most MAX_KEY_BYTES of
+ * UTF-8. @throws RangeError naming the keyspace.
+ */
 export function checkKey(ks: Keyspace<unknown>, k: string): void {
   if (typeof k !== 'string' || k.length === 0) throw new RangeError(`empty key in keyspace ${ks.name}`);
+  if (k.includes('\0')) throw new RangeError(`key with NUL in keyspace ${ks.name}`);
   if (k.length * 3 > MAX_KEY_BYTES && Buffer.byteLength(k) > MAX_KEY_BYTES) {
     throw new RangeError(`key of ${Buffer.byteLength(k)} bytes in keyspace ${ks.name} exceeds ${MAX_KEY_BYTES} bytes`);
   }

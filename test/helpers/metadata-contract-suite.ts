@@ -83,7 +83,12 @@ export function metadataContractSuite(t: Test, target: ContractTarget): void {
       return { got: await tx.get(rows, key('own', '2')), gone: await tx.get(rows, key('own', '3')), range: (await tx.range(rows, { prefix: 'own' })).map((e) => e.value), rev: (await tx.range(rows, { prefix: 'own', reverse: true, limit: 1 })).map((e) => e.value) };
     });
     t.same(seen, { got: 'b', gone: undefined, range: ['a', 'b'], rev: ['b'] });
-    t.same((await store.range(rows, { prefix: 'own' })).map((e) => e.value), ['a', 'b'], 'committed');
+    const limited = await store.transact(async (tx) => {
+      tx.remove(rows, key('own', '1'));
+      return (await tx.range(rows, { prefix: 'own', limit: 1 })).map((e) => e.value);
+    });
+    t.same(limited, ['b'], 'a limited range skips what the transaction removed and still fills its limit');
+    t.same((await store.range(rows, { prefix: 'own' })).map((e) => e.value), ['b'], 'committed');
   });
 
   t.test('a body that throws writes nothing', async (t) => {
@@ -179,5 +184,6 @@ export function metadataContractSuite(t: Test, target: ContractTarget): void {
     const tooLong = 'é'.repeat(MAX_KEY_BYTES / 2 + 1);
     await t.rejects(store.transact((tx: MetadataTransaction) => tx.put(rows, tooLong, 'x')), RangeError);
     await t.rejects(store.get(rows, tooLong), RangeError);
+    await t.rejects(store.transact((tx: MetadataTransaction) => tx.put(rows, 'nul\u0000key', 'x')), RangeError, 'NUL is not a key character');
   });
 }

@@ -1,0 +1,284 @@
+/**
+ * The metadata contract (engine/storage/metadata.ts) on PostgreSQL, for clusters: any number of
+ * Slipway nodes share one database.
+ *
+ * ## Layout
+ * One table, `slipway_kv (keyspace text, key text COLLATE "C", value jsonb)`, primary key
+ * `(keyspace, key)`: the C collation orders keys by their UTF-8 bytes, as LMDB does, so ranges
+ * return the same entries in the same order on both backends. `slipway_schema` holds the schema
+ * version; `migrate()` runs the versioned SQL migrations below at start, under a transaction-level
+ * advisory lock so that nodes starting together do not race (the second waits, then finds the
+ * schema current).
+ *
+ * ## Isolation
+ * `transact` runs `body` inside `BEGIN ISOLATION LEVEL SERIALIZABLE`: PostgreSQL's serializable
+ * snapshot isolation tracks what every transaction read (rows, and index ranges through predicate
+ * locks, so phantoms are covered) and aborts one of two transactions whose reads and writes
+ * cannot be ordered (SQLSTATE 40001). Such aborts, and deadlocks (40P01), are retried here, up to
+ * `maxAttempts` — callers never retry. Writes are buffered during `body` and applied at its end in
+ * at most two statements (one upsert, one delete), then COMMIT; a read inside `body` sees the
+ * buffered writes (pending-writes.ts). `body` does only store operations, so a database
+ * transaction is never open while Slipway waits on an HTTP client; `idle_in_transaction_session_
+ * timeout` ends one that a crashed caller left open.
+ *
+ * Reads outside a transaction are single statements on a pooled connection (one round trip, the
+ * latest committed state: READ COMMITTED is enough for one statement).
+ *
+ * ## Failure
+ * A connection error, an administrator shutdown or a statement timeout becomes
+ * `StoreUnavailableError` (503 at the hosts); the pool replaces broken connections by itself, so
+ * the node recovers when the database returns. Every statement has a timeout
+ * (`statementTimeoutMs`), and getting a connection from the pool too (`connectTimeoutMs`): a
+ * request never hangs on the database.
+ */
+import pg from 'pg';
+import {
+  checkKey, resolveRange, StoreUnavailableError, TransactionConflictError,
+  type Entry, type Keyspace, type MetadataStore, type MetadataTransaction, type RangeOptions, type TransactOptions,
+} from './metadata.js';
+import { PendingWrites, REMOVED } from './pending-writes.js';
+
+/** Settings of the PostgreSQL metadata store. */
+export interface PostgresMetadataOptions {
+  /** `postgres://user:password@host:port/database` (libpq URL). */
+  connectionString: string;
+  /** Connections in the pool (default 10). */
+  poolSize?: number;
+  /** Longest a statement may run, ms (default 5000). */
+  statementTimeoutMs?: number;
+  /** Longest to wait for a connection, ms (default 5000). */
+  connectTimeoutMs?: number;
+}
+
+/** Ordered schema migrations; index + 1 is the version each brings. Never edit a shipped one. */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE slipway_kv (
+     keyspace text NOT NULL,
+     key text COLLATE "C" NOT NULL,
+     value jsonb NOT NULL,
+     PRIMARY KEY (keyspace, key)
+   )`,
+];
+
+/** Advisory lock id taken while migrating ("slipway" as hex digits, one bigint). */
+const MIGRATION_LOCK = 0x736c6970776179;
+
+/** SQLSTATEs that mean "run the transaction again". */
+const RETRYABLE = new Set(['40001', '40P01']);
+/** SQLSTATE classes that mean the database is unavailable rather than the request wrong. */
+const UNAVAILABLE = /^(08|53|57)/;
+
+function isRetryable(e: unknown): boolean {
+  return RETRYABLE.has((e as { code?: string }).code ?? '');
+}
+
+/** Maps driver errors to the contract's: unavailability becomes StoreUnavailableError. */
+function translate(e: unknown): unknown {
+  const code = (e as { code?: string }).code ?? '';
+  const message = (e as Error).message ?? String(e);
+  if (UNAVAILABLE.test(code) || /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|timeout|Connection terminated|not queryable/i.test(`${code} ${message}`)) {
+    return new StoreUnavailableError(`metadata database unavailable: ${message}`, e);
+  }
+  return e;
+}
+
+/** A SELECT over one keyspace's range, with its parameters. */
+function rangeQuery(ks: Keyspace<unknown>, opts: RangeOptions | undefined): { text: string; values: unknown[] } | null {
+  const r = resolveRange(opts);
+  if (r.limit === 0 || (r.start !== undefined && r.end !== undefined && Buffer.compare(Buffer.from(r.start), Buffer.from(r.end)) >= 0)) return null;
+  const values: unknown[] = [ks.name];
+  let text = 'SELECT key, value FROM slipway_kv WHERE keyspace = $1';
+  if (r.start !== undefined) { values.push(r.start); text += ` AND key >= $${values.length}`; }
+  if (r.end !== undefined) { values.push(r.end); text += ` AND key < $${values.length}`; }
+  text += r.reverse ? ' ORDER BY key DESC' : ' ORDER BY key';
+  if (r.limit !== undefined) { values.push(r.limit); text += ` LIMIT $${values.length}`; }
+  return { text, values };
+}
+
+type Queryable = Pick<pg.PoolClient, 'query'>;
+
+async function getOn<V>(db: Queryable, ks: Keyspace<V>, k: string): Promise<V | undefined> {
+  checkKey(ks, k);
+  const res = await db.query({ name: 'slipway-get', text: 'SELECT value FROM slipway_kv WHERE keyspace = $1 AND key = $2', values: [ks.name, k] });
+  return res.rows.length === 0 ? undefined : (res.rows[0].value as V);
+}
+
+async function rangeOn<V>(db: Queryable, ks: Keyspace<V>, opts: RangeOptions | undefined): Promise<Array<Entry<V>>> {
+  const q = rangeQuery(ks, opts);
+  if (!q) return [];
+  const res = await db.query(q);
+  return res.rows.map((row: { key: string; value: V }) => ({ key: row.key, value: row.value }));
+}
+
+/** One attempt of a transaction body on a connection inside BEGIN … COMMIT. */
+class Attempt implements MetadataTransaction {
+  readonly writes = new PendingWrites();
+  constructor(readonly client: pg.PoolClient) {}
+
+  async get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
+    checkKey(ks, k);
+    const pending = this.writes.lookup(ks, k);
+    if (pending) return pending.value;
+    return getOn(this.client, ks, k);
+  }
+
+  async range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {
+    const committed = await rangeOn(this.client, ks, this.writes.rangeLimitFor(ks, opts));
+    return this.writes.overlay(ks, committed, opts);
+  }
+
+  put<V>(ks: Keyspace<V>, k: string, value: V): void {
+    checkKey(ks, k);
+    this.writes.put(ks, k, value);
+  }
+
+  remove<V>(ks: Keyspace<V>, k: string): void {
+    checkKey(ks, k);
+    this.writes.remove(ks, k);
+  }
+
+  /** Applies the buffered writes: one upsert and one delete statement at most. */
+  async apply(): Promise<void> {
+    const put: [string[], string[], string[]] = [[], [], []];
+    const del: [string[], string[]] = [[], []];
+    for (const { ks, entries } of this.writes.byKeyspace.values()) {
+      for (const [k, v] of entries) {
+        if (v === REMOVED) { del[0].push(ks.name); del[1].push(k); }
+        else { put[0].push(ks.name); put[1].push(k); put[2].push(JSON.stringify(v)); }
+      }
+    }
+    if (put[0].length > 0) {
+      await this.client.query({
+        name: 'slipway-put',
+        text: `INSERT INTO slipway_kv (keyspace, key, value)
+               SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[])
+               ON CONFLICT (keyspace, key) DO UPDATE SET value = excluded.value`,
+        values: put,
+      });
+    }
+    if (del[0].length > 0) {
+      await this.client.query({
+        name: 'slipway-delete',
+        text: 'DELETE FROM slipway_kv WHERE (keyspace, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))',
+        values: del,
+      });
+    }
+  }
+}
+
+/** The PostgreSQL implementation of the metadata contract. */
+export class PostgresMetadataStore implements MetadataStore {
+  readonly kind = 'postgres';
+  readonly pool: pg.Pool;
+
+  private constructor(opts: PostgresMetadataOptions) {
+    const statementTimeout = opts.statementTimeoutMs ?? 5000;
+    this.pool = new pg.Pool({
+      connectionString: opts.connectionString,
+      max: opts.poolSize ?? 10,
+      connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
+      statement_timeout: statementTimeout,
+      query_timeout: statementTimeout + 1000,
+      idle_in_transaction_session_timeout: statementTimeout * 2,
+      application_name: 'slipway',
+    });
+    // An idle connection that breaks (database restarted) is dropped by the pool; without this
+    // listener its error would be an uncaught exception.
+    this.pool.on('error', () => {});
+  }
+
+  /**
+   * Connects, runs the schema migrations and returns the store.
+   * @throws StoreUnavailableError when the database cannot be reached; Error when its schema is
+   *         newer than this build.
+   */
+  static async open(opts: PostgresMetadataOptions): Promise<PostgresMetadataStore> {
+    const store = new PostgresMetadataStore(opts);
+    try {
+      await store.migrate();
+    } catch (e) {
+      await store.pool.end().catch(() => {});
+      throw translate(e);
+    }
+    return store;
+  }
+
+  /** Brings the schema to the newest version, one migration at a time, under an advisory lock. */
+  async migrate(): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+      await client.query('CREATE TABLE IF NOT EXISTS slipway_schema (version integer NOT NULL)');
+      const res = await client.query('SELECT version FROM slipway_schema');
+      const current: number = res.rows[0]?.version ?? 0;
+      if (current > MIGRATIONS.length) {
+        throw new Error(`metadata database has schema version ${current}, newer than this build (${MIGRATIONS.length}); upgrade Slipway`);
+      }
+      for (let v = current; v < MIGRATIONS.length; v++) await client.query(MIGRATIONS[v]!);
+      if (res.rows.length === 0) await client.query('INSERT INTO slipway_schema (version) VALUES ($1)', [MIGRATIONS.length]);
+      else await client.query('UPDATE slipway_schema SET version = $1', [MIGRATIONS.length]);
+      await client.query('COMMIT');
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw e;
+    } finally {
+      client.release();
+    }
+  }
+
+  async get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
+    try {
+      return await getOn(this.pool, ks, k);
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+
+  async range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {
+    try {
+      return await rangeOn(this.pool, ks, opts);
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+
+  async transact<T>(body: (tx: MetadataTransaction) => Promise<T> | T, opts: TransactOptions = {}): Promise<T> {
+    const maxAttempts = opts.maxAttempts ?? 16;
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (e) {
+      throw translate(e);
+    }
+    let broken: unknown;
+    try {
+      for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+        const tx = new Attempt(client);
+        try {
+          await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
+          const result = await body(tx);
+          await tx.apply();
+          await client.query('COMMIT');
+          return result;
+        } catch (e) {
+          await client.query('ROLLBACK').catch((rollbackError) => { broken = rollbackError; });
+          if (broken) throw translate(e);
+          if (isRetryable(e)) {
+            // Back off a little, growing, so two transactions that keep colliding separate.
+            await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 2)));
+            continue;
+          }
+          throw translate(e);
+        }
+      }
+      throw new TransactionConflictError(maxAttempts);
+    } finally {
+      client.release(broken instanceof Error ? broken : undefined);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
