@@ -8,6 +8,7 @@ import type { Apps } from '../../engine/platform/apps.js';
 import type { ServerKeys } from '../../engine/auth/keys.js';
 import type { BlobStore } from '../../engine/blobs/cas.js';
 import type { Logger } from '../log.js';
+import type { ReceiveRate } from './receive-rate.js';
 
 export interface RegistryContext {
   store: Store;
@@ -23,6 +24,8 @@ export interface RegistryContext {
   urls: { registry: string; upload: string };
   /** Lifetime of registry bearer tokens (seconds). */
   tokenTtlSeconds: number;
+  /** Minimum receive rate of upload bodies (default DEFAULT_RECEIVE_RATE). */
+  receiveRate?: ReceiveRate;
 }
 
 /** Sent on every registry response (distribution spec "API Version Check"). */
