@@ -14,6 +14,7 @@ import { GarbageCollector, GcSafeBlobStore } from '../engine/registry/gc.js';
 import { EVENT_KINDS, subscribeEvent } from '../engine/events.js';
 import { Uploads } from '../engine/blobs/uploads.js';
 import { UploadMemory } from '../engine/blobs/upload-memory.js';
+import { LegacyBlobCheck } from '../engine/blobs/quarantine.js';
 import { Registry } from '../engine/registry/registry.js';
 import { Accounts, type CreatedAccount } from '../engine/auth/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
@@ -75,6 +76,14 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     memory: new UploadMemory(config.uploadMemoryMiB * 1024 * 1024),
   });
   await uploads.init();
+  // Blobs written before store schema 6: sizes checked before serving, sha256 in the background.
+  const legacyCheck = new LegacyBlobCheck(store, blobs, (p) => pool.hashFile(p));
+  if (legacyCheck.needed) {
+    await legacyCheck.sizes();
+    void legacyCheck.hashes().then(
+      (r) => log.info({ checked: r.checked, quarantined: r.quarantined }, 'blobs of an older build verified'),
+      (e) => log.error({ err: e }, 'verifying blobs of an older build failed'));
+  }
   const registry = new Registry(store, blobs, clock, (r) => pool.inspectImage(r));
   const gc = new GarbageCollector(store, blobs, clock, { graceMs: config.gcGraceSeconds * 1000 });
   registry.touchEveryMs = Math.min(5 * 60_000, gc.options.graceMs / 4);
@@ -92,7 +101,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const views = new Views();
 
   const urls = { registry: '', api: '', auth: '', upload: '' };
-  const rctx: RegistryContext = { store, clock, registry, uploads, blobs, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds,
+  const rctx: RegistryContext = { store, clock, registry, uploads, blobs, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
     receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 } };
   const actx: ApiContext = { store, clock, accounts, apps, registry, releases, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, urls };
   const authCtx: AuthContext = { ...actx, views, secureCookies: false };

@@ -9,6 +9,7 @@ import type { ServerKeys } from '../../engine/auth/keys.js';
 import type { BlobStore } from '../../engine/blobs/cas.js';
 import type { Logger } from '../log.js';
 import type { ReceiveRate } from './receive-rate.js';
+import type { LegacyBlobCheck } from '../../engine/blobs/quarantine.js';
 
 export interface RegistryContext {
   store: Store;
@@ -24,6 +25,8 @@ export interface RegistryContext {
   urls: { registry: string; upload: string };
   /** Lifetime of registry bearer tokens (seconds). */
   tokenTtlSeconds: number;
+  /** The start-up verification of blobs of an older build, while it runs. */
+  legacyCheck?: LegacyBlobCheck;
   /** Minimum receive rate of upload bodies (default DEFAULT_RECEIVE_RATE). */
   receiveRate?: ReceiveRate;
 }
