@@ -55,6 +55,8 @@ export interface RunningServer {
   oauth: OAuth;
   /** The operator account created by this start, with its one-time secrets; null otherwise. */
   bootstrap: CreatedAccount | null;
+  /** Runs the upload reaper now (it also runs every SLIPWAY_UPLOAD_REAP_INTERVAL); resolves with the sessions removed. */
+  reapUploads(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -151,6 +153,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   let closed = false;
   return {
     config, urls, store, accounts, apps, oauth, bootstrap,
+    reapUploads: () => uploads.reap(),
     async close() {
       if (closed) return;
       closed = true;
