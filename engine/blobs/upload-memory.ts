@@ -7,7 +7,7 @@
  */
 
 /** Bytes of the smallest buffer a writer allocates: a new append needs at least this free. */
-export const MIN_BUFFER_BYTES = 16 * 1024;
+export const MIN_BUFFER_BYTES = 4 * 1024;
 
 export class UploadMemory {
   #used = 0;

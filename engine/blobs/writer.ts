@@ -8,11 +8,12 @@
  * once every buffer is busy; the caller pauses its socket until `onDrain`. Every 64 MiB an
  * `fdatasync` starts in the background so the final sync at commit has little left to do.
  *
- * Memory follows the bytes received, not the number of sessions: the first buffer is 16 KiB and
- * each one that fills up makes the next four times larger, up to 1 MiB, so a trickling session
- * holds 16 KiB while a fast one reaches the full pool after about 1.3 MiB. Every buffer is taken
- * from the global `UploadMemory` budget and given back when dropped (at `end` at the latest);
- * when the budget is spent the writer asks for a pause and resumes when memory is given back.
+ * Memory follows the bytes received, not the number of sessions: the first buffer is 4 KiB and
+ * each one that fills up makes the next four times larger, up to 1 MiB (a free buffer that was
+ * outgrown is swapped for a larger one when the budget allows), so a trickling session holds
+ * 4 KiB while a fast one soon cycles four 1 MiB buffers. Every buffer is taken from the global
+ * `UploadMemory` budget and given back when dropped (at `end` at the latest); when the budget is
+ * spent the writer asks for a pause and resumes when memory is given back.
  *
  * Integrity: the writer counts the bytes it accepted, handed to the hash and wrote to the file;
  * `end` rejects unless the three agree, so a session's recorded size is exactly what was hashed.

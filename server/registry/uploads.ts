@@ -47,7 +47,7 @@ async function append(ctx: RegistryContext, ex: Exchange, lease: Lease, rec: Upl
     cutOff = e;
   }
   const updated = await ctx.uploads.finishAppend(rec, writer, keep);
-  if (keep === 'received') throw fail('TOO_SLOW', (cutOff as Error).message, { offset: updated.offset, close: true });
+  if (keep === 'received') throw fail('TOO_SLOW', (cutOff as Error).message, { offset: updated.offset });
   return updated;
 }
 

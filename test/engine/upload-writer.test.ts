@@ -84,7 +84,7 @@ t.test('the pool asks for a pause when every buffer is busy; buffers grow with t
   let more = w.write(Buffer.alloc(MIN_BUFFER_BYTES - 3));
   while (more) more = w.write(Buffer.alloc(MIN_BUFFER_BYTES));
   const pool = MIN_BUFFER_BYTES * (1 + 4 + 16 + 64);
-  t.equal(w.offset, pool, `false once the last of ${POOL_BUFFERS} pool buffers (16 KiB growing to ${BUFFER_BYTES} bytes) is full`);
+  t.equal(w.offset, pool, `false once the last of ${POOL_BUFFERS} pool buffers (4 KiB growing to ${BUFFER_BYTES} bytes) is full`);
   t.equal(memory.used, pool);
   t.equal(w.region(), null, 'no region while every buffer is busy');
   t.ok(!w.write(Buffer.alloc(10)), 'overflow still accepted, still paused');

@@ -1,6 +1,5 @@
 /**
- * Blob integrity under racing upload operations, through the real HTTP interface (issue
- * "a blob never differs from its digest"): completing or cancelling a session while a PATCH is
+ * Blob integrity under racing upload operations, through the real HTTP interface: completing or cancelling a session while a PATCH is
  * mid-body, two PUTs completing one session, and a Content-Range whose end is beyond its total.
  * Each case failed before sessions had one owner at a time: a blob recorded with the wrong size
  * (served with bytes whose sha256 is not the digest), a cancelled session resurrected by its

@@ -1,6 +1,6 @@
 /**
- * Upload resource limits through the real HTTP interface (issue "memory amplification by slow
- * uploads"): open sessions per account (429, another account unaffected), the minimum receive
+ * Upload resource limits through the real HTTP interface (against memory amplification by slow
+ * uploads): open sessions per account (429, another account unaffected), the minimum receive
  * rate (a trickling body is cut off with 408, the bytes received are kept and the upload
  * resumes from its Range), and the global buffer memory cap (503 with Retry-After while it is
  * spent, uploads in flight still complete intact).
