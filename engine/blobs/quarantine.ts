@@ -9,10 +9,11 @@
  * deduplicated onto it (registry/gc.ts `GcSafeBlobStore.adopt`): the verified upload's bytes
  * replace the file and its commit rewrites the record (blobs/uploads.ts), which heals it.
  *
- * Used three ways: on every blob GET/HEAD (size only: one stat), once at start-up for blobs
+ * Used three ways: on every blob GET/HEAD (`sizeCheckSync`: one stat), once at start-up for blobs
  * written by a build before store schema 6 (`LegacyBlobCheck`: size, then sha256 in the worker
  * pool), and on demand by operators' tools (`verifyBlob` + `quarantineBlob`).
  */
+import { statSync } from 'node:fs';
 import type { Store } from '../store.js';
 import type { Digest } from '../digest.js';
 import type { BlobStore } from './cas.js';
@@ -60,13 +61,14 @@ export async function quarantineBlob(store: Store, digest: Digest, reason: strin
 }
 
 /**
- * Checks a blob before it is served (size only) and quarantines it when its file disagrees with
- * its record. Returns the check's outcome.
+ * The size check before a blob is served, synchronous (one `stat` of a cached inode, a few
+ * microseconds) so a HEAD still answers within its uWS callback, which keeps pipelined
+ * keep-alive connections working.
  */
-export async function checkBeforeServing(store: Store, blobs: BlobStore, digest: Digest, rec: BlobRecord): Promise<BlobCheck> {
-  const check = await verifyBlob(blobs, digest, rec);
-  if (!check.ok) await quarantineBlob(store, digest, check.reason, rec);
-  return check;
+export function sizeCheckSync(blobs: BlobStore, digest: Digest, rec: BlobRecord): BlobCheck {
+  const size = statSync(blobs.pathOf(digest), { throwIfNoEntry: false })?.size;
+  if (size === undefined) return { ok: false, reason: 'file missing' };
+  return size === rec.size ? { ok: true } : { ok: false, reason: `file has ${size} bytes, record says ${rec.size}` };
 }
 
 /** What the start-up pass found. */
