@@ -24,6 +24,12 @@ export type ErrorCode =
   | 'SIZE_INVALID'
   | 'PAGINATION_INVALID'
   | 'UNSUPPORTED'
+  /** Another request holds the upload session (409). */
+  | 'UPLOAD_BUSY'
+  /** A request body arrived slower than the minimum receive rate and was cut off (408). */
+  | 'TOO_SLOW'
+  /** Temporarily out of a server resource; `detail.retryAfter` in seconds (503). */
+  | 'UNAVAILABLE'
   // shared
   | 'UNAUTHORIZED'
   | 'DENIED'

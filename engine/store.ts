@@ -21,6 +21,7 @@ import type { ClientRecord, GrantRecord, SignInState, WebSessionRecord } from '.
 import { indexAuthorizationInTransaction, type AuthorizationIndex } from './auth/authorizations.js';
 import { indexBlobLinksInTransaction } from './registry/links.js';
 import { indexManifestTagsInTransaction } from './registry/tags.js';
+import { LEGACY_CHECK_KEY } from './blobs/quarantine.js';
 
 /**
  * Current on-disk schema version; bump with an ordered migration in `migrate()`.
@@ -29,8 +30,10 @@ import { indexManifestTagsInTransaction } from './registry/tags.js';
  * 4: tags indexed by manifest (`manifestTags`).
  * 5: records of every database may use shared msgpack structures (no data change: older records
  *    still read; the bump makes older builds refuse the directory instead of misreading it).
+ * 6: blob records may be quarantined (`BlobRecord.quarantined`); blobs written by older builds
+ *    are verified once at start-up (meta `blobs-to-verify`, engine/blobs/quarantine.ts).
  */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /** Handles on every named database. */
 export interface Store {
@@ -192,6 +195,8 @@ function migrate(store: Store): void {
       if (indexes.length > 0) indexAuthorizations(store, indexes);
       if (version < 3) indexBlobLinksInTransaction(store);
       if (version < 4) indexManifestTagsInTransaction(store);
+      // Older builds could record a blob whose bytes disagree with it: verify them once.
+      if (version < 6) store.meta.put(LEGACY_CHECK_KEY, true);
       store.meta.put('schema', SCHEMA_VERSION);
     });
   }

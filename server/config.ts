@@ -45,6 +45,16 @@ export interface Config {
   rateLimitPerMinute: number;
   /** Seconds between online GC runs (image retention, then unreferenced blobs); 0 = no schedule (`slipway gc` only). Decimals allowed. Env SLIPWAY_GC_INTERVAL. */
   gcIntervalSeconds: number;
+  /** Most bytes of upload buffer memory, all sessions together (MiB); past it bodies wait and new appends get 503. Env SLIPWAY_UPLOAD_MEMORY. */
+  uploadMemoryMiB: number;
+  /** Open upload sessions one account may have at once. Env SLIPWAY_UPLOAD_SESSIONS. */
+  uploadSessionsPerAccount: number;
+  /** Minimum receive rate of an upload body (KiB/s); 0 = no minimum. Decimals allowed. Env SLIPWAY_UPLOAD_MIN_RATE. */
+  uploadMinRateKiB: number;
+  /** Window over which that rate is measured (seconds). Decimals allowed. Env SLIPWAY_UPLOAD_RATE_WINDOW. */
+  uploadRateWindowSeconds: number;
+  /** Seconds between runs of the upload reaper (removes sessions idle past SLIPWAY_UPLOAD_TTL). Decimals allowed. Env SLIPWAY_UPLOAD_REAP_INTERVAL. */
+  uploadReapIntervalSeconds: number;
   /** Seconds an unreferenced blob is kept after its commit or last HEAD/GET/mount (engine/registry/gc.ts); 0 allowed (tests). Env SLIPWAY_GC_GRACE. */
   gcGraceSeconds: number;
 }
@@ -66,6 +76,11 @@ export const DEFAULT_CONFIG: Config = {
   rateLimitPerMinute: 75,
   gcIntervalSeconds: 3600,
   gcGraceSeconds: 3600,
+  uploadMemoryMiB: 192,
+  uploadSessionsPerAccount: 64,
+  uploadMinRateKiB: 1,
+  uploadRateWindowSeconds: 30,
+  uploadReapIntervalSeconds: 600,
 };
 
 type Source = Record<string, string | undefined>;
@@ -92,6 +107,11 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_RATE_LIMIT_PER_MINUTE: 'rateLimitPerMinute',
   SLIPWAY_GC_INTERVAL: 'gcIntervalSeconds',
   SLIPWAY_GC_GRACE: 'gcGraceSeconds',
+  SLIPWAY_UPLOAD_MEMORY: 'uploadMemoryMiB',
+  SLIPWAY_UPLOAD_SESSIONS: 'uploadSessionsPerAccount',
+  SLIPWAY_UPLOAD_MIN_RATE: 'uploadMinRateKiB',
+  SLIPWAY_UPLOAD_RATE_WINDOW: 'uploadRateWindowSeconds',
+  SLIPWAY_UPLOAD_REAP_INTERVAL: 'uploadReapIntervalSeconds',
 };
 
 /** Flag names (`--registry-port`) for each setting. */
@@ -107,8 +127,11 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
   const c: Config = { ...DEFAULT_CONFIG };
   const set = (k: keyof Config, raw: string, from: string) => {
     const current = DEFAULT_CONFIG[k];
-    if (k === 'gcIntervalSeconds' || k === 'gcGraceSeconds') {
+    if (k === 'gcIntervalSeconds' || k === 'gcGraceSeconds' || k === 'uploadMinRateKiB') {
       if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`${from}: "${raw}" is not a number of seconds (0 or more)`);
+      c[k] = Number(raw);
+    } else if (k === 'uploadRateWindowSeconds' || k === 'uploadReapIntervalSeconds') {
+      if (!/^\d+(\.\d+)?$/.test(raw) || Number(raw) <= 0) throw new Error(`${from}: "${raw}" is not a number of seconds above 0`);
       c[k] = Number(raw);
     } else if (typeof current === 'boolean') {
       if (!/^(on|off|true|false|1|0)$/.test(raw)) throw new Error(`${from}: "${raw}" must be on or off`);

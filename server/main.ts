@@ -13,6 +13,8 @@ import { ServerKeys } from '../engine/auth/keys.js';
 import { GarbageCollector, GcSafeBlobStore } from '../engine/registry/gc.js';
 import { EVENT_KINDS, subscribeEvent } from '../engine/events.js';
 import { Uploads } from '../engine/blobs/uploads.js';
+import { UploadMemory } from '../engine/blobs/upload-memory.js';
+import { LegacyBlobCheck } from '../engine/blobs/quarantine.js';
 import { Registry } from '../engine/registry/registry.js';
 import { Accounts, type CreatedAccount } from '../engine/auth/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
@@ -53,6 +55,8 @@ export interface RunningServer {
   oauth: OAuth;
   /** The operator account created by this start, with its one-time secrets; null otherwise. */
   bootstrap: CreatedAccount | null;
+  /** Runs the upload reaper now (it also runs every SLIPWAY_UPLOAD_REAP_INTERVAL); resolves with the sessions removed. */
+  reapUploads(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -67,8 +71,21 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // Dedupe by record, not by file: safe against online GC (engine/registry/gc.ts).
   const blobs = new GcSafeBlobStore(config.dataDir, store);
   const hashThread = new HashThread();
-  const uploads = new Uploads(store, blobs, clock, (p) => pool.hashFile(p), config.dataDir, { staleAfterMs: config.uploadTtlSeconds * 1000, newHash: hashThread.create });
+  const uploads = new Uploads(store, blobs, clock, (p) => pool.hashFile(p), config.dataDir, {
+    staleAfterMs: config.uploadTtlSeconds * 1000,
+    newHash: hashThread.create,
+    maxSessionsPerAccount: config.uploadSessionsPerAccount,
+    memory: new UploadMemory(config.uploadMemoryMiB * 1024 * 1024),
+  });
   await uploads.init();
+  // Blobs written before store schema 6: sizes checked before serving, sha256 in the background.
+  const legacyCheck = new LegacyBlobCheck(store, blobs, (p) => pool.hashFile(p));
+  if (legacyCheck.needed) {
+    await legacyCheck.sizes();
+    void legacyCheck.hashes().then(
+      (r) => log.info({ checked: r.checked, quarantined: r.quarantined }, 'blobs of an older build verified'),
+      (e) => log.error({ err: e }, 'verifying blobs of an older build failed'));
+  }
   const registry = new Registry(store, blobs, clock, (r) => pool.inspectImage(r));
   const gc = new GarbageCollector(store, blobs, clock, { graceMs: config.gcGraceSeconds * 1000 });
   registry.touchEveryMs = Math.min(5 * 60_000, gc.options.graceMs / 4);
@@ -86,7 +103,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const views = new Views();
 
   const urls = { registry: '', api: '', auth: '', upload: '' };
-  const rctx: RegistryContext = { store, clock, registry, uploads, blobs, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds };
+  const rctx: RegistryContext = { store, clock, registry, uploads, blobs, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
+    receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 } };
   const actx: ApiContext = { store, clock, accounts, apps, registry, releases, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, urls };
   const authCtx: AuthContext = { ...actx, views, secureCookies: false };
 
@@ -119,7 +137,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
 
   const reaper = setInterval(() => {
     uploads.reap().catch((e) => log.error({ err: e }, 'upload reaper failed'));
-  }, 10 * 60_000);
+  }, config.uploadReapIntervalSeconds * 1000);
   reaper.unref();
   const oauthPruner = setInterval(() => {
     oauth.prune().catch((e) => log.error({ err: e }, 'OAuth pruning failed'));
@@ -135,6 +153,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   let closed = false;
   return {
     config, urls, store, accounts, apps, oauth, bootstrap,
+    reapUploads: () => uploads.reap(),
     async close() {
       if (closed) return;
       closed = true;

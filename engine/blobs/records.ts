@@ -25,6 +25,12 @@ export interface BlobRecord {
    * Written at most every `Registry.touchEveryMs`, and only while refs is 0.
    */
   touchedAt?: number;
+  /**
+   * Set when the bytes failed verification (engine/blobs/quarantine.ts): the blob is then not
+   * served (BLOB_UNKNOWN), not mounted and not deduplicated onto; the next verified upload of the
+   * digest replaces bytes and record. The reason, for operators.
+   */
+  quarantined?: string;
   /** Cached layer inspection, filled at the first manifest PUT that names this blob as a layer. */
   scan?: LayerScan;
 }

@@ -4,7 +4,10 @@
  * the running sha256 of each session is kept in memory so chunked uploads never re-read bytes.
  * After a restart that state is gone: the file is re-hashed in a worker at completion.
  *
- * A session is used by one request at a time; a second concurrent PATCH/PUT is refused.
+ * One owner at a time (`claim`): a PATCH, a PUT (from its body through its commit), a DELETE or
+ * the reaper holds the session exclusively, and a concurrent operation is refused with
+ * UPLOAD_BUSY (409) instead of writing beside it. A completed or cancelled session ends for good:
+ * its id is remembered (a tombstone) and nothing writes its record again.
  */
 import { randomBytes } from 'node:crypto';
 import { promises as fsp, openSync, constants as fsc } from 'node:fs';
@@ -14,6 +17,7 @@ import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
 import { SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
+import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
 import { inlineHash, lostHash, type HashFactory, type RunningHash } from './running-hash.js';
 import { datasyncFile, type BlobStore } from './cas.js';
 import type { UploadRecord } from './records.js';
@@ -22,10 +26,24 @@ import { linkBlobInTransaction } from '../registry/links.js';
 /** Re-hashes a file off the event loop; returns its sha256 digest and size in bytes. */
 export type FileHasher = (path: string) => Promise<{ digest: Digest; size: number }>;
 
+/**
+ * Exclusive use of one session by one operation (a PATCH, a PUT from its body to its commit, a
+ * DELETE, the reaper). Taken with `Uploads.claim`, given back with `Uploads.release`.
+ */
+export interface Lease {
+  readonly id: string;
+  /** What holds it, for the message a concurrent request gets ("PATCH", "PUT", ...). */
+  readonly op: string;
+  /** Set once released or once the session ended; a released lease authorises nothing. */
+  released: boolean;
+}
+
 interface LiveState {
   hash: RunningHash;
-  offset: number;
-  busy: boolean;
+  /** Bytes fed to `hash` (the session offset it is in step with); -1 when the state was lost. */
+  hashed: number;
+  /** The operation that owns the session now, if any. */
+  owner: Lease | null;
   /** Bytes appended since the session's last fdatasync began. */
   unsynced: number;
   /** A background fdatasync of the session file, started between chunks. */
@@ -34,8 +52,8 @@ interface LiveState {
   unrecorded?: UploadRecord;
 }
 
-function newLive(hash: RunningHash, offset: number): LiveState {
-  return { hash, offset, busy: false, unsynced: 0, syncing: null };
+function newLive(hash: RunningHash, hashed: number): LiveState {
+  return { hash, hashed, owner: null, unsynced: 0, syncing: null };
 }
 
 /** Background fdatasync between chunks; errors are left to the final sync at commit. */
@@ -44,17 +62,37 @@ function syncInBackground(path: string): Promise<void> {
   return datasyncFile(path).catch(() => {});
 }
 
+/** Ids of ended sessions remembered (tombstones): about 3 MB at most. */
+const TOMBSTONES = 50_000;
+
 /** Options of the upload service. */
 export interface UploadOptions {
   /** Sessions untouched for this long are reaped (ms). Distribution's default is 168 h; ours 24 h. */
   staleAfterMs: number;
   /** Running sha256 of new sessions (default: on the event loop; the server uses a hash thread). */
   newHash?: HashFactory;
+  /** Open sessions (created, not yet completed or cancelled) one account may have; default 64. */
+  maxSessionsPerAccount?: number;
+  /** Global budget of upload buffer memory; default unlimited (the server passes SLIPWAY_UPLOAD_MEMORY). */
+  memory?: UploadMemory;
 }
+
+/** Default of `UploadOptions.maxSessionsPerAccount`. */
+export const DEFAULT_SESSIONS_PER_ACCOUNT = 64;
+
+const unknownSession = (id: string) => fail('BLOB_UPLOAD_UNKNOWN', 'blob upload unknown to registry', { uuid: id.slice(0, 64) });
 
 export class Uploads {
   readonly dir: string;
+  readonly memory: UploadMemory;
   readonly #live = new Map<string, LiveState>();
+  /** Sessions that were completed or cancelled: never written again (insertion order = age). */
+  readonly #ended = new Set<string>();
+  /** Open sessions per account id. */
+  readonly #byAccount = new Map<string, Set<string>>();
+  /** Leases taken inside beginAppend/commit/cancel when the caller passed none. */
+  readonly #implicit = new WeakSet<Lease>();
+  readonly #writerLeases = new WeakMap<UploadWriter, Lease>();
 
   constructor(
     readonly store: Store,
@@ -65,12 +103,14 @@ export class Uploads {
     readonly options: UploadOptions = { staleAfterMs: 24 * 3600_000 },
   ) {
     this.dir = join(dataDir, 'uploads');
+    this.memory = options.memory ?? unlimitedMemory();
   }
 
   /** Creates the uploads directory and reaps what a crash or timeout left behind. */
   async init(): Promise<void> {
     await fsp.mkdir(this.dir, { recursive: true });
     await this.#recover();
+    for (const { value: rec } of this.store.uploads.getRange()) this.#count(rec, true);
   }
 
   /** Path of a session's bytes. */
@@ -78,8 +118,31 @@ export class Uploads {
     return join(this.dir, id);
   }
 
-  /** Opens a session for `repository` on behalf of `accountId`. */
+  #count(rec: UploadRecord, open: boolean): void {
+    let set = this.#byAccount.get(rec.accountId);
+    if (open) {
+      if (!set) this.#byAccount.set(rec.accountId, (set = new Set()));
+      set.add(rec.id);
+    } else if (set) {
+      set.delete(rec.id);
+      if (set.size === 0) this.#byAccount.delete(rec.accountId);
+    }
+  }
+
+  /** Open sessions of an account (created and not yet completed, cancelled or reaped). */
+  openSessions(accountId: string): number {
+    return this.#byAccount.get(accountId)?.size ?? 0;
+  }
+
+  /**
+   * Opens a session for `repository` on behalf of `accountId`.
+   * @throws RATE_LIMITED when the account already has `maxSessionsPerAccount` open sessions.
+   */
   async create(repository: string, accountId: string): Promise<UploadRecord> {
+    const limit = this.options.maxSessionsPerAccount ?? DEFAULT_SESSIONS_PER_ACCOUNT;
+    if (this.openSessions(accountId) >= limit) {
+      throw fail('RATE_LIMITED', `this account has ${limit} upload sessions in progress, the most allowed; complete or cancel (DELETE) one before starting another`, { limit });
+    }
     const id = randomBytes(16).toString('hex');
     const now = this.clock.now();
     const rec: UploadRecord = { id, repository, accountId, offset: 0, createdAt: now, updatedAt: now };
@@ -90,62 +153,123 @@ export class Uploads {
     const live = newLive((this.options.newHash ?? inlineHash)(), 0);
     live.unrecorded = rec;
     this.#live.set(id, live);
+    this.#count(rec, true);
     return rec;
   }
 
   /**
    * Looks a session up.
-   * @throws BLOB_UPLOAD_UNKNOWN when it does not exist or belongs to another repository.
+   * @throws BLOB_UPLOAD_UNKNOWN when it does not exist, ended, or belongs to another repository.
    */
   get(id: string, repository: string): UploadRecord {
-    const rec = /^[a-f0-9]{32}$/.test(id) ? (this.#live.get(id)?.unrecorded ?? this.store.uploads.get(id)) : undefined;
-    if (!rec || rec.repository !== repository) throw fail('BLOB_UPLOAD_UNKNOWN', 'blob upload unknown to registry', { uuid: id.slice(0, 64) });
+    const valid = /^[a-f0-9]{32}$/.test(id) && !this.#ended.has(id);
+    const rec = valid ? (this.#live.get(id)?.unrecorded ?? this.store.uploads.get(id)) : undefined;
+    if (!rec || rec.repository !== repository) throw unknownSession(id);
     return rec;
+  }
+
+  /**
+   * Takes the session for one operation. Every write to a session (append, commit, cancel,
+   * reaping) happens under its one lease, so no two of them overlap.
+   * @throws BLOB_UPLOAD_UNKNOWN when the session ended; UPLOAD_BUSY when another operation holds it.
+   */
+  claim(rec: UploadRecord, op: string): Lease {
+    if (this.#ended.has(rec.id)) throw unknownSession(rec.id);
+    let live = this.#live.get(rec.id);
+    if (!live) {
+      if (!this.store.uploads.get(rec.id)) throw unknownSession(rec.id);
+      // Recorded before a restart: the running hash is gone; completion re-hashes the file.
+      live = newLive(lostHash(), -1);
+      this.#live.set(rec.id, live);
+    }
+    if (live.owner) {
+      throw fail('UPLOAD_BUSY', `upload session ${rec.id} is in use by a ${live.owner.op} request; retry once it has finished (GET the session for its offset)`, { uuid: rec.id });
+    }
+    const lease: Lease = { id: rec.id, op, released: false };
+    live.owner = lease;
+    return lease;
+  }
+
+  /** Gives a lease back (no effect when already released or the session ended). */
+  release(lease: Lease): void {
+    const live = this.#live.get(lease.id);
+    if (live?.owner === lease) live.owner = null;
+    lease.released = true;
+  }
+
+  #lease(rec: UploadRecord, lease: Lease | undefined, op: string): Lease {
+    if (!lease) {
+      const own = this.claim(rec, op);
+      this.#implicit.add(own);
+      return own;
+    }
+    if (lease.released || lease.id !== rec.id || this.#live.get(rec.id)?.owner !== lease) throw unknownSession(rec.id);
+    return lease;
+  }
+
+  #done(lease: Lease): void {
+    if (this.#implicit.has(lease)) this.release(lease);
   }
 
   /**
    * Starts appending to a session at `start` bytes (the Content-Range start, or the current
    * offset when the client sent none). The caller streams the body into the returned writer
-   * and then calls `finishAppend`.
+   * and then calls `finishAppend`. Without `lease`, the session is claimed until finishAppend.
    * @throws RANGE_INVALID when `start` is not the current offset (the client gets 416);
-   *         BLOB_UPLOAD_INVALID when another request is writing to the session.
+   *         UPLOAD_BUSY when another request holds the session; UNAVAILABLE (503) when the
+   *         upload buffer memory is spent.
    */
-  beginAppend(rec: UploadRecord, start: number | undefined): UploadWriter {
+  beginAppend(rec: UploadRecord, start: number | undefined, lease?: Lease): UploadWriter {
     if (start !== undefined && start !== rec.offset) {
       throw fail('RANGE_INVALID', `upload chunk must start at offset ${rec.offset}, not ${start}`, { offset: rec.offset });
     }
-    let live = this.#live.get(rec.id);
-    if (live?.busy) throw fail('BLOB_UPLOAD_INVALID', 'another request is writing to this upload session');
-    if (!live || live.offset !== rec.offset) {
-      // Hash state lost (restart) or out of step: continue without it; completion re-hashes.
-      live?.hash.discard();
-      live = newLive(lostHash(), -1);
-      this.#live.set(rec.id, live);
+    if (!this.memory.canTake(MIN_BUFFER_BYTES)) {
+      throw fail('UNAVAILABLE', 'the registry is receiving as many upload bytes as it can buffer; retry shortly', { retryAfter: 2 });
     }
-    live.busy = true;
+    const own = this.#lease(rec, lease, 'PATCH');
+    const live = this.#live.get(rec.id)!;
+    if (live.hashed !== rec.offset) {
+      // Hash state lost (restart) or out of step: continue without it; completion re-hashes.
+      live.hash.discard();
+      live.hash = lostHash();
+      live.hashed = -1;
+    }
     let fd: number;
     try {
       fd = openSync(this.pathOf(rec.id), fsc.O_WRONLY | (live.unrecorded ? fsc.O_CREAT : 0), 0o600);
     } catch (e) {
-      live.busy = false;
+      this.#done(own);
       throw fail('BLOB_UPLOAD_UNKNOWN', 'upload session bytes are missing; start a new upload', { uuid: rec.id });
     }
-    return new UploadWriter(fd, rec.offset, live.hash);
+    const writer = new UploadWriter(fd, rec.offset, live.hash, this.memory);
+    this.#writerLeases.set(writer, own);
+    return writer;
   }
 
   /**
-   * Ends an append: waits for the bytes, records the new offset. When `ok` is false (client
-   * aborted, write failed) the session is dropped entirely: its bytes can no longer be trusted.
+   * Ends an append: waits for the bytes, records the new offset (the bytes accepted, which the
+   * writer checked are exactly the bytes hashed and written). With `keep` false (client aborted,
+   * write failed) the session is dropped entirely. With `keep` "received" (the server cut a too
+   * slow body off) every byte accepted so far is flushed and kept, and the session stays open at
+   * that offset, so the client can resume; when even that fails it is dropped.
+   * @throws BLOB_UPLOAD_INVALID when the session was dropped; BLOB_UPLOAD_UNKNOWN when it ended.
    */
-  async finishAppend(rec: UploadRecord, writer: UploadWriter, ok: boolean): Promise<UploadRecord> {
+  async finishAppend(rec: UploadRecord, writer: UploadWriter, keep: boolean | 'received'): Promise<UploadRecord> {
+    const lease = this.#writerLeases.get(writer);
     const live = this.#live.get(rec.id);
+    let ok = keep !== false;
     try {
       await writer.end();
     } catch (e) {
       ok = false;
     }
+    if (!lease || lease.released || !live || live.owner !== lease) {
+      // Not reachable through the leases; kept as the last guard against resurrecting a session.
+      throw unknownSession(rec.id);
+    }
     if (!ok) {
-      await this.cancel(rec);
+      await this.cancel(rec, lease);
+      this.#done(lease);
       throw fail('BLOB_UPLOAD_INVALID', 'upload interrupted; the session was discarded, start a new upload');
     }
     const updated: UploadRecord = { ...rec, offset: writer.offset, updatedAt: this.clock.now() };
@@ -153,83 +277,122 @@ export class Uploads {
     // and orphan file whose size equals a recorded session offset (engine/registry/gc.ts), which
     // is what protects bytes between the commit's dedupe check or rename and its transaction.
     await this.store.uploads.put(rec.id, updated);
-    if (live) {
-      live.busy = false;
-      live.unrecorded = undefined;
-      if (live.offset !== -1) live.offset = updated.offset;
-      // Chunked uploads: sync every SYNC_EVERY_BYTES in the background, overlapping the next
-      // chunk, so the commit's final sync has little left (the writer syncs within one chunk).
-      live.unsynced += writer.unsyncedBytes;
-      if (live.unsynced >= SYNC_EVERY_BYTES && !live.syncing) {
-        live.unsynced = 0;
-        const syncing = syncInBackground(this.pathOf(rec.id));
-        live.syncing = syncing;
-        void syncing.then(() => { if (live.syncing === syncing) live.syncing = null; });
-      }
+    live.unrecorded = undefined;
+    if (live.hashed !== -1) live.hashed = writer.hashed;
+    // Chunked uploads: sync every SYNC_EVERY_BYTES in the background, overlapping the next
+    // chunk, so the commit's final sync has little left (the writer syncs within one chunk).
+    live.unsynced += writer.unsyncedBytes;
+    if (live.unsynced >= SYNC_EVERY_BYTES && !live.syncing) {
+      live.unsynced = 0;
+      const syncing = syncInBackground(this.pathOf(rec.id));
+      live.syncing = syncing;
+      void syncing.then(() => { if (live.syncing === syncing) live.syncing = null; });
     }
+    if (keep === 'received') await datasyncFile(this.pathOf(rec.id));
+    this.#done(lease);
     return updated;
   }
 
   /**
    * Completes a session: fsyncs the bytes, verifies them against `expected`, moves them into
    * the blob store and, in one transaction, records the blob, links it to the repository and
-   * deletes the session.
-   * @throws DIGEST_INVALID (session discarded, nothing stored) when the bytes do not match.
+   * deletes the session. The blob's size is the number of bytes hashed, and it is adopted only
+   * when that equals both the file's size and the session's acknowledged offset. The session
+   * ends either way.
+   * @throws DIGEST_INVALID (session discarded, nothing stored) when the bytes do not match;
+   *         BLOB_UPLOAD_INVALID (session discarded) when hash, file and offset disagree;
+   *         UPLOAD_BUSY when another request holds the session (without `lease`).
    */
-  async commit(rec: UploadRecord, expected: Digest): Promise<{ digest: Digest; size: number }> {
+  async commit(rec: UploadRecord, expected: Digest, lease?: Lease): Promise<{ digest: Digest; size: number }> {
+    const own = this.#lease(rec, lease, 'PUT');
     const path = this.pathOf(rec.id);
-    const live = this.#live.get(rec.id);
-    if (live?.unrecorded) {
-      // Completed without a body: create its (empty) file, and record the session before the
-      // bytes move (GC keeps blobs of a recorded session's size, gc.ts).
-      await fsp.writeFile(path, new Uint8Array(0), { flag: 'a' });
-      await this.store.uploads.put(rec.id, rec);
-      live.unrecorded = undefined;
-    }
-    if (live?.syncing) await live.syncing;
-    await datasyncFile(path);
-    let hex: string | null = null;
-    if (live && live.offset === rec.offset) hex = await live.hash.digest();
-    else live?.hash.discard();
-    this.#live.delete(rec.id);
-    const actual = hex ? (`sha256:${hex}` as Digest) : (await this.rehash(path)).digest;
-    if (actual !== expected) {
-      await this.cancel(rec);
-      throw fail('DIGEST_INVALID', `provided digest ${expected} does not match uploaded content (${actual}); nothing was stored`, { expected, actual });
-    }
-    await this.blobs.adopt(path, expected);
-    const now = this.clock.now();
-    await this.store.env.transaction(() => {
-      if (!this.store.blobs.get(expected)) {
-        this.store.blobs.put(expected, { size: rec.offset, createdAt: now, refs: 0 });
+    const live = this.#live.get(rec.id)!;
+    try {
+      if (live.unrecorded) {
+        // Completed without a body: create its (empty) file, and record the session before the
+        // bytes move (GC keeps blobs of a recorded session's size, gc.ts).
+        await fsp.writeFile(path, new Uint8Array(0), { flag: 'a' });
+        await this.store.uploads.put(rec.id, rec);
+        live.unrecorded = undefined;
       }
-      linkBlobInTransaction(this.store, rec.repository, expected, now);
-      this.store.uploads.remove(rec.id);
-    });
-    return { digest: expected, size: rec.offset };
+      if (live.syncing) await live.syncing;
+      await datasyncFile(path);
+      const fileSize = (await fsp.stat(path)).size;
+      const hex = live.hashed === rec.offset ? await live.hash.digest() : (live.hash.discard(), null);
+      const { digest: actual, size } = hex !== null ? { digest: `sha256:${hex}` as Digest, size: live.hashed } : await this.rehash(path);
+      if (size !== rec.offset || fileSize !== rec.offset) {
+        await this.cancel(rec, own);
+        throw fail('BLOB_UPLOAD_INVALID', `upload session bytes disagree (hashed ${size}, file ${fileSize}, acknowledged ${rec.offset} bytes); the session was discarded, start a new upload`);
+      }
+      if (actual !== expected) {
+        await this.cancel(rec, own);
+        throw fail('DIGEST_INVALID', `provided digest ${expected} does not match uploaded content (${actual}); nothing was stored`, { expected, actual });
+      }
+      await this.blobs.adopt(path, expected);
+      const now = this.clock.now();
+      await this.store.env.transaction(() => {
+        const existing = this.store.blobs.get(expected);
+        if (!existing) {
+          this.store.blobs.put(expected, { size, createdAt: now, refs: 0 });
+        } else if (existing.quarantined || existing.size !== size) {
+          // Verified bytes replaced the file of a quarantined (or mis-sized) record (adopt,
+          // gc.ts): the record heals, keeping its references.
+          this.store.blobs.put(expected, { size, createdAt: now, refs: existing.refs });
+        }
+        linkBlobInTransaction(this.store, rec.repository, expected, now);
+        this.store.uploads.remove(rec.id);
+      });
+      this.#end(rec);
+      return { digest: expected, size };
+    } finally {
+      this.#done(own);
+    }
   }
 
-  /** Cancels a session: record first, then bytes (never a record without its file). */
-  async cancel(rec: UploadRecord): Promise<void> {
-    this.#live.get(rec.id)?.hash.discard();
+  /** Forgets a session for good: no lease, no hash, no count; its id is never served again. */
+  #end(rec: UploadRecord): void {
+    const live = this.#live.get(rec.id);
+    if (live?.owner) live.owner.released = true;
+    live?.hash.discard();
     this.#live.delete(rec.id);
-    await this.store.uploads.remove(rec.id);
-    await fsp.rm(this.pathOf(rec.id), { force: true });
+    this.#count(rec, false);
+    this.#ended.add(rec.id);
+    if (this.#ended.size > TOMBSTONES) this.#ended.delete(this.#ended.values().next().value!);
   }
 
   /**
-   * Removes sessions idle for longer than `staleAfterMs` and not in use. Safe while serving.
-   * Returns the number of sessions removed.
+   * Cancels a session: record first, then bytes (never a record without its file).
+   * @throws UPLOAD_BUSY when another request holds the session (without `lease`).
+   */
+  async cancel(rec: UploadRecord, lease?: Lease): Promise<void> {
+    const own = this.#lease(rec, lease, 'DELETE');
+    this.#end(rec);
+    try {
+      await this.store.uploads.remove(rec.id);
+      await fsp.rm(this.pathOf(rec.id), { force: true });
+    } finally {
+      this.#done(own);
+    }
+  }
+
+  /**
+   * Removes sessions idle for longer than `staleAfterMs` and not in use (a session held by a
+   * request is skipped; the next run sees it). Safe while serving. Returns the number removed.
    */
   async reap(): Promise<number> {
     const now = this.clock.now();
     let removed = 0;
     const unrecorded = [...this.#live.values()].flatMap((l) => (l.unrecorded ? [l.unrecorded] : []));
     for (const rec of [...unrecorded, ...[...this.store.uploads.getRange()].map((e) => e.value)]) {
-      if (now - rec.updatedAt > this.options.staleAfterMs && !this.#live.get(rec.id)?.busy) {
-        await this.cancel(rec);
-        removed++;
+      if (now - rec.updatedAt <= this.options.staleAfterMs || this.#live.get(rec.id)?.owner || this.#ended.has(rec.id)) continue;
+      let lease: Lease;
+      try {
+        lease = this.claim(rec, 'reaper');
+      } catch {
+        continue; // taken or ended meanwhile
       }
+      await this.cancel(rec, lease);
+      removed++;
     }
     return removed;
   }
@@ -245,7 +408,7 @@ export class Uploads {
     }
     for (const { value: rec } of this.store.uploads.getRange()) {
       const size = await fsp.stat(this.pathOf(rec.id)).then((s) => s.size, () => -1);
-      if (size < rec.offset) await this.cancel(rec);
+      if (size < rec.offset) await this.cancel(rec, this.claim(rec, 'recovery'));
       else if (size > rec.offset) await fsp.truncate(this.pathOf(rec.id), rec.offset);
     }
     await this.reap();

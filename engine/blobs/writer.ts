@@ -1,13 +1,23 @@
 /**
  * Streams bytes into an upload file while updating its sha256 (DESIGN.md "Hot paths").
  *
- * Bytes land in a small per-writer pool of 1 MiB buffers (at most 4, allocated on first use):
- * either read there directly by the transport (`region`/`commit`, the upload host's zero-copy
- * path) or copied by `write`. A full buffer is handed at the same time to the running hash
- * (possibly on another thread) and to a positional `writev`; it returns to the pool when both are
- * done. `write`/`commit` return false once every buffer is busy; the caller pauses its socket
- * until `onDrain`. Every 64 MiB an `fdatasync` starts in the background so the final sync at
- * commit has little left to do.
+ * Bytes land in a small per-writer pool of buffers (at most 4): either read there directly by
+ * the transport (`region`/`commit`, the upload host's zero-copy path) or copied by `write`. A full
+ * buffer is handed at the same time to the running hash (possibly on another thread) and to a
+ * positional `writev`; it returns to the pool when both are done. `write`/`commit` return false
+ * once every buffer is busy; the caller pauses its socket until `onDrain`. Every 64 MiB an
+ * `fdatasync` starts in the background so the final sync at commit has little left to do.
+ *
+ * Memory follows the bytes received, not the number of sessions: the first buffer is 4 KiB and
+ * each one that fills up makes the next four times larger, up to 1 MiB (a free buffer that was
+ * outgrown is swapped for a larger one when the budget allows), so a trickling session holds
+ * 4 KiB while a fast one soon cycles four 1 MiB buffers. Every buffer is taken from the global
+ * `UploadMemory` budget and given back when dropped (at `end` at the latest); when the budget is
+ * spent the writer asks for a pause and resumes when memory is given back.
+ *
+ * Integrity: the writer counts the bytes it accepted, handed to the hash and wrote to the file;
+ * `end` rejects unless the three agree, so a session's recorded size is exactly what was hashed.
+ * After `end` the writer accepts nothing more.
  *
  * Buffers are SharedArrayBuffer-backed so a hash thread reads them without a copy. They are never
  * shared between writers: a socket may still hold a region of a finished writer's buffer (a body
@@ -15,8 +25,9 @@
  */
 import { close, fdatasync, writev } from 'node:fs';
 import type { RunningHash } from './running-hash.js';
+import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
 
-/** Size of one pool buffer (bytes). */
+/** Size of the largest pool buffer (bytes). */
 export const BUFFER_BYTES = 1024 * 1024;
 /** Buffers per writer: the most bytes in flight before the caller is asked to pause. */
 export const POOL_BUFFERS = 4;
@@ -30,6 +41,8 @@ interface Slot {
   /** Outstanding holders (write, hash); the buffer is free again at 0. */
   holds: number;
   pooled: boolean;
+  /** Bytes of the memory budget this buffer holds (0 for a short-write remainder). */
+  budget: number;
 }
 
 function sharedBuffer(bytes: number): Buffer {
@@ -39,15 +52,21 @@ function sharedBuffer(bytes: number): Buffer {
 export class UploadWriter {
   readonly #fd: number;
   readonly #hash: RunningHash;
+  readonly #memory: UploadMemory;
+  readonly #start: number;
   #position: number;
   #accepted: number;
+  #hashed: number;
   readonly #free: Buffer[] = [];
   #allocated = 0;
+  #nextSize = MIN_BUFFER_BYTES;
   #current: Buffer | null = null;
   #currentPooled = true;
   #fill = 0;
   #queue: Slot[] = [];
+  #inFlight = 0;
   #writing = false;
+  #ended = false;
   #unsynced = 0;
   #syncs: Array<Promise<void>> = [];
   #error: Error | null = null;
@@ -57,12 +76,16 @@ export class UploadWriter {
   /**
    * @param fd an open file descriptor; positioned writes start at `position` (bytes)
    * @param hash the running sha256 of every byte before `position`
+   * @param memory the global upload buffer budget
    */
-  constructor(fd: number, position: number, hash: RunningHash) {
+  constructor(fd: number, position: number, hash: RunningHash, memory: UploadMemory = unlimitedMemory()) {
     this.#fd = fd;
+    this.#start = position;
     this.#position = position;
     this.#accepted = position;
+    this.#hashed = position;
     this.#hash = hash;
+    this.#memory = memory;
   }
 
   /** Bytes accepted so far, including the starting position. */
@@ -70,25 +93,57 @@ export class UploadWriter {
     return this.#accepted;
   }
 
+  /** Bytes handed to the running hash so far, including the starting position. */
+  get hashed(): number {
+    return this.#hashed;
+  }
+
   /** Bytes written since the last background fdatasync started (all of them once `end` resolved). */
   get unsyncedBytes(): number {
     return this.#unsynced;
   }
 
-  /** Whether another byte can be taken without exceeding the pool (overflow does not count). */
+  /** Whether another byte can be taken without exceeding the pool or the budget (overflow does not count). */
   get #ready(): boolean {
-    return (this.#current !== null && this.#currentPooled) || this.#free.length > 0 || this.#allocated < POOL_BUFFERS;
+    if ((this.#current !== null && this.#currentPooled) || this.#free.length > 0) return true;
+    return this.#allocated < POOL_BUFFERS && this.#memory.canTake(this.#allocated === 0 ? MIN_BUFFER_BYTES : this.#nextSize);
   }
 
-  /** Makes `#current` a buffer to fill; with `overflow`, beyond the pool when it is exhausted. */
-  #take(overflow: boolean): boolean {
+  /**
+   * A pooled buffer to fill: a free one (an outgrown one is swapped for a larger one when the
+   * budget allows), else a new one within pool and budget (the smallest when the budget is tight
+   * and the writer holds none, so every writer can progress).
+   */
+  #pooledBuffer(): Buffer | null {
+    const b = this.#free.pop();
+    if (b && (b.length >= this.#nextSize || !this.#memory.canTake(this.#nextSize - b.length))) return b;
+    if (b) this.#drop(b, true);
+    for (const size of this.#allocated === 0 ? [this.#nextSize, MIN_BUFFER_BYTES] : [this.#nextSize]) {
+      if (this.#allocated < POOL_BUFFERS && this.#memory.tryTake(size)) {
+        this.#allocated++;
+        return sharedBuffer(size);
+      }
+    }
+    return null;
+  }
+
+  /** Gives a buffer's memory back to the budget. */
+  #drop(buf: Buffer, pooled: boolean): void {
+    if (pooled) this.#allocated--;
+    this.#memory.give(buf.length);
+  }
+
+  /** Makes `#current` a buffer to fill; with `overflow`, beyond the pool and budget when exhausted. */
+  #take(overflow: number): boolean {
     if (this.#current) return true;
-    const pooled = this.#free.pop() ?? (this.#allocated < POOL_BUFFERS ? (this.#allocated++, sharedBuffer(BUFFER_BYTES)) : null);
+    const pooled = this.#pooledBuffer();
     if (pooled) {
       this.#current = pooled;
       this.#currentPooled = true;
-    } else if (overflow) {
-      this.#current = sharedBuffer(BUFFER_BYTES);
+    } else if (overflow > 0) {
+      const size = Math.min(BUFFER_BYTES, Math.max(MIN_BUFFER_BYTES, overflow));
+      this.#memory.force(size);
+      this.#current = sharedBuffer(size);
       this.#currentPooled = false;
     } else {
       return false;
@@ -102,11 +157,11 @@ export class UploadWriter {
    * pause until `onDrain`; chunks that still arrive go to temporary overflow buffers.
    */
   write(chunk: Buffer): boolean {
-    if (this.#error) return false;
+    if (this.#error || this.#ended) return false;
     this.#accepted += chunk.length;
     let off = 0;
     while (off < chunk.length) {
-      this.#take(true);
+      this.#take(chunk.length - off);
       const n = chunk.copy(this.#current!, this.#fill, off);
       this.#fill += n;
       off += n;
@@ -117,25 +172,37 @@ export class UploadWriter {
 
   /**
    * Zero-copy path (BodySink): the free part of the current pool buffer, for the transport to
-   * read socket bytes into; null when every pool buffer is busy.
+   * read socket bytes into; null when every pool buffer is busy or the budget is spent.
    */
   region(): Buffer | null {
-    if (this.#error || !this.#take(false)) return null;
+    if (this.#error || this.#ended || !this.#take(0)) return null;
     return this.#current!.subarray(this.#fill);
   }
 
   /** `n` bytes were placed at the start of the last `region()`; same result as `write`. */
   commit(n: number): boolean {
-    if (this.#error) return false;
+    if (this.#error || this.#ended || !this.#current) return false;
     this.#accepted += n;
     this.#fill += n;
-    if (this.#fill === this.#current!.length) this.#enqueueCurrent();
+    if (this.#fill === this.#current.length) this.#enqueueCurrent();
     return this.#ready;
   }
 
-  /** Registers the one callback to run when a pool buffer is free again. */
+  /** Registers the one callback to run when the writer can take bytes again. */
   onDrain(cb: () => void): void {
     this.#drainWaiter = cb;
+    if (this.#inFlight === 0) this.#memory.wait(() => this.#wake());
+  }
+
+  #wake(): void {
+    if (!this.#drainWaiter) return;
+    if (this.#error || this.#ended || this.#ready) {
+      const d = this.#drainWaiter;
+      this.#drainWaiter = null;
+      d();
+    } else if (this.#inFlight === 0) {
+      this.#memory.wait(() => this.#wake());
+    }
   }
 
   /** Resolves when every accepted byte is written; rejects with the first write error. */
@@ -146,33 +213,51 @@ export class UploadWriter {
     return new Promise((resolve, reject) => this.#idleWaiters.push((e) => (e ? reject(e) : resolve())));
   }
 
-  /** Flushes, waits for background syncs, and closes the descriptor. */
+  /**
+   * Flushes, waits for background syncs, gives the buffers back and closes the descriptor.
+   * Nothing is accepted after it was called.
+   * @throws the first write error, or an Error when the bytes accepted, hashed and written differ.
+   */
   async end(): Promise<void> {
     try {
       await this.flush();
+      this.#ended = true;
       await Promise.all(this.#syncs);
+      if (this.#hashed !== this.#accepted || this.#position !== this.#accepted) {
+        throw new Error(`upload writer out of step: accepted ${this.#accepted - this.#start}, hashed ${this.#hashed - this.#start}, written ${this.#position - this.#start} bytes`);
+      }
     } finally {
+      this.#ended = true;
+      if (this.#current) {
+        this.#drop(this.#current, this.#currentPooled);
+        this.#current = null;
+      }
+      for (const b of this.#free.splice(0)) this.#drop(b, true);
       await new Promise<void>((resolve) => close(this.#fd, () => resolve()));
     }
   }
 
   #enqueueCurrent(): void {
-    const slot: Slot = { buf: this.#current!, used: this.#fill, holds: 2, pooled: this.#currentPooled };
+    const buf = this.#current!;
+    const slot: Slot = { buf, used: this.#fill, holds: 2, pooled: this.#currentPooled, budget: buf.length };
+    if (this.#fill === buf.length) this.#nextSize = Math.min(BUFFER_BYTES, Math.max(this.#nextSize, buf.length * 4));
     this.#current = null;
     this.#fill = 0;
     this.#queue.push(slot);
+    this.#inFlight++;
+    this.#hashed += slot.used;
     this.#hash.update(slot.buf.subarray(0, slot.used), () => this.#release(slot));
     this.#pump();
   }
 
   #release(slot: Slot): void {
     if (--slot.holds > 0) return;
-    if (slot.pooled) this.#free.push(slot.buf);
-    if (this.#drainWaiter && (this.#error || this.#ready)) {
-      const d = this.#drainWaiter;
-      this.#drainWaiter = null;
-      d();
+    if (slot.budget > 0) {
+      this.#inFlight--;
+      if (slot.pooled && !this.#ended) this.#free.push(slot.buf);
+      else this.#drop(slot.buf, slot.pooled);
     }
+    this.#wake();
   }
 
   #pump(): void {
@@ -187,7 +272,7 @@ export class UploadWriter {
       else if (written !== bytes) {
         // Short write: the remainder goes first, from a copy (the slots are released below).
         const rest = Buffer.concat(batch.map((s) => s.buf.subarray(0, s.used))).subarray(written);
-        this.#queue.unshift({ buf: rest, used: rest.length, holds: 1, pooled: false });
+        this.#queue.unshift({ buf: rest, used: rest.length, holds: 1, pooled: false, budget: 0 });
       }
       const done = err ? 0 : written;
       this.#position += done;

@@ -101,7 +101,10 @@ export class GcSafeBlobStore extends FileBlobStore {
   }
 
   override async adopt(tmpPath: string, digest: Digest): Promise<boolean> {
-    if (this.store.blobs.get(digest) && (await this.sizeOf(digest)) !== undefined) {
+    const rec = this.store.blobs.get(digest);
+    // Never onto quarantined bytes (blobs/quarantine.ts): the verified upload replaces them.
+    // nor onto a file whose size is not the record's (the commit then corrects the record).
+    if (rec && !rec.quarantined && (await this.sizeOf(digest)) === rec.size) {
       await fsp.rm(tmpPath, { force: true });
       return false;
     }

@@ -65,7 +65,10 @@ export function repositoriesLinking(store: Store, digest: Digest): string[] {
 
 /** The blob's record when `repository` may serve `digest` (linked and stored), else undefined. */
 export function linkedBlob(store: Store, repository: string, digest: Digest): BlobRecord | undefined {
-  return store.repositoryBlobs.get(key(repository, digest)) !== undefined ? store.blobs.get(digest) : undefined;
+  const rec = store.repositoryBlobs.get(key(repository, digest)) !== undefined ? store.blobs.get(digest) : undefined;
+  // A quarantined blob (bytes failed verification, blobs/quarantine.ts) is unknown to every
+  // reader until a verified upload heals it.
+  return rec?.quarantined ? undefined : rec;
 }
 
 /**

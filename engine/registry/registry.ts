@@ -96,7 +96,7 @@ export class Registry {
     const now = this.clock.now();
     await this.store.env.transaction(() => {
       rec = this.store.blobs.get(digest);
-      if (!rec) return;
+      if (!rec || rec.quarantined) return void (rec = undefined);
       linkBlobInTransaction(this.store, to, digest, now);
       // A mount is followed by a manifest PUT: keep the blob from GC for its grace period.
       if (now - Math.max(rec.createdAt, rec.touchedAt ?? 0) >= this.touchEveryMs) this.store.blobs.put(digest, { ...rec, touchedAt: now });

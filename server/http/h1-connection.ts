@@ -282,8 +282,9 @@ export class Connection {
     if (this.#state === 'closed') return;
     this.#responded = true;
     if (this.#continuePending) this.#keepAlive = false; // the client may never send the body it announced
+    if (headers.connection === 'close') this.#keepAlive = false; // a handler ends the connection (a body cut off)
     let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`;
-    for (const k in headers) head += `${k}: ${headers[k]}\r\n`;
+    for (const k in headers) if (k !== 'connection') head += `${k}: ${headers[k]}\r\n`;
     if (status !== 204 && status !== 304) head += `content-length: ${length}\r\n`;
     head += `date: ${httpDate()}\r\n`;
     head += this.#keepAlive ? `keep-alive: timeout=${Math.floor(this.timeouts.headMs / 1000)}\r\n\r\n` : 'connection: close\r\n\r\n';

@@ -97,8 +97,13 @@ class H1Exchange implements Exchange {
         ...(region && commit ? {
           region,
           committed: (n: number) => {
+            if (settled) return;
             size += n;
-            more(commit(n));
+            try {
+              more(commit(n));
+            } catch (e) {
+              stop(e);
+            }
           },
         } : {}),
         end: () => {

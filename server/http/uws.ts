@@ -168,7 +168,7 @@ class UwsExchange implements Exchange {
     this.#resume();
     this.#res.cork(() => {
       this.#res.writeStatus(statusLine(status));
-      for (const k in headers) this.#res.writeHeader(k, headers[k]!);
+      for (const k in headers) if (k !== 'connection') this.#res.writeHeader(k, headers[k]!); // uWS manages its connections
       if (status === 204 || status === 304) this.#res.endWithoutBody();
       else if (this.method === 'HEAD') {
         // endWithoutBody(length) leaves this build's connection unusable (every HEAD closed

@@ -5,11 +5,24 @@ import { authenticate, authorize } from './auth.js';
 import { parseDigest } from '../../engine/digest.js';
 import { fail } from '../../engine/errors.js';
 import { API_VERSION_HEADER } from './context.js';
+import { quarantineBlob, sizeCheckSync } from '../../engine/blobs/quarantine.js';
 
 export async function getBlob(ctx: RegistryContext, ex: Exchange, repository: string, digestParam: string): Promise<void> {
   authorize(ctx, authenticate(ctx, ex), repository, 'pull');
   const digest = parseDigest(digestParam);
-  const blob = ctx.registry.statBlob(repository, digest);
+  let blob = ctx.registry.statBlob(repository, digest);
+  // Never serve bytes that are not the record's: wait for a pending start-up verification, and
+  // check the file's size (quarantining the blob when it differs: clients then push it again).
+  const pending = ctx.legacyCheck?.pending(digest);
+  if (pending) {
+    await pending;
+    blob = ctx.registry.statBlob(repository, digest);
+  }
+  const check = sizeCheckSync(ctx.blobs, digest, blob);
+  if (!check.ok) {
+    await quarantineBlob(ctx.store, digest, check.reason, blob);
+    throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
+  }
   const headers: Record<string, string> = {
     ...API_VERSION_HEADER,
     'content-type': 'application/octet-stream',

@@ -8,6 +8,8 @@ import type { Apps } from '../../engine/platform/apps.js';
 import type { ServerKeys } from '../../engine/auth/keys.js';
 import type { BlobStore } from '../../engine/blobs/cas.js';
 import type { Logger } from '../log.js';
+import type { ReceiveRate } from './receive-rate.js';
+import type { LegacyBlobCheck } from '../../engine/blobs/quarantine.js';
 
 export interface RegistryContext {
   store: Store;
@@ -23,6 +25,10 @@ export interface RegistryContext {
   urls: { registry: string; upload: string };
   /** Lifetime of registry bearer tokens (seconds). */
   tokenTtlSeconds: number;
+  /** The start-up verification of blobs of an older build, while it runs. */
+  legacyCheck?: LegacyBlobCheck;
+  /** Minimum receive rate of upload bodies (default DEFAULT_RECEIVE_RATE). */
+  receiveRate?: ReceiveRate;
 }
 
 /** Sent on every registry response (distribution spec "API Version Check"). */

@@ -101,6 +101,14 @@ export function sendRegistryError(ctx: RegistryContext, ex: Exchange, e: unknown
   const extra = e.detail as { offset?: number; size?: number } | undefined;
   if (e.code === 'RANGE_INVALID' && extra?.offset !== undefined) headers.range = `0-${Math.max(0, extra.offset - 1)}`;
   if (e.code === 'RANGE_NOT_SATISFIABLE' && extra?.size !== undefined) headers['content-range'] = `bytes */${extra.size}`;
+  const retryAfter = (e.detail as { retryAfter?: number } | undefined)?.retryAfter;
+  if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
+  if (e.code === 'TOO_SLOW') {
+    // A body cut off for its rate: the Range kept, then close (the rest is not worth reading;
+    // the upload host honours this header, uWS ends such a body by its own timeout).
+    if (extra?.offset !== undefined) headers.range = `0-${Math.max(0, extra.offset - 1)}`;
+    headers.connection = 'close';
+  }
   sendJson(ex, wire.status, { errors: [{ code: wire.code, message: e.message, detail: e.detail ?? null }] }, headers);
 }
 

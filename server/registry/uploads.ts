@@ -12,7 +12,9 @@ import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
 import { authenticate, authorize, type Caller } from './auth.js';
 import { parseDigest, type Digest } from '../../engine/digest.js';
-import { fail } from '../../engine/errors.js';
+import { fail, isSlipwayError } from '../../engine/errors.js';
+import type { Lease } from '../../engine/blobs/uploads.js';
+import { DEFAULT_RECEIVE_RATE, withReceiveRate } from './receive-rate.js';
 import type { UploadRecord } from '../../engine/blobs/records.js';
 import { API_VERSION_HEADER } from './context.js';
 
@@ -30,16 +32,33 @@ function blobCreated(ctx: RegistryContext, ex: Exchange, repository: string, dig
   ex.send(201, { ...API_VERSION_HEADER, location: `${ctx.urls.registry}/v2/${repository}/blobs/${digest}`, 'docker-content-digest': digest });
 }
 
-/** Streams the request body into a session; the session is discarded if the body breaks off. */
-async function append(ctx: RegistryContext, ex: Exchange, rec: UploadRecord, start: number | undefined): Promise<UploadRecord> {
-  const writer = ctx.uploads.beginAppend(rec, start);
-  let ok = true;
+/**
+ * Streams the request body into a session under `lease`. A body the client breaks off discards
+ * the session; one cut off for arriving too slowly keeps what was received (receive-rate.ts).
+ */
+async function append(ctx: RegistryContext, ex: Exchange, lease: Lease, rec: UploadRecord, start: number | undefined): Promise<UploadRecord> {
+  const writer = ctx.uploads.beginAppend(rec, start, lease);
+  let keep: boolean | 'received' = true;
+  let cutOff: unknown;
   try {
-    await ex.pipeBody(writer);
-  } catch {
-    ok = false;
+    await ex.pipeBody(withReceiveRate(writer, ctx.receiveRate ?? DEFAULT_RECEIVE_RATE));
+  } catch (e) {
+    keep = isSlipwayError(e) && e.code === 'TOO_SLOW' ? 'received' : false;
+    cutOff = e;
   }
-  return ctx.uploads.finishAppend(rec, writer, ok);
+  const updated = await ctx.uploads.finishAppend(rec, writer, keep);
+  if (keep === 'received') throw fail('TOO_SLOW', (cutOff as Error).message, { offset: updated.offset });
+  return updated;
+}
+
+/** Runs `op` holding the session's lease (released at the end, whatever happens). */
+async function owning<T>(ctx: RegistryContext, rec: UploadRecord, op: string, fn: (lease: Lease) => Promise<T>): Promise<T> {
+  const lease = ctx.uploads.claim(rec, op);
+  try {
+    return await fn(lease);
+  } finally {
+    ctx.uploads.release(lease);
+  }
 }
 
 export async function startUpload(ctx: RegistryContext, ex: Exchange, repository: string): Promise<void> {
@@ -50,10 +69,15 @@ export async function startUpload(ctx: RegistryContext, ex: Exchange, repository
   if (mount && from && (await tryMount(ctx, ex, caller!, repository, parseDigest(mount), from))) return;
   const digestParam = ex.query.get('digest');
   const digest = digestParam ? parseDigest(digestParam) : undefined;
-  let rec = await ctx.uploads.create(repository, caller!.principal.accountId);
+  const rec = await ctx.uploads.create(repository, caller!.principal.accountId);
   if (!digest) return ex.send(202, sessionHeaders(ctx, rec));
-  rec = await append(ctx, ex, rec, undefined);
-  await ctx.uploads.commit(rec, digest);
+  try {
+    await owning(ctx, rec, 'PUT', async (lease) => ctx.uploads.commit(await append(ctx, ex, lease, rec, undefined), digest, lease));
+  } catch (e) {
+    // Nobody else knows this session's id: end it (when still open) so it stops counting.
+    await ctx.uploads.cancel(rec).catch(() => {});
+    throw e;
+  }
   blobCreated(ctx, ex, repository, digest);
 }
 
@@ -78,7 +102,7 @@ function session(ctx: RegistryContext, ex: Exchange, repository: string, id: str
   return ctx.uploads.get(id, repository);
 }
 
-const CONTENT_RANGE = /^(?:bytes )?(\d+)-(\d+)(?:\/(?:\d+|\*))?$/;
+const CONTENT_RANGE = /^(?:bytes )?(\d+)-(\d+)(?:\/(\d+|\*))?$/;
 
 export async function patchUpload(ctx: RegistryContext, ex: Exchange, repository: string, id: string): Promise<void> {
   const rec = session(ctx, ex, repository, id);
@@ -87,25 +111,28 @@ export async function patchUpload(ctx: RegistryContext, ex: Exchange, repository
   if (cr) {
     const m = CONTENT_RANGE.exec(cr.trim());
     if (!m || Number(m[2]) < Number(m[1])) throw fail('RANGE_INVALID', `invalid Content-Range "${cr.slice(0, 60)}"; expected <start>-<end>`, { offset: rec.offset });
+    // An end at or beyond the stated total length cannot be satisfied (distribution spec: 416).
+    if (m[3] !== undefined && m[3] !== '*' && Number(m[2]) >= Number(m[3])) {
+      throw fail('RANGE_INVALID', `Content-Range ${cr.slice(0, 60)} ends beyond its total length ${m[3]}`, { offset: rec.offset });
+    }
     start = Number(m[1]);
     const length = ex.header('content-length');
     if (length && Number(length) !== Number(m[2]) - start + 1) {
       throw fail('RANGE_INVALID', `Content-Range ${cr} covers ${Number(m[2]) - start + 1} bytes but Content-Length is ${length}`, { offset: rec.offset });
     }
   }
-  const updated = await append(ctx, ex, rec, start);
+  const updated = await owning(ctx, rec, 'PATCH', (lease) => append(ctx, ex, lease, rec, start));
   ex.send(202, sessionHeaders(ctx, updated));
 }
 
 export async function completeUpload(ctx: RegistryContext, ex: Exchange, repository: string, id: string): Promise<void> {
-  let rec = session(ctx, ex, repository, id);
+  const rec = session(ctx, ex, repository, id);
   const digestParam = ex.query.get('digest');
   if (!digestParam) throw fail('DIGEST_INVALID', 'the digest query parameter is required to complete an upload');
   const digest = parseDigest(digestParam);
-  if (ex.header('transfer-encoding') || Number(ex.header('content-length') || '0') > 0) {
-    rec = await append(ctx, ex, rec, undefined);
-  }
-  await ctx.uploads.commit(rec, digest);
+  const hasBody = ex.header('transfer-encoding') !== '' || Number(ex.header('content-length') || '0') > 0;
+  // One lease from the body's first byte through the commit: nothing can come in between.
+  await owning(ctx, rec, 'PUT', async (lease) => ctx.uploads.commit(hasBody ? await append(ctx, ex, lease, rec, undefined) : rec, digest, lease));
   blobCreated(ctx, ex, repository, digest);
 }
 
@@ -114,6 +141,7 @@ export async function uploadStatus(ctx: RegistryContext, ex: Exchange, repositor
 }
 
 export async function cancelUpload(ctx: RegistryContext, ex: Exchange, repository: string, id: string): Promise<void> {
-  await ctx.uploads.cancel(session(ctx, ex, repository, id));
+  const rec = session(ctx, ex, repository, id);
+  await owning(ctx, rec, 'DELETE', (lease) => ctx.uploads.cancel(rec, lease));
   ex.send(204, { ...API_VERSION_HEADER });
 }

@@ -1,7 +1,8 @@
 /**
  * The upload writer and the hash thread: bytes fed through `write` (copy) and `region`/`commit`
  * (zero-copy) in any mix land in the file in order, the running hash matches node:crypto, the
- * pool asks for a pause when full, and a lost hash thread reports lost instead of a wrong digest.
+ * pool asks for a pause when full, buffer memory follows the bytes received within a global
+ * budget, and a lost hash thread reports lost instead of a wrong digest.
  */
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
@@ -9,6 +10,7 @@ import { openSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BUFFER_BYTES, POOL_BUFFERS, UploadWriter } from '../../engine/blobs/writer.js';
+import { MIN_BUFFER_BYTES, UploadMemory } from '../../engine/blobs/upload-memory.js';
 import { inlineHash, type RunningHash } from '../../engine/blobs/running-hash.js';
 import { HashThread } from '../../workers/hash-thread.js';
 
@@ -73,15 +75,37 @@ t.test('resuming at an offset appends after the earlier bytes', async (t) => {
   t.equal(await hash.digest(), sha(Buffer.concat([first, second])));
 });
 
-t.test('the pool asks for a pause when every buffer is busy', async (t) => {
+t.test('the pool asks for a pause when every buffer is busy; buffers grow with the bytes received', async (t) => {
   const hash: RunningHash = { update: () => {}, digest: async () => null, discard: () => {} }; // never releases
-  const w = new UploadWriter(openSync(join(dir, 'pause.bin'), 'w'), 0, hash);
-  let accepted = 0;
-  while (w.write(Buffer.alloc(BUFFER_BYTES))) accepted++;
-  t.equal(accepted + 1, POOL_BUFFERS, 'false once the last pool buffer is taken');
+  const memory = new UploadMemory(64 * 1024 * 1024);
+  const w = new UploadWriter(openSync(join(dir, 'pause.bin'), 'w'), 0, hash, memory);
+  t.ok(w.write(Buffer.alloc(3)));
+  t.equal(memory.used, MIN_BUFFER_BYTES, 'a few bytes hold one small buffer, not a full pool');
+  let more = w.write(Buffer.alloc(MIN_BUFFER_BYTES - 3));
+  while (more) more = w.write(Buffer.alloc(MIN_BUFFER_BYTES));
+  const pool = MIN_BUFFER_BYTES * (1 + 4 + 16 + 64);
+  t.equal(w.offset, pool, `false once the last of ${POOL_BUFFERS} pool buffers (4 KiB growing to ${BUFFER_BYTES} bytes) is full`);
+  t.equal(memory.used, pool);
   t.equal(w.region(), null, 'no region while every buffer is busy');
   t.ok(!w.write(Buffer.alloc(10)), 'overflow still accepted, still paused');
-  t.equal(w.offset, POOL_BUFFERS * BUFFER_BYTES + 10);
+  t.equal(w.offset, pool + 10);
+});
+
+t.test('the global budget: a writer waits for memory and resumes when it is given back', async (t) => {
+  const memory = new UploadMemory(MIN_BUFFER_BYTES);
+  const data = randomBytes(3 * MIN_BUFFER_BYTES);
+  const a = new UploadWriter(openSync(join(dir, 'budget-a.bin'), 'w'), 0, inlineHash(), memory);
+  t.ok(a.write(data.subarray(0, 5)), 'first bytes fit the budget');
+  const b = new UploadWriter(openSync(join(dir, 'budget-b.bin'), 'w'), 0, inlineHash(), memory);
+  t.equal(b.region(), null, 'a second writer gets no buffer while the budget is spent');
+  let resumed = false;
+  b.onDrain(() => { resumed = true; });
+  await a.end();
+  t.ok(resumed, 'resumed once the first writer gave its buffer back');
+  await feed(b, data);
+  await b.end();
+  t.equal(sha(readFileSync(join(dir, 'budget-b.bin'))), sha(data));
+  t.equal(memory.used, 0, 'every buffer given back');
 });
 
 t.test('a hash thread that stops reports lost, never a wrong digest', async (t) => {

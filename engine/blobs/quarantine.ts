@@ -1,0 +1,153 @@
+/**
+ * Blob verification and quarantine: the check that a stored blob's bytes are what its record
+ * says (size, and sha256 equal to the digest), and what happens when they are not.
+ *
+ * A quarantined record (`BlobRecord.quarantined`, the reason) stays in the store with its
+ * references, but every reader treats the blob as unknown (registry/links.ts `linkedBlob`): GET
+ * and HEAD answer BLOB_UNKNOWN so clients push it again, a manifest naming it gets
+ * MANIFEST_BLOB_UNKNOWN, a mount falls back to an upload, and an upload of the digest is never
+ * deduplicated onto it (registry/gc.ts `GcSafeBlobStore.adopt`): the verified upload's bytes
+ * replace the file and its commit rewrites the record (blobs/uploads.ts), which heals it.
+ *
+ * Used three ways: on every blob GET/HEAD (`sizeCheckSync`: one stat), once at start-up for blobs
+ * written by a build before store schema 6 (`LegacyBlobCheck`: size, then sha256 in the worker
+ * pool), and on demand by operators' tools (`verifyBlob` + `quarantineBlob`).
+ */
+import { statSync } from 'node:fs';
+import type { Store } from '../store.js';
+import type { Digest } from '../digest.js';
+import type { BlobStore } from './cas.js';
+import type { BlobRecord } from './records.js';
+import type { FileHasher } from './uploads.js';
+
+/** Outcome of a check: ok, or the reason the bytes are not the record's. */
+export type BlobCheck = { ok: true } | { ok: false; reason: string };
+
+/** Meta key set by the schema 6 migration while blobs of older builds await verification. */
+export const LEGACY_CHECK_KEY = 'blobs-to-verify';
+
+/**
+ * Checks one blob's bytes against `rec` (its record): the file exists and has `rec.size` bytes;
+ * with `hasher`, also that their sha256 is `digest` (reads the whole file, in a worker).
+ * Never throws for a bad blob; I/O errors other than a missing file are thrown.
+ */
+export async function verifyBlob(blobs: BlobStore, digest: Digest, rec: BlobRecord, hasher?: FileHasher): Promise<BlobCheck> {
+  const size = await blobs.sizeOf(digest);
+  if (size === undefined) return { ok: false, reason: 'file missing' };
+  if (size !== rec.size) return { ok: false, reason: `file has ${size} bytes, record says ${rec.size}` };
+  if (!hasher) return { ok: true };
+  const hashed = await hasher(blobs.pathOf(digest));
+  if (hashed.digest !== digest) return { ok: false, reason: `bytes hash to ${hashed.digest}` };
+  if (hashed.size !== rec.size) return { ok: false, reason: `hashed ${hashed.size} bytes, record says ${rec.size}` };
+  return { ok: true };
+}
+
+/**
+ * Quarantines a blob's record with `reason`, in one transaction that re-reads it: nothing
+ * happens when the record is gone, already quarantined, or no longer the one checked (`checked`:
+ * a verified upload rewrote it meanwhile, so its createdAt differs).
+ * @returns true when the record was quarantined by this call.
+ */
+export async function quarantineBlob(store: Store, digest: Digest, reason: string, checked?: BlobRecord): Promise<boolean> {
+  let done = false;
+  await store.env.transaction(() => {
+    const rec = store.blobs.get(digest);
+    if (!rec || rec.quarantined) return;
+    if (checked && (rec.createdAt !== checked.createdAt || rec.size !== checked.size)) return;
+    store.blobs.put(digest, { ...rec, quarantined: reason.slice(0, 200) });
+    done = true;
+  });
+  return done;
+}
+
+/**
+ * The size check before a blob is served, synchronous (one `stat` of a cached inode, a few
+ * microseconds) so a HEAD still answers within its uWS callback, which keeps pipelined
+ * keep-alive connections working.
+ */
+export function sizeCheckSync(blobs: BlobStore, digest: Digest, rec: BlobRecord): BlobCheck {
+  const size = statSync(blobs.pathOf(digest), { throwIfNoEntry: false })?.size;
+  if (size === undefined) return { ok: false, reason: 'file missing' };
+  return size === rec.size ? { ok: true } : { ok: false, reason: `file has ${size} bytes, record says ${rec.size}` };
+}
+
+/** What the start-up pass found. */
+export interface LegacyCheckReport {
+  checked: number;
+  quarantined: Array<{ digest: string; reason: string }>;
+}
+
+/**
+ * The one-time verification of blobs written before store schema 6 (builds that could record a
+ * blob whose bytes disagree with it). `sizes()` stats every listed blob before the server serves
+ * (one stat each; a clean or new store skips everything after one meta read); `hashes()` then
+ * reads every byte in the worker pool, two at a time, while the server runs, and clears the
+ * meta key when done (a restart before that starts the pass over). `pending(digest)` is the
+ * verification a GET must wait for, if that blob's turn has not come yet.
+ */
+export class LegacyBlobCheck {
+  readonly report: LegacyCheckReport = { checked: 0, quarantined: [] };
+  readonly #queue: Digest[] = [];
+  readonly #running = new Map<Digest, Promise<void>>();
+  readonly #done = new Set<Digest>();
+
+  constructor(readonly store: Store, readonly blobs: BlobStore, readonly hasher: FileHasher) {}
+
+  /** True when blobs of an older build await verification. */
+  get needed(): boolean {
+    return this.store.meta.get(LEGACY_CHECK_KEY) === true;
+  }
+
+  /** Size check of every blob (before serving); queues the blobs that passed for hashing. */
+  async sizes(): Promise<void> {
+    if (!this.needed) return;
+    for (const { key, value: rec } of this.store.blobs.getRange()) {
+      const digest = key as Digest;
+      if (rec.quarantined) continue;
+      const check = await verifyBlob(this.blobs, digest, rec);
+      if (check.ok) this.#queue.push(digest);
+      else await this.#quarantine(digest, check.reason, rec);
+    }
+  }
+
+  /** Hashes every queued blob (two at a time), then marks the store verified. */
+  async hashes(): Promise<LegacyCheckReport> {
+    if (!this.needed) return this.report;
+    const worker = async () => {
+      for (let d = this.#queue.shift(); d; d = this.#queue.shift()) await this.verify(d);
+    };
+    await Promise.all([worker(), worker()]);
+    await this.store.meta.remove(LEGACY_CHECK_KEY);
+    return this.report;
+  }
+
+  /** The verification of `digest` if it still awaits one (started now if queued), else undefined. */
+  pending(digest: Digest): Promise<void> | undefined {
+    if (this.#done.has(digest) || (!this.#running.has(digest) && !this.#queue.includes(digest))) return undefined;
+    return this.verify(digest);
+  }
+
+  /** Verifies one queued blob by sha256 (once). */
+  verify(digest: Digest): Promise<void> {
+    const running = this.#running.get(digest);
+    if (running) return running;
+    const i = this.#queue.indexOf(digest);
+    if (i >= 0) this.#queue.splice(i, 1);
+    const p = (async () => {
+      const rec = this.store.blobs.get(digest);
+      if (rec && !rec.quarantined) {
+        const check = await verifyBlob(this.blobs, digest, rec, this.hasher).catch((e: Error) => ({ ok: false as const, reason: `unreadable: ${e.message}` }));
+        this.report.checked++;
+        if (!check.ok) await this.#quarantine(digest, check.reason, rec);
+      }
+      this.#done.add(digest);
+      this.#running.delete(digest);
+    })();
+    this.#running.set(digest, p);
+    return p;
+  }
+
+  async #quarantine(digest: Digest, reason: string, rec: BlobRecord): Promise<void> {
+    if (await quarantineBlob(this.store, digest, reason, rec)) this.report.quarantined.push({ digest, reason });
+  }
+}
