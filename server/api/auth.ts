@@ -53,6 +53,20 @@ export function principalOf(call: ApiCall): Principal {
 }
 
 /**
+ * The access rule of one API route for a known caller (spec Authentication 6, 8): the route's
+ * scope need, and user-only routes refuse team tokens whatever their scope. The API dispatcher
+ * and the auth host's dashboard (which performs the same actions for a signed-in person) both
+ * apply it, so there is one set of rules.
+ * @throws DENIED naming the scope needed, or explaining the team-token refusal.
+ */
+export function requireRouteAccess(p: Principal, route: { access: Need | 'token' | 'public'; userOnly?: boolean }): void {
+  if (route.access !== 'token' && route.access !== 'public') requireScope(p, route.access);
+  if (route.userOnly && p.teamId !== null) {
+    throw fail('DENIED', 'This is a team token: it reaches only its team\'s apps and resources and cannot perform user-only actions (account, personal authorizations, OAuth clients, team management), whatever its scope.');
+  }
+}
+
+/**
  * @throws DENIED (403 forbidden) naming the scopes that would grant `need`.
  */
 export function requireScope(p: Principal, need: Need): void {
