@@ -80,6 +80,10 @@ t.test('dashboard in Chromium', { skip }, async (t) => {
     await page.fill('#description', 'ops');
     await submitAndWait(page, '/account/authorizations', () => page.click('text=Create authorization'));
     globalToken = await page.inputValue('#secret');
+    await page.reload();
+    t.notMatch(await page.content(), globalToken, 'a reload (the browser posts again) shows no token');
+    t.match(await page.textContent('main'), 'already sent', 'and says why');
+    t.equal((await api(ts, 'GET', '/oauth/authorizations', key)).json.filter((a: { description: string }) => a.description === 'ops').length, 1, 'and creates nothing');
     t.equal((await api(ts, 'GET', '/account', globalToken)).status, 200, 'a global direct authorization');
   });
 
