@@ -190,6 +190,10 @@ t.test('dashboard in Chromium', { skip }, async (t) => {
     t.equal(newest.rollback_of, 1, 'v3 rolls back to v1');
     t.equal(newest.processes.web.docker_image, digests[0], 'running v1\'s image');
     await look(page, 'app-rolled-back');
+    // The README's picture: the first screen of this page at a small size.
+    await page.setViewportSize({ width: 900, height: 1000 });
+    await page.screenshot({ path: join(shots, 'readme.png') });
+    await page.setViewportSize({ width: 1100, height: 800 });
   });
 
   await t.test('without JavaScript: confirmation page, then the action', async (t) => {
