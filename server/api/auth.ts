@@ -10,6 +10,7 @@ import type { ApiCall, ApiContext } from './context.js';
 import { authenticateToken, type Principal } from '../../engine/auth/authorizations.js';
 import { allows, scopesGranting, type Need } from '../../engine/auth/scope.js';
 import { fail } from '../../engine/errors.js';
+import { recordUse } from '../../engine/auth/usage.js';
 
 const INVALID = 'Invalid credentials provided.';
 
@@ -43,6 +44,7 @@ export function readCredentials(ctx: ApiContext, ex: Exchange, bearerOnly: boole
   const p = authenticateToken(ctx.store, token, ctx.clock.now());
   if (typeof p === 'string') throw fail('UNAUTHORIZED', INVALID);
   if (email && ctx.accounts.byEmail(email)?.id !== p.accountId) throw fail('UNAUTHORIZED', INVALID);
+  recordUse(ctx.store, p.authorizationId, ctx.clock.now());
   return p;
 }
 

@@ -70,6 +70,8 @@ t.test('dashboard in Chromium', { skip }, async (t) => {
 
     await page.goto(url('/account/applications'));
     t.notMatch(await page.content(), scriptToken, 'the token is never shown again');
+    t.equal((await page.textContent('#direct-heading ~ table tbody tr td:nth-child(6)'))!.trim(), '2026-01-05 09:00 UTC', 'last used: when the API accepted it');
+    t.equal((await page.textContent('#key-heading ~ p:nth-of-type(2)'))!.includes('Last used: Never'), false, 'the API key was used too (by this test)');
     t.match(await page.textContent('main'), 'deploy script');
     await look(page, 'applications');
     await page.click('button[aria-label="Revoke deploy script"]');

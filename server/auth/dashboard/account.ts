@@ -13,6 +13,7 @@ import type { AuthContext } from '../context.js';
 import type { AuthorizationRecord } from '../../../engine/auth/records.js';
 import { SCOPES, SCOPE_DESCRIPTIONS } from '../../../engine/auth/scope.js';
 import { manageableAuthorization } from '../../api/authorizations.js';
+import { lastUsed } from '../../../engine/auth/usage.js';
 import {
   attempt, backTo, confirmOr, done, firstSubmission, mirror, noticeOf, onceForms, sendDashboard, showSecret, signedInPage, submitted, when,
   type FormState, type Signed,
@@ -34,7 +35,7 @@ function rowOf(ctx: AuthContext, a: AuthorizationRecord) {
   return {
     id: a.id, description: a.description, scope: a.scope.join(', '), created: when(a.createdAt),
     expires: when(a.expiresAt ?? tokens.access?.expiresAt ?? null) || 'Never',
-    lastIssued: when(tokens.access?.createdAt), hint: tokens.access?.hint ?? '', client: client?.name ?? 'Deleted client',
+    lastUsed: when(lastUsed(ctx.store, a.id)) || 'Never', hint: tokens.access?.hint ?? '', client: client?.name ?? 'Deleted client',
   };
 }
 

@@ -18,6 +18,7 @@ import type { TeamRecord } from '../../../engine/platform/teams.js';
 import { TEAM_TOKEN_EXPIRY_DAYS } from '../../../engine/platform/teams.js';
 import { memberAccount, newMemberAccount, teamApps } from '../../api/teams.js';
 import { scopeChoices } from './account.js';
+import { lastUsed } from '../../../engine/auth/usage.js';
 import {
   attempt, confirmOr, done, firstSubmission, mirror, noticeOf, onceForms, sendDashboard, showSecret, signedInPage, submitted, when,
   type FormState, type Signed,
@@ -62,7 +63,7 @@ function renderTeam(ctx: AuthContext, s: Signed, team: TeamRecord, status: numbe
     const client = a.clientId ? ctx.oauth.clients.get(a.clientId) : undefined;
     return {
       id: a.id, description: a.description, scope: a.scope.join(', '), created: when(a.createdAt), expires: when(a.expiresAt) || 'Never',
-      creator: ctx.accounts.get(a.accountId)?.email ?? '', client: client?.name ?? '', lastIssued: when(tokens.access?.createdAt), hint: tokens.access?.hint ?? '',
+      creator: ctx.accounts.get(a.accountId)?.email ?? '', client: client?.name ?? '', lastUsed: when(lastUsed(ctx.store, a.id)) || 'Never', hint: tokens.access?.hint ?? '',
       web: a.kind === 'web',
     };
   });
