@@ -218,6 +218,20 @@ t.test('dashboard in Chromium', { skip }, async (t) => {
     await p.waitForURL(/notice=revoked/);
     t.equal((await api(ts, 'GET', '/account', token)).status, 401, 'revoked after confirming');
 
+    // A member (not an admin) sees the team without the admins' forms, and the rules of the API
+    // refuse the admins' actions when posted anyway.
+    await p.goto(url('/teams/blue-team'));
+    t.match(await p.textContent('main'), 'managed by the team\'s admins');
+    t.equal(await p.locator('text=Create team token').count(), 0, 'no team-token form for a member');
+    await p.screenshot({ path: join(shots, 'team-member-no-js.png'), fullPage: true });
+    const csrf = await p.inputValue('input[name="_csrf"]');
+    const forged = await p.request.post(url('/teams/blue-team/authorizations'), { form: { _csrf: csrf, expiry_days: '30', scope: 'global' }, maxRedirects: 0 });
+    t.equal(forged.status(), 403, 'a member cannot create team tokens');
+    t.match(await forged.text(), 'Only admins of team blue-team');
+    const noCsrf = await p.request.post(url('/account/authorizations'), { form: { description: 'forged', scope: 'global' }, maxRedirects: 0 });
+    t.equal(noCsrf.status(), 403, 'a post without the CSRF token is refused');
+    t.equal((await api(ts, 'GET', '/oauth/authorizations', dev.apiKey)).json.some((a: { description: string }) => a.description === 'forged'), false, 'and creates nothing');
+
     // The same confirmation page in the scripted browser (axe needs scripts): drop the dialog.
     await page.goto(url('/account/clients'));
     await page.click('text=Chart maker');

@@ -16,7 +16,7 @@ import { manageableAuthorization } from '../../api/authorizations.js';
 import { lastUsed } from '../../../engine/auth/usage.js';
 import {
   attempt, backTo, confirmOr, done, firstSubmission, mirror, noticeOf, onceForms, sendDashboard, showSecret, signedInPage, submitted, when,
-  type FormState, type Signed,
+  type FormState, type Section, type Signed,
 } from './page.js';
 
 /** Expiry choices of a direct authorization: label → `expires_in` seconds ('' = never). */
@@ -27,6 +27,11 @@ export const DIRECT_EXPIRY_CHOICES: ReadonlyArray<[string, string]> = [
 /** The scope checkboxes of a token form. */
 export function scopeChoices(checked: readonly string[]) {
   return SCOPES.map((s) => ({ name: s, description: SCOPE_DESCRIPTIONS[s], checked: checked.includes(s) }));
+}
+
+/** The navigation section of the page an action came from (team tokens are managed on team pages). */
+function sectionOf(form: URLSearchParams): Section {
+  return backTo(form).startsWith('/teams') ? 'teams' : 'applications';
 }
 
 function rowOf(ctx: AuthContext, a: AuthorizationRecord) {
@@ -87,11 +92,12 @@ export async function submitRegenerate(ctx: AuthContext, ex: Exchange, params: R
   const s = await submitted(ctx, ex, params);
   mirror(s, 'POST /oauth/authorizations/:id/actions/regenerate-tokens');
   const a = manageableAuthorization(ctx, s.account.id, params.id!);
+  const section = sectionOf(s.form);
   const name = a.kind === 'api-key' ? 'your API key' : `"${a.description || a.id}"`;
-  if (!confirmOr(ctx, s, 'applications', { title: 'Regenerate token', message: `Regenerate the token of ${name}? The current token stops working at once; scripts using it must get the new one.`, button: 'Regenerate' })) return;
-  if (!firstSubmission(ctx, s, 'applications')) return;
+  if (!confirmOr(ctx, s, section, { title: 'Regenerate token', message: `Regenerate the token of ${name}? The current token stops working at once; scripts using it must get the new one.`, button: 'Regenerate' })) return;
+  if (!firstSubmission(ctx, s, section)) return;
   const issued = await ctx.oauth.authorizations.regenerate(a);
-  showSecret(ctx, s, 'applications', {
+  showSecret(ctx, s, section, {
     title: 'Token regenerated', label: a.kind === 'api-key' ? 'API key' : 'Access token',
     message: `A new token for ${name}. Copy it now: it is shown only this once. The old token no longer works.`,
     secret: issued.accessToken.token, back: backTo(s.form),
@@ -105,7 +111,7 @@ export async function submitRevoke(ctx: AuthContext, ex: Exchange, params: Recor
   const a = manageableAuthorization(ctx, s.account.id, params.id!);
   const client = a.clientId ? ctx.oauth.clients.get(a.clientId) : undefined;
   const name = client ? `the access of ${client.name}` : `"${a.description || a.id}"`;
-  if (!confirmOr(ctx, s, 'applications', { title: 'Revoke', message: `Revoke ${name}? Every token of it stops working at once. This cannot be undone.`, button: 'Revoke' })) return;
+  if (!confirmOr(ctx, s, sectionOf(s.form), { title: 'Revoke', message: `Revoke ${name}? Every token of it stops working at once. This cannot be undone.`, button: 'Revoke' })) return;
   await ctx.oauth.authorizations.revoke(a);
   done(s, backTo(s.form), 'revoked');
 }
