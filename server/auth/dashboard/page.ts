@@ -165,6 +165,18 @@ export function fieldOf(e: SlipwayError, fields: readonly string[]): string {
   return fields.find((f) => m.startsWith(f.toLowerCase()) || m.startsWith(f.replace(/_/g, ' '))) ?? fields.find((f) => m.includes(f.toLowerCase())) ?? '';
 }
 
+/** How a form names the API fields that engine messages start with. */
+const FIELD_WORDS: Record<string, string> = {
+  name: 'The name', redirect_uri: 'The redirect URI', description: 'The description', scope: 'Scope', expires_in: 'The expiry',
+  expiry_days: 'The expiry', email: 'The e-mail', role: 'The role', quantity: 'The quantity', size: 'The size', release: 'The release',
+};
+
+/** An engine message in the form's words: a leading API field name becomes the field's label. */
+export function plainMessage(message: string, field: string): string {
+  const words = FIELD_WORDS[field];
+  return words && message.startsWith(field + ' ') ? words + message.slice(field.length) : message;
+}
+
 /**
  * Runs an action; a request error (4xx) becomes a FormState to render next to its field.
  * Other errors propagate (the host's error page).
@@ -176,7 +188,8 @@ export async function attempt<T>(form: string, fields: readonly string[], values
     if (!isSlipwayError(e)) throw e;
     const status = API_ERRORS[e.code].status;
     if (status >= 500 || e.code === 'UNAUTHORIZED') throw e;
-    return { ok: false, status, state: { form, errors: { [fieldOf(e, fields)]: e.message }, values } };
+    const field = fieldOf(e, fields);
+    return { ok: false, status, state: { form, errors: { [field]: plainMessage(e.message, field) }, values } };
   }
 }
 
