@@ -101,6 +101,11 @@ export interface Store {
   /** `teamId␟accountId` → membership; `accountId␟teamId` → role (the account's teams). */
   memberships: Database<MembershipRecord, string>;
   membershipsByAccount: Database<string, string>;
+  /**
+   * authorization id → when it last authenticated a request (ms; at most once a minute, see
+   * auth/usage.ts). Informational: absent means never recorded.
+   */
+  authorizationUse: Database<number, string>;
   /** appId → config vars (name → value). Runtime secrets: readable only with *-protected or global scope. */
   configVars: Database<Record<string, string>, string>;
   close(): Promise<void>;
@@ -166,6 +171,7 @@ export function openStore(dir: string): Store {
     releases: db('releases'),
     formations: db('formations'),
     configVars: db('config-vars'),
+    authorizationUse: db('authorization-use'),
     teams: db('teams'),
     teamsByName: db('teams-by-name'),
     memberships: db('memberships'),

@@ -20,6 +20,11 @@ export function visibleApp(ctx: ApiContext, p: Principal, idOrName: string): App
   return app;
 }
 
+/** Every app `p` may see (role and third-party rule), in the store's order. */
+export function visibleApps(ctx: ApiContext, p: Principal): AppRecord[] {
+  return [...ctx.apps.all()].filter((a) => appRole(ctx.store, p, a) !== 'none' && thirdPartyBlock(ctx.store, p, a) === null);
+}
+
 /** An app's representation, with its team when team-owned. */
 export function appResponse(ctx: ApiContext, app: AppRecord) {
   const team = app.teamId ? ctx.teams.find(app.teamId) : undefined;
@@ -56,8 +61,7 @@ export async function createApp(ctx: ApiContext, call: ApiCall): Promise<void> {
 export async function listApps(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
   const spec = parseRange(call.ex.header('range'), RANGES);
-  const visible = [...ctx.apps.all()].filter((a) => appRole(ctx.store, p, a) !== 'none' && thirdPartyBlock(ctx.store, p, a) === null);
-  const page = paginate(visible, spec, RANGES, (a, prop) => (prop === 'name' ? a.name : prop === 'updated_at' ? new Date(a.updatedAt).toISOString() : a.id));
+  const page = paginate(visibleApps(ctx, p), spec, RANGES, (a, prop) => (prop === 'name' ? a.name : prop === 'updated_at' ? new Date(a.updatedAt).toISOString() : a.id));
   const lastModified = page.items.reduce((m, a) => Math.max(m, a.updatedAt), 0) || undefined;
   reply(ctx, call, page.status, page.items.map((a) => json(ctx, a)), { headers: page.headers, lastModified });
 }

@@ -10,6 +10,7 @@ import type { ApiCall, ApiContext } from './context.js';
 import { authenticateToken, type Principal } from '../../engine/auth/authorizations.js';
 import { allows, scopesGranting, type Need } from '../../engine/auth/scope.js';
 import { fail } from '../../engine/errors.js';
+import { recordUse } from '../../engine/auth/usage.js';
 
 const INVALID = 'Invalid credentials provided.';
 
@@ -43,6 +44,7 @@ export function readCredentials(ctx: ApiContext, ex: Exchange, bearerOnly: boole
   const p = authenticateToken(ctx.store, token, ctx.clock.now());
   if (typeof p === 'string') throw fail('UNAUTHORIZED', INVALID);
   if (email && ctx.accounts.byEmail(email)?.id !== p.accountId) throw fail('UNAUTHORIZED', INVALID);
+  recordUse(ctx.store, p.authorizationId, ctx.clock.now());
   return p;
 }
 
@@ -50,6 +52,20 @@ export function readCredentials(ctx: ApiContext, ex: Exchange, bearerOnly: boole
 export function principalOf(call: ApiCall): Principal {
   if (!call.principal) throw fail('UNAUTHORIZED', 'No credentials provided. Send "Authorization: Bearer <token>".');
   return call.principal;
+}
+
+/**
+ * The access rule of one API route for a known caller (spec Authentication 6, 8): the route's
+ * scope need, and user-only routes refuse team tokens whatever their scope. The API dispatcher
+ * and the auth host's dashboard (which performs the same actions for a signed-in person) both
+ * apply it, so there is one set of rules.
+ * @throws DENIED naming the scope needed, or explaining the team-token refusal.
+ */
+export function requireRouteAccess(p: Principal, route: { access: Need | 'token' | 'public'; userOnly?: boolean }): void {
+  if (route.access !== 'token' && route.access !== 'public') requireScope(p, route.access);
+  if (route.userOnly && p.teamId !== null) {
+    throw fail('DENIED', 'This is a team token: it reaches only its team\'s apps and resources and cannot perform user-only actions (account, personal authorizations, OAuth clients, team management), whatever its scope.');
+  }
 }
 
 /**

@@ -26,17 +26,22 @@ export function authorizationResponse(ctx: ApiContext, a: AuthorizationRecord, i
 const json = authorizationResponse;
 
 /**
- * The authorization named in the path: one of the caller's personal ones, or a team
- * authorization of a team the caller administers (any team admin manages them, spec Endpoints 5).
- * @throws NOT_FOUND otherwise.
+ * The authorization `id` (or `~`, the API key) as `accountId` may manage it: one of their
+ * personal ones, or a team authorization of a team they administer (any team admin manages
+ * them, spec Endpoints 5).
+ * @throws NOT_FOUND otherwise; UNAUTHORIZED when the account is gone.
  */
-function target(ctx: ApiContext, call: ApiCall): AuthorizationRecord {
-  const p = principalOf(call);
-  const team = ctx.teams.manageableAuthorization(call.params.id!.toLowerCase(), p.accountId);
+export function manageableAuthorization(ctx: ApiContext, accountId: string, id: string): AuthorizationRecord {
+  const team = ctx.teams.manageableAuthorization(id.toLowerCase(), accountId);
   if (team) return team;
-  const account = ctx.accounts.get(p.accountId);
+  const account = ctx.accounts.get(accountId);
   if (!account) throw fail('UNAUTHORIZED', 'Invalid credentials provided.');
-  return ctx.oauth.authorizations.find(p.accountId, call.params.id!, account.apiKeyAuthorizationId);
+  return ctx.oauth.authorizations.find(accountId, id, account.apiKeyAuthorizationId);
+}
+
+/** The authorization named in the path. @throws NOT_FOUND (see manageableAuthorization). */
+function target(ctx: ApiContext, call: ApiCall): AuthorizationRecord {
+  return manageableAuthorization(ctx, principalOf(call).accountId, call.params.id!);
 }
 
 /** POST /oauth/authorizations {description?, scope?, expires_in?} → 201 with token values. */

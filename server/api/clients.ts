@@ -19,19 +19,30 @@ function notFound(): never {
   throw fail('NOT_FOUND', "Couldn't find that OAuth client.", { resource: 'client' });
 }
 
-/** The client named in the path, owned by the caller. @throws NOT_FOUND otherwise. */
-function owned(ctx: ApiContext, call: ApiCall): ClientRecord {
-  const c = ctx.oauth.clients.get(call.params.id!);
-  if (!c || c.ownerId !== principalOf(call).accountId) notFound();
+/** Client `id` when `accountId` owns it. @throws NOT_FOUND otherwise. */
+export function ownedClient(ctx: ApiContext, accountId: string, id: string): ClientRecord {
+  const c = ctx.oauth.clients.get(id);
+  if (!c || c.ownerId !== accountId) notFound();
   return c;
 }
 
-/** The writable fields of a body. @throws DENIED when a non-operator sets trusted. */
-function fields(ctx: ApiContext, call: ApiCall, body: Record<string, unknown>): ClientFields {
-  if (body.trusted !== undefined && body.trusted !== false && !ctx.accounts.get(principalOf(call).accountId)?.operator) {
+function owned(ctx: ApiContext, call: ApiCall): ClientRecord {
+  return ownedClient(ctx, principalOf(call).accountId, call.params.id!);
+}
+
+/**
+ * The writable fields of a body (`name`, `redirect_uri`, `trusted`) sent by `accountId`.
+ * @throws DENIED when a non-operator sets trusted.
+ */
+export function clientFields(ctx: ApiContext, accountId: string, body: Record<string, unknown>): ClientFields {
+  if (body.trusted !== undefined && body.trusted !== false && !ctx.accounts.get(accountId)?.operator) {
     throw fail('DENIED', 'Only the operator account can mark a client trusted (first-party).');
   }
   return { name: body.name, redirectUri: body.redirect_uri, trusted: body.trusted };
+}
+
+function fields(ctx: ApiContext, call: ApiCall, body: Record<string, unknown>): ClientFields {
+  return clientFields(ctx, principalOf(call).accountId, body);
 }
 
 /** POST /oauth/clients {name, redirect_uri, trusted?} → 201 with the secret. */

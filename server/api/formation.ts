@@ -26,14 +26,16 @@ export async function getFormation(ctx: ApiContext, call: ApiCall): Promise<void
   reply(ctx, call, 200, formationJson(f, app), { lastModified: f.updatedAt });
 }
 
-function quantityOf(v: unknown, type: string): number | undefined {
+/** A formation `quantity` field: an integer or a string of digits. @throws INVALID_PARAMS otherwise. */
+export function quantityOf(v: unknown, type: string): number | undefined {
   if (v === undefined || v === null) return undefined;
   const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isSafeInteger(n)) throw fail('INVALID_PARAMS', `quantity for ${type} must be an integer`);
   return n;
 }
 
-function sizeOf(v: unknown, type: string): string | undefined {
+/** A formation `size` field: a size name or `{name}`. @throws INVALID_PARAMS otherwise. */
+export function sizeOf(v: unknown, type: string): string | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v === 'string') return v;
   if (typeof v === 'object' && typeof (v as { name?: unknown }).name === 'string') return (v as { name: string }).name;

@@ -12,7 +12,7 @@ import type { Need } from '../../engine/auth/scope.js';
 import { Router } from '../http/router.js';
 import { fail } from '../../engine/errors.js';
 import { negotiate } from './accept.js';
-import { readCredentials, requireScope } from './auth.js';
+import { readCredentials, requireRouteAccess } from './auth.js';
 import { sendApiError } from './respond.js';
 import { getAccount, getRateLimits } from './account.js';
 import { createApp, deleteApp, getApp, listApps } from './apps.js';
@@ -93,6 +93,17 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: 'GET', path: '/teams/:team/authorizations', access: 'oauth:read', bearerOnly: true, userOnly: true, handler: listTeamAuthorizations },
 ];
 
+/**
+ * The route `method path` (a pattern exactly as listed above), for callers that perform an API
+ * action by other means (the dashboard) and must apply its access rule.
+ * @throws Error when no such route exists (a programming error).
+ */
+export function apiRoute(method: string, path: string): ApiRoute {
+  const r = API_ROUTES.find((x) => x.method === method && x.path === path);
+  if (!r) throw new Error(`no API route ${method} ${path}`);
+  return r;
+}
+
 export const apiRouter = new Router<ApiRoute>();
 for (const r of API_ROUTES) apiRouter.add(r.method, r.path, r);
 
@@ -122,10 +133,7 @@ export async function handleApi(ctx: ApiContext, ex: Exchange): Promise<void> {
       const state = route.counted === false ? ctx.rateLimiter.peek(principal.accountId) : ctx.rateLimiter.take(principal.accountId);
       remaining = state.remaining;
       if (!state.ok) throw fail('RATE_LIMITED', 'Your account reached the API rate limit\nPlease wait a few minutes before making new requests');
-      if (route.access !== 'token' && route.access !== 'public') requireScope(principal, route.access);
-      if (route.userOnly && principal.teamId !== null) {
-        throw fail('DENIED', 'This is a team token: it reaches only its team\'s apps and resources and cannot perform user-only actions (account, personal authorizations, OAuth clients, team management), whatever its scope.');
-      }
+      requireRouteAccess(principal, route);
     }
     await route.handler(ctx, { ex, params: m.params, principal, remaining, variant });
   } catch (e) {

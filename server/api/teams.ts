@@ -13,6 +13,28 @@ import type { TeamRecord } from '../../engine/platform/teams.js';
 import { appResponse } from './apps.js';
 import { appRole } from '../../engine/platform/access.js';
 import { authorizationResponse } from './authorizations.js';
+import type { Account } from '../../engine/auth/records.js';
+import type { Principal } from '../../engine/auth/authorizations.js';
+import type { AppRecord } from '../../engine/platform/records.js';
+
+/** The account `email` names, for adding a member or changing a role. @throws INVALID_PARAMS when none. */
+export function newMemberAccount(ctx: ApiContext, email: unknown): Account {
+  const account = typeof email === 'string' ? ctx.accounts.byEmail(email) : undefined;
+  if (!account) throw fail('INVALID_PARAMS', 'email must name an existing account');
+  return account;
+}
+
+/** The account a member path segment names (e-mail or account id). @throws NOT_FOUND when none. */
+export function memberAccount(ctx: ApiContext, who: string): Account {
+  const account = ctx.accounts.byEmail(who) ?? ctx.accounts.get(who);
+  if (!account) throw fail('NOT_FOUND', "Couldn't find that team member.", { resource: 'team-member' });
+  return account;
+}
+
+/** The apps of `team` that `p` may see. */
+export function teamApps(ctx: ApiContext, p: Principal, team: TeamRecord): AppRecord[] {
+  return [...ctx.apps.all()].filter((a) => a.teamId === team.id && appRole(ctx.store, p, a) !== 'none');
+}
 
 function teamJson(t: TeamRecord, role: string | undefined) {
   return { id: t.id, name: t.name, type: 'team', role: role ?? null, default: false, created_at: isoTime(t.createdAt), updated_at: isoTime(t.updatedAt) };
@@ -62,17 +84,14 @@ export async function listMembers(ctx: ApiContext, call: ApiCall): Promise<void>
 export async function putMember(ctx: ApiContext, call: ApiCall): Promise<void> {
   const team = ctx.teams.administered(call.params.team!, principalOf(call).accountId);
   const body = await readJson(call.ex);
-  const account = typeof body.email === 'string' ? ctx.accounts.byEmail(body.email) : undefined;
-  if (!account) throw fail('INVALID_PARAMS', 'email must name an existing account');
+  const account = newMemberAccount(ctx, body.email);
   const m = await ctx.teams.setMember(team, account.id, body.role);
   reply(ctx, call, 200, { id: account.id, email: account.email, role: m.role, created_at: isoTime(m.createdAt), updated_at: isoTime(m.createdAt) });
 }
 
 export async function removeMember(ctx: ApiContext, call: ApiCall): Promise<void> {
   const team = ctx.teams.administered(call.params.team!, principalOf(call).accountId);
-  const who = call.params.member!;
-  const account = ctx.accounts.byEmail(who) ?? ctx.accounts.get(who);
-  if (!account) throw fail('NOT_FOUND', "Couldn't find that team member.", { resource: 'team-member' });
+  const account = memberAccount(ctx, call.params.member!);
   const m = await ctx.teams.removeMember(team, account.id);
   reply(ctx, call, 200, { id: account.id, email: account.email, role: m.role });
 }
@@ -80,8 +99,7 @@ export async function removeMember(ctx: ApiContext, call: ApiCall): Promise<void
 export async function listTeamApps(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
   const team = ctx.teams.visible(call.params.team!, p.accountId);
-  const apps = [...ctx.apps.all()].filter((a) => a.teamId === team.id && appRole(ctx.store, p, a) !== 'none');
-  reply(ctx, call, 200, apps.map((a) => appResponse(ctx, a)));
+  reply(ctx, call, 200, teamApps(ctx, p, team).map((a) => appResponse(ctx, a)));
 }
 
 /** POST /teams/{team}/authorizations {description, scope?, expiry_days: 30|60|90|365}: admins only. */

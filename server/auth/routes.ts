@@ -13,16 +13,21 @@ import { showHome, showSignIn, showSignOut, submitSignIn, submitSignOut } from '
 import { showAuthorize, submitAuthorize } from './authorize.js';
 import { handleToken } from './token.js';
 import { authorizationServerMetadata } from './metadata.js';
+import { addDashboardRoutes } from './dashboard/routes.js';
 
-type AuthHandler = (ctx: AuthContext, ex: Exchange) => Promise<void>;
+type AuthHandler = (ctx: AuthContext, ex: Exchange, params: Record<string, string>) => Promise<void>;
 
 const health: AuthHandler = async (_ctx, ex) => sendJson(ex, 200, { status: 'ok' }, { 'request-id': ex.id });
 
 const metadata: AuthHandler = async (ctx, ex) => sendJson(ex, 200, authorizationServerMetadata(ctx), { 'cache-control': 'public, max-age=3600', 'request-id': ex.id });
 
-const stylesheet: AuthHandler = async (ctx, ex) => {
-  ex.send(200, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=3600', 'x-content-type-options': 'nosniff' }, ctx.views.css, Buffer.byteLength(ctx.views.css));
-};
+/** A static asset of the pages (stylesheets, the progressive-enhancement script). */
+function asset(type: string, text: (ctx: AuthContext) => string): AuthHandler {
+  return async (ctx, ex) => {
+    const body = text(ctx);
+    ex.send(200, { 'content-type': `${type}; charset=utf-8`, 'cache-control': 'public, max-age=3600', 'x-content-type-options': 'nosniff' }, body, Buffer.byteLength(body));
+  };
+}
 
 export const authRouter = new Router<AuthHandler>()
   .add('GET', '/', showHome)
@@ -34,8 +39,11 @@ export const authRouter = new Router<AuthHandler>()
   .add('POST', '/oauth/authorize', submitAuthorize)
   .add('POST', '/oauth/token', handleToken)
   .add('GET', '/.well-known/oauth-authorization-server', metadata)
-  .add('GET', '/assets/site.css', stylesheet)
+  .add('GET', '/assets/base.css', asset('text/css', (ctx) => ctx.views.baseCss))
+  .add('GET', '/assets/site.css', asset('text/css', (ctx) => ctx.views.css))
+  .add('GET', '/assets/dashboard.js', asset('text/javascript', (ctx) => ctx.views.script))
   .add('GET', '/health', health);
+addDashboardRoutes(authRouter);
 
 /** An HTML error page for a failure that escaped a page handler. */
 export function sendAuthError(ctx: AuthContext, ex: Exchange, e: unknown): void {
@@ -56,7 +64,7 @@ export async function handleAuth(ctx: AuthContext, ex: Exchange): Promise<void> 
   const started = performance.now();
   try {
     const m = authRouter.match(ex.method, ex.path);
-    if (m.kind === 'found') return await m.value(ctx, ex);
+    if (m.kind === 'found') return await m.value(ctx, ex, m.params);
     // The token endpoint answers every method, so a GET gets an RFC 6749 error rather than a page.
     if (ex.path === '/oauth/token') return await handleToken(ctx, ex);
     const status = m.kind === 'not-found' ? 404 : 405;

@@ -15,11 +15,11 @@ import { field, readForm } from './forms.js';
 import { SIGN_IN_LOCKOUT_MS } from '../../engine/oauth/limits.js';
 
 /**
- * Where to go after sign-in: only the authorize endpoint of this host, so the parameter cannot
- * send users elsewhere (open redirect).
+ * Where to go after sign-in: only the authorize endpoint or a dashboard page of this host, so
+ * the parameter cannot send users elsewhere (open redirect).
  */
 export function safeReturnTo(raw: string | null): string {
-  return raw && raw.length <= 4000 && /^\/oauth\/authorize(\?[^\s#\\]*)?$/.test(raw) ? raw : '/';
+  return raw && raw.length <= 4000 && /^\/(oauth\/authorize|account|teams|apps)(\/[A-Za-z0-9._~%-]+)*(\?[^\s#\\]*)?$/.test(raw) ? raw : '/';
 }
 
 function signInPage(ctx: AuthContext, ex: Exchange, browser: Browser, status: number, data: { returnTo: string; email?: string; error?: string }): void {
@@ -75,9 +75,8 @@ export async function submitSignIn(ctx: AuthContext, ex: Exchange): Promise<void
 export async function showHome(ctx: AuthContext, ex: Exchange): Promise<void> {
   const browser = browserOf(ctx, ex, true);
   if (!browser.signedIn) return sendRedirect(ex, 302, '/login');
-  const html = ctx.views.render('message', {
-    title: 'Signed in', heading: 'Signed in', message: `You are signed in as ${browser.signedIn.account.email}.`, signOut: { csrf: csrfToken(ctx, browser) },
-  });
+  const csrf = csrfToken(ctx, browser);
+  const html = ctx.views.render('home', { title: 'Dashboard', email: browser.signedIn.account.email, nav: { section: '', email: browser.signedIn.account.email, csrf } });
   sendPage(ex, 200, html, browser.setCookie);
 }
 

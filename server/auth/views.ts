@@ -8,18 +8,23 @@ import { Eta } from 'eta';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
 import type { Exchange } from '../http/exchange.js';
 
 /** The templates' directory in the source tree (this file runs from dist/server/auth). */
 export const VIEWS_DIR = fileURLToPath(new URL('../../../server/auth/views/', import.meta.url));
 
-const TEMPLATES = ['layout', 'sign-in', 'consent', 'message'] as const;
+const TEMPLATES = ['layout', 'sign-in', 'consent', 'message', 'home', 'applications', 'clients', 'client', 'teams', 'team', 'apps', 'app', 'confirm', 'secret'] as const;
 export type Template = Exclude<(typeof TEMPLATES)[number], 'layout'>;
 
 export class Views {
   readonly #eta: Eta;
-  /** The stylesheet served at /assets/site.css. */
+  /** The stylesheet served at /assets/site.css (small additions to the base). */
   readonly css: string;
+  /** The classless base stylesheet (Simple.css, from npm) served at /assets/base.css. */
+  readonly baseCss: string;
+  /** The progressive-enhancement script served at /assets/dashboard.js (copy, confirm). */
+  readonly script: string;
 
   /** Loads and compiles every template. @throws Error naming the directory when one is missing. */
   constructor(dir = VIEWS_DIR) {
@@ -28,6 +33,8 @@ export class Views {
     }
     this.#eta = new Eta({ views: dir, cache: true, autoEscape: true });
     this.css = readFileSync(join(dir, 'site.css'), 'utf8');
+    this.script = readFileSync(join(dir, 'dashboard.js'), 'utf8');
+    this.baseCss = readFileSync(createRequire(import.meta.url).resolve('simpledotcss/simple.min.css'), 'utf8');
   }
 
   /** Renders a page. */
@@ -44,7 +51,7 @@ export function sendPage(ex: Exchange, status: number, html: string, headers: Re
   ex.send(status, {
     'content-type': 'text/html; charset=utf-8',
     'cache-control': 'no-store',
-    'content-security-policy': `default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'${formAction ? ' ' + formAction : ''}; frame-ancestors 'none'; base-uri 'none'`,
+    'content-security-policy': `default-src 'none'; style-src 'self'; img-src 'self'; script-src 'self'; connect-src 'none'; form-action 'self'${formAction ? ' ' + formAction : ''}; frame-ancestors 'none'; base-uri 'none'`,
     'x-frame-options': 'DENY',
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'no-referrer',

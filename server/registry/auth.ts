@@ -9,6 +9,7 @@
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
 import { authenticateToken, isAuthorizationLive, type Principal } from '../../engine/auth/authorizations.js';
+import { recordUse } from '../../engine/auth/usage.js';
 import { verifyRegistryToken } from '../../engine/auth/registry-token.js';
 import { SlipwayError } from '../../engine/errors.js';
 import { parseRepositoryName } from '../../engine/registry/names.js';
@@ -65,6 +66,7 @@ export function authenticate(ctx: RegistryContext, ex: Exchange): Caller | null 
       const claims = verifyRegistryToken(ctx.keys, value, now);
       const auth = claims && isAuthorizationLive(ctx.store, claims.aid, now);
       if (!claims || !auth) throw new Challenge('registry token is invalid, expired or revoked', undefined);
+      recordUse(ctx.store, auth.id, now);
       return {
         principal: { accountId: auth.accountId, authorizationId: auth.id, kind: auth.kind, scope: auth.scope, clientId: auth.clientId, teamId: auth.teamId },
         tokenAccess: claims.access,
@@ -72,6 +74,7 @@ export function authenticate(ctx: RegistryContext, ex: Exchange): Caller | null 
     }
     const p = authenticateToken(ctx.store, value, now);
     if (typeof p === 'string') throw new Challenge('access token is invalid, expired or revoked', undefined);
+    recordUse(ctx.store, p.authorizationId, now);
     return { principal: p };
   }
   throw new Challenge(`unsupported authorization scheme "${scheme.slice(0, 20)}"; use Basic or Bearer`, undefined);
@@ -88,6 +91,7 @@ export function basicPrincipal(ctx: RegistryContext, username: string, password:
     const account = ctx.accounts.byEmail(username);
     if (!account || account.id !== p.accountId) throw new Challenge('invalid username or password: the API key does not belong to that e-mail', undefined);
   }
+  recordUse(ctx.store, p.authorizationId, now);
   return p;
 }
 

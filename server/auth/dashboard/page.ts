@@ -1,0 +1,249 @@
+/**
+ * What every dashboard page and action of the auth host shares:
+ * - the signed-in person (the auth host's session cookie) as a Principal with the rights of the
+ *   account itself (scope `global`, no client, no team): the person who signed in with e-mail,
+ *   password and second factor;
+ * - the access rule of the platform API route an action mirrors (server/api/routes.ts), applied
+ *   with the same function the API dispatcher uses, so there is one set of rules;
+ * - CSRF on every POST, confirmation of destructive actions (a confirmation page without
+ *   JavaScript; the script asks with a dialog instead), one-time forms for actions that show a
+ *   secret (reloading the response never repeats the action nor shows the secret again);
+ * - form errors shown next to their field in plain words.
+ */
+import type { Exchange } from '../../http/exchange.js';
+import type { AuthContext } from '../context.js';
+import type { Account } from '../../../engine/auth/records.js';
+import type { Principal } from '../../../engine/auth/authorizations.js';
+import { fail, isSlipwayError, type SlipwayError } from '../../../engine/errors.js';
+import { newSecret } from '../../../engine/auth/tokens.js';
+import { browserOf, csrfToken, csrfValid, type Browser } from '../session.js';
+import { sendPage, sendRedirect } from '../views.js';
+import { field, readForm } from '../forms.js';
+import { apiRoute } from '../../api/routes.js';
+import { requireRouteAccess } from '../../api/auth.js';
+import { API_ERRORS } from '../../api/error-codes.js';
+
+/** A signed-in request of the dashboard. */
+export interface Signed {
+  ex: Exchange;
+  browser: Browser;
+  account: Account;
+  principal: Principal;
+  /** CSRF token for forms on the page. */
+  csrf: string;
+  /** Path captures of the route. */
+  params: Record<string, string>;
+}
+
+/** The dashboard's sections, for the navigation. */
+export type Section = 'applications' | 'clients' | 'teams' | 'apps';
+
+/** A form's errors by field name ('' = the form as a whole) and the values to show again. */
+export interface FormState {
+  /** Which form on the page the state belongs to. */
+  form: string;
+  errors: Record<string, string>;
+  values: Record<string, string>;
+}
+
+/** The principal of a signed-in person: the account's own rights. */
+export function sessionPrincipal(account: Account, sessionId: string): Principal {
+  return { accountId: account.id, authorizationId: `session:${sessionId}`, kind: 'web', scope: ['global'], clientId: null, teamId: null };
+}
+
+/**
+ * The signed-in person of a page request, or null after redirecting to sign-in (which comes back
+ * here afterwards).
+ */
+export function signedInPage(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Signed | null {
+  const browser = browserOf(ctx, ex, true);
+  if (!browser.signedIn) {
+    const back = ex.path + (ex.query.size > 0 ? '?' + ex.query.toString() : '');
+    sendRedirect(ex, 302, '/login?' + new URLSearchParams({ return_to: back }).toString(), browser.setCookie);
+    return null;
+  }
+  const { account, session } = browser.signedIn;
+  return { ex, browser, account, principal: sessionPrincipal(account, session.id), csrf: csrfToken(ctx, browser), params };
+}
+
+/** A POSTed dashboard form after its CSRF and session checks. */
+export interface Submitted extends Signed {
+  form: URLSearchParams;
+  /** True when the person confirmed a destructive action. */
+  confirmed: boolean;
+}
+
+/**
+ * Reads a dashboard form post.
+ * @throws DENIED (403 page) for a missing or foreign CSRF token; UNAUTHORIZED (401 page) when
+ *         the session has ended.
+ */
+export async function submitted(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<Submitted> {
+  const form = await readForm(ex);
+  const browser = browserOf(ctx, ex, false);
+  if (!csrfValid(ctx, browser, field(form, '_csrf'))) throw fail('DENIED', 'This form expired or came from another site. Go back, reload the page and try again.');
+  if (!browser.signedIn) throw fail('UNAUTHORIZED', 'Your session has ended. Sign in again and repeat the action.');
+  const { account, session } = browser.signedIn;
+  return {
+    ex, browser, account, principal: sessionPrincipal(account, session.id), csrf: csrfToken(ctx, browser), params, form, confirmed: field(form, 'confirmed') === 'yes',
+  };
+}
+
+/**
+ * Applies the access rule of the platform API route `METHOD /path/pattern` that this dashboard
+ * action performs. @throws DENIED as the API would.
+ */
+export function mirror(s: Signed, route: string): void {
+  const space = route.indexOf(' ');
+  requireRouteAccess(s.principal, apiRoute(route.slice(0, space), route.slice(space + 1)));
+}
+
+/** True when `p` may do what API route `route` allows (e.g. see config vars). */
+export function allowed(s: Signed, route: string): boolean {
+  try {
+    mirror(s, route);
+    return true;
+  } catch (e) {
+    if (isSlipwayError(e) && e.code === 'DENIED') return false;
+    throw e;
+  }
+}
+
+/** Renders a dashboard page with its navigation. */
+export function sendDashboard(ctx: AuthContext, s: Signed, status: number, template: Parameters<AuthContext['views']['render']>[0], section: Section, data: Record<string, unknown>): void {
+  const html = ctx.views.render(template, { ...data, nav: { section, email: s.account.email, csrf: s.csrf }, csrf: s.csrf });
+  sendPage(s.ex, status, html, s.browser.setCookie);
+}
+
+/**
+ * Asks for confirmation of a destructive action unless it was given: renders a page repeating
+ * the form with `confirmed=yes`. @returns true when the action may proceed.
+ */
+export function confirmOr(ctx: AuthContext, s: Submitted, section: Section, what: { title: string; message: string; button: string }): boolean {
+  if (s.confirmed) return true;
+  const hidden = [...s.form.entries()].filter(([k]) => k !== '_csrf' && k !== 'confirmed');
+  sendDashboard(ctx, s, 200, 'confirm', section, { title: what.title, message: what.message, button: what.button, action: s.ex.path, hidden, back: backTo(s.form) });
+  return false;
+}
+
+/** Notices shown after a redirect, by key (never text from the URL). */
+export const NOTICES: Record<string, string> = {
+  revoked: 'Revoked. Its tokens stopped working at once.',
+  saved: 'Saved.',
+  deleted: 'Deleted. Its secret and every authorization issued to it stopped working.',
+  'team-created': 'Team created. You are its admin.',
+  'member-saved': 'Member saved.',
+  'member-removed': 'Member removed.',
+  'third-party-on': 'Third-party applications can reach this team again.',
+  'third-party-off': 'Third-party applications can no longer reach this team\'s apps.',
+  scaled: 'Formation updated.',
+  'rolled-back': 'Rolled back: a new release runs the chosen release\'s images.',
+};
+
+/** The notice of a page's `?notice=` key, or ''. */
+export function noticeOf(ex: Exchange): string {
+  return NOTICES[ex.query.get('notice') ?? ''] ?? '';
+}
+
+/** A dashboard path a form may return to after an action (no other host, no scheme). */
+export function backTo(form: URLSearchParams, fallback = '/account/applications'): string {
+  const raw = form.get('back');
+  return raw && /^\/(account|teams|apps)(\/[A-Za-z0-9._~%-]*)*$/.test(raw) ? raw : fallback;
+}
+
+/** Redirects (303) after a successful action, with a notice. */
+export function done(s: Signed, path: string, notice: keyof typeof NOTICES): void {
+  sendRedirect(s.ex, 303, `${path}?notice=${notice}`);
+}
+
+/**
+ * The field a domain error is about: the first of `fields` its message starts with or names
+ * in its first words; '' (the whole form) when none.
+ */
+export function fieldOf(e: SlipwayError, fields: readonly string[]): string {
+  const m = e.message.toLowerCase();
+  return fields.find((f) => m.startsWith(f.toLowerCase()) || m.startsWith(f.replace(/_/g, ' '))) ?? fields.find((f) => m.includes(f.toLowerCase())) ?? '';
+}
+
+/** How a form names the API fields that engine messages start with. */
+const FIELD_WORDS: Record<string, string> = {
+  name: 'The name', redirect_uri: 'The redirect URI', description: 'The description', scope: 'Scope', expires_in: 'The expiry',
+  expiry_days: 'The expiry', email: 'The e-mail', role: 'The role', quantity: 'The quantity', size: 'The size', release: 'The release',
+};
+
+/** An engine message in the form's words: a leading API field name becomes the field's label. */
+export function plainMessage(message: string, field: string): string {
+  const words = FIELD_WORDS[field];
+  return words && message.startsWith(field + ' ') ? words + message.slice(field.length) : message;
+}
+
+/**
+ * Runs an action; a request error (4xx) becomes a FormState to render next to its field.
+ * Other errors propagate (the host's error page).
+ */
+export async function attempt<T>(form: string, fields: readonly string[], values: Record<string, string>, run: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; state: FormState; status: number }> {
+  try {
+    return { ok: true, value: await run() };
+  } catch (e) {
+    if (!isSlipwayError(e)) throw e;
+    const status = API_ERRORS[e.code].status;
+    if (status >= 500 || e.code === 'UNAUTHORIZED') throw e;
+    const field = fieldOf(e, fields);
+    return { ok: false, status, state: { form, errors: { [field]: plainMessage(e.message, field) }, values } };
+  }
+}
+
+/**
+ * One-time forms: a form that shows a secret carries a random `_once` value; the first post
+ * with it acts, a repeat (the browser re-posting on reload) is refused, so a reload shows no
+ * secret and creates nothing. Values are kept in memory for `ONCE_TTL_MS`, per process.
+ */
+export class OnceForms {
+  readonly #used = new Map<string, number>();
+  static readonly TTL_MS = 12 * 3600_000;
+  static readonly LIMIT = 100_000;
+
+  /** A new value for a form. */
+  issue(): string {
+    return newSecret();
+  }
+
+  /** @returns true the first time `value` is claimed (within the TTL), false after. */
+  claim(value: string | null, now: number): boolean {
+    if (!value || !/^[A-Za-z0-9_-]{20,64}$/.test(value)) return false;
+    if (this.#used.has(value)) return false;
+    if (this.#used.size >= OnceForms.LIMIT) {
+      for (const [k, at] of this.#used) if (now - at > OnceForms.TTL_MS) this.#used.delete(k);
+      if (this.#used.size >= OnceForms.LIMIT) this.#used.clear();
+    }
+    this.#used.set(value, now);
+    return true;
+  }
+}
+
+/** The process's one-time form registry. */
+export const onceForms = new OnceForms();
+
+/**
+ * Claims the `_once` value of a secret-showing form; on a repeat, renders a page saying the
+ * secret is not shown again. @returns true when the action may proceed.
+ */
+export function firstSubmission(ctx: AuthContext, s: Submitted, section: Section): boolean {
+  if (onceForms.claim(field(s.form, '_once'), ctx.clock.now())) return true;
+  sendDashboard(ctx, s, 409, 'message', section, {
+    title: 'Already done', heading: 'Already done', error: true,
+    message: 'This form was already sent (perhaps the page was reloaded). Nothing was changed again, and a secret is shown only once: if you did not copy it, regenerate it.',
+    link: { href: backTo(s.form), text: 'Back' },
+  });
+  return false;
+}
+
+/** Shows a secret once: the one response that contains it (no-store, like every page). */
+export function showSecret(ctx: AuthContext, s: Signed, section: Section, data: { title: string; message: string; label: string; secret: string; extra?: Array<[string, string]>; back: string }): void {
+  sendDashboard(ctx, s, 200, 'secret', section, data);
+}
+
+/** Formats ms since epoch for tables: `2026-01-05 09:00 UTC`; '' for null. */
+export function when(ms: number | null | undefined): string {
+  return ms === null || ms === undefined ? '' : new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
+}
