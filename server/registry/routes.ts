@@ -11,12 +11,12 @@ import { authenticate, Challenge, challengeHeader } from './auth.js';
 import { handleToken } from './token.js';
 import { deleteBlob, getBlob } from './blobs.js';
 import { cancelUpload, completeUpload, patchUpload, startUpload, uploadStatus } from './uploads.js';
-import { deleteManifest, getManifest, putManifest } from './manifests.js';
+import { deleteManifest, getManifest, listReferrers, putManifest } from './manifests.js';
 import { listCatalog, listTags } from './listing.js';
 import { sendJson } from '../http/respond.js';
 
 
-const ROUTE = /^\/v2\/(.+)\/(?:(tags\/list)|manifests\/([^/]+)|blobs\/(uploads)\/?([^/]*)|blobs\/([^/]+))$/;
+const ROUTE = /^\/v2\/(.+)\/(?:(tags\/list)|manifests\/([^/]+)|blobs\/(uploads)\/?([^/]*)|blobs\/([^/]+)|referrers\/([^/]+))$/;
 
 /** Handles one registry request, including its errors. */
 export async function handleRegistry(ctx: RegistryContext, ex: Exchange): Promise<void> {
@@ -47,8 +47,12 @@ async function route(ctx: RegistryContext, ex: Exchange): Promise<void> {
   }
   const m = ROUTE.exec(path);
   if (!m) throw fail('NOT_FOUND', `no registry endpoint at ${path.slice(0, 200)}`);
-  const [, name, tags, reference, uploads, uploadId, digest] = m as unknown as Array<string | undefined>;
+  const [, name, tags, reference, uploads, uploadId, digest, subject] = m as unknown as Array<string | undefined>;
   const repository = name!;
+  if (subject !== undefined) {
+    if (method !== 'GET' && method !== 'HEAD') throw unsupported(method, 'referrers');
+    return listReferrers(ctx, ex, repository, subject);
+  }
   if (tags) {
     if (method !== 'GET') throw unsupported(method, 'tags');
     return listTags(ctx, ex, repository);
