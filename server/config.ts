@@ -39,6 +39,12 @@ export interface Config {
   /** PEM certificate and key files; unset = a self-signed pair in <data>/keys. Env SLIPWAY_TLS_CERT, SLIPWAY_TLS_KEY. */
   tlsCert?: string;
   tlsKey?: string;
+  /**
+   * The server key file (32 random bytes: registry tokens, upload capabilities, TOTP sealing,
+   * CSRF); unset = `<data>/keys/server.key`. Created (0600) when absent. Env SLIPWAY_KEY_FILE,
+   * flag --key-file.
+   */
+  keyFile?: string;
   /** Per-account API rate-limit pool, requests (reference 1.6: 4500). Env SLIPWAY_RATE_LIMIT_POOL. */
   rateLimitPool: number;
   /** Refill of the rate-limit pool, requests per minute (reference 1.6: 75). Env SLIPWAY_RATE_LIMIT_PER_MINUTE. */
@@ -88,6 +94,7 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_UPLOAD_TLS: 'uploadTls',
   SLIPWAY_TLS_CERT: 'tlsCert',
   SLIPWAY_TLS_KEY: 'tlsKey',
+  SLIPWAY_KEY_FILE: 'keyFile',
   SLIPWAY_RATE_LIMIT_POOL: 'rateLimitPool',
   SLIPWAY_RATE_LIMIT_PER_MINUTE: 'rateLimitPerMinute',
   SLIPWAY_GC_INTERVAL: 'gcIntervalSeconds',
@@ -146,5 +153,6 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     if (v !== undefined) set(k, v, `flag --${flag}`);
   }
   c.dataDir = resolve(c.dataDir);
+  if (c.keyFile !== undefined) c.keyFile = resolve(c.keyFile);
   return c;
 }

@@ -2,7 +2,8 @@
  * Wires the engine to the four listeners and starts them:
  * registry (uWS), upload (own HTTP/1.1 listener, same registry router), API (uWS), auth (uWS).
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { secureDataDir } from '../engine/data-dir.js';
 import { ensureTlsFiles } from './http/tls.js';
 import type { us_listen_socket } from 'uWebSockets.js';
 import type { Config } from './config.js';
@@ -60,8 +61,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const uws = loadUws();
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel);
-  mkdirSync(config.dataDir, { recursive: true });
-  const keys = ServerKeys.loadOrCreate(config.dataDir);
+  secureDataDir(config.dataDir);
+  const keys = ServerKeys.loadOrCreate(config.dataDir, config.keyFile);
   const store = openStore(config.dataDir);
   const pool = new WorkerPool();
   // Dedupe by record, not by file: safe against online GC (engine/registry/gc.ts).
