@@ -16,6 +16,28 @@ import { listCatalog, listTags } from './listing.js';
 import { sendJson } from '../http/respond.js';
 
 
+/**
+ * The registry's endpoints as method and pattern (`:name` is `<app>/<process-type>`), for
+ * documentation and the fuzz test; `route` below is the matcher.
+ */
+export const REGISTRY_ROUTES: ReadonlyArray<{ method: string; pattern: string }> = [
+  { method: 'GET', pattern: '/token' },
+  { method: 'GET', pattern: '/v2/' },
+  { method: 'GET', pattern: '/v2/_catalog' },
+  { method: 'GET', pattern: '/v2/:name/tags/list' },
+  { method: 'GET', pattern: '/v2/:name/manifests/:reference' },
+  { method: 'PUT', pattern: '/v2/:name/manifests/:reference' },
+  { method: 'DELETE', pattern: '/v2/:name/manifests/:reference' },
+  { method: 'GET', pattern: '/v2/:name/blobs/:digest' },
+  { method: 'DELETE', pattern: '/v2/:name/blobs/:digest' },
+  { method: 'POST', pattern: '/v2/:name/blobs/uploads/' },
+  { method: 'GET', pattern: '/v2/:name/blobs/uploads/:uuid' },
+  { method: 'PATCH', pattern: '/v2/:name/blobs/uploads/:uuid' },
+  { method: 'PUT', pattern: '/v2/:name/blobs/uploads/:uuid' },
+  { method: 'DELETE', pattern: '/v2/:name/blobs/uploads/:uuid' },
+  { method: 'GET', pattern: '/v2/:name/referrers/:digest' },
+];
+
 const ROUTE = /^\/v2\/(.+)\/(?:(tags\/list)|manifests\/([^/]+)|blobs\/(uploads)\/?([^/]*)|blobs\/([^/]+)|referrers\/([^/]+))$/;
 
 /** Handles one registry request, including its errors. */

@@ -40,6 +40,10 @@ export function parseResponses(text: string, headRequests: boolean[] = []): RawR
       if (i > 0) headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
     }
     const status = Number(m[1]);
+    if (status >= 100 && status < 200) { // interim (100 Continue): not the response
+      pos = end + 4;
+      continue;
+    }
     const noBody = headRequests[out.length] === true || status === 204 || status === 304;
     const length = noBody ? 0 : Number(headers['content-length'] ?? '0');
     if (text.length < end + 4 + length) break;
