@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { fail } from './errors.js';
+import { checkIdentifier } from './identifiers.js';
 
 /** A validated `sha256:<64 lowercase hex>` string. */
 export type Digest = string & { readonly __brand: 'Digest' };
@@ -23,6 +24,7 @@ export function isDigest(s: string): s is Digest {
  */
 export function parseDigest(s: string): Digest {
   if (SHA256.test(s)) return s as Digest;
+  checkIdentifier('digest', s, 'DIGEST_INVALID');
   if (ANY_DIGEST.test(s)) throw fail('DIGEST_INVALID', `unsupported digest algorithm in "${clip(s)}": only sha256 is supported`, { digest: clip(s) });
   throw fail('DIGEST_INVALID', `invalid digest "${clip(s)}": expected sha256:<64 hex characters>`, { digest: clip(s) });
 }

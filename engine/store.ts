@@ -22,6 +22,7 @@ import { indexAuthorizationInTransaction, type AuthorizationIndex } from './auth
 import { indexBlobLinksInTransaction } from './registry/links.js';
 import { indexManifestTagsInTransaction } from './registry/tags.js';
 import { LEGACY_CHECK_KEY } from './blobs/quarantine.js';
+import { DATA_DIR_MODE, secureDataDir } from './data-dir.js';
 
 /**
  * Current on-disk schema version; bump with an ordered migration in `migrate()`.
@@ -126,11 +127,13 @@ export function prefixRange(prefix: string): { start: string; end: string } {
 
 /**
  * Opens (creating if needed) the environment under `dir`.
+ * The data directory's permissions are made owner-only first (engine/data-dir.ts).
  * @param dir the data directory; the environment lives in `dir/lmdb`.
  */
 export function openStore(dir: string): Store {
+  secureDataDir(dir);
   const path = join(dir, 'lmdb');
-  mkdirSync(path, { recursive: true });
+  mkdirSync(path, { recursive: true, mode: DATA_DIR_MODE });
   // overlappingSync off: a write's promise then resolves only once its commit is on disk, so
   // nothing is acknowledged (a pushed manifest, a revocation) that a power loss could undo. With
   // lmdb-js's Linux default (on) it resolves at commit and the sync follows later. Measured

@@ -39,6 +39,19 @@ export interface Config {
   /** PEM certificate and key files; unset = a self-signed pair in <data>/keys. Env SLIPWAY_TLS_CERT, SLIPWAY_TLS_KEY. */
   tlsCert?: string;
   tlsKey?: string;
+  /**
+   * The server key file (32 random bytes: registry tokens, upload capabilities, TOTP sealing,
+   * CSRF); unset = `<data>/keys/server.key`. Created (0600) when absent. Env SLIPWAY_KEY_FILE,
+   * flag --key-file.
+   */
+  keyFile?: string;
+  /**
+   * What serves the registry, API and auth hosts: `h1`, the own HTTP/1.1 listener (every
+   * malformed request gets a status: 400, 405 with Allow, 431), or `uws`, uWebSockets.js (faster;
+   * its native parser closes some malformed requests without a response, README "HTTP listeners").
+   * The upload host always uses `h1`. Env SLIPWAY_LISTENER, flag --listener.
+   */
+  listener: 'h1' | 'uws';
   /** Per-account API rate-limit pool, requests (reference 1.6: 4500). Env SLIPWAY_RATE_LIMIT_POOL. */
   rateLimitPool: number;
   /** Refill of the rate-limit pool, requests per minute (reference 1.6: 75). Env SLIPWAY_RATE_LIMIT_PER_MINUTE. */
@@ -81,6 +94,7 @@ export const DEFAULT_CONFIG: Config = {
   uploadMinRateKiB: 1,
   uploadRateWindowSeconds: 30,
   uploadReapIntervalSeconds: 600,
+  listener: 'h1',
 };
 
 type Source = Record<string, string | undefined>;
@@ -103,6 +117,8 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_UPLOAD_TLS: 'uploadTls',
   SLIPWAY_TLS_CERT: 'tlsCert',
   SLIPWAY_TLS_KEY: 'tlsKey',
+  SLIPWAY_KEY_FILE: 'keyFile',
+  SLIPWAY_LISTENER: 'listener',
   SLIPWAY_RATE_LIMIT_POOL: 'rateLimitPool',
   SLIPWAY_RATE_LIMIT_PER_MINUTE: 'rateLimitPerMinute',
   SLIPWAY_GC_INTERVAL: 'gcIntervalSeconds',
@@ -153,6 +169,9 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     } else if (k === 'logLevel') {
       if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(raw)) throw new Error(`${from}: "${raw}" is not a log level`);
       c.logLevel = raw as Config['logLevel'];
+    } else if (k === 'listener') {
+      if (raw !== 'h1' && raw !== 'uws') throw new Error(`${from}: "${raw}" must be h1 or uws`);
+      c.listener = raw;
     } else if (k === 'vendor') {
       if (!/^[a-z][a-z0-9.-]{0,62}$/.test(raw)) throw new Error(`${from}: "${raw}" is not a valid vendor name`);
       c.vendor = raw;
@@ -169,5 +188,6 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     if (v !== undefined) set(k, v, `flag --${flag}`);
   }
   c.dataDir = resolve(c.dataDir);
+  if (c.keyFile !== undefined) c.keyFile = resolve(c.keyFile);
   return c;
 }

@@ -2,7 +2,8 @@
  * Wires the engine to the four listeners and starts them:
  * registry (uWS), upload (own HTTP/1.1 listener, same registry router), API (uWS), auth (uWS).
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { secureDataDir } from '../engine/data-dir.js';
 import { ensureTlsFiles } from './http/tls.js';
 import type { us_listen_socket } from 'uWebSockets.js';
 import type { Config } from './config.js';
@@ -24,7 +25,8 @@ import { Teams } from '../engine/platform/teams.js';
 import { HashThread } from '../workers/hash-thread.js';
 import { WorkerPool } from '../workers/pool.js';
 import { listenUws, loadUws, serveUws } from './http/uws.js';
-import { createH1Server } from './http/h1-server.js';
+import { createH1Server, type H1Server } from './http/h1-server.js';
+import type { Exchange, Handler } from './http/exchange.js';
 import type { RegistryContext } from './registry/context.js';
 import type { ApiContext } from './api/context.js';
 import { handleRegistry, sendRegistryError } from './registry/routes.js';
@@ -61,11 +63,12 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
-  const uws = loadUws();
+  // Loaded only when configured: the default listener needs no native module.
+  const uws = config.listener === 'uws' ? loadUws() : undefined;
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel);
-  mkdirSync(config.dataDir, { recursive: true });
-  const keys = ServerKeys.loadOrCreate(config.dataDir);
+  secureDataDir(config.dataDir);
+  const keys = ServerKeys.loadOrCreate(config.dataDir, config.keyFile);
   const store = openStore(config.dataDir);
   const pool = new WorkerPool();
   // Dedupe by record, not by file: safe against online GC (engine/registry/gc.ts).
@@ -111,23 +114,30 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const tls = config.registryTls || config.uploadTls ? await ensureTlsFiles(config.dataDir, config.host, config.tlsCert, config.tlsKey) : undefined;
   const sockets: us_listen_socket[] = [];
   const uwsApps: Array<{ close?: () => void }> = [];
-  const listen = async (port: number, setup: (app: ReturnType<typeof uws.App>) => void, secure = false) => {
+  const h1Servers: H1Server[] = [];
+  const tlsPair = () => (tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
+  const listenH1 = (port: number, handler: Handler, onError: (ex: Exchange, e: unknown) => void, secure: boolean) => {
+    const h1 = createH1Server(handler, onError, secure ? tlsPair() : undefined);
+    h1Servers.push(h1);
+    return new Promise<number>((resolve, reject) => {
+      h1.server.once('error', reject);
+      h1.server.listen(port, config.host, () => resolve((h1.server.address() as { port: number }).port));
+    });
+  };
+  /** One host on the configured listener (the upload host passes `h1`). */
+  const listen = async (port: number, handler: Handler, onError: (ex: Exchange, e: unknown) => void, secure = false, listener = config.listener) => {
+    if (listener === 'h1' || !uws) return listenH1(port, handler, onError, secure);
     const app = secure && tls ? uws.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile }) : uws.App();
-    setup(app);
+    serveUws(app, handler, onError);
     uwsApps.push(app as unknown as { close?: () => void });
     const bound = await listenUws(uws, app, config.host, port);
     sockets.push(bound.socket);
     return bound.port;
   };
-  const registryPort = await listen(config.registryPort, (app) => serveUws(app, (ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e)), config.registryTls);
-  const apiPort = await listen(config.apiPort, (app) => serveUws(app, (ex) => handleApi(actx, ex), (ex, e) => sendApiError(actx, ex, e)));
-  const authPort = await listen(config.authPort, (app) => serveUws(app, (ex) => handleAuth(authCtx, ex), (ex, e) => sendAuthError(authCtx, ex, e)));
-  const upload = createH1Server((ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e),
-    config.uploadTls && tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
-  const uploadPort = await new Promise<number>((resolve, reject) => {
-    upload.server.once('error', reject);
-    upload.server.listen(config.uploadPort, config.host, () => resolve((upload.server.address() as { port: number }).port));
-  });
+  const registryPort = await listen(config.registryPort, (ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e), config.registryTls);
+  const apiPort = await listen(config.apiPort, (ex) => handleApi(actx, ex), (ex, e) => sendApiError(actx, ex, e));
+  const authPort = await listen(config.authPort, (ex) => handleAuth(authCtx, ex), (ex, e) => sendAuthError(authCtx, ex, e));
+  const uploadPort = await listen(config.uploadPort, (ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e), config.uploadTls, 'h1');
   const base = (port: number, secure = false) => `${secure ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   urls.registry = config.registryUrl ?? base(registryPort, config.registryTls);
   urls.api = config.apiUrl ?? base(apiPort);
@@ -162,13 +172,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       clearInterval(gcTimer);
       await gcRun;
       for (const off of unsubscribeEvents) off();
-      for (const s of sockets) uws.us_listen_socket_close(s);
+      for (const s of sockets) uws!.us_listen_socket_close(s);
       // close() (native, not in the typings) also ends open connections.
       for (const a of uwsApps) a.close?.();
-      await new Promise<void>((resolve) => {
-        upload.server.close(() => resolve());
-        upload.closeAllConnections();
-      });
+      await Promise.all(h1Servers.map((h1) => new Promise<void>((resolve) => {
+        h1.server.close(() => resolve());
+        h1.closeAllConnections();
+      })));
       await pool.close();
       await hashThread.close();
       await store.close();

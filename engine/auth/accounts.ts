@@ -12,6 +12,7 @@ import { newId } from './tokens.js';
 import { newTotpSecret } from './totp.js';
 import type { ServerKeys } from './keys.js';
 import { createAuthorizationInTransaction } from './authorizations.js';
+import { checkIdentifier } from '../identifiers.js';
 
 /** Result of creating an account: the only moment its secrets are visible. */
 export interface CreatedAccount {
@@ -26,7 +27,7 @@ const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 
 /** Normalised e-mail for look-ups. */
 export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
+  return checkIdentifier('email', email.trim()).toLowerCase();
 }
 
 export class Accounts {
@@ -67,7 +68,7 @@ export class Accounts {
   }
 
   get(id: string): Account | undefined {
-    return this.store.accounts.get(id);
+    return this.store.accounts.get(checkIdentifier('account', id));
   }
 
   byEmail(email: string): Account | undefined {

@@ -1,11 +1,11 @@
 /**
- * The server key: 32 random bytes in `<data>/keys/server.key` (mode 0600), created at first
- * start. Purpose-bound subkeys are derived with HKDF-SHA256 so one secret never serves two
+ * The server key: 32 random bytes in `<data>/keys/server.key` (mode 0600), or in a file of the
+ * operator's choosing (setting SLIPWAY_KEY_FILE), created at first start. Purpose-bound subkeys are derived with HKDF-SHA256 so one secret never serves two
  * purposes: registry bearer tokens, upload-session capabilities, sealing TOTP secrets.
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 export type KeyPurpose = 'registry-token' | 'upload-state' | 'totp-seal' | 'csrf';
 
@@ -18,13 +18,19 @@ export class ServerKeys {
     this.#root = root;
   }
 
-  /** Loads `<dataDir>/keys/server.key`, creating it on first start. */
-  static loadOrCreate(dataDir: string): ServerKeys {
-    const dir = join(dataDir, 'keys');
-    const path = join(dir, 'server.key');
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  /**
+   * Loads the server key, creating it (0600) on first start.
+   * @param keyFile where the key lives; default `<dataDir>/keys/server.key`. Its directory is
+   *        created (0700) only for the default location.
+   * @throws Error when the file exists but does not hold exactly 32 bytes.
+   */
+  static loadOrCreate(dataDir: string, keyFile?: string): ServerKeys {
+    const path = keyFile ?? join(dataDir, 'keys', 'server.key');
+    if (keyFile === undefined) mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     try {
-      return new ServerKeys(readFileSync(path));
+      const root = readFileSync(path);
+      if (root.length !== 32) throw new Error(`server key file ${path} holds ${root.length} bytes; it must hold exactly 32 random bytes`);
+      return new ServerKeys(root);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
       const key = randomBytes(32);

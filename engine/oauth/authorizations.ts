@@ -17,6 +17,7 @@ import {
 import { normalizeScopes, type Scope } from '../auth/scope.js';
 import { MAX_DESCRIPTION_LENGTH, MAX_DIRECT_EXPIRES_IN_SECONDS } from './limits.js';
 import { announceAuthorization } from './announce.js';
+import { checkIdentifier } from '../identifiers.js';
 
 /** Raw fields of `POST /oauth/authorizations`, validated here. */
 export interface DirectAuthorizationInput {
@@ -98,7 +99,7 @@ export class Authorizations {
    * @throws NOT_FOUND (resource "authorization") when absent, revoked or someone else's.
    */
   find(accountId: string, idOrTilde: string, apiKeyAuthorizationId: string): AuthorizationRecord {
-    const id = idOrTilde === '~' ? apiKeyAuthorizationId : idOrTilde.toLowerCase();
+    const id = idOrTilde === '~' ? apiKeyAuthorizationId : checkIdentifier('authorization', idOrTilde).toLowerCase();
     const a = this.store.authorizations.get(id);
     if (!a || a.accountId !== accountId || a.revokedAt !== null || a.teamId !== null) {
       throw fail('NOT_FOUND', "Couldn't find that authorization.", { resource: 'authorization' });

@@ -38,7 +38,7 @@ export class SignIn {
 
   /** Checks the three credentials and records the outcome. */
   async attempt(email: string, password: string, code: string): Promise<SignInResult> {
-    const address = normalizeEmail(email).slice(0, 320);
+    const address = normalizeEmail(email);
     const state = this.#state(address);
     if (state.lockedUntil !== null && this.clock.now() < state.lockedUntil) return { ok: false, reason: 'locked', until: state.lockedUntil };
     const account = this.accounts.byEmail(address);

@@ -8,6 +8,7 @@ import { fail } from '../errors.js';
 import { newId } from '../auth/tokens.js';
 import { APP_NAME } from '../registry/names.js';
 import type { AppRecord, Generation } from './records.js';
+import { checkIdentifier } from '../identifiers.js';
 
 /** The curated stack new apps get. */
 export const DEFAULT_STACK = 'heroku-24';
@@ -54,7 +55,7 @@ export class Apps {
 
   /** By id or name; undefined when absent. */
   find(idOrName: string): AppRecord | undefined {
-    const id = this.store.appsByName.get(idOrName) ?? idOrName;
+    const id = this.store.appsByName.get(checkIdentifier('app', idOrName)) ?? idOrName;
     return this.store.apps.get(id);
   }
 

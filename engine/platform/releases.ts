@@ -16,6 +16,7 @@ import { processCommand, releaseWarnings, workingDirectory } from './runtime-rul
 import type { AppRecord, FormationRecord, ReleaseImage, ReleaseRecord } from './records.js';
 import type { ImageInfo } from '../registry/records.js';
 import { publishEvent } from '../events.js';
+import { checkIdentifier } from '../identifiers.js';
 
 /** Process type names (reference 3.3 `^[-\w]{1,128}$`, lowercase as repository names). */
 const PROCESS_TYPE = /^[a-z0-9][a-z0-9_-]{0,127}$/;
@@ -181,7 +182,7 @@ export class Releases {
    * @throws NOT_FOUND
    */
   formationEntry(appId: string, typeOrId: string): FormationRecord {
-    const entry = this.store.formations.get(key(appId, typeOrId)) ?? this.formation(appId).find((f) => f.id === typeOrId);
+    const entry = this.store.formations.get(key(appId, checkIdentifier('processType', typeOrId))) ?? this.formation(appId).find((f) => f.id === typeOrId);
     if (!entry) throw fail('NOT_FOUND', `Couldn't find that formation.`, { resource: 'formation' });
     return entry;
   }

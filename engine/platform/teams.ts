@@ -14,6 +14,7 @@ import type { TeamChoice, TeamDirectory } from '../oauth/owners.js';
 import { parseDescription, parseScopeArray } from '../oauth/authorizations.js';
 import { APP_NAME } from '../registry/names.js';
 import type { AppRecord } from './records.js';
+import { checkIdentifier } from '../identifiers.js';
 
 export type TeamRole = 'admin' | 'member';
 
@@ -60,7 +61,7 @@ export class Teams implements TeamDirectory {
 
   /** By id or name. */
   find(idOrName: string): TeamRecord | undefined {
-    return this.store.teams.get(this.store.teamsByName.get(idOrName) ?? idOrName);
+    return this.store.teams.get(this.store.teamsByName.get(checkIdentifier('team', idOrName)) ?? idOrName);
   }
 
   /** The caller's role in a team, or undefined. */
@@ -184,7 +185,7 @@ export class Teams implements TeamDirectory {
    * @returns undefined when `id` is not a team authorization of a team `accountId` administers.
    */
   manageableAuthorization(id: string, accountId: string): AuthorizationRecord | undefined {
-    const a = this.store.authorizations.get(id);
+    const a = this.store.authorizations.get(checkIdentifier('authorization', id));
     if (!a || a.teamId === null || a.revokedAt !== null) return undefined;
     return this.roleOf(a.teamId, accountId) === 'admin' ? a : undefined;
   }

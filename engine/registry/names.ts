@@ -4,6 +4,7 @@
  */
 import { fail } from '../errors.js';
 import { parseDigest, type Digest } from '../digest.js';
+import { checkIdentifier } from '../identifiers.js';
 
 /** Distribution spec path component. */
 const COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
@@ -25,8 +26,9 @@ export interface RepositoryName {
  * @throws NAME_INVALID with a message saying which rule the name breaks.
  */
 export function parseRepositoryName(name: string): RepositoryName {
+  checkIdentifier('repository', name, 'NAME_INVALID');
   const parts = name.split('/');
-  if (name.length > 255 || !parts.every((p) => COMPONENT.test(p))) {
+  if (!parts.every((p) => COMPONENT.test(p))) {
     throw fail('NAME_INVALID', `invalid repository name "${clip(name)}": use lowercase letters, digits and separators`, { name: clip(name) });
   }
   if (parts.length !== 2) {

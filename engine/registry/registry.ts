@@ -22,6 +22,7 @@ import { linkedBlob, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRange
 import { putTagInTransaction, removeTagInTransaction, removeTagsOfManifestInTransaction, removeTagsOfRepositoryInTransaction } from './tags.js';
 import type { ManifestRecord } from './records.js';
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
+import { checkIdentifier } from '../identifiers.js';
 
 /** Largest manifest accepted (bytes); the OCI spec asks registries to take at least 4 MiB. */
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -242,7 +243,7 @@ export class Registry {
   /** Tags of a repository in lexical order, `n` at a time after `last`. */
   listTags(repository: string, n: number, last: string | undefined): Page {
     const range = prefixRange(repository);
-    const start = last !== undefined ? key(repository, last) : range.start;
+    const start = last !== undefined ? key(repository, checkIdentifier('tag', last, 'PAGINATION_INVALID')) : range.start;
     const items: string[] = [];
     for (const k of this.store.tags.getKeys({ start, end: range.end })) {
       if (k === start) continue; // pages start strictly after `last`
@@ -260,7 +261,7 @@ export class Registry {
   /** Repository names in lexical order that `canRead` accepts, `n` at a time after `last`. */
   catalog(canRead: (repository: string) => boolean, n: number, last: string | undefined): Page {
     const items: string[] = [];
-    for (const name of this.store.repositories.getKeys(last !== undefined ? { start: last } : {})) {
+    for (const name of this.store.repositories.getKeys(last !== undefined ? { start: checkIdentifier('repository', last, 'PAGINATION_INVALID') } : {})) {
       if (name === last || !canRead(name)) continue;
       items.push(name);
       if (items.length > n) break;

@@ -32,6 +32,11 @@ export class Router<T> {
     return this;
   }
 
+  /** Every route as method and pattern (`/apps/:app`), in the order added. */
+  routes(): Array<{ method: string; pattern: string }> {
+    return this.#entries.flatMap((e) => [...e.values.keys()].map((method) => ({ method, pattern: '/' + e.segments.join('/') })));
+  }
+
   /**
    * Finds the route for `method` and `path`. Literal segments win over captures, so
    * `/account/rate-limits` is never taken for `/account/:x`. HEAD falls back to GET.

@@ -66,19 +66,30 @@ class UwsExchange implements Exchange {
   #consumer: ((chunk: Buffer, last: boolean) => void) | null = null;
   #paused = false;
   #abortWaiters: Array<() => void> = [];
+  /** Why the request's body framing is ambiguous (see `framingProblem`); null when it is not. */
+  readonly framingError: string | null;
 
   constructor(res: HttpResponse, req: HttpRequest) {
     this.#res = res;
     this.method = req.getCaseSensitiveMethod().toUpperCase();
     this.path = req.getUrl();
     this.#queryString = req.getQuery() ?? '';
-    req.forEach((k, v) => this.#headers.set(k, v));
+    const lengths: string[] = [];
+    req.forEach((k, v) => {
+      if (k === 'content-length') lengths.push(v);
+      this.#headers.set(k, v);
+    });
+    this.framingError = framingProblem(lengths, this.#headers.has('transfer-encoding'));
     this.id = this.#headers.get('request-id')?.slice(0, 200) || randomUUID();
     res.onAborted(() => {
       this.aborted = true;
       for (const w of this.#abortWaiters) w();
       this.#abortWaiters = [];
     });
+    if (this.framingError !== null) {
+      this.#ended = true;
+      return;
+    }
     const hasBody = this.#headers.has('transfer-encoding') || Number(this.#headers.get('content-length') ?? '0') > 0;
     if (hasBody) {
       res.onData((ab, last) => {
@@ -238,10 +249,56 @@ class UwsExchange implements Exchange {
   }
 }
 
-/** Routes every request of `app` to `handler`. */
+/**
+ * Body framing that a proxy in front may read differently from uWS (request smuggling, RFC 9112
+ * "Message Body Length"): Content-Length sent more than once with differing values (uWS uses the
+ * first; `req.forEach` shows every field line), a Content-Length that is not a plain decimal, or
+ * both Content-Length and Transfer-Encoding. Identical repeated values are one length (RFC 9110
+ * "Content-Length") and pass. (This uWS build closes a request with both Content-Length and
+ * Transfer-Encoding natively, before any handler; the check stays for builds that do not.)
+ * @returns the reason to refuse, or null.
+ */
+export function framingProblem(contentLengths: readonly string[], transferEncoding: boolean): string | null {
+  if (contentLengths.length === 0) return null;
+  if (transferEncoding) return 'both Content-Length and Transfer-Encoding sent';
+  if (new Set(contentLengths).size !== 1) return 'conflicting Content-Length values';
+  if (!/^\d{1,16}$/.test(contentLengths[0]!)) return 'invalid Content-Length';
+  return null;
+}
+
+/**
+ * Routes every request of `app` to `handler`, after refusing ambiguous framing.
+ *
+ * A refused request gets 400 and the connection is closed. uWS has already split the bytes it
+ * read by the first Content-Length, so whatever followed (a smuggled request, to a proxy that used
+ * another length) is parsed and dispatched synchronously right after the refused one, before any
+ * timer or other I/O callback. Such requests from the same peer address before the next
+ * setImmediate get no response: their connection is closed once the 400 has been flushed (uWS
+ * flushes when its handler returns). uWS.js exposes no connection identity, so a request of
+ * another connection from the same address dispatched in that same loop turn is closed too.
+ */
 export function serveUws(app: TemplatedApp, handler: Handler, onError: (ex: Exchange, e: unknown) => void): void {
+  let refusedPeer: string | null = null;
+  const peer = (res: HttpResponse) => Buffer.from(res.getRemoteAddress()).toString('hex');
   app.any('/*', (res, req) => {
+    if (refusedPeer !== null && peer(res) === refusedPeer) {
+      let aborted = false;
+      res.onAborted(() => { aborted = true; });
+      setImmediate(() => { if (!aborted) res.close(); });
+      return;
+    }
     const ex = new UwsExchange(res, req);
+    if (ex.framingError !== null) {
+      refusedPeer = peer(res);
+      setImmediate(() => { refusedPeer = null; });
+      const body = `${ex.framingError}\n`;
+      res.cork(() => {
+        res.writeStatus(statusLine(400));
+        res.writeHeader('content-type', 'text/plain; charset=utf-8');
+        res.end(body, true);
+      });
+      return;
+    }
     handler(ex).catch((e) => onError(ex, e));
   });
 }

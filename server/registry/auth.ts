@@ -11,7 +11,7 @@ import type { RegistryContext } from './context.js';
 import { authenticateToken, isAuthorizationLive, type Principal } from '../../engine/auth/authorizations.js';
 import { recordUse } from '../../engine/auth/usage.js';
 import { verifyRegistryToken } from '../../engine/auth/registry-token.js';
-import { SlipwayError } from '../../engine/errors.js';
+import { isSlipwayError, SlipwayError } from '../../engine/errors.js';
 import { parseRepositoryName } from '../../engine/registry/names.js';
 import { mayUseRepository, thirdPartyBlock, type RegistryAction } from '../../engine/platform/access.js';
 import type { AppRecord } from '../../engine/platform/records.js';
@@ -82,13 +82,20 @@ export function authenticate(ctx: RegistryContext, ex: Exchange): Caller | null 
 
 /**
  * Basic credentials: `_` with an API token, or the account's e-mail with its API key.
- * @throws Challenge when they do not match.
+ * @throws Challenge when they do not match, or when the e-mail is over its length limit
+ *         (engine/identifiers.ts; the message names the limit).
  */
 export function basicPrincipal(ctx: RegistryContext, username: string, password: string, now: number): Principal {
   const p = authenticateToken(ctx.store, password, now);
   if (typeof p === 'string') throw new Challenge('invalid username or password: use "_" or your e-mail as username and your API key as password', undefined);
   if (username !== '_') {
-    const account = ctx.accounts.byEmail(username);
+    let account;
+    try {
+      account = ctx.accounts.byEmail(username);
+    } catch (e) {
+      if (isSlipwayError(e)) throw new Challenge(`invalid username: ${e.message}`, undefined);
+      throw e;
+    }
     if (!account || account.id !== p.accountId) throw new Challenge('invalid username or password: the API key does not belong to that e-mail', undefined);
   }
   recordUse(ctx.store, p.authorizationId, now);

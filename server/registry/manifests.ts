@@ -5,6 +5,8 @@ import { authenticate, authorize } from './auth.js';
 import { fail } from '../../engine/errors.js';
 import { MAX_MANIFEST_BYTES } from '../../engine/registry/registry.js';
 import { API_VERSION_HEADER } from './context.js';
+import { parseDigest } from '../../engine/digest.js';
+import { sendJson } from '../http/respond.js';
 
 export async function putManifest(ctx: RegistryContext, ex: Exchange, repository: string, reference: string): Promise<void> {
   const app = authorize(ctx, authenticate(ctx, ex), repository, 'push');
@@ -19,9 +21,21 @@ export async function putManifest(ctx: RegistryContext, ex: Exchange, repository
   ex.send(201, { ...API_VERSION_HEADER, location: `${ctx.urls.registry}/v2/${repository}/manifests/${digest}`, 'docker-content-digest': digest });
 }
 
+/**
+ * GET/HEAD of a manifest. A reference that is neither a tag nor a digest names nothing, so it is
+ * 404 MANIFEST_UNKNOWN (the distribution spec's conformance suite expects that for GET/HEAD; a PUT
+ * to such a reference stays 400 MANIFEST_INVALID). A malformed digest stays 400 DIGEST_INVALID.
+ */
 export async function getManifest(ctx: RegistryContext, ex: Exchange, repository: string, reference: string): Promise<void> {
   authorize(ctx, authenticate(ctx, ex), repository, 'pull');
-  const { digest, mediaType, bytes } = ctx.registry.manifestContent(repository, reference);
+  let content;
+  try {
+    content = ctx.registry.manifestContent(repository, reference);
+  } catch (e) {
+    if ((e as { code?: string }).code !== 'MANIFEST_INVALID') throw e;
+    throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${(e as Error).message}`, { name: repository, reference: reference.slice(0, 200) });
+  }
+  const { digest, mediaType, bytes } = content;
   const headers = {
     ...API_VERSION_HEADER,
     'content-type': mediaType,
@@ -31,6 +45,25 @@ export async function getManifest(ctx: RegistryContext, ex: Exchange, repository
   const inm = ex.header('if-none-match');
   if (inm && (inm === `"${digest}"` || inm === digest)) return ex.send(304, headers);
   ex.send(200, headers, bytes, bytes.length);
+}
+
+/** The OCI image index media type of a referrers response (OCI distribution spec 1.1 "Listing Referrers"). */
+export const IMAGE_INDEX_MEDIA_TYPE = 'application/vnd.oci.image.index.v1+json';
+
+/**
+ * GET /v2/<name>/referrers/<digest> (OCI distribution spec 1.1): the manifests whose `subject`
+ * is `digest`. Slipway stores only Docker v2 schema 2 manifests, which have no subject, so the
+ * answer is always an empty image index (200, not 404, so clients know the API exists). Access
+ * is that of a pull; the digest must be well formed. An `artifactType` filter is trivially
+ * applied to the empty list and reported in `OCI-Filters-Applied`.
+ * @throws DENIED/UNAUTHORIZED as a pull would; DIGEST_INVALID for a malformed digest.
+ */
+export async function listReferrers(ctx: RegistryContext, ex: Exchange, repository: string, digest: string): Promise<void> {
+  authorize(ctx, authenticate(ctx, ex), repository, 'pull');
+  parseDigest(digest);
+  const headers: Record<string, string> = { ...API_VERSION_HEADER };
+  if (ex.query.has('artifactType')) headers['oci-filters-applied'] = 'artifactType';
+  sendJson(ex, 200, { schemaVersion: 2, mediaType: IMAGE_INDEX_MEDIA_TYPE, manifests: [] }, { ...headers, 'content-type': IMAGE_INDEX_MEDIA_TYPE });
 }
 
 export async function deleteManifest(ctx: RegistryContext, ex: Exchange, repository: string, reference: string): Promise<void> {

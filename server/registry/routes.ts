@@ -11,12 +11,34 @@ import { authenticate, Challenge, challengeHeader } from './auth.js';
 import { handleToken } from './token.js';
 import { deleteBlob, getBlob } from './blobs.js';
 import { cancelUpload, completeUpload, patchUpload, startUpload, uploadStatus } from './uploads.js';
-import { deleteManifest, getManifest, putManifest } from './manifests.js';
+import { deleteManifest, getManifest, listReferrers, putManifest } from './manifests.js';
 import { listCatalog, listTags } from './listing.js';
 import { sendJson } from '../http/respond.js';
 
 
-const ROUTE = /^\/v2\/(.+)\/(?:(tags\/list)|manifests\/([^/]+)|blobs\/(uploads)\/?([^/]*)|blobs\/([^/]+))$/;
+/**
+ * The registry's endpoints as method and pattern (`:name` is `<app>/<process-type>`), for
+ * documentation and the fuzz test; `route` below is the matcher.
+ */
+export const REGISTRY_ROUTES: ReadonlyArray<{ method: string; pattern: string }> = [
+  { method: 'GET', pattern: '/token' },
+  { method: 'GET', pattern: '/v2/' },
+  { method: 'GET', pattern: '/v2/_catalog' },
+  { method: 'GET', pattern: '/v2/:name/tags/list' },
+  { method: 'GET', pattern: '/v2/:name/manifests/:reference' },
+  { method: 'PUT', pattern: '/v2/:name/manifests/:reference' },
+  { method: 'DELETE', pattern: '/v2/:name/manifests/:reference' },
+  { method: 'GET', pattern: '/v2/:name/blobs/:digest' },
+  { method: 'DELETE', pattern: '/v2/:name/blobs/:digest' },
+  { method: 'POST', pattern: '/v2/:name/blobs/uploads/' },
+  { method: 'GET', pattern: '/v2/:name/blobs/uploads/:uuid' },
+  { method: 'PATCH', pattern: '/v2/:name/blobs/uploads/:uuid' },
+  { method: 'PUT', pattern: '/v2/:name/blobs/uploads/:uuid' },
+  { method: 'DELETE', pattern: '/v2/:name/blobs/uploads/:uuid' },
+  { method: 'GET', pattern: '/v2/:name/referrers/:digest' },
+];
+
+const ROUTE = /^\/v2\/(.+)\/(?:(tags\/list)|manifests\/([^/]+)|blobs\/(uploads)\/?([^/]*)|blobs\/([^/]+)|referrers\/([^/]+))$/;
 
 /** Handles one registry request, including its errors. */
 export async function handleRegistry(ctx: RegistryContext, ex: Exchange): Promise<void> {
@@ -33,24 +55,28 @@ export async function handleRegistry(ctx: RegistryContext, ex: Exchange): Promis
 async function route(ctx: RegistryContext, ex: Exchange): Promise<void> {
   const { method, path } = ex;
   if (path === '/token') {
-    if (method !== 'GET') throw fail('UNSUPPORTED', `${method} is not supported on /token; use GET`);
+    if (method !== 'GET' && method !== 'HEAD') throw unsupported(method, '/token', ['GET', 'HEAD']);
     return handleToken(ctx, ex);
   }
   if (path === '/v2/' || path === '/v2') {
-    if (method !== 'GET' && method !== 'HEAD') throw fail('UNSUPPORTED', `${method} is not supported on /v2/`);
+    if (method !== 'GET' && method !== 'HEAD') throw unsupported(method, '/v2/', ['GET', 'HEAD']);
     if (!authenticate(ctx, ex)) throw new Challenge('authentication required', undefined);
     return sendJson(ex, 200, {}, API_VERSION_HEADER);
   }
   if (path === '/v2/_catalog') {
-    if (method !== 'GET') throw fail('UNSUPPORTED', `${method} is not supported on the catalog`);
+    if (method !== 'GET' && method !== 'HEAD') throw unsupported(method, 'the catalog', ['GET', 'HEAD']);
     return listCatalog(ctx, ex);
   }
   const m = ROUTE.exec(path);
   if (!m) throw fail('NOT_FOUND', `no registry endpoint at ${path.slice(0, 200)}`);
-  const [, name, tags, reference, uploads, uploadId, digest] = m as unknown as Array<string | undefined>;
+  const [, name, tags, reference, uploads, uploadId, digest, subject] = m as unknown as Array<string | undefined>;
   const repository = name!;
+  if (subject !== undefined) {
+    if (method !== 'GET' && method !== 'HEAD') throw unsupported(method, 'referrers', ['GET', 'HEAD']);
+    return listReferrers(ctx, ex, repository, subject);
+  }
   if (tags) {
-    if (method !== 'GET') throw unsupported(method, 'tags');
+    if (method !== 'GET' && method !== 'HEAD') throw unsupported(method, 'tags', ['GET', 'HEAD']);
     return listTags(ctx, ex, repository);
   }
   if (reference !== undefined) {
@@ -58,12 +84,12 @@ async function route(ctx: RegistryContext, ex: Exchange): Promise<void> {
       case 'GET': case 'HEAD': return getManifest(ctx, ex, repository, reference);
       case 'PUT': return putManifest(ctx, ex, repository, reference);
       case 'DELETE': return deleteManifest(ctx, ex, repository, reference);
-      default: throw unsupported(method, 'manifests');
+      default: throw unsupported(method, 'manifests', ['GET', 'HEAD', 'PUT', 'DELETE']);
     }
   }
   if (uploads !== undefined) {
     if (!uploadId) {
-      if (method !== 'POST') throw unsupported(method, 'blob uploads');
+      if (method !== 'POST') throw unsupported(method, 'blob uploads', ['POST']);
       return startUpload(ctx, ex, repository);
     }
     switch (method) {
@@ -71,18 +97,19 @@ async function route(ctx: RegistryContext, ex: Exchange): Promise<void> {
       case 'PUT': return completeUpload(ctx, ex, repository, uploadId);
       case 'GET': return uploadStatus(ctx, ex, repository, uploadId);
       case 'DELETE': return cancelUpload(ctx, ex, repository, uploadId);
-      default: throw unsupported(method, 'upload sessions');
+      default: throw unsupported(method, 'upload sessions', ['GET', 'PATCH', 'PUT', 'DELETE']);
     }
   }
   switch (method) {
     case 'GET': case 'HEAD': return getBlob(ctx, ex, repository, digest!);
     case 'DELETE': return deleteBlob(ctx, ex, repository, digest!);
-    default: throw unsupported(method, 'blobs');
+    default: throw unsupported(method, 'blobs', ['GET', 'HEAD', 'DELETE']);
   }
 }
 
-function unsupported(method: string, what: string) {
-  return fail('UNSUPPORTED', `${method} is not supported on ${what}`);
+/** 405 UNSUPPORTED naming the methods `what` allows (sent as `Allow`, RFC 9110 "405 Method Not Allowed"). */
+function unsupported(method: string, what: string, allow: string[]) {
+  return fail('UNSUPPORTED', `${method.slice(0, 40)} is not supported on ${what}; allowed: ${allow.join(', ')}`, { allow });
 }
 
 /** Writes the distribution error envelope for `e`; unknown errors are logged and hidden. */
@@ -98,6 +125,8 @@ export function sendRegistryError(ctx: RegistryContext, ex: Exchange, e: unknown
   if (ex.method === 'HEAD' && e.code === 'DENIED') wire = REGISTRY_ERRORS.NOT_FOUND;
   const headers: Record<string, string> = { ...API_VERSION_HEADER };
   if (e instanceof Challenge) headers['www-authenticate'] = challengeHeader(ctx, e);
+  const allow = (e.detail as { allow?: unknown } | undefined)?.allow;
+  if (e.code === 'UNSUPPORTED' && Array.isArray(allow)) headers.allow = allow.join(', ');
   const extra = e.detail as { offset?: number; size?: number } | undefined;
   if (e.code === 'RANGE_INVALID' && extra?.offset !== undefined) headers.range = `0-${Math.max(0, extra.offset - 1)}`;
   if (e.code === 'RANGE_NOT_SATISFIABLE' && extra?.size !== undefined) headers['content-range'] = `bytes */${extra.size}`;
