@@ -115,7 +115,7 @@ export async function handleApi(ctx: ApiContext, ex: Exchange): Promise<void> {
     if (m.kind === 'not-found') throw fail('NOT_FOUND', `No such endpoint: ${method} ${ex.path.slice(0, 200)}`);
     if (m.kind === 'method-not-allowed') throw fail('UNSUPPORTED', `${method} is not allowed here; allowed: ${m.allowed.join(', ')}`, { allow: m.allowed });
     const route = m.value;
-    const { variant } = negotiate(ex.header('accept'), ctx.vendor);
+    const { variant } = negotiate(ex.header('accept'), ctx.vendor, ctx.acceptVendors);
     const principal = readCredentials(ctx, ex, route.bearerOnly === true);
     if (!principal && route.access !== 'public') throw fail('UNAUTHORIZED', 'No credentials provided. Send "Authorization: Bearer <token>".');
     if (principal) {
