@@ -80,7 +80,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const accounts = new Accounts(store, clock, keys);
   const apps = new Apps(store, clock);
   const releases = new Releases(store, clock);
-  const settings = new AppSettings(store, clock);
+  const settings = new AppSettings(store, clock, releases);
   const dynos = new Dynos(store, clock);
   const teams = new Teams(store, clock);
   const bootstrap = opts.bootstrap !== false && accounts.isEmpty() ? await accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null;

@@ -115,6 +115,33 @@ export class Releases {
     return this.#commit(app, userId, old.images, `Rollback to v${old.version}`, old.version);
   }
 
+  /**
+   * Writes an app's config vars and release N+1 running the same images as release N, with
+   * `description`, in one transaction: on the platform a config-var change is a release.
+   * @param config the app's complete config vars after the change (validated by the caller)
+   * @throws NOT_FOUND when the app is gone.
+   */
+  async configRelease(app: AppRecord, userId: string, config: Record<string, string>, description: string): Promise<ReleaseRecord> {
+    const now = this.clock.now();
+    let release!: ReleaseRecord;
+    await this.store.env.transaction(() => {
+      const current = this.store.apps.get(app.id);
+      if (!current) throw fail('NOT_FOUND', `Couldn't find that app.`, { resource: 'app' });
+      const version = (current.releaseVersion ?? 0) + 1;
+      const previous = version > 1 ? this.store.releases.get(releaseKey(app.id, version - 1)) : undefined;
+      const images = previous?.images ?? {};
+      this.store.configVars.put(app.id, config);
+      release = {
+        id: newId(), appId: app.id, version, description, userId, createdAt: now, images,
+        restarted: [...this.store.formations.getRange(prefixRange(app.id))].map((e) => e.value.type),
+        releasePhase: RELEASE_PHASE_TYPE in images, rollbackOf: null, config,
+      };
+      this.store.releases.put(releaseKey(app.id, version), release);
+      this.store.apps.put(app.id, { ...current, releaseVersion: version, updatedAt: now });
+    });
+    return release;
+  }
+
   async #commit(app: AppRecord, userId: string, images: Record<string, ReleaseImage>, description: string, rollbackOf: number | null) {
     const now = this.clock.now();
     let release!: ReleaseRecord;
@@ -140,7 +167,7 @@ export class Releases {
       const restarted = [...this.store.formations.getRange(prefixRange(app.id))].map((e) => e.value.type);
       release = {
         id: newId(), appId: app.id, version, description, userId, createdAt: now, images: all, restarted,
-        releasePhase: RELEASE_PHASE_TYPE in all, rollbackOf,
+        releasePhase: RELEASE_PHASE_TYPE in all, rollbackOf, config: this.store.configVars.get(app.id) ?? {},
       };
       this.store.releases.put(releaseKey(app.id, version), release);
       this.store.apps.put(app.id, { ...current, stack: CONTAINER_STACK, buildStack: CONTAINER_STACK, releaseVersion: version, updatedAt: now });
