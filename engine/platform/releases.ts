@@ -106,13 +106,14 @@ export class Releases {
   }
 
   /**
-   * A new release running the images of release `target` (id or version).
+   * A new release running the images of release `target` (id or version) and, as on the platform,
+   * its config vars (when it recorded them; releases of older builds did not).
    * @throws NOT_FOUND for an unknown target; INVALID_PARAMS for a newer-generation app.
    */
   async rollback(app: AppRecord, userId: string, target: string): Promise<{ release: ReleaseRecord; formation: FormationRecord[] }> {
     requireRegistryGeneration(app);
     const old = this.get(app.id, target);
-    return this.#commit(app, userId, old.images, `Rollback to v${old.version}`, old.version);
+    return this.#commit(app, userId, old.images, `Rollback to v${old.version}`, old.version, old.config);
   }
 
   /**
@@ -142,7 +143,8 @@ export class Releases {
     return release;
   }
 
-  async #commit(app: AppRecord, userId: string, images: Record<string, ReleaseImage>, description: string, rollbackOf: number | null) {
+  /** @param config config vars to restore (a rollback to a release that recorded them), else the current ones are kept. */
+  async #commit(app: AppRecord, userId: string, images: Record<string, ReleaseImage>, description: string, rollbackOf: number | null, config?: Record<string, string>) {
     const now = this.clock.now();
     let release!: ReleaseRecord;
     await this.store.env.transaction(() => {
@@ -167,8 +169,9 @@ export class Releases {
       const restarted = [...this.store.formations.getRange(prefixRange(app.id))].map((e) => e.value.type);
       release = {
         id: newId(), appId: app.id, version, description, userId, createdAt: now, images: all, restarted,
-        releasePhase: RELEASE_PHASE_TYPE in all, rollbackOf, config: this.store.configVars.get(app.id) ?? {},
+        releasePhase: RELEASE_PHASE_TYPE in all, rollbackOf, config: config ?? this.store.configVars.get(app.id) ?? {},
       };
+      if (config !== undefined) this.store.configVars.put(app.id, config);
       this.store.releases.put(releaseKey(app.id, version), release);
       this.store.apps.put(app.id, { ...current, stack: CONTAINER_STACK, buildStack: CONTAINER_STACK, releaseVersion: version, updatedAt: now });
     });

@@ -31,10 +31,12 @@ export interface CliTarget {
 }
 
 /**
- * Runs `heroku <args>` and resolves with its exit code and output (never rejects).
- * @param input text written to the CLI's stdin
+ * Runs `heroku <args>` in the fresh HOME as working directory (the CLI reads the app from the git
+ * remotes of its working directory) and resolves with its exit code and output (never rejects).
+ * @param opts.prompts answers to interactive prompts, in order: each is typed (with a newline)
+ *        once the output so far matches its pattern; stdin is closed after the last one
  */
-export function heroku(target: CliTarget, args: string[], opts: { env?: Record<string, string>; input?: string } = {}): Promise<CliResult> {
+export function heroku(target: CliTarget, args: string[], opts: { env?: Record<string, string>; prompts?: Array<[RegExp, string]> } = {}): Promise<CliResult> {
   const home = mkdtempSync(join(tmpdir(), 'slipway-cli-home-'));
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -52,11 +54,25 @@ export function heroku(target: CliTarget, args: string[], opts: { env?: Record<s
     ...opts.env,
   };
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, ['--no-deprecation', '--import', PRELOAD, HEROKU_BIN, ...args], { env, maxBuffer: 16 * 1024 * 1024, timeout: 120_000 }, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, ['--no-deprecation', '--import', PRELOAD, HEROKU_BIN, ...args], { env, cwd: home, maxBuffer: 16 * 1024 * 1024, timeout: 120_000 }, (err, stdout, stderr) => {
       rmSync(home, { recursive: true, force: true });
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout, stderr, all: stdout + stderr });
     });
-    child.stdin?.end(opts.input ?? '');
+    const prompts = [...(opts.prompts ?? [])];
+    let seen = '';
+    const answer = (d: Buffer) => {
+      seen += d.toString();
+      const next = prompts[0];
+      if (next && next[0].test(seen)) {
+        prompts.shift();
+        seen = '';
+        if (prompts.length > 0) child.stdin?.write(next[1] + '\n');
+        else child.stdin?.end(next[1] + '\n');
+      }
+    };
+    child.stdout?.on('data', answer);
+    child.stderr?.on('data', answer);
+    if (prompts.length === 0) child.stdin?.end();
   });
 }
