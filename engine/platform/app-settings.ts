@@ -44,31 +44,35 @@ export class AppSettings {
 
   /**
    * Sets (string) or unsets (null) config vars and, as on the platform, makes release N+1 with
-   * the same images, described "Set FOO, BAR config vars" / "Remove FOO config vars" — one
-   * transaction (Releases.configRelease). A change that changes nothing makes no release.
+   * the same images, described "Set FOO, BAR config vars" / "Remove FOO config vars" (both:
+   * "Set FOO and remove BAR config vars") — one transaction (Releases.configRelease), applied to
+   * the config vars current in that transaction. A change that changes nothing makes no release.
    * @param userId the account making the change
-   * @throws INVALID_PARAMS for a bad name, a non-string value, or more than 32 KiB in all.
+   * @throws INVALID_PARAMS for a bad name, a non-string value, or more than 32 KiB in all; nothing changes then.
    */
   async updateConfigVars(app: AppRecord, userId: string, changes: Record<string, unknown>): Promise<{ config: Record<string, string>; release: ReleaseRecord | null }> {
-    const before = this.configVars(app);
-    const next = { ...before };
-    const set: string[] = [];
-    const removed: string[] = [];
     for (const [name, value] of Object.entries(changes)) {
       if (!CONFIG_VAR_NAME.test(name)) throw fail('INVALID_PARAMS', `"${name.slice(0, 40)}" is not a valid config var name (letters, digits and underscores, not starting with a digit)`);
-      if (value === null) {
-        if (name in next) removed.push(name);
-        delete next[name];
-      } else if (typeof value === 'string') {
-        if (before[name] !== value) set.push(name);
-        next[name] = value;
-      } else throw fail('INVALID_PARAMS', `config var ${name} must be a string, or null to unset it`);
+      if (value !== null && typeof value !== 'string') throw fail('INVALID_PARAMS', `config var ${name} must be a string, or null to unset it`);
     }
-    if (Buffer.byteLength(JSON.stringify(next)) > MAX_CONFIG_BYTES) throw fail('INVALID_PARAMS', `config vars may hold at most ${MAX_CONFIG_BYTES} bytes in all`);
-    if (set.length === 0 && removed.length === 0) return { config: next, release: null };
-    const parts = [set.length > 0 ? `Set ${set.join(', ')}` : '', removed.length > 0 ? `${set.length > 0 ? 'remove' : 'Remove'} ${removed.join(', ')}` : ''];
-    const release = await this.releases.configRelease(app, userId, next, `${parts.filter((p) => p !== '').join(' and ')} config vars`);
-    return { config: next, release };
+    return this.releases.configRelease(app, userId, (before) => {
+      const next = { ...before };
+      const set: string[] = [];
+      const removed: string[] = [];
+      for (const [name, value] of Object.entries(changes) as Array<[string, string | null]>) {
+        if (value === null) {
+          if (name in next) removed.push(name);
+          delete next[name];
+        } else {
+          if (before[name] !== value) set.push(name);
+          next[name] = value;
+        }
+      }
+      if (set.length === 0 && removed.length === 0) return null;
+      if (Buffer.byteLength(JSON.stringify(next)) > MAX_CONFIG_BYTES) throw fail('INVALID_PARAMS', `config vars may hold at most ${MAX_CONFIG_BYTES} bytes in all`);
+      const parts = [set.length > 0 ? `Set ${set.join(', ')}` : '', removed.length > 0 ? `${set.length > 0 ? 'remove' : 'Remove'} ${removed.join(', ')}` : ''];
+      return { config: next, description: `${parts.filter((p) => p !== '').join(' and ')} config vars` };
+    });
   }
 
   /**
