@@ -21,7 +21,7 @@ import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
 
 const USAGE = `usage:
   slipway serve [--data DIR] [--host ADDR] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N]
-                [--registry-url URL] [--api-url URL] [--auth-url URL] [--upload-url URL] [--vendor NAME] [--log-level LEVEL]
+                [--registry-url URL] [--api-url URL] [--auth-url URL] [--upload-url URL] [--vendor NAME] [--accept-vendors LIST] [--app-url-template URL] [--log-level LEVEL]
   slipway account create --email EMAIL [--password PASSWORD] [--json] [--data DIR]
   slipway app create --name NAME --owner EMAIL [--json] [--data DIR]
   slipway gc [--dry-run] [--json] [--data DIR]`;

@@ -26,6 +26,17 @@ export interface Config {
   uploadUrl?: string;
   /** Vendor part of the API media type `application/vnd.<vendor>+json`. Env SLIPWAY_VENDOR. */
   vendor: string;
+  /**
+   * Further vendor names accepted in `Accept: application/vnd.<name>+json` as the same API
+   * (server/api/accept.ts): comma-separated; `none` = only `vendor`. Default `heroku`, the
+   * media type the platform's own CLI hard-codes. Env SLIPWAY_ACCEPT_VENDORS.
+   */
+  acceptVendors: string[];
+  /**
+   * The `web_url` of an app: a URL template in which `{app}` is replaced by the app name;
+   * unset = derived from the API URL (see server/api/web-url.ts). Env SLIPWAY_APP_URL_TEMPLATE.
+   */
+  appUrlTemplate?: string;
   /** pino level. Env SLIPWAY_LOG_LEVEL. */
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Upload sessions idle this long are reaped (seconds). Env SLIPWAY_UPLOAD_TTL. */
@@ -80,6 +91,7 @@ export const DEFAULT_CONFIG: Config = {
   authPort: 5002,
   uploadPort: 5003,
   vendor: 'slipway',
+  acceptVendors: ['heroku'],
   logLevel: 'info',
   uploadTtlSeconds: 24 * 3600,
   registryTokenTtlSeconds: 300,
@@ -97,6 +109,8 @@ export const DEFAULT_CONFIG: Config = {
   listener: 'h1',
 };
 
+const VENDOR = /^[a-z][a-z0-9.-]{0,62}$/;
+
 type Source = Record<string, string | undefined>;
 
 const ENV: Record<string, keyof Config> = {
@@ -111,6 +125,8 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_AUTH_URL: 'authUrl',
   SLIPWAY_UPLOAD_URL: 'uploadUrl',
   SLIPWAY_VENDOR: 'vendor',
+  SLIPWAY_ACCEPT_VENDORS: 'acceptVendors',
+  SLIPWAY_APP_URL_TEMPLATE: 'appUrlTemplate',
   SLIPWAY_LOG_LEVEL: 'logLevel',
   SLIPWAY_UPLOAD_TTL: 'uploadTtlSeconds',
   SLIPWAY_REGISTRY_TLS: 'registryTls',
@@ -172,8 +188,24 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     } else if (k === 'listener') {
       if (raw !== 'h1' && raw !== 'uws') throw new Error(`${from}: "${raw}" must be h1 or uws`);
       c.listener = raw;
+    } else if (k === 'acceptVendors') {
+      const names = raw === 'none' ? [] : raw.split(',').map((v) => v.trim()).filter((v) => v !== '');
+      const bad = names.find((v) => !VENDOR.test(v));
+      if (bad !== undefined) throw new Error(`${from}: "${bad}" is not a valid vendor name (comma-separated names, or none)`);
+      c.acceptVendors = names;
+    } else if (k === 'appUrlTemplate') {
+      let u: URL | undefined;
+      try {
+        u = new URL(raw.replaceAll('{app}', 'app'));
+      } catch {
+        u = undefined;
+      }
+      if (!raw.includes('{app}') || !u || (u.protocol !== 'http:' && u.protocol !== 'https:')) {
+        throw new Error(`${from}: "${raw}" must be an http(s) URL template containing {app}, e.g. https://{app}.example.com/`);
+      }
+      c.appUrlTemplate = raw;
     } else if (k === 'vendor') {
-      if (!/^[a-z][a-z0-9.-]{0,62}$/.test(raw)) throw new Error(`${from}: "${raw}" is not a valid vendor name`);
+      if (!VENDOR.test(raw)) throw new Error(`${from}: "${raw}" is not a valid vendor name`);
       c.vendor = raw;
     } else {
       (c as unknown as Record<string, unknown>)[k] = raw;

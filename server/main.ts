@@ -20,6 +20,7 @@ import { Registry } from '../engine/registry/registry.js';
 import { Accounts, type CreatedAccount } from '../engine/auth/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
 import { Releases } from '../engine/platform/releases.js';
+import { Dynos } from '../engine/platform/dynos.js';
 import { AppSettings } from '../engine/platform/app-settings.js';
 import { Teams } from '../engine/platform/teams.js';
 import { HashThread } from '../workers/hash-thread.js';
@@ -37,6 +38,7 @@ import type { AuthContext } from './auth/context.js';
 import { Views } from './auth/views.js';
 import { createOAuth, type OAuth } from '../engine/oauth/service.js';
 import { RateLimiter } from './api/rate-limit.js';
+import { webUrlOf } from './api/web-url.js';
 
 /** E-mail of the operator account created at first start. */
 export const OPERATOR_EMAIL = 'operator@slipway.local';
@@ -98,7 +100,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const accounts = new Accounts(store, clock, keys);
   const apps = new Apps(store, clock);
   const releases = new Releases(store, clock);
-  const settings = new AppSettings(store, clock);
+  const settings = new AppSettings(store, clock, releases);
+  const dynos = new Dynos(store, clock);
   const teams = new Teams(store, clock);
   const bootstrap = opts.bootstrap !== false && accounts.isEmpty() ? await accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null;
   const oauth = createOAuth(store, clock, accounts, teams);
@@ -108,7 +111,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const urls = { registry: '', api: '', auth: '', upload: '' };
   const rctx: RegistryContext = { store, clock, registry, uploads, blobs, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
     receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 } };
-  const actx: ApiContext = { store, clock, accounts, apps, registry, releases, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, urls };
+  const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl: webUrlOf(config.appUrlTemplate, config.apiUrl ?? 'http://localhost') };
   const authCtx: AuthContext = { ...actx, views, secureCookies: false };
 
   const tls = config.registryTls || config.uploadTls ? await ensureTlsFiles(config.dataDir, config.host, config.tlsCert, config.tlsKey) : undefined;
@@ -141,6 +144,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const base = (port: number, secure = false) => `${secure ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   urls.registry = config.registryUrl ?? base(registryPort, config.registryTls);
   urls.api = config.apiUrl ?? base(apiPort);
+  actx.webUrl = webUrlOf(config.appUrlTemplate, urls.api);
   urls.auth = config.authUrl ?? base(authPort);
   urls.upload = config.uploadUrl ?? base(uploadPort, config.uploadTls);
   authCtx.secureCookies = urls.auth.startsWith('https:');

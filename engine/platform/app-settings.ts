@@ -9,7 +9,8 @@ import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import { CONTAINER_STACK } from './apps.js';
 import { NEW_LAYER_EXTRACT } from './runtime-rules.js';
-import type { AppRecord } from './records.js';
+import type { AppRecord, ReleaseRecord } from './records.js';
+import type { Releases } from './releases.js';
 
 /** A labs feature an app can switch on. */
 export interface Feature {
@@ -35,27 +36,43 @@ const CONFIG_VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 export const MAX_CONFIG_BYTES = 32 * 1024;
 
 export class AppSettings {
-  constructor(readonly store: Store, readonly clock: Clock) {}
+  constructor(readonly store: Store, readonly clock: Clock, readonly releases: Releases) {}
 
   configVars(app: AppRecord): Record<string, string> {
     return this.store.configVars.get(app.id) ?? {};
   }
 
   /**
-   * Sets (string) or unsets (null) config vars in one write.
-   * @throws INVALID_PARAMS for a bad name, a non-string value, or more than 32 KiB in all.
+   * Sets (string) or unsets (null) config vars and, as on the platform, makes release N+1 with
+   * the same images, described "Set FOO, BAR config vars" / "Remove FOO config vars" (both:
+   * "Set FOO and remove BAR config vars") — one transaction (Releases.configRelease), applied to
+   * the config vars current in that transaction. A change that changes nothing makes no release.
+   * @param userId the account making the change
+   * @throws INVALID_PARAMS for a bad name, a non-string value, or more than 32 KiB in all; nothing changes then.
    */
-  async updateConfigVars(app: AppRecord, changes: Record<string, unknown>): Promise<Record<string, string>> {
-    const next = { ...this.configVars(app) };
+  async updateConfigVars(app: AppRecord, userId: string, changes: Record<string, unknown>): Promise<{ config: Record<string, string>; release: ReleaseRecord | null }> {
     for (const [name, value] of Object.entries(changes)) {
       if (!CONFIG_VAR_NAME.test(name)) throw fail('INVALID_PARAMS', `"${name.slice(0, 40)}" is not a valid config var name (letters, digits and underscores, not starting with a digit)`);
-      if (value === null) delete next[name];
-      else if (typeof value === 'string') next[name] = value;
-      else throw fail('INVALID_PARAMS', `config var ${name} must be a string, or null to unset it`);
+      if (value !== null && typeof value !== 'string') throw fail('INVALID_PARAMS', `config var ${name} must be a string, or null to unset it`);
     }
-    if (Buffer.byteLength(JSON.stringify(next)) > MAX_CONFIG_BYTES) throw fail('INVALID_PARAMS', `config vars may hold at most ${MAX_CONFIG_BYTES} bytes in all`);
-    await this.store.configVars.put(app.id, next);
-    return next;
+    return this.releases.configRelease(app, userId, (before) => {
+      const next = { ...before };
+      const set: string[] = [];
+      const removed: string[] = [];
+      for (const [name, value] of Object.entries(changes) as Array<[string, string | null]>) {
+        if (value === null) {
+          if (name in next) removed.push(name);
+          delete next[name];
+        } else {
+          if (before[name] !== value) set.push(name);
+          next[name] = value;
+        }
+      }
+      if (set.length === 0 && removed.length === 0) return null;
+      if (Buffer.byteLength(JSON.stringify(next)) > MAX_CONFIG_BYTES) throw fail('INVALID_PARAMS', `config vars may hold at most ${MAX_CONFIG_BYTES} bytes in all`);
+      const parts = [set.length > 0 ? `Set ${set.join(', ')}` : '', removed.length > 0 ? `${set.length > 0 ? 'remove' : 'Remove'} ${removed.join(', ')}` : ''];
+      return { config: next, description: `${parts.filter((p) => p !== '').join(' and ')} config vars` };
+    });
   }
 
   /**

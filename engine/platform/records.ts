@@ -58,6 +58,8 @@ export interface ReleaseRecord {
   releasePhase: boolean;
   /** Release this one rolled back to, if a rollback. */
   rollbackOf: number | null;
+  /** The app's config vars when the release was made (absent in releases of older builds). */
+  config?: Record<string, string>;
 }
 
 /** One formation entry (reference 3.3). Key: `appId␟type`. */

@@ -107,16 +107,53 @@ export class Releases {
   }
 
   /**
-   * A new release running the images of release `target` (id or version).
+   * A new release running the images of release `target` (id or version) and, as on the platform,
+   * its config vars (when it recorded them; releases of older builds did not).
    * @throws NOT_FOUND for an unknown target; INVALID_PARAMS for a newer-generation app.
    */
   async rollback(app: AppRecord, userId: string, target: string): Promise<{ release: ReleaseRecord; formation: FormationRecord[] }> {
     requireRegistryGeneration(app);
     const old = this.get(app.id, target);
-    return this.#commit(app, userId, old.images, `Rollback to v${old.version}`, old.version);
+    return this.#commit(app, userId, old.images, `Rollback to v${old.version}`, old.version, old.config);
   }
 
-  async #commit(app: AppRecord, userId: string, images: Record<string, ReleaseImage>, description: string, rollbackOf: number | null) {
+  /**
+   * Changes an app's config vars and writes release N+1 running the same images as release N,
+   * in one transaction (on the platform a config-var change is a release). `change` runs inside
+   * the transaction on the current config vars, so concurrent changes never lose one another.
+   * @param change returns the complete config vars after the change and the release's
+   *        description, or null when nothing changes (no write, no release); may throw to abort
+   * @returns the release, or null when nothing changed
+   * @throws NOT_FOUND when the app is gone; whatever `change` throws (nothing is written then).
+   */
+  async configRelease(app: AppRecord, userId: string, change: (current: Record<string, string>) => { config: Record<string, string>; description: string } | null): Promise<{ release: ReleaseRecord | null; config: Record<string, string> }> {
+    const now = this.clock.now();
+    let release: ReleaseRecord | null = null;
+    let config: Record<string, string> = {};
+    await this.store.env.transaction(() => {
+      const current = this.store.apps.get(app.id);
+      if (!current) throw fail('NOT_FOUND', `Couldn't find that app.`, { resource: 'app' });
+      config = this.store.configVars.get(app.id) ?? {};
+      const changed = change(config);
+      if (changed === null) return;
+      config = changed.config;
+      const version = (current.releaseVersion ?? 0) + 1;
+      const previous = version > 1 ? this.store.releases.get(releaseKey(app.id, version - 1)) : undefined;
+      const images = previous?.images ?? {};
+      this.store.configVars.put(app.id, config);
+      release = {
+        id: newId(), appId: app.id, version, description: changed.description, userId, createdAt: now, images,
+        restarted: [...this.store.formations.getRange(prefixRange(app.id))].map((e) => e.value.type),
+        releasePhase: RELEASE_PHASE_TYPE in images, rollbackOf: null, config,
+      };
+      this.store.releases.put(releaseKey(app.id, version), release);
+      this.store.apps.put(app.id, { ...current, releaseVersion: version, updatedAt: now });
+    });
+    return { release, config };
+  }
+
+  /** @param config config vars to restore (a rollback to a release that recorded them), else the current ones are kept. */
+  async #commit(app: AppRecord, userId: string, images: Record<string, ReleaseImage>, description: string, rollbackOf: number | null, config?: Record<string, string>) {
     const now = this.clock.now();
     let release!: ReleaseRecord;
     await this.store.env.transaction(() => {
@@ -141,8 +178,9 @@ export class Releases {
       const restarted = [...this.store.formations.getRange(prefixRange(app.id))].map((e) => e.value.type);
       release = {
         id: newId(), appId: app.id, version, description, userId, createdAt: now, images: all, restarted,
-        releasePhase: RELEASE_PHASE_TYPE in all, rollbackOf,
+        releasePhase: RELEASE_PHASE_TYPE in all, rollbackOf, config: config ?? this.store.configVars.get(app.id) ?? {},
       };
+      if (config !== undefined) this.store.configVars.put(app.id, config);
       this.store.releases.put(releaseKey(app.id, version), release);
       this.store.apps.put(app.id, { ...current, stack: CONTAINER_STACK, buildStack: CONTAINER_STACK, releaseVersion: version, updatedAt: now });
     });

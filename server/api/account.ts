@@ -29,6 +29,18 @@ export async function getAccount(ctx: ApiContext, call: ApiCall): Promise<void> 
   reply(ctx, call, 200, representation(account), { lastModified: account.updatedAt });
 }
 
+/**
+ * GET /account/features (empty: this service has no account-level labs features; app features
+ * are under /apps/{app}/features); GET/PATCH /account/features/{name} answer 404 for that reason.
+ */
+export async function listAccountFeatures(ctx: ApiContext, call: ApiCall): Promise<void> {
+  reply(ctx, call, 200, []);
+}
+
+export async function getAccountFeature(_ctx: ApiContext, call: ApiCall): Promise<void> {
+  throw fail('NOT_FOUND', `Couldn't find that feature: there are no account features here ("${call.params.feature!.slice(0, 60)}"); labs features belong to apps (--app).`, { resource: 'account-feature' });
+}
+
 /** `{"remaining": n}`: the caller's pool, read without taking from it. */
 export async function getRateLimits(ctx: ApiContext, call: ApiCall): Promise<void> {
   reply(ctx, call, 200, { remaining: call.remaining ?? ctx.rateLimiter.peek(principalOf(call).accountId).remaining });

@@ -41,8 +41,10 @@ export async function getConfigVars(ctx: ApiContext, call: ApiCall): Promise<voi
 }
 
 export async function updateConfigVars(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
-  reply(ctx, call, 200, await ctx.settings.updateConfigVars(app, await readJson(call.ex)));
+  const p = principalOf(call);
+  const app = visibleApp(ctx, p, call.params.app!);
+  const { config } = await ctx.settings.updateConfigVars(app, p.accountId, await readJson(call.ex));
+  reply(ctx, call, 200, config);
 }
 
 export async function listFeatures(ctx: ApiContext, call: ApiCall): Promise<void> {

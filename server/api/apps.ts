@@ -28,7 +28,7 @@ export function visibleApps(ctx: ApiContext, p: Principal): AppRecord[] {
 /** An app's representation, with its team when team-owned. */
 export function appResponse(ctx: ApiContext, app: AppRecord) {
   const team = app.teamId ? ctx.teams.find(app.teamId) : undefined;
-  return appJson(app, ctx.accounts.get(app.ownerId), ctx.urls, team);
+  return appJson(app, ctx.accounts.get(app.ownerId), ctx.urls, ctx.webUrl(app.name), team);
 }
 const json = appResponse;
 

@@ -7,6 +7,7 @@ import type { Principal } from '../../engine/auth/authorizations.js';
 import type { Apps } from '../../engine/platform/apps.js';
 import type { Registry } from '../../engine/registry/registry.js';
 import type { Releases } from '../../engine/platform/releases.js';
+import type { Dynos } from '../../engine/platform/dynos.js';
 import type { AppSettings } from '../../engine/platform/app-settings.js';
 import type { Teams } from '../../engine/platform/teams.js';
 import type { OAuth } from '../../engine/oauth/service.js';
@@ -21,6 +22,7 @@ export interface ApiContext {
   apps: Apps;
   registry: Registry;
   releases: Releases;
+  dynos: Dynos;
   settings: AppSettings;
   teams: Teams;
   oauth: OAuth;
@@ -30,7 +32,11 @@ export interface ApiContext {
   log: Logger;
   /** `application/vnd.<vendor>+json`. */
   vendor: string;
+  /** Further vendor names accepted in Accept as the same API (SLIPWAY_ACCEPT_VENDORS). */
+  acceptVendors: readonly string[];
   urls: { api: string; registry: string; auth: string };
+  /** An app's `web_url` (server/api/web-url.ts); set once the API URL is known. */
+  webUrl: (app: string) => string;
 }
 
 /** One API request after routing, version negotiation, authentication and rate limiting. */

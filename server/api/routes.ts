@@ -14,7 +14,9 @@ import { fail } from '../../engine/errors.js';
 import { negotiate } from './accept.js';
 import { readCredentials, requireRouteAccess } from './auth.js';
 import { sendApiError } from './respond.js';
-import { getAccount, getRateLimits } from './account.js';
+import { getAccount, getAccountFeature, getRateLimits, listAccountFeatures } from './account.js';
+import { getPipelineCoupling, getReleaseConfigVars, listAddons, listCollaborators, listUserApps } from './app-extras.js';
+import { getDyno, listDynos, restartAll, restartDyno, restartType } from './dynos.js';
 import { createApp, deleteApp, getApp, listApps } from './apps.js';
 import {
   createAuthorization, getAuthorization, listAuthorizations, regenerateAuthorization, revokeAuthorization, updateAuthorization,
@@ -24,7 +26,7 @@ import { deleteFormationType, getFormation, listFormation, updateFormation, upda
 import { createRelease, getRelease, listReleases } from './releases.js';
 import { getConfigVars, getFeature, listFeatures, updateApp, updateConfigVars, updateFeature } from './app-settings.js';
 import {
-  createTeam, createTeamAuthorization, getPreferences, getTeam, listMembers, listTeamApps, listTeamAuthorizations, listTeams, putMember, removeMember, updatePreferences,
+  createTeam, createTeamAuthorization, getPreferences, listTeamFeatures, getTeam, listMembers, listTeamApps, listTeamAuthorizations, listTeams, putMember, removeMember, updatePreferences,
 } from './teams.js';
 
 export type ApiHandler = (ctx: ApiContext, call: ApiCall) => Promise<void>;
@@ -50,11 +52,25 @@ export interface ApiRoute {
 export const API_ROUTES: readonly ApiRoute[] = [
   { method: 'GET', path: '/account', access: 'account:read', userOnly: true, handler: getAccount },
   { method: 'GET', path: '/account/rate-limits', access: 'token', counted: false, handler: getRateLimits },
+  { method: 'GET', path: '/account/features', access: 'account:read', userOnly: true, handler: listAccountFeatures },
+  { method: 'GET', path: '/account/features/:feature', access: 'account:read', userOnly: true, handler: getAccountFeature },
+  { method: 'PATCH', path: '/account/features/:feature', access: 'account:write', userOnly: true, handler: getAccountFeature },
+  { method: 'GET', path: '/addons', access: 'apps:read', handler: listAddons },
   { method: 'POST', path: '/apps', access: 'apps:write', handler: createApp },
   { method: 'GET', path: '/apps', access: 'apps:read', handler: listApps },
   { method: 'GET', path: '/apps/:app', access: 'apps:read', handler: getApp },
   { method: 'PATCH', path: '/apps/:app', access: 'apps:write', handler: updateApp },
   { method: 'DELETE', path: '/apps/:app', access: 'apps:write', handler: deleteApp },
+  { method: 'GET', path: '/apps/:app/addons', access: 'apps:read', handler: listAddons },
+  { method: 'GET', path: '/apps/:app/collaborators', access: 'apps:read', handler: listCollaborators },
+  { method: 'GET', path: '/apps/:app/dynos', access: 'apps:read', handler: listDynos },
+  { method: 'DELETE', path: '/apps/:app/dynos', access: 'apps:write', handler: restartAll },
+  { method: 'GET', path: '/apps/:app/dynos/:dyno', access: 'apps:read', handler: getDyno },
+  { method: 'DELETE', path: '/apps/:app/dynos/:dyno', access: 'apps:write', handler: restartDyno },
+  { method: 'POST', path: '/apps/:app/dynos/:dyno/actions/stop', access: 'apps:write', handler: restartDyno },
+  { method: 'DELETE', path: '/apps/:app/formations/:type', access: 'apps:write', handler: restartType },
+  { method: 'POST', path: '/apps/:app/formations/:type/actions/stop', access: 'apps:write', handler: restartType },
+  { method: 'GET', path: '/apps/:app/pipeline-couplings', access: 'apps:read', handler: getPipelineCoupling },
   { method: 'GET', path: '/apps/:app/config-vars', access: 'config:read', handler: getConfigVars },
   { method: 'PATCH', path: '/apps/:app/config-vars', access: 'config:write', handler: updateConfigVars },
   { method: 'GET', path: '/apps/:app/features', access: 'apps:read', handler: listFeatures },
@@ -68,6 +84,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: 'GET', path: '/apps/:app/releases', access: 'apps:read', handler: listReleases },
   { method: 'POST', path: '/apps/:app/releases', access: 'apps:write', handler: createRelease },
   { method: 'GET', path: '/apps/:app/releases/:release', access: 'apps:read', handler: getRelease },
+  { method: 'GET', path: '/apps/:app/releases/:release/config-vars', access: 'config:read', handler: getReleaseConfigVars },
   { method: 'POST', path: '/oauth/authorizations', access: 'oauth:write', bearerOnly: true, userOnly: true, handler: createAuthorization },
   { method: 'GET', path: '/oauth/authorizations', access: 'oauth:read', bearerOnly: true, userOnly: true, handler: listAuthorizations },
   { method: 'GET', path: '/oauth/authorizations/:id', access: 'oauth:read', bearerOnly: true, userOnly: true, handler: getAuthorization },
@@ -88,9 +105,11 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: 'GET', path: '/teams/:team/members', access: 'account:read', userOnly: true, handler: listMembers },
   { method: 'PUT', path: '/teams/:team/members', access: 'account:write', userOnly: true, handler: putMember },
   { method: 'DELETE', path: '/teams/:team/members/:member', access: 'account:write', userOnly: true, handler: removeMember },
+  { method: 'GET', path: '/teams/:team/features', access: 'account:read', userOnly: true, handler: listTeamFeatures },
   { method: 'GET', path: '/teams/:team/apps', access: 'apps:read', handler: listTeamApps },
   { method: 'POST', path: '/teams/:team/authorizations', access: 'oauth:write', bearerOnly: true, userOnly: true, handler: createTeamAuthorization },
   { method: 'GET', path: '/teams/:team/authorizations', access: 'oauth:read', bearerOnly: true, userOnly: true, handler: listTeamAuthorizations },
+  { method: 'GET', path: '/users/:user/apps', access: 'apps:read', handler: listUserApps },
 ];
 
 /**
@@ -126,7 +145,7 @@ export async function handleApi(ctx: ApiContext, ex: Exchange): Promise<void> {
     if (m.kind === 'not-found') throw fail('NOT_FOUND', `No such endpoint: ${method} ${ex.path.slice(0, 200)}`);
     if (m.kind === 'method-not-allowed') throw fail('UNSUPPORTED', `${method} is not allowed here; allowed: ${m.allowed.join(', ')}`, { allow: m.allowed });
     const route = m.value;
-    const { variant } = negotiate(ex.header('accept'), ctx.vendor);
+    const { variant } = negotiate(ex.header('accept'), ctx.vendor, ctx.acceptVendors);
     const principal = readCredentials(ctx, ex, route.bearerOnly === true);
     if (!principal && route.access !== 'public') throw fail('UNAUTHORIZED', 'No credentials provided. Send "Authorization: Bearer <token>".');
     if (principal) {

@@ -10,9 +10,12 @@ import type { IssuedTokens } from '../../engine/auth/authorizations.js';
 import type { AuthorizationTokens } from '../../engine/oauth/authorizations.js';
 import type { ClientRecord } from '../../engine/oauth/records.js';
 
-/** Whole seconds until `expiresAt` (ms), never negative; null for no expiry. */
+/**
+ * Seconds until `expiresAt` (ms), rounded up (a token created with `expires_in` 3600 answers
+ * 3600 in the creating response, though some milliseconds passed), never negative; null for no expiry.
+ */
 function secondsLeft(expiresAt: number | null, now: number): number | null {
-  return expiresAt === null ? null : Math.max(0, Math.floor((expiresAt - now) / 1000));
+  return expiresAt === null ? null : Math.max(0, Math.ceil((expiresAt - now) / 1000));
 }
 
 function tokenJson(rec: TokenRecord | undefined, value: string | undefined, now: number) {

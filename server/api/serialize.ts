@@ -21,7 +21,7 @@ export function accountJson(a: Account) {
   };
 }
 
-export function appJson(app: AppRecord, owner: Account | undefined, urls: { registry: string }, team?: { id: string; name: string }) {
+export function appJson(app: AppRecord, owner: Account | undefined, urls: { registry: string }, webUrl: string | null, team?: { id: string; name: string }) {
   return {
     id: app.id, name: app.name,
     stack: named(app.stack), build_stack: named(app.buildStack), generation: named(app.generation),
@@ -29,7 +29,7 @@ export function appJson(app: AppRecord, owner: Account | undefined, urls: { regi
     team: team ? { id: team.id, name: team.name } : null, organization: null, region: named('us'),
     space: app.space === null ? null : { id: stableId('space:' + app.space), name: app.space, shield: false },
     acm: false, maintenance: app.maintenance === true, internal_routing: null,
-    git_url: null, web_url: null, buildpack_provided_description: null, repo_size: null, slug_size: null,
+    git_url: null, web_url: webUrl, buildpack_provided_description: null, repo_size: null, slug_size: null,
     archived_at: null, released_at: null,
     registry: `${new URL(urls.registry).host}/${app.name}`,
     created_at: isoTime(app.createdAt), updated_at: isoTime(app.updatedAt),

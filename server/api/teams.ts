@@ -60,6 +60,12 @@ export async function getTeam(ctx: ApiContext, call: ApiCall): Promise<void> {
   reply(ctx, call, 200, teamJson(team, ctx.teams.roleOf(team.id, p.accountId)));
 }
 
+/** GET /teams/{team}/features: empty (no team-level features, e.g. no invitation acceptance: members are added directly). */
+export async function listTeamFeatures(ctx: ApiContext, call: ApiCall): Promise<void> {
+  ctx.teams.visible(call.params.team!, principalOf(call).accountId);
+  reply(ctx, call, 200, []);
+}
+
 export async function getPreferences(ctx: ApiContext, call: ApiCall): Promise<void> {
   reply(ctx, call, 200, preferencesJson(ctx.teams.visible(call.params.team!, principalOf(call).accountId)));
 }

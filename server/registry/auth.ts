@@ -81,14 +81,15 @@ export function authenticate(ctx: RegistryContext, ex: Exchange): Caller | null 
 }
 
 /**
- * Basic credentials: `_` with an API token, or the account's e-mail with its API key.
+ * Basic credentials: `_` or an empty user name (what the platform's CLI and some CI systems
+ * send: `Basic base64(":" + token)`) with an API token, or the account's e-mail with its API key.
  * @throws Challenge when they do not match, or when the e-mail is over its length limit
  *         (engine/identifiers.ts; the message names the limit).
  */
 export function basicPrincipal(ctx: RegistryContext, username: string, password: string, now: number): Principal {
   const p = authenticateToken(ctx.store, password, now);
-  if (typeof p === 'string') throw new Challenge('invalid username or password: use "_" or your e-mail as username and your API key as password', undefined);
-  if (username !== '_') {
+  if (typeof p === 'string') throw new Challenge('invalid username or password: use "_" (or an empty username) or your e-mail as username and your API key as password', undefined);
+  if (username !== '_' && username !== '') {
     let account;
     try {
       account = ctx.accounts.byEmail(username);

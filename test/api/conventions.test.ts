@@ -15,11 +15,11 @@ for (const name of ['page-c', 'page-a', 'page-e', 'page-b', 'page-d']) await api
 
 t.test('Accept: v3 and variants served; wrong version, vendor or type → 406; missing = v3', async (t) => {
   const get = (accept?: string) => http('GET', `${ts.api}/account`, { headers: { authorization: `Bearer ${key}`, ...(accept === undefined ? {} : { accept }) } });
-  for (const ok of [V3, 'application/vnd.slipway+json; version=3.container-releases', 'application/vnd.slipway+json', 'application/json', '*/*', 'text/html, application/*;q=0.5', 'application/vnd.slipway+json;version="3"']) {
+  for (const ok of [V3, 'application/vnd.slipway+json; version=3.container-releases', 'application/vnd.slipway+json', 'application/json', '*/*', 'text/html, application/*;q=0.5', 'application/vnd.slipway+json;version="3"', 'application/vnd.heroku+json; version=3' /* a compatible vendor (SLIPWAY_ACCEPT_VENDORS default) */]) {
     t.equal((await get(ok)).status, 200, `Accept: ${ok}`);
   }
   t.equal((await get()).status, 200, 'no Accept header: version 3 (documented choice)');
-  for (const bad of ['application/vnd.slipway+json; version=2', 'application/vnd.heroku+json; version=3', 'text/html', 'application/vnd.slipway+json; version=2, */*', 'application/json;q=0']) {
+  for (const bad of ['application/vnd.slipway+json; version=2', 'application/vnd.other+json; version=3', 'text/html', 'application/vnd.slipway+json; version=2, */*', 'application/json;q=0']) {
     const r = await get(bad);
     t.equal(r.status, 406, `Accept: ${bad}`);
     t.equal(r.json.id, 'not_acceptable');

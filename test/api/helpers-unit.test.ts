@@ -48,9 +48,15 @@ t.test('Range', async (t) => {
 });
 
 t.test('Accept', async (t) => {
-  t.same(negotiate('', 'slipway'), { variant: null });
-  t.same(negotiate('application/vnd.slipway+json; version=3.container-releases', 'slipway'), { variant: 'container-releases' });
-  t.same(negotiate('application/vnd.acme+json; version=3', 'acme'), { variant: null }, 'vendor is configuration');
+  t.same(negotiate('', 'slipway'), { variant: null, mediaType: null });
+  t.same(negotiate('application/vnd.slipway+json; version=3.container-releases', 'slipway'), { variant: 'container-releases', mediaType: 'application/vnd.slipway+json' });
+  t.same(negotiate('application/vnd.acme+json; version=3', 'acme'), { variant: null, mediaType: 'application/vnd.acme+json' }, 'vendor is configuration');
+  // Compatible vendor names (SLIPWAY_ACCEPT_VENDORS) with every variant the platform's CLI sends.
+  for (const v of ['3', '3.sdk', '3.docker-releases', '3.container-releases']) {
+    t.same(negotiate(`application/vnd.heroku+json; version=${v}`, 'slipway', ['heroku']), { variant: v === '3' ? null : v.slice(2), mediaType: 'application/vnd.heroku+json' }, `heroku ${v}`);
+  }
+  t.equal(code(() => negotiate('application/vnd.heroku+json; version=3', 'slipway', [])), 'NOT_ACCEPTABLE', 'not without the compatible list');
+  t.equal(code(() => negotiate('application/vnd.heroku+json; version=2', 'slipway', ['heroku'])), 'NOT_ACCEPTABLE', 'other versions stay refused');
   t.equal(code(() => negotiate('application/vnd.slipway+json; version=3', 'acme')), 'NOT_ACCEPTABLE');
   t.equal(code(() => negotiate('application/vnd.slipway+json; version=4', 'slipway')), 'NOT_ACCEPTABLE');
   t.equal(code(() => negotiate('image/png', 'slipway')), 'NOT_ACCEPTABLE');

@@ -1,0 +1,185 @@
+/**
+ * The platform's own CLI (`heroku` 11.10.0 from npm, unmodified) against `slipway serve`, with
+ * only HEROKU_HOST and HEROKU_API_KEY set: every command a user of the platform types daily,
+ * each asserted on exit code and what it prints, and on the API's state afterwards.
+ * `container:release web worker` follows a real skopeo push of two process types.
+ */
+import t, { type Test } from 'tap';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { buildImage, sampleSpec } from '../helpers/image.js';
+import { CLI, startServer, tempDir, type ChildServer } from '../helpers/server.js';
+import { bearer, http } from '../helpers/http.js';
+import { skopeo, skopeoSkip } from '../helpers/skopeo.js';
+import { heroku, type CliTarget } from '../helpers/platform-cli.js';
+
+const tmp = tempDir();
+// The CLI speaks to `registry.<HEROKU_HOST>` with the API's scheme (http here): registry TLS off.
+const server: ChildServer = await startServer(tmp.dir, { SLIPWAY_REGISTRY_TLS: 'off' });
+t.teardown(async () => { await server.stop(); tmp.cleanup(); });
+const key = server.apiKey!;
+const registryHost = new URL(server.urls.registry).host;
+const target: CliTarget = { apiUrl: server.urls.api, token: key, registry: registryHost };
+const APP = `cli-${process.pid % 100000}`;
+const TEAM = `cli-team-${process.pid % 100000}`;
+const api = async (method: string, path: string, body?: unknown) => {
+  const r = await http(method, server.urls.api + path, { headers: { ...bearer(key), 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  return r;
+};
+/** Runs a command, asserting exit 0; returns its output. */
+async function ok(t: Test, args: string[], opts: { token?: string } = {}) {
+  const r = await heroku({ ...target, token: opts.token ?? key }, args);
+  t.equal(r.code, 0, `heroku ${args.join(' ')} exits 0${r.code === 0 ? '' : ':\n' + r.all}`);
+  return r;
+}
+
+t.test('auth:whoami prints the account', async (t) => {
+  const r = await ok(t, ['auth:whoami']);
+  t.equal(r.stdout.trim(), server.email);
+});
+
+t.test('authorizations: create, list, info, update, rotate, revoke', async (t) => {
+  const created = await ok(t, ['authorizations:create', '--description', 'cli test', '--expires-in', '3600', '--json']);
+  const auth = JSON.parse(created.stdout);
+  t.equal(auth.access_token.expires_in, 3600, 'expires_in is what was asked');
+  t.match(auth.access_token.token, /^SVC-/);
+  t.same(auth.scope, ['global']);
+  const list = await ok(t, ['authorizations']);
+  t.match(list.stdout, auth.id);
+  t.match(list.stdout, 'cli test');
+  const info = await ok(t, ['authorizations:info', auth.id]);
+  t.match(info.stdout, 'cli test');
+  t.match(info.stdout, /Expires at/i);
+  const updated = await ok(t, ['authorizations:update', auth.id, '--description', 'cli renamed']);
+  t.match(updated.stdout, 'cli renamed');
+  const rotated = await ok(t, ['authorizations:rotate', auth.id]);
+  const newToken = /SVC-[A-Za-z0-9_-]{61}/.exec(rotated.stdout)?.[0];
+  t.ok(newToken && newToken !== auth.access_token.token, 'a new token is shown');
+  t.equal((await http('GET', server.urls.api + '/account', { headers: bearer(auth.access_token.token) })).status, 401, 'the old token is dead');
+  const whoami = await ok(t, ['auth:whoami'], { token: newToken });
+  t.equal(whoami.stdout.trim(), server.email, 'the rotated token works with the CLI');
+  const revoked = await ok(t, ['authorizations:revoke', auth.id]);
+  t.match(revoked.all, /revoked authorization from cli renamed/);
+  t.equal((await api('GET', `/oauth/authorizations/${auth.id}`)).status, 404);
+  const dead = await heroku({ ...target, token: newToken! }, ['auth:whoami']);
+  t.not(dead.code, 0, 'a revoked token is refused');
+  t.match(dead.all, /invalid/i);
+});
+
+t.test('clients: create, list, info, update, rotate, destroy', async (t) => {
+  const created = await ok(t, ['clients:create', 'cli-client', 'https://example.com/cb', '--json']);
+  const client = JSON.parse(created.stdout);
+  t.equal(client.name, 'cli-client');
+  t.match(client.secret, /\S{20,}/);
+  t.match((await ok(t, ['clients'])).stdout, client.id);
+  const info = await ok(t, ['clients:info', client.id]);
+  t.match(info.stdout, 'cli-client');
+  t.match(info.stdout, 'https://example.com/cb');
+  await ok(t, ['clients:update', client.id, '--name', 'cli-renamed', '--url', 'https://example.com/cb2']);
+  const after = (await api('GET', `/oauth/clients/${client.id}`)).json;
+  t.equal(after.name, 'cli-renamed');
+  t.equal(after.redirect_uri, 'https://example.com/cb2');
+  const rotated = await ok(t, ['clients:rotate', client.id, '--shell']);
+  const secret = /HEROKU_OAUTH_SECRET=(\S+)/.exec(rotated.stdout)?.[1];
+  t.ok(secret && secret !== client.secret, 'a new secret is shown');
+  await ok(t, ['clients:destroy', client.id]);
+  t.equal((await api('GET', `/oauth/clients/${client.id}`)).status, 404);
+});
+
+t.test('apps: create, list, info; config; releases; stack; labs', async (t) => {
+  const created = await ok(t, ['apps:create', APP]);
+  t.match(created.all, `http://${APP}.localhost/`, 'web_url is shown');
+  t.match((await ok(t, ['apps'])).stdout, APP);
+  const info = await ok(t, ['apps:info', '-a', APP]);
+  t.match(info.stdout, `=== ${APP}`);
+  t.match(info.stdout, server.email!);
+  t.match(info.stdout, /Web URL:\s+http:\/\/cli-\d+\.localhost\//);
+
+  const set = await ok(t, ['config:set', 'FOO=bar', 'BAR=baz', '-a', APP]);
+  t.match(set.all, /done, v1/);
+  t.match(set.stdout, /FOO:\s+bar/);
+  const v1 = (await api('GET', `/apps/${APP}/releases/1`)).json;
+  t.equal(v1.description, 'Set FOO, BAR config vars');
+  t.match((await ok(t, ['config', '-a', APP])).stdout, /FOO:\s+bar\s+BAR:\s+baz/);
+  const unset = await ok(t, ['config:unset', 'BAR', '-a', APP]);
+  t.match(unset.all, /done, v2/);
+  t.same((await api('GET', `/apps/${APP}/config-vars`)).json, { FOO: 'bar' });
+  const releases = await ok(t, ['releases', '-a', APP]);
+  t.match(releases.stdout, /v2\s+Remove BAR config vars[\s\S]*v1\s+Set FOO, BAR config vars/, 'newest first');
+  const rinfo = await ok(t, ['releases:info', 'v1', '-a', APP]);
+  t.match(rinfo.stdout, /Release v1/);
+  t.match(rinfo.stdout, /BAR:\s+baz/, 'the config vars of that release');
+
+  const labs = await ok(t, ['labs', '-a', APP]);
+  t.match(labs.stdout, 'runtime-new-layer-extract');
+  await ok(t, ['labs:enable', 'runtime-new-layer-extract', '-a', APP]);
+  t.equal((await api('GET', `/apps/${APP}/features/runtime-new-layer-extract`)).json.enabled, true);
+  const noSuch = await heroku(target, ['labs:enable', 'no-such-feature']);
+  t.not(noSuch.code, 0, 'an unknown account feature is refused');
+  t.match(noSuch.all, /Couldn't find that feature/);
+
+  const stack = await ok(t, ['stack:set', 'container', '-a', APP]);
+  t.match(stack.all, /Setting stack to container/);
+  t.equal((await api('GET', `/apps/${APP}`)).json.build_stack.name, 'container');
+});
+
+t.test('container:release web worker after a skopeo push; ps, scale, restart, rollback', { skip: skopeoSkip() }, async (t) => {
+  for (const type of ['web', 'worker']) {
+    const img = await buildImage(join(tmp.dir, `img-${type}`), sampleSpec({ config: { Cmd: ['/bin/app', type] } }));
+    const push = await skopeo(['copy', '--dest-creds', `_:${key}`, '--dest-tls-verify=false', `dir:${img.dir}`, `docker://${registryHost}/${APP}/${type}:latest`]);
+    t.equal(push.code, 0, push.stderr);
+  }
+  const released = await ok(t, ['container:release', 'web', 'worker', '-a', APP]);
+  t.match(released.all, /Releasing images web,worker to cli-\d+/);
+  const newest = (await http('GET', `${server.urls.api}/apps/${APP}/releases`, { headers: { ...bearer(key), range: 'version ..; max=1, order=desc' } })).json[0];
+  t.equal(newest.version, 3);
+  t.equal(newest.description, 'Deployed web, worker');
+  const formation = (await api('GET', `/apps/${APP}/formation`)).json;
+  t.same(formation.map((f: { type: string; quantity: number; command: string }) => [f.type, f.quantity, f.command]), [['web', 1, "/bin/sh -c '/bin/app web'"], ['worker', 0, "/bin/sh -c '/bin/app worker'"]]);
+
+  const ps = await ok(t, ['ps', '-a', APP]);
+  t.match(ps.stdout, /web\.1: not running/, 'no dyno runs here, and ps says so');
+  t.match(ps.all, /runs no dynos/);
+  const scaled = await ok(t, ['ps:scale', 'worker=2', '-a', APP]);
+  t.match(scaled.all, /worker at 2:standard-1X/i);
+  t.match((await ok(t, ['ps', '-a', APP])).stdout, /worker\.2: not running/);
+  const before = (await api('GET', `/apps/${APP}/dynos/worker.1`)).json.updated_at;
+  await ok(t, ['ps:restart', '-a', APP]);
+  t.ok((await api('GET', `/apps/${APP}/dynos/worker.1`)).json.updated_at >= before, 'restart touches the formation');
+  await ok(t, ['ps:restart', '--process-type', 'web', '-a', APP]);
+  await ok(t, ['ps:stop', '--dyno-name', 'worker.2', '-a', APP]);
+  t.equal((await api('GET', `/apps/${APP}/formation/worker`)).json.quantity, 2, 'a stopped dyno stays in the formation');
+  const none = await heroku(target, ['ps:restart', '--dyno-name', 'worker.9', '-a', APP]);
+  t.not(none.code, 0);
+  t.match(none.all, /Couldn't find that dyno/);
+
+  const rollback = await ok(t, ['rollback', 'v1', '-a', APP]);
+  t.match(rollback.all, /done, v4/);
+  t.equal((await api('GET', `/apps/${APP}/releases/4`)).json.description, 'Rollback to v1');
+  t.same((await api('GET', `/apps/${APP}/config-vars`)).json, { FOO: 'bar', BAR: 'baz' }, 'the config vars of v1 are back');
+});
+
+t.test('teams and members', async (t) => {
+  t.equal((await api('POST', '/teams', { name: TEAM })).status, 201);
+  const email = `cli-member-${process.pid}@example.com`;
+  await promisify(execFile)(process.execPath, [CLI, 'account', 'create', '--email', email, '--data', tmp.dir]);
+  t.match((await ok(t, ['teams'])).stdout, new RegExp(`${TEAM}\\s+admin`));
+  t.match((await ok(t, ['members', '-t', TEAM])).stdout, new RegExp(`${server.email!.replace('.', '\\.')}\\s+admin`));
+  const added = await ok(t, ['members:add', email, '--role', 'member', '-t', TEAM]);
+  t.match(added.all, `Adding ${email} to ${TEAM} as member`);
+  t.match((await ok(t, ['members', '-t', TEAM])).stdout, new RegExp(`${email.replace(/\./g, '\\.')}\\s+member`));
+});
+
+t.test('apps:destroy', async (t) => {
+  await ok(t, ['apps:destroy', APP, '--confirm', APP]);
+  t.equal((await api('GET', `/apps/${APP}`)).status, 404);
+  t.notMatch((await ok(t, ['apps'])).stdout, APP);
+});
+
+t.test('login -i (e-mail and password) is refused with the reason', async (t) => {
+  const r = await heroku({ ...target, token: '' }, ['login', '-i'], { prompts: [[/Email/, server.email!], [/Password/, server.password!]] });
+  t.not(r.code, 0);
+  t.match(r.all, /Basic authentication cannot be used here/);
+  t.match(r.all, /Error ID: unauthorized/);
+});
