@@ -58,13 +58,23 @@ async function serve(config: Config): Promise<void> {
     console.log('First start: created the operator account. Its secrets are shown only now; keep them safe.');
     printAccount(server.bootstrap, false);
   }
-  console.log(`slipway listening registry=${server.urls.registry} api=${server.urls.api} auth=${server.urls.auth} upload=${server.urls.upload}`);
+  console.log(`slipway listening registry=${server.urls.registry} api=${server.urls.api} auth=${server.urls.auth} upload=${server.urls.upload} admin=${server.urls.admin}`);
   let stopping = false;
   const stop = (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal: no more waiting. Sessions keep their last recorded offset.
+      console.log(`slipway: second ${signal} received, exiting now`);
+      process.exit(1);
+    }
     stopping = true;
-    console.log(`slipway: ${signal} received, shutting down`);
-    server.close().then(() => process.exit(0), () => process.exit(1));
+    console.log(`slipway: ${signal} received, draining (up to ${config.drainSeconds} s; send it again to exit at once)`);
+    server.drain().then(({ cut }) => {
+      console.log(cut ? 'slipway: drain deadline reached, remaining requests were cut; stopped' : 'slipway: drained, stopped');
+      process.exit(0);
+    }, (e) => {
+      console.error(`slipway: shutdown failed: ${e instanceof Error ? e.message : String(e)}`);
+      process.exit(1);
+    });
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));

@@ -24,6 +24,7 @@ import { WorkerPool } from '../workers/pool.js';
 import { listenUws, loadUws, serveUws } from './http/uws.js';
 import { createH1Server } from './http/h1-server.js';
 import type { RegistryContext } from './registry/context.js';
+import type { Exchange } from './http/exchange.js';
 import type { ApiContext } from './api/context.js';
 import { handleRegistry, sendRegistryError } from './registry/routes.js';
 import { handleApi } from './api/routes.js';
@@ -33,6 +34,11 @@ import type { AuthContext } from './auth/context.js';
 import { Views } from './auth/views.js';
 import { createOAuth, type OAuth } from '../engine/oauth/service.js';
 import { RateLimiter } from './api/rate-limit.js';
+import { Metrics } from './ops/metrics.js';
+import { observe, type Observers } from './ops/observe.js';
+import { RequestTracker } from './ops/drain.js';
+import { probeReadiness } from './ops/readiness.js';
+import { startAdmin } from './ops/admin.js';
 
 /** E-mail of the operator account created at first start. */
 export const OPERATOR_EMAIL = 'operator@slipway.local';
@@ -44,22 +50,39 @@ export interface StartOptions {
   bootstrap?: boolean;
 }
 
+/**
+ * After the last request of a drain ends, the wait for another one before the connections close
+ * (ms): a client's push is several requests in a row (blob, commit, manifest) on its open
+ * connections, and the listeners no longer accept new ones.
+ */
+const DRAIN_QUIET_MS = 1_000;
+/** After cutting connections at the drain deadline, how long handlers get to wind up (ms). */
+const CUT_GRACE_MS = 5_000;
+
 export interface RunningServer {
   config: Config;
-  urls: { registry: string; api: string; auth: string; upload: string };
+  urls: { registry: string; api: string; auth: string; upload: string; admin: string };
   store: Store;
   accounts: Accounts;
   apps: Apps;
   oauth: OAuth;
   /** The operator account created by this start, with its one-time secrets; null otherwise. */
   bootstrap: CreatedAccount | null;
+  /**
+   * Graceful drain (SIGTERM/SIGINT): readiness turns 503, the listeners stop accepting, in-flight
+   * requests get up to `config.drainSeconds`, then the remaining connections are cut (an upload
+   * cut there stays resumable at its last acknowledged offset) and everything closes.
+   * Resolves with whether anything had to be cut.
+   */
+  drain(): Promise<{ cut: boolean }>;
+  /** Immediate close: every connection ends now. */
   close(): Promise<void>;
 }
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   const uws = loadUws();
   const clock = opts.clock ?? systemClock;
-  const log = opts.log ?? createLogger(config.logLevel);
+  const log = opts.log ?? createLogger(config.logLevel, config.logFile);
   mkdirSync(config.dataDir, { recursive: true });
   const keys = ServerKeys.loadOrCreate(config.dataDir);
   const store = openStore(config.dataDir);
@@ -84,9 +107,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const oauth = createOAuth(store, clock, accounts, teams);
   const rateLimiter = new RateLimiter(clock, config.rateLimitPool, config.rateLimitPerMinute);
   const views = new Views();
+  const tracker = new RequestTracker();
+  const metrics = new Metrics(store, pool);
+  pool.onTask = (name, seconds) => metrics.workerTaskDuration.observe({ task: name }, seconds);
+  const obs: Observers = { metrics, log, accessLogLevel: config.accessLogLevel, tracker };
 
-  const urls = { registry: '', api: '', auth: '', upload: '' };
-  const rctx: RegistryContext = { store, clock, registry, uploads, blobs, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds };
+  const urls = { registry: '', api: '', auth: '', upload: '', admin: '' };
+  const rctx: RegistryContext = { store, clock, registry, uploads, blobs, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, shutdown: tracker };
   const actx: ApiContext = { store, clock, accounts, apps, registry, releases, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, urls };
   const authCtx: AuthContext = { ...actx, views, secureCookies: false };
 
@@ -101,21 +128,31 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     sockets.push(bound.socket);
     return bound.port;
   };
-  const registryPort = await listen(config.registryPort, (app) => serveUws(app, (ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e)), config.registryTls);
-  const apiPort = await listen(config.apiPort, (app) => serveUws(app, (ex) => handleApi(actx, ex), (ex, e) => sendApiError(actx, ex, e)));
-  const authPort = await listen(config.authPort, (app) => serveUws(app, (ex) => handleAuth(authCtx, ex), (ex, e) => sendAuthError(authCtx, ex, e)));
-  const upload = createH1Server((ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e),
+  // Every host's handler goes through observe (access log, metrics, Request-Id, drain count).
+  const registryError = (ex: Exchange, e: unknown) => sendRegistryError(rctx, ex, e);
+  const registryHandler = observe('registry', (ex) => handleRegistry(rctx, ex), registryError, obs);
+  const registryPort = await listen(config.registryPort, (app) => serveUws(app, registryHandler, registryError), config.registryTls);
+  const apiError = (ex: Exchange, e: unknown) => sendApiError(actx, ex, e);
+  const apiPort = await listen(config.apiPort, (app) => serveUws(app, observe('api', (ex) => handleApi(actx, ex), apiError, obs), apiError));
+  const authError = (ex: Exchange, e: unknown) => sendAuthError(authCtx, ex, e);
+  const authPort = await listen(config.authPort, (app) => serveUws(app, observe('auth', (ex) => handleAuth(authCtx, ex), authError, obs), authError));
+  const upload = createH1Server(observe('upload', (ex) => handleRegistry(rctx, ex), registryError, obs), registryError,
     config.uploadTls && tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
   const uploadPort = await new Promise<number>((resolve, reject) => {
     upload.server.once('error', reject);
     upload.server.listen(config.uploadPort, config.host, () => resolve((upload.server.address() as { port: number }).port));
   });
-  const base = (port: number, secure = false) => `${secure ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const base = (port: number, secure = false, host = config.host) => `${secure ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
   urls.registry = config.registryUrl ?? base(registryPort, config.registryTls);
   urls.api = config.apiUrl ?? base(apiPort);
   urls.auth = config.authUrl ?? base(authPort);
   urls.upload = config.uploadUrl ?? base(uploadPort, config.uploadTls);
   authCtx.secureCookies = urls.auth.startsWith('https:');
+  const admin = await startAdmin(config.adminHost, config.adminPort, metrics, () => probeReadiness({
+    store, dataDir: config.dataDir, minFreeBytes: config.minFreeDiskMb * 1024 * 1024,
+    hashFile: (p) => pool.hashFile(p), newHash: hashThread.create, tracker,
+  }));
+  urls.admin = base(admin.port, false, config.adminHost);
 
   const reaper = setInterval(() => {
     uploads.reap().catch((e) => log.error({ err: e }, 'upload reaper failed'));
@@ -132,27 +169,47 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   gcTimer?.unref();
   log.info({ urls, dataDir: config.dataDir }, 'slipway started');
 
-  let closed = false;
+  let listening = true;
+  const stopListening = () => {
+    if (!listening) return;
+    listening = false;
+    for (const s of sockets) uws.us_listen_socket_close(s);
+    upload.server.close();
+  };
+  let closing: Promise<void> | undefined;
+  const closeAll = () => (closing ??= (async () => {
+    clearInterval(reaper);
+    clearInterval(oauthPruner);
+    clearInterval(gcTimer);
+    stopListening();
+    // close() (native, not in the typings) ends every open connection, idle or not.
+    for (const a of uwsApps) a.close?.();
+    upload.closeAllConnections();
+    // Handlers of cut requests wind up (an aborted body ends its upload append) before the store closes.
+    await tracker.settle(0, performance.now() + CUT_GRACE_MS);
+    await gcRun;
+    for (const off of unsubscribeEvents) off();
+    metrics.close();
+    await new Promise<void>((resolve) => admin.server.close(() => resolve()));
+    admin.server.closeAllConnections();
+    await pool.close();
+    await hashThread.close();
+    await store.close();
+  })());
   return {
     config, urls, store, accounts, apps, oauth, bootstrap,
-    async close() {
-      if (closed) return;
-      closed = true;
-      clearInterval(reaper);
-      clearInterval(oauthPruner);
-      clearInterval(gcTimer);
-      await gcRun;
-      for (const off of unsubscribeEvents) off();
-      for (const s of sockets) uws.us_listen_socket_close(s);
-      // close() (native, not in the typings) also ends open connections.
-      for (const a of uwsApps) a.close?.();
-      await new Promise<void>((resolve) => {
-        upload.server.close(() => resolve());
-        upload.closeAllConnections();
-      });
-      await pool.close();
-      await hashThread.close();
-      await store.close();
+    async drain() {
+      tracker.draining = true;
+      stopListening();
+      log.info({ inFlight: tracker.inFlight, drainSeconds: config.drainSeconds }, 'draining: listeners closed, waiting for requests in flight');
+      const settled = await tracker.settle(DRAIN_QUIET_MS, performance.now() + config.drainSeconds * 1000);
+      if (!settled) {
+        tracker.cutting = true;
+        log.warn({ inFlight: tracker.inFlight }, 'drain deadline reached: cutting the requests still running');
+      }
+      await closeAll();
+      return { cut: !settled };
     },
+    close: closeAll,
   };
 }

@@ -54,6 +54,7 @@ class UwsExchange implements Exchange {
   readonly method: string;
   readonly path: string;
   readonly id: string;
+  readonly remoteAddress: string;
   aborted = false;
   responded = false;
   status = 0;
@@ -74,6 +75,7 @@ class UwsExchange implements Exchange {
     this.#queryString = req.getQuery() ?? '';
     req.forEach((k, v) => this.#headers.set(k, v));
     this.id = this.#headers.get('request-id')?.slice(0, 200) || randomUUID();
+    this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
     res.onAborted(() => {
       this.aborted = true;
       for (const w of this.#abortWaiters) w();

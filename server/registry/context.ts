@@ -23,6 +23,11 @@ export interface RegistryContext {
   urls: { registry: string; upload: string };
   /** Lifetime of registry bearer tokens (seconds). */
   tokenTtlSeconds: number;
+  /**
+   * Graceful drain state (server/ops/drain.ts): once `cutting`, an upload body broken off by the
+   * shutdown keeps its session at the last acknowledged offset. Absent in unit contexts.
+   */
+  shutdown?: { readonly cutting: boolean };
 }
 
 /** Sent on every registry response (distribution spec "API Version Check"). */

@@ -16,17 +16,15 @@ import { listCatalog, listTags } from './listing.js';
 import { sendJson } from '../http/respond.js';
 
 
-const ROUTE = /^\/v2\/(.+)\/(?:(tags\/list)|manifests\/([^/]+)|blobs\/(uploads)\/?([^/]*)|blobs\/([^/]+))$/;
+/** Registry endpoint paths; also names the access log's and metrics' route templates (server/ops/routes.ts). */
+export const ROUTE = /^\/v2\/(.+)\/(?:(tags\/list)|manifests\/([^/]+)|blobs\/(uploads)\/?([^/]*)|blobs\/([^/]+))$/;
 
 /** Handles one registry request, including its errors. */
 export async function handleRegistry(ctx: RegistryContext, ex: Exchange): Promise<void> {
-  const started = performance.now();
   try {
     await route(ctx, ex);
   } catch (e) {
     sendRegistryError(ctx, ex, e);
-  } finally {
-    logRequest(ctx, ex, started);
   }
 }
 
@@ -103,11 +101,3 @@ export function sendRegistryError(ctx: RegistryContext, ex: Exchange, e: unknown
   if (e.code === 'RANGE_NOT_SATISFIABLE' && extra?.size !== undefined) headers['content-range'] = `bytes */${extra.size}`;
   sendJson(ex, wire.status, { errors: [{ code: wire.code, message: e.message, detail: e.detail ?? null }] }, headers);
 }
-
-function logRequest(ctx: RegistryContext, ex: Exchange, started: number): void {
-  const level = ex.status >= 500 ? 'error' : ex.method === 'GET' || ex.method === 'HEAD' ? 'debug' : 'info';
-  if (!ctx.log.isLevelEnabled(level)) return;
-  const fields = { reqId: ex.id, method: ex.method, path: ex.path, status: ex.status, ms: Math.round((performance.now() - started) * 100) / 100, via: ex.transport };
-  ctx.log[level](fields, 'request');
-}
-

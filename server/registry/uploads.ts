@@ -39,6 +39,12 @@ async function append(ctx: RegistryContext, ex: Exchange, rec: UploadRecord, sta
   } catch {
     ok = false;
   }
+  if (!ok && ctx.shutdown?.cutting) {
+    // Cut by a shutdown, not by the client: the record keeps the last acknowledged offset and
+    // the next start truncates the file there (engine Uploads recovery), so the client resumes.
+    await writer.end().catch(() => {});
+    throw fail('BLOB_UPLOAD_INVALID', 'the server is shutting down; resume this upload from its last acknowledged offset (GET the session for its Range)');
+  }
   return ctx.uploads.finishAppend(rec, writer, ok);
 }
 

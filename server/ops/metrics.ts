@@ -1,0 +1,125 @@
+/**
+ * Prometheus metrics (prom-client), served on the admin listener's `/metrics`. Names follow the
+ * Prometheus naming conventions (base units `_seconds` and `_bytes`, counters end in `_total`).
+ * Labels are bounded: a host name, a route template (`/v2/<name>/blobs/<digest>`, never a
+ * repository name, digest or token), a method and a status class (`2xx`).
+ *
+ * Store sizes (blob and manifest counts and bytes, open upload sessions) are read from the
+ * store at scrape time, at most once per `STORE_SCAN_MS`: counting every blob record costs one
+ * pass over the blob database.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Store } from '../../engine/store.js';
+import { subscribeEvent, type GcEvent } from '../../engine/events.js';
+
+/** Minimum ms between two passes over the store for the size gauges. */
+const STORE_SCAN_MS = 2_000;
+
+/** Where a worker pool's queue length comes from. */
+export interface PoolProbe {
+  /** Tasks waiting for a thread. */
+  readonly queueSize: number;
+}
+
+/** Every Slipway metric, registered in `registry`. */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requestDuration = new Histogram({
+    name: 'slipway_http_request_duration_seconds',
+    help: 'Time from request head to the end of the response, by host, route template, method and status class.',
+    labelNames: ['host', 'route', 'method', 'status'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
+  readonly receivedBytes = new Counter({
+    name: 'slipway_http_received_bytes_total',
+    help: 'Request body bytes received, by host and route template.',
+    labelNames: ['host', 'route'] as const,
+    registers: [this.registry],
+  });
+  readonly sentBytes = new Counter({
+    name: 'slipway_http_sent_bytes_total',
+    help: 'Response body bytes sent (or handed to the transport), by host and route template.',
+    labelNames: ['host', 'route'] as const,
+    registers: [this.registry],
+  });
+  readonly inFlight = new Gauge({
+    name: 'slipway_http_requests_in_flight',
+    help: 'Requests being handled now, by host.',
+    labelNames: ['host'] as const,
+    registers: [this.registry],
+  });
+  readonly tokenChecks = new Counter({
+    name: 'slipway_token_checks_total',
+    help: 'Requests that presented credentials, by host, scheme (basic, bearer, other) and result (ok, rejected).',
+    labelNames: ['host', 'scheme', 'result'] as const,
+    registers: [this.registry],
+  });
+  readonly rateLimited = new Counter({
+    name: 'slipway_rate_limit_rejections_total',
+    help: 'Requests refused by the API rate limit (429).',
+    registers: [this.registry],
+  });
+  readonly gcRuns = new Counter({ name: 'slipway_gc_runs_total', help: 'Garbage-collection runs finished in this process (dry runs too).', registers: [this.registry] });
+  readonly gcDeletedImages = new Counter({ name: 'slipway_gc_deleted_images_total', help: 'Images deleted by garbage collection.', registers: [this.registry] });
+  readonly gcDeletedBlobs = new Counter({ name: 'slipway_gc_deleted_blobs_total', help: 'Blobs deleted by garbage collection.', registers: [this.registry] });
+  readonly gcDeletedBytes = new Counter({ name: 'slipway_gc_deleted_bytes_total', help: 'Blob and orphan-file bytes deleted by garbage collection.', registers: [this.registry] });
+  readonly gcDuration = new Histogram({
+    name: 'slipway_gc_duration_seconds',
+    help: 'Duration of a garbage-collection run (it runs beside traffic; pushes are never paused for longer than one store transaction).',
+    buckets: [0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
+  readonly workerTaskDuration = new Histogram({
+    name: 'slipway_worker_task_duration_seconds',
+    help: 'Time of a worker-pool task (hashFile, inspectImage), queue wait included.',
+    labelNames: ['task'] as const,
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 120],
+    registers: [this.registry],
+  });
+  readonly #unsubscribe: () => void;
+
+  constructor(store: Store, pool: PoolProbe) {
+    collectDefaultMetrics({ register: this.registry, prefix: '' });
+    // prom-client names these gauges `_total`, which Prometheus reserves for counters (promtool
+    // rejects them); the handle and request counts are of little use to an operator anyway.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
+    let scanned = 0;
+    let sizes = { blobs: 0, blobBytes: 0, manifests: 0, manifestBytes: 0 };
+    const scan = () => {
+      if (Date.now() - scanned < STORE_SCAN_MS) return sizes;
+      scanned = Date.now();
+      let blobs = 0, blobBytes = 0, manifests = 0, manifestBytes = 0;
+      for (const { value } of store.blobs.getRange()) { blobs++; blobBytes += value.size; }
+      for (const { value } of store.manifests.getRange()) { manifests++; manifestBytes += value.bytes.length; }
+      sizes = { blobs, blobBytes, manifests, manifestBytes };
+      return sizes;
+    };
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({ name, help, registers: [this.registry], collect() { this.set(read()); } });
+    gauge('slipway_store_blobs', 'Blob records in the store.', () => scan().blobs);
+    gauge('slipway_store_blob_bytes', 'Bytes of every stored blob.', () => scan().blobBytes);
+    gauge('slipway_store_manifests', 'Manifest records in the store.', () => scan().manifests);
+    gauge('slipway_store_manifest_bytes', 'Bytes of every stored manifest.', () => scan().manifestBytes);
+    gauge('slipway_upload_sessions_open', 'Upload sessions with at least one acknowledged chunk.', () => store.uploads.getCount());
+    gauge('slipway_worker_pool_queue_size', 'Worker-pool tasks waiting for a thread.', () => pool.queueSize);
+    this.#unsubscribe = subscribeEvent('gc', (e: GcEvent) => {
+      this.gcRuns.inc();
+      this.gcDuration.observe(e.durationMs / 1000);
+      if (e.dryRun) return;
+      this.gcDeletedImages.inc(e.images.unreleased + e.images.expired);
+      this.gcDeletedBlobs.inc(e.blobs.deleted);
+      this.gcDeletedBytes.inc(e.blobs.bytes + e.orphans.bytes);
+    });
+  }
+
+  /** Stops listening to engine events. */
+  close(): void {
+    this.#unsubscribe();
+  }
+}
+
+/** `2xx`, `4xx`, … for a status code; `aborted` when no response was sent. */
+export function statusClass(status: number): string {
+  return status === 0 ? 'aborted' : `${Math.floor(status / 100)}xx`;
+}

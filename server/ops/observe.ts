@@ -1,0 +1,120 @@
+/**
+ * One place where every request of every public host passes: it counts the request in flight
+ * (graceful drain waits on that count), sets the `Request-Id` response header, measures bytes in
+ * and out, and when the handler is done writes the access-log line and the request metrics.
+ *
+ * The access log line never carries a credential: the path is logged as its route template
+ * (no query string, so no `_state`, `code` or token parameter), headers are not logged, and the
+ * caller appears only as account and authorization ids (server/ops/request-info.ts).
+ */
+import type { BodySink, Exchange, Handler, ResponseHeaders } from '../http/exchange.js';
+import { collectBody } from '../http/exchange.js';
+import type { Logger } from '../log.js';
+import { statusClass, type Metrics } from './metrics.js';
+import { routeTemplate, type HostName } from './routes.js';
+import { callerOf } from './request-info.js';
+import type { RequestTracker } from './drain.js';
+
+/** pino level of access-log lines (5xx lines are always `error`). */
+export type AccessLogLevel = 'info' | 'debug' | 'trace' | 'silent';
+
+/** What `observe` reports to. */
+export interface Observers {
+  metrics: Metrics;
+  log: Logger;
+  accessLogLevel: AccessLogLevel;
+  tracker: RequestTracker;
+}
+
+/** An Exchange that counts body bytes and adds `Request-Id` to every response. */
+class ObservedExchange implements Exchange {
+  bytesIn = 0;
+  bytesOut = 0;
+  readonly #inner: Exchange;
+  constructor(inner: Exchange) {
+    this.#inner = inner;
+  }
+  get method() { return this.#inner.method; }
+  get path() { return this.#inner.path; }
+  get query() { return this.#inner.query; }
+  get id() { return this.#inner.id; }
+  get transport() { return this.#inner.transport; }
+  get remoteAddress() { return this.#inner.remoteAddress; }
+  get aborted() { return this.#inner.aborted; }
+  get responded() { return this.#inner.responded; }
+  get status() { return this.#inner.status; }
+  header(name: string): string { return this.#inner.header(name); }
+
+  body(limit: number): Promise<Buffer> {
+    return collectBody(this.header('content-length'), (sink) => this.pipeBody(sink), limit);
+  }
+
+  pipeBody(sink: BodySink): Promise<number> {
+    const counted: BodySink = {
+      write: (c) => { this.bytesIn += c.length; return sink.write(c); },
+      onDrain: (cb) => sink.onDrain(cb),
+    };
+    if (sink.region && sink.commit) {
+      counted.region = () => sink.region!();
+      counted.commit = (n) => { this.bytesIn += n; return sink.commit!(n); };
+    }
+    return this.#inner.pipeBody(counted);
+  }
+
+  #withId(headers: ResponseHeaders): ResponseHeaders {
+    return headers['request-id'] ? headers : { ...headers, 'request-id': this.id };
+  }
+
+  send(status: number, headers: ResponseHeaders, body?: string | Buffer, headLength?: number): void {
+    if (!this.responded && !this.aborted && this.method !== 'HEAD' && body) this.bytesOut += typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    this.#inner.send(status, this.#withId(headers), body, headLength);
+  }
+
+  async sendFile(status: number, headers: ResponseHeaders, path: string, start: number, length: number): Promise<void> {
+    await this.#inner.sendFile(status, this.#withId(headers), path, start, length);
+    if (this.responded && !this.aborted) this.bytesOut += length;
+  }
+}
+
+/**
+ * Wraps a host's handler and error handler: the result handles errors itself (always ends in a
+ * response or an aborted exchange) and reports every request to `obs`.
+ */
+export function observe(host: HostName, handler: Handler, onError: (ex: Exchange, e: unknown) => void, obs: Observers): Handler {
+  const { metrics, log, tracker } = obs;
+  return async (inner) => {
+    const started = performance.now();
+    const ex = new ObservedExchange(inner);
+    tracker.begin();
+    metrics.inFlight.inc({ host });
+    try {
+      await handler(ex);
+    } catch (e) {
+      onError(ex, e);
+    } finally {
+      tracker.end();
+      metrics.inFlight.dec({ host });
+      const seconds = (performance.now() - started) / 1000;
+      const route = routeTemplate(host, ex.path);
+      const status = ex.aborted && !ex.responded ? 0 : ex.status;
+      metrics.requestDuration.observe({ host, route, method: ex.method, status: statusClass(status) }, seconds);
+      if (ex.bytesIn > 0) metrics.receivedBytes.inc({ host, route }, ex.bytesIn);
+      if (ex.bytesOut > 0) metrics.sentBytes.inc({ host, route }, ex.bytesOut);
+      const auth = ex.header('authorization');
+      if (auth) {
+        const scheme = auth.slice(0, 7).toLowerCase();
+        metrics.tokenChecks.inc({ host, scheme: scheme.startsWith('basic ') ? 'basic' : scheme === 'bearer ' ? 'bearer' : 'other', result: status === 401 ? 'rejected' : 'ok' });
+      }
+      if (status === 429) metrics.rateLimited.inc();
+      const level = status >= 500 ? 'error' : obs.accessLogLevel;
+      if (level !== 'silent' && log.isLevelEnabled(level)) {
+        const caller = callerOf(ex);
+        log[level]({
+          reqId: ex.id, host, method: ex.method, route, status, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut,
+          ms: Math.round(seconds * 100_000) / 100, accountId: caller?.accountId ?? null, authorizationId: caller?.authorizationId ?? null,
+          client: ex.remoteAddress, via: ex.transport,
+        }, 'request');
+      }
+    }
+  };
+}
