@@ -118,24 +118,24 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const authCtx: AuthContext = { ...actx, views, secureCookies: false };
 
   const tls = config.registryTls || config.uploadTls ? await ensureTlsFiles(config.dataDir, config.host, config.tlsCert, config.tlsKey) : undefined;
-  const sockets: us_listen_socket[] = [];
+  const sockets: Partial<Record<'registry' | 'api' | 'auth', us_listen_socket>> = {};
   const uwsApps: Array<{ close?: () => void }> = [];
-  const listen = async (port: number, setup: (app: ReturnType<typeof uws.App>) => void, secure = false) => {
+  const listen = async (name: 'registry' | 'api' | 'auth', port: number, setup: (app: ReturnType<typeof uws.App>) => void, secure = false) => {
     const app = secure && tls ? uws.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile }) : uws.App();
     setup(app);
     uwsApps.push(app as unknown as { close?: () => void });
     const bound = await listenUws(uws, app, config.host, port);
-    sockets.push(bound.socket);
+    sockets[name] = bound.socket;
     return bound.port;
   };
   // Every host's handler goes through observe (access log, metrics, Request-Id, drain count).
   const registryError = (ex: Exchange, e: unknown) => sendRegistryError(rctx, ex, e);
   const registryHandler = observe('registry', (ex) => handleRegistry(rctx, ex), registryError, obs);
-  const registryPort = await listen(config.registryPort, (app) => serveUws(app, registryHandler, registryError), config.registryTls);
+  const registryPort = await listen('registry', config.registryPort, (app) => serveUws(app, registryHandler, registryError), config.registryTls);
   const apiError = (ex: Exchange, e: unknown) => sendApiError(actx, ex, e);
-  const apiPort = await listen(config.apiPort, (app) => serveUws(app, observe('api', (ex) => handleApi(actx, ex), apiError, obs), apiError));
+  const apiPort = await listen('api', config.apiPort, (app) => serveUws(app, observe('api', (ex) => handleApi(actx, ex), apiError, obs), apiError));
   const authError = (ex: Exchange, e: unknown) => sendAuthError(authCtx, ex, e);
-  const authPort = await listen(config.authPort, (app) => serveUws(app, observe('auth', (ex) => handleAuth(authCtx, ex), authError, obs), authError));
+  const authPort = await listen('auth', config.authPort, (app) => serveUws(app, observe('auth', (ex) => handleAuth(authCtx, ex), authError, obs), authError));
   const upload = createH1Server(observe('upload', (ex) => handleRegistry(rctx, ex), registryError, obs), registryError,
     config.uploadTls && tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
   const uploadPort = await new Promise<number>((resolve, reject) => {
@@ -169,19 +169,23 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   gcTimer?.unref();
   log.info({ urls, dataDir: config.dataDir }, 'slipway started');
 
-  let listening = true;
-  const stopListening = () => {
-    if (!listening) return;
-    listening = false;
-    for (const s of sockets) uws.us_listen_socket_close(s);
-    upload.server.close();
+  const stopListening = (names: Array<'registry' | 'api' | 'auth' | 'upload'>) => {
+    for (const name of names) {
+      if (name === 'upload') {
+        if (upload.server.listening) upload.server.close();
+        continue;
+      }
+      const socket = sockets[name];
+      delete sockets[name];
+      if (socket) uws.us_listen_socket_close(socket);
+    }
   };
   let closing: Promise<void> | undefined;
   const closeAll = () => (closing ??= (async () => {
     clearInterval(reaper);
     clearInterval(oauthPruner);
     clearInterval(gcTimer);
-    stopListening();
+    stopListening(['registry', 'api', 'auth', 'upload']);
     // close() (native, not in the typings) ends every open connection, idle or not.
     for (const a of uwsApps) a.close?.();
     upload.closeAllConnections();
@@ -200,8 +204,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     config, urls, store, accounts, apps, oauth, bootstrap,
     async drain() {
       tracker.draining = true;
-      stopListening();
-      log.info({ inFlight: tracker.inFlight, drainSeconds: config.drainSeconds }, 'draining: listeners closed, waiting for requests in flight');
+      // API and auth requests stand alone: those listeners close at once. A push is a sequence
+      // of requests (HEAD, POST, PATCH, PUT per blob, then the manifest) and clients open a new
+      // connection for many of them (skopeo: one per PATCH and per PUT), so the registry and
+      // upload listeners accept until the registry has been quiet; readiness already sends new
+      // clients elsewhere.
+      stopListening(['api', 'auth']);
+      log.info({ inFlight: tracker.inFlight, drainSeconds: config.drainSeconds }, 'draining: readiness off, API and auth listeners closed, waiting for requests in flight');
       const settled = await tracker.settle(DRAIN_QUIET_MS, performance.now() + config.drainSeconds * 1000);
       if (!settled) {
         tracker.cutting = true;
