@@ -15,5 +15,5 @@ export function createLogger(level: string, file?: string): Logger {
     level,
     base: { service: 'slipway' },
     redact: { paths: ['password', 'token', 'apiKey', 'secret', '*.password', '*.token', '*.secret', 'authorization'], censor: '[redacted]' },
-  }, file ? pino.destination({ dest: file, mkdir: true, sync: false }) : undefined);
+  }, file ? pino.destination({ dest: file, mkdir: true, sync: true }) : undefined);
 }
