@@ -5,6 +5,8 @@
  *   slipway account create --email E [--password P] [--json]
  *   slipway app create --name N --owner E [--json]
  *   slipway gc [--dry-run] [--json]     image retention and blob GC, safe while the server runs
+ *   slipway backup --to DIR             online snapshot of the data directory (server/ops/backup.ts)
+ *   slipway restore --from DIR --data NEWDIR
  * Settings also come from SLIPWAY_* environment variables (server/config.ts).
  */
 import { parseArgs } from 'node:util';
@@ -18,13 +20,17 @@ import { systemClock } from '../engine/clock.js';
 import { isSlipwayError } from '../engine/errors.js';
 import { FileBlobStore } from '../engine/blobs/cas.js';
 import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
+import { backup, restore, type BackupReport } from './ops/backup.js';
+import { resolve } from 'node:path';
 
 const USAGE = `usage:
   slipway serve [--data DIR] [--host ADDR] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N]
                 [--registry-url URL] [--api-url URL] [--auth-url URL] [--upload-url URL] [--vendor NAME] [--log-level LEVEL]
   slipway account create --email EMAIL [--password PASSWORD] [--json] [--data DIR]
   slipway app create --name NAME --owner EMAIL [--json] [--data DIR]
-  slipway gc [--dry-run] [--json] [--data DIR]`;
+  slipway gc [--dry-run] [--json] [--data DIR]
+  slipway backup --to DIR [--json] [--data DIR]
+  slipway restore --from DIR --data NEWDIR [--json]`;
 
 const options = {
   ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])),
@@ -34,6 +40,8 @@ const options = {
   owner: { type: 'string' as const },
   json: { type: 'boolean' as const },
   'dry-run': { type: 'boolean' as const },
+  to: { type: 'string' as const },
+  from: { type: 'string' as const },
   help: { type: 'boolean' as const, short: 'h' },
 };
 
@@ -111,6 +119,16 @@ async function collectGarbage(config: Config, dryRun: boolean, json: boolean): P
   for (const o of report.deletedOrphans) console.log(`  orphan ${o.digest}  ${o.size} bytes`);
 }
 
+function printBackup(verb: string, r: BackupReport, dir: string, json: boolean): number {
+  if (json) console.log(JSON.stringify({ ...r, dir }));
+  else {
+    console.log(`${verb} ${dir}: snapshot of ${r.takenAt}, ${r.blobs} blob(s) (${bytes(r.bytes)}; ${r.linked} hard-linked, ${r.copied} copied).`);
+    if (verb === 'Backed up to') console.log('The backup holds the server key, TLS key and every stored secret hash: keep it as safe as the data directory.');
+    for (const d of r.missing) console.log(`  missing ${d}  (its file was deleted after the snapshot; \`slipway fsck\` reports it)`);
+  }
+  return r.missing.length > 0 ? 1 : 0;
+}
+
 function bytes(n: number): string {
   return n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : n < 1024 ** 3 ? `${(n / 1024 ** 2).toFixed(1)} MiB` : `${(n / 1024 ** 3).toFixed(2)} GiB`;
 }
@@ -147,6 +165,15 @@ async function main(argv: string[]): Promise<number> {
     case 'gc':
       await collectGarbage(config, values['dry-run'] === true, values.json === true);
       return 0;
+    case 'backup': {
+      if (!values.to) throw new Error('backup needs --to DIR');
+      const to = resolve(values.to);
+      return printBackup('Backed up to', await backup(config.dataDir, to), to, values.json === true);
+    }
+    case 'restore': {
+      if (!values.from || !flags.data) throw new Error('restore needs --from DIR and --data NEWDIR');
+      return printBackup('Restored into', await restore(resolve(values.from), config.dataDir), config.dataDir, values.json === true);
+    }
     default:
       console.error(`unknown command "${command}"\n${USAGE}`);
       return 2;
