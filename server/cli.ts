@@ -7,6 +7,7 @@
  *   slipway gc [--dry-run] [--json]     image retention and blob GC, safe while the server runs
  *   slipway backup --to DIR             online snapshot of the data directory (server/ops/backup.ts)
  *   slipway restore --from DIR --data NEWDIR
+ *   slipway fsck [--full] [--repair] [--json]   records against blob files (server/ops/fsck.ts)
  * Settings also come from SLIPWAY_* environment variables (server/config.ts).
  */
 import { parseArgs } from 'node:util';
@@ -22,6 +23,8 @@ import { FileBlobStore } from '../engine/blobs/cas.js';
 import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
 import { backup, restore, type BackupReport } from './ops/backup.js';
 import { resolve } from 'node:path';
+import { fsck } from './ops/fsck.js';
+import { WorkerPool } from '../workers/pool.js';
 
 const USAGE = `usage:
   slipway serve [--data DIR] [--host ADDR] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N]
@@ -30,7 +33,8 @@ const USAGE = `usage:
   slipway app create --name NAME --owner EMAIL [--json] [--data DIR]
   slipway gc [--dry-run] [--json] [--data DIR]
   slipway backup --to DIR [--json] [--data DIR]
-  slipway restore --from DIR --data NEWDIR [--json]`;
+  slipway restore --from DIR --data NEWDIR [--json]
+  slipway fsck [--full] [--repair] [--json] [--data DIR]`;
 
 const options = {
   ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])),
@@ -41,6 +45,8 @@ const options = {
   json: { type: 'boolean' as const },
   'dry-run': { type: 'boolean' as const },
   to: { type: 'string' as const },
+  full: { type: 'boolean' as const },
+  repair: { type: 'boolean' as const },
   from: { type: 'string' as const },
   help: { type: 'boolean' as const, short: 'h' },
 };
@@ -129,6 +135,31 @@ function printBackup(verb: string, r: BackupReport, dir: string, json: boolean):
   return r.missing.length > 0 ? 1 : 0;
 }
 
+/**
+ * `slipway fsck`: prints each problem (or JSON); 1 when any problem is left unrepaired.
+ * Safe while the server runs (LMDB is multi-process; repairs are the GC's and the reaper's).
+ */
+async function checkStore(config: Config, full: boolean, repair: boolean, json: boolean): Promise<number> {
+  const store = openStore(config.dataDir);
+  const pool = new WorkerPool();
+  try {
+    const report = await fsck(store, config.dataDir, systemClock, {
+      full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000, orphanGraceMs: config.gcGraceSeconds * 1000, hashFile: (p) => pool.hashFile(p),
+    });
+    const left = report.problems.filter((p) => !p.repaired).length;
+    if (json) console.log(JSON.stringify(report));
+    else {
+      for (const p of report.problems) console.log(`${p.repaired ? 'repaired ' : ''}${p.kind.padEnd(24)} ${p.subject}  ${p.detail}`);
+      const c = report.checked;
+      console.log(`Checked ${c.blobs} blob record(s) (${full ? `${c.hashed} re-hashed` : 'sizes only; --full re-hashes'}), ${c.files} blob file(s), ${c.manifests} repository manifest(s), ${c.tags} tag(s), ${c.uploads} upload session(s): ${report.problems.length === 0 ? 'no problems' : `${report.problems.length} problem(s), ${left} unrepaired`}.`);
+    }
+    return left > 0 ? 1 : 0;
+  } finally {
+    await pool.close();
+    await store.close();
+  }
+}
+
 function bytes(n: number): string {
   return n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : n < 1024 ** 3 ? `${(n / 1024 ** 2).toFixed(1)} MiB` : `${(n / 1024 ** 3).toFixed(2)} GiB`;
 }
@@ -170,6 +201,8 @@ async function main(argv: string[]): Promise<number> {
       const to = resolve(values.to);
       return printBackup('Backed up to', await backup(config.dataDir, to), to, values.json === true);
     }
+    case 'fsck':
+      return checkStore(config, values.full === true, values.repair === true, values.json === true);
     case 'restore': {
       if (!values.from || !flags.data) throw new Error('restore needs --from DIR and --data NEWDIR');
       return printBackup('Restored into', await restore(resolve(values.from), config.dataDir), config.dataDir, values.json === true);
