@@ -2,7 +2,7 @@
  * Starts `slipway serve` as a child process on free ports with its own data directory, the way
  * a user runs it, and reads its URLs and the operator's one-time API key from its output.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,5 +78,14 @@ export function startServer(dataDir: string, env: Record<string, string> = {}): 
       }
     });
     proc.once('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited with ${code}:\n${out}`)); });
+  });
+}
+
+/** Runs one `slipway` command (not `serve`) to its end; resolves with its exit code and output. */
+export function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, SLIPWAY_LOG_LEVEL: 'warn', ...env }, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
   });
 }

@@ -4,21 +4,12 @@
  * a server started on the restored directory, which also keeps the operator's API key.
  */
 import t from 'tap';
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { CLI, startServer, tempDir, type ChildServer } from '../helpers/server.js';
+import { runCli as cli, startServer, tempDir, type ChildServer } from '../helpers/server.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { buildImage, type BuiltImage } from '../helpers/image.js';
 import { pushBuiltImage, type Target } from '../helpers/registry.js';
-
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, SLIPWAY_LOG_LEVEL: 'warn' } }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
 
 const smallImage = (dir: string) => buildImage(dir, { layers: [{ files: { 'data.bin': randomBytes(300_000) } }, { files: { 'etc/id': randomBytes(8).toString('hex') } }] });
 

@@ -4,24 +4,20 @@
  * blob record is gone (dangling link). --repair removes orphan files and nothing else.
  */
 import t from 'tap';
-import { execFile } from 'node:child_process';
 import { cpSync, openSync, readSync, statSync, truncateSync, unlinkSync, utimesSync, writeFileSync, writeSync, closeSync, mkdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { CLI, startServer, tempDir } from '../helpers/server.js';
+import { runCli, startServer, tempDir } from '../helpers/server.js';
 import { basic, createApp } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBuiltImage } from '../helpers/registry.js';
 import { openStore } from '../../engine/store.js';
 
-function fsckCli(data: string, ...flags: string[]): Promise<{ code: number; stdout: string; stderr: string; json?: any }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, 'fsck', '--data', data, ...flags], { env: { ...process.env, SLIPWAY_GC_GRACE: '0' } }, (err, stdout, stderr) => {
-      let json: unknown;
-      try { json = flags.includes('--json') ? JSON.parse(stdout) : undefined; } catch { /* printed below by the failing assertion */ }
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr, json });
-    });
-  });
+async function fsckCli(data: string, ...flags: string[]): Promise<{ code: number; stdout: string; stderr: string; json?: any }> {
+  const r = await runCli(['fsck', '--data', data, ...flags], { SLIPWAY_GC_GRACE: '0' });
+  let json: unknown;
+  try { json = flags.includes('--json') ? JSON.parse(r.stdout) : undefined; } catch { /* the failing assertion prints stdout */ }
+  return { ...r, json };
 }
 
 const blobPath = (data: string, digest: string) => join(data, 'blobs', 'sha256', digest.slice(7, 9), digest.slice(7));
