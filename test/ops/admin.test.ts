@@ -58,3 +58,15 @@ t.test('admin listener: probes and metrics', async (t) => {
   t.match(after, /nodejs_eventloop_lag_seconds/);
   t.match(after, /process_cpu_seconds_total/);
 });
+
+t.test('readiness fails with a reason when free disk is below the threshold', async (t) => {
+  const tmp = tempDir();
+  const server = await startServer(tmp.dir, { SLIPWAY_MIN_FREE_DISK_MB: String(1024 ** 3) }); // 1 EiB
+  t.teardown(async () => { await server.stop(); tmp.cleanup(); });
+  const ready = await http('GET', `${server.urls.admin}/readyz`);
+  t.equal(ready.status, 503);
+  t.equal(ready.json.status, 'not ready');
+  t.match(ready.json.checks.disk, /bytes free in the data directory, below the \d+-byte threshold/);
+  t.equal(ready.json.checks.store, 'ok', 'the other checks still pass');
+  t.equal((await http('GET', `${server.urls.admin}/healthz`)).status, 200, 'alive though not ready');
+});
