@@ -34,15 +34,16 @@ export class RequestTracker {
   }
 
   /**
-   * Resolves true once nothing has been in flight for `quietMs` ms, or false when `deadlineMs`
-   * (a `performance.now()` time) comes first.
+   * Resolves true once nothing has been in flight for `quietMs` ms, or at `deadlineMs` (a
+   * `performance.now()` time) when nothing is in flight then; false when requests are still
+   * running at the deadline.
    */
   settle(quietMs: number, deadlineMs: number): Promise<boolean> {
     return new Promise((resolve) => {
       const check = () => {
         const now = performance.now();
         if (this.#inFlight === 0 && now - this.#lastEnd >= quietMs) return resolve(true);
-        if (now >= deadlineMs) return resolve(false);
+        if (now >= deadlineMs) return resolve(this.#inFlight === 0);
         setTimeout(check, Math.min(POLL_MS, Math.max(1, deadlineMs - now)));
       };
       check();
