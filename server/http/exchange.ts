@@ -35,7 +35,7 @@ export interface Exchange {
   /** Request id for logs and the Request-Id header. */
   readonly id: string;
   readonly transport: 'uws' | 'h1';
-  /** The client's IP address as text ('' when unknown). */
+  /** The client's IP address as text; '' when unknown (uWS: when first read after the response). */
   readonly remoteAddress: string;
   /** A request header by lowercase name; '' when absent. */
   header(name: string): string;

@@ -54,7 +54,6 @@ class UwsExchange implements Exchange {
   readonly method: string;
   readonly path: string;
   readonly id: string;
-  readonly remoteAddress: string;
   aborted = false;
   responded = false;
   status = 0;
@@ -67,6 +66,7 @@ class UwsExchange implements Exchange {
   #consumer: ((chunk: Buffer, last: boolean) => void) | null = null;
   #paused = false;
   #abortWaiters: Array<() => void> = [];
+  #remoteAddress: string | undefined;
 
   constructor(res: HttpResponse, req: HttpRequest) {
     this.#res = res;
@@ -75,7 +75,6 @@ class UwsExchange implements Exchange {
     this.#queryString = req.getQuery() ?? '';
     req.forEach((k, v) => this.#headers.set(k, v));
     this.id = this.#headers.get('request-id')?.slice(0, 200) || randomUUID();
-    this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
     res.onAborted(() => {
       this.aborted = true;
       for (const w of this.#abortWaiters) w();
@@ -94,6 +93,15 @@ class UwsExchange implements Exchange {
     } else {
       this.#ended = true;
     }
+  }
+
+  /**
+   * Read on first use, and only while the response is open: this uWS call costs about 5 µs,
+   * so it is left to the access log, which reads it just before responding.
+   */
+  get remoteAddress(): string {
+    if (this.#remoteAddress === undefined) this.#remoteAddress = this.aborted || this.responded ? '' : Buffer.from(this.#res.getRemoteAddressAsText()).toString();
+    return this.#remoteAddress;
   }
 
   /** Parsed on first use (most requests have no query). */

@@ -12,7 +12,7 @@ import { collectBody } from '../http/exchange.js';
 import type { Logger } from '../log.js';
 import { statusClass, type Metrics } from './metrics.js';
 import { routeTemplate, type HostName } from './routes.js';
-import { callerOf } from './request-info.js';
+import { callerOf, type CallerIds } from './request-info.js';
 import type { RequestTracker } from './drain.js';
 
 /** pino level of access-log lines (5xx lines are always `error`). */
@@ -30,9 +30,15 @@ export interface Observers {
 class ObservedExchange implements Exchange {
   bytesIn = 0;
   bytesOut = 0;
+  /** Set by request-info.ts `noteCaller`. */
+  caller: CallerIds | undefined = undefined;
+  /** The client address, read just before responding when `wantAddress` (it costs a uWS call). */
+  client = '';
   readonly #inner: Exchange;
-  constructor(inner: Exchange) {
+  readonly #wantAddress: boolean;
+  constructor(inner: Exchange, wantAddress: boolean) {
     this.#inner = inner;
+    this.#wantAddress = wantAddress;
   }
   get method() { return this.#inner.method; }
   get path() { return this.#inner.path; }
@@ -62,6 +68,7 @@ class ObservedExchange implements Exchange {
   }
 
   #withId(headers: ResponseHeaders): ResponseHeaders {
+    if (this.#wantAddress && !this.responded) this.client = this.#inner.remoteAddress;
     return headers['request-id'] ? headers : { ...headers, 'request-id': this.id };
   }
 
@@ -84,26 +91,30 @@ export function observe(host: HostName, handler: Handler, onError: (ex: Exchange
   const { metrics, log, tracker } = obs;
   return async (inner) => {
     const started = performance.now();
-    const ex = new ObservedExchange(inner);
+    const level0 = obs.accessLogLevel;
+    const ex = new ObservedExchange(inner, level0 !== 'silent' && log.isLevelEnabled(level0));
     tracker.begin();
-    metrics.inFlight.inc({ host });
+    metrics.inFlight[host] = (metrics.inFlight[host] ?? 0) + 1;
     try {
       await handler(ex);
     } catch (e) {
       onError(ex, e);
     } finally {
       tracker.end();
-      metrics.inFlight.dec({ host });
+      metrics.inFlight[host]!--;
       const seconds = (performance.now() - started) / 1000;
       const route = routeTemplate(host, ex.path);
       const status = ex.aborted && !ex.responded ? 0 : ex.status;
       metrics.requestDuration.observe({ host, route, method: ex.method, status: statusClass(status) }, seconds);
-      if (ex.bytesIn > 0) metrics.receivedBytes.inc({ host, route }, ex.bytesIn);
-      if (ex.bytesOut > 0) metrics.sentBytes.inc({ host, route }, ex.bytesOut);
+      const series = host + ' ' + route;
+      if (ex.bytesIn > 0) metrics.receivedBytes.add(series, () => ({ host, route }), ex.bytesIn);
+      if (ex.bytesOut > 0) metrics.sentBytes.add(series, () => ({ host, route }), ex.bytesOut);
       const auth = ex.header('authorization');
       if (auth) {
-        const scheme = auth.slice(0, 7).toLowerCase();
-        metrics.tokenChecks.inc({ host, scheme: scheme.startsWith('basic ') ? 'basic' : scheme === 'bearer ' ? 'bearer' : 'other', result: status === 401 ? 'rejected' : 'ok' });
+        const prefix = auth.slice(0, 7).toLowerCase();
+        const scheme = prefix.startsWith('basic ') ? 'basic' : prefix === 'bearer ' ? 'bearer' : 'other';
+        const result = status === 401 ? 'rejected' : 'ok';
+        metrics.tokenChecks.add(host + ' ' + scheme + ' ' + result, () => ({ host, scheme, result }), 1);
       }
       if (status === 429) metrics.rateLimited.inc();
       const level = status >= 500 ? 'error' : obs.accessLogLevel;
@@ -112,7 +123,7 @@ export function observe(host: HostName, handler: Handler, onError: (ex: Exchange
         log[level]({
           reqId: ex.id, host, method: ex.method, route, status, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut,
           ms: Math.round(seconds * 100_000) / 100, accountId: caller?.accountId ?? null, authorizationId: caller?.authorizationId ?? null,
-          client: ex.remoteAddress, via: ex.transport,
+          client: ex.client || ex.remoteAddress, via: ex.transport,
         }, 'request');
       }
     }
