@@ -15,6 +15,9 @@ import { routeTemplate, type HostName } from './routes.js';
 import { callerOf, type CallerIds } from './request-info.js';
 import type { RequestTracker } from './drain.js';
 
+/** Methods that get their own metrics label; any other is `other` (labels stay bounded). */
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
 /** pino level of access-log lines (5xx lines are always `error`). */
 export type AccessLogLevel = 'info' | 'debug' | 'trace' | 'silent';
 
@@ -105,8 +108,10 @@ export function observe(host: HostName, handler: Handler, onError: (ex: Exchange
       const seconds = (performance.now() - started) / 1000;
       const route = routeTemplate(host, ex.path);
       const status = ex.aborted && !ex.responded ? 0 : ex.status;
-      metrics.requestDuration.observe({ host, route, method: ex.method, status: statusClass(status) }, seconds);
       const series = host + ' ' + route;
+      const method = METHODS.has(ex.method) ? ex.method : 'other';
+      const statusLabel = statusClass(status);
+      metrics.requestDuration.observe(series + ' ' + method + ' ' + statusLabel, () => ({ host, route, method, status: statusLabel }), seconds);
       if (ex.bytesIn > 0) metrics.receivedBytes.add(series, () => ({ host, route }), ex.bytesIn);
       if (ex.bytesOut > 0) metrics.sentBytes.add(series, () => ({ host, route }), ex.bytesOut);
       const auth = ex.header('authorization');
