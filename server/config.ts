@@ -81,6 +81,18 @@ export interface Config {
   uploadReapIntervalSeconds: number;
   /** Seconds an unreferenced blob is kept after its commit or last HEAD/GET/mount (engine/registry/gc.ts); 0 allowed (tests). Env SLIPWAY_GC_GRACE. */
   gcGraceSeconds: number;
+  /** Admin listener (metrics, health, readiness) address; loopback by default. Env SLIPWAY_ADMIN_HOST. */
+  adminHost: string;
+  /** Admin listener port. Env SLIPWAY_ADMIN_PORT. */
+  adminPort: number;
+  /** After SIGTERM/SIGINT, seconds in-flight requests may take before they are cut. Decimals allowed. Env SLIPWAY_DRAIN_SECONDS. */
+  drainSeconds: number;
+  /** Log destination: a file path (appended), or unset for stdout. Env SLIPWAY_LOG_FILE. */
+  logFile?: string;
+  /** Level of access-log lines (5xx lines are always error); `silent` turns them off. Env SLIPWAY_ACCESS_LOG_LEVEL. */
+  accessLogLevel: 'info' | 'debug' | 'trace' | 'silent';
+  /** Readiness fails below this much free space in the data directory (MiB). Env SLIPWAY_MIN_FREE_DISK_MB. */
+  minFreeDiskMb: number;
 }
 
 export const DEFAULT_CONFIG: Config = {
@@ -107,6 +119,11 @@ export const DEFAULT_CONFIG: Config = {
   uploadRateWindowSeconds: 30,
   uploadReapIntervalSeconds: 600,
   listener: 'h1',
+  adminHost: '127.0.0.1',
+  adminPort: 5004,
+  drainSeconds: 30,
+  accessLogLevel: 'info',
+  minFreeDiskMb: 512,
 };
 
 const VENDOR = /^[a-z][a-z0-9.-]{0,62}$/;
@@ -144,6 +161,12 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_UPLOAD_MIN_RATE: 'uploadMinRateKiB',
   SLIPWAY_UPLOAD_RATE_WINDOW: 'uploadRateWindowSeconds',
   SLIPWAY_UPLOAD_REAP_INTERVAL: 'uploadReapIntervalSeconds',
+  SLIPWAY_ADMIN_HOST: 'adminHost',
+  SLIPWAY_ADMIN_PORT: 'adminPort',
+  SLIPWAY_DRAIN_SECONDS: 'drainSeconds',
+  SLIPWAY_LOG_FILE: 'logFile',
+  SLIPWAY_ACCESS_LOG_LEVEL: 'accessLogLevel',
+  SLIPWAY_MIN_FREE_DISK_MB: 'minFreeDiskMb',
 };
 
 /** Flag names (`--registry-port`) for each setting. */
@@ -159,7 +182,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
   const c: Config = { ...DEFAULT_CONFIG };
   const set = (k: keyof Config, raw: string, from: string) => {
     const current = DEFAULT_CONFIG[k];
-    if (k === 'gcIntervalSeconds' || k === 'gcGraceSeconds' || k === 'uploadMinRateKiB') {
+    if (k === 'gcIntervalSeconds' || k === 'gcGraceSeconds' || k === 'uploadMinRateKiB' || k === 'drainSeconds') {
       if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`${from}: "${raw}" is not a number of seconds (0 or more)`);
       c[k] = Number(raw);
     } else if (k === 'uploadRateWindowSeconds' || k === 'uploadReapIntervalSeconds') {
@@ -204,6 +227,9 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
         throw new Error(`${from}: "${raw}" must be an http(s) URL template containing {app}, e.g. https://{app}.example.com/`);
       }
       c.appUrlTemplate = raw;
+    } else if (k === 'accessLogLevel') {
+      if (!['info', 'debug', 'trace', 'silent'].includes(raw)) throw new Error(`${from}: "${raw}" is not an access-log level (info, debug, trace, silent)`);
+      c.accessLogLevel = raw as Config['accessLogLevel'];
     } else if (k === 'vendor') {
       if (!VENDOR.test(raw)) throw new Error(`${from}: "${raw}" is not a valid vendor name`);
       c.vendor = raw;

@@ -13,6 +13,7 @@ import { Router } from '../http/router.js';
 import { fail } from '../../engine/errors.js';
 import { negotiate } from './accept.js';
 import { readCredentials, requireRouteAccess } from './auth.js';
+import { noteCaller } from '../ops/request-info.js';
 import { sendApiError } from './respond.js';
 import { getAccount, getAccountFeature, getRateLimits, listAccountFeatures } from './account.js';
 import { getPipelineCoupling, getReleaseConfigVars, listAddons, listCollaborators, listUserApps } from './app-extras.js';
@@ -137,7 +138,6 @@ function methodOf(ex: Exchange): string {
 
 /** Handles one API request; always ends in a response. */
 export async function handleApi(ctx: ApiContext, ex: Exchange): Promise<void> {
-  const started = performance.now();
   let remaining: number | null = null;
   try {
     const method = methodOf(ex);
@@ -147,6 +147,7 @@ export async function handleApi(ctx: ApiContext, ex: Exchange): Promise<void> {
     const route = m.value;
     const { variant } = negotiate(ex.header('accept'), ctx.vendor, ctx.acceptVendors);
     const principal = readCredentials(ctx, ex, route.bearerOnly === true);
+    if (principal) noteCaller(ex, principal);
     if (!principal && route.access !== 'public') throw fail('UNAUTHORIZED', 'No credentials provided. Send "Authorization: Bearer <token>".');
     if (principal) {
       const state = route.counted === false ? ctx.rateLimiter.peek(principal.accountId) : ctx.rateLimiter.take(principal.accountId);
@@ -157,9 +158,5 @@ export async function handleApi(ctx: ApiContext, ex: Exchange): Promise<void> {
     await route.handler(ctx, { ex, params: m.params, principal, remaining, variant });
   } catch (e) {
     sendApiError(ctx, ex, e, remaining);
-  } finally {
-    if (ctx.log.isLevelEnabled('debug')) {
-      ctx.log.debug({ reqId: ex.id, method: ex.method, path: ex.path, status: ex.status, ms: Math.round((performance.now() - started) * 100) / 100 }, 'api request');
-    }
   }
 }
