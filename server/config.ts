@@ -1,6 +1,6 @@
 /**
  * Typed configuration: embedded defaults, then environment variables, then command-line flags.
- * A bad value stops the start with a message naming the setting (DESIGN.md "Rules that cut
+ * A bad value stops the start with a message naming the setting (docs/architecture.md ("Decisions that hold
  * across"). Public URLs are configuration, not derived from the listen address, except that an
  * unset URL defaults to http://<host>:<bound port> (so port 0 works in tests).
  */
@@ -63,9 +63,9 @@ export interface Config {
    * The upload host always uses `h1`. Env SLIPWAY_LISTENER, flag --listener.
    */
   listener: 'h1' | 'uws';
-  /** Per-account API rate-limit pool, requests (reference 1.6: 4500). Env SLIPWAY_RATE_LIMIT_POOL. */
+  /** Per-account API rate-limit pool, requests (docs/platform-conventions.md 1.6: 4500). Env SLIPWAY_RATE_LIMIT_POOL. */
   rateLimitPool: number;
-  /** Refill of the rate-limit pool, requests per minute (reference 1.6: 75). Env SLIPWAY_RATE_LIMIT_PER_MINUTE. */
+  /** Refill of the rate-limit pool, requests per minute (docs/platform-conventions.md 1.6: 75). Env SLIPWAY_RATE_LIMIT_PER_MINUTE. */
   rateLimitPerMinute: number;
   /** Seconds between online GC runs (image retention, then unreferenced blobs); 0 = no schedule (`slipway gc` only). Decimals allowed. Env SLIPWAY_GC_INTERVAL. */
   gcIntervalSeconds: number;

@@ -1,5 +1,5 @@
 /**
- * Image retention and online garbage collection (spec "Limits: image retention"; issue 4 item 6).
+ * Image retention and online garbage collection (docs/rules.md Limits 7; docs/rules.md Limits 7 (image retention)).
  *
  * A run has three phases, each safe while the registry serves pushes and pulls:
  * 1. Images. An image is a (repository, manifest) pair, aged by the time it was pushed. Pairs in
@@ -62,7 +62,7 @@ import { unlinkEverywhereInTransaction } from './links.js';
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
 
-/** Retention rule and GC settings. Defaults: spec Limits (24 h, 30 days, 20 releases), grace 1 h. */
+/** Retention rule and GC settings. Defaults: docs/rules.md Limits 7 (24 h, 30 days, 20 releases), grace 1 h. */
 export interface GcOptions {
   /** Change nothing; report what would be deleted. */
   dryRun: boolean;

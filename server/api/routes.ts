@@ -1,6 +1,6 @@
 /**
  * The platform API host: one route table and the dispatcher that applies the conventions of
- * every endpoint (spec Authentication, Versioning; reference 1) in this order:
+ * every endpoint (docs/rules.md Authentication, Versioning; docs/platform-conventions.md 1) in this order:
  *   route (404 / 405) → Accept version (406) → credentials (401) → rate limit (429)
  *   → scope (403) → handler.
  * Each route declares what it needs, so no handler can forget the scope check; the
@@ -37,15 +37,15 @@ export interface ApiRoute {
   method: string;
   path: string;
   /**
-   * A scope need (spec Authentication 6); 'token' = any valid token, whatever its scope;
+   * A scope need (docs/rules.md Authentication 6); 'token' = any valid token, whatever its scope;
    * 'public' = credentials optional (checked when sent).
    */
   access: Need | 'token' | 'public';
-  /** Only `Authorization: Bearer` (spec Authentication 4). */
+  /** Only `Authorization: Bearer` (docs/rules.md Authentication 4). */
   bearerOnly?: boolean;
-  /** Takes a token from the rate-limit pool (default true; reference 1.6). */
+  /** Takes a token from the rate-limit pool (default true; docs/platform-conventions.md 1.6). */
   counted?: boolean;
-  /** A user-only action: team tokens are refused whatever their scope (spec Authentication 8). */
+  /** A user-only action: team tokens are refused whatever their scope (docs/rules.md Authentication 8). */
   userOnly?: boolean;
   handler: ApiHandler;
 }
@@ -129,7 +129,7 @@ for (const r of API_ROUTES) apiRouter.add(r.method, r.path, r);
 
 const OVERRIDABLE = new Set(['PATCH', 'PUT', 'DELETE']);
 
-/** The method, honouring `X-Http-Method-Override` on POST (reference 1.1). */
+/** The method, honouring `X-Http-Method-Override` on POST (docs/platform-conventions.md 1.1). */
 function methodOf(ex: Exchange): string {
   if (ex.method !== 'POST') return ex.method;
   const o = ex.header('x-http-method-override').toUpperCase();

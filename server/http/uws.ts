@@ -1,5 +1,5 @@
 /**
- * uWebSockets.js adapter. uWS rules followed here (its docs, aesthetics.md section 5): the
+ * uWebSockets.js adapter. uWS rules followed here (its docs, docs/architecture.md (Layers: transport)): the
  * HttpRequest is read synchronously; onAborted and onData are attached before any await; chunks
  * are copied (uWS neuters them on return); every write from async code is corked; files stream
  * with tryEnd/onWritable so a slow reader pauses the disk reads.

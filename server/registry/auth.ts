@@ -1,5 +1,5 @@
 /**
- * Registry authentication and access (spec Authentication 10):
+ * Registry authentication and access (docs/rules.md Authentication 10):
  * - Basic `_` : <API token>, or `<account e-mail>` : <API key>, on any request;
  * - Bearer <registry token> from GET /token (Docker token flow), or Bearer <API token>.
  * Failures answer 401 with `WWW-Authenticate: Bearer realm="<registry>/token",service=…,scope=…`
