@@ -16,12 +16,18 @@ export function clockTicks(): number {
   return ticks;
 }
 
-/** CPU seconds (user + system, all threads) used so far by process `pid`. */
-export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+/** User and system CPU seconds from a /proc stat file (of a process or of one of its threads). */
+function statTimes(path: string): { user: number; system: number } {
+  const stat = readFileSync(path, 'utf8');
   // Fields after "(comm)": state is field 3, utime field 14, stime field 15.
   const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(rest[11]) + Number(rest[12])) / clockTicks();
+  return { user: Number(rest[11]) / clockTicks(), system: Number(rest[12]) / clockTicks() };
+}
+
+/** CPU seconds (user + system, all threads) used so far by process `pid`. */
+export function cpuSeconds(pid: number): number {
+  const t = statTimes(`/proc/${pid}/stat`);
+  return t.user + t.system;
 }
 
 /** A field of /proc/<pid>/status in kB (VmRSS, VmHWM), or NaN. */
@@ -114,9 +120,7 @@ export function threadSeconds(pid: number): Map<number, ThreadCpu> {
   const out = new Map<number, ThreadCpu>();
   for (const t of readdirSync(`/proc/${pid}/task`)) {
     try {
-      const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
-      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(Number(t), { tid: Number(t), user: Number(rest[11]) / clockTicks(), system: Number(rest[12]) / clockTicks() });
+      out.set(Number(t), { tid: Number(t), ...statTimes(`/proc/${pid}/task/${t}/stat`) });
     } catch {
       // thread exited between the listing and the read
     }
