@@ -1,6 +1,6 @@
 /** Server-side resource readings from /proc: CPU time (utime+stime) and resident memory. */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 let ticks: number | undefined;
 
@@ -16,12 +16,18 @@ export function clockTicks(): number {
   return ticks;
 }
 
-/** CPU seconds (user + system, all threads) used so far by process `pid`. */
-export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+/** User and system CPU seconds from a /proc stat file (of a process or of one of its threads). */
+function statTimes(path: string): { user: number; system: number } {
+  const stat = readFileSync(path, 'utf8');
   // Fields after "(comm)": state is field 3, utime field 14, stime field 15.
   const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(rest[11]) + Number(rest[12])) / clockTicks();
+  return { user: Number(rest[11]) / clockTicks(), system: Number(rest[12]) / clockTicks() };
+}
+
+/** CPU seconds (user + system, all threads) used so far by process `pid`. */
+export function cpuSeconds(pid: number): number {
+  const t = statTimes(`/proc/${pid}/stat`);
+  return t.user + t.system;
 }
 
 /** A field of /proc/<pid>/status in kB (VmRSS, VmHWM), or NaN. */
@@ -99,5 +105,53 @@ export class CpuWindow {
     const other = Math.max(0, now.busy - this.#system.busy - client - server);
     const pct = (x: number) => Math.round((x / secs) * 100);
     return { client_cpu_pct: pct(client), server_cpu_pct: pct(server), other_cpu_pct: pct(other), steal_cpu_pct: pct(now.steal - this.#system.steal) };
+  }
+}
+
+/** CPU seconds of one thread of a process: user and system (kernel work done on its behalf). */
+export interface ThreadCpu {
+  tid: number;
+  user: number;
+  system: number;
+}
+
+/** Per-thread CPU seconds so far of process `pid` (/proc/<pid>/task/<tid>/stat), by tid. */
+export function threadSeconds(pid: number): Map<number, ThreadCpu> {
+  const out = new Map<number, ThreadCpu>();
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      out.set(Number(t), { tid: Number(t), ...statTimes(`/proc/${pid}/task/${t}/stat`) });
+    } catch {
+      // thread exited between the listing and the read
+    }
+  }
+  return out;
+}
+
+/**
+ * Per-thread CPU of a process over a window: the main thread (tid = pid) first, then the other
+ * threads that used at least 10 ms, busiest first (Node names every thread "node", so they are
+ * told apart by what they cost: the hash thread costs about the sha256 of the bytes, libuv's
+ * pool threads carry the kernel time of file writes and syncs, V8's helpers the GC).
+ */
+export class ThreadWindow {
+  readonly #start: Map<number, ThreadCpu>;
+
+  constructor(readonly pid: number) {
+    this.#start = threadSeconds(pid);
+  }
+
+  /** Seconds per thread since the window started: `[{tid, user_s, system_s}]`, main first. */
+  end(): Array<{ thread: string; user_s: number; system_s: number }> {
+    const rows: Array<{ thread: string; user_s: number; system_s: number; total: number }> = [];
+    for (const [tid, now] of threadSeconds(this.pid)) {
+      const was = this.#start.get(tid) ?? { tid, user: 0, system: 0 };
+      const user = now.user - was.user;
+      const system = now.system - was.system;
+      if (tid !== this.pid && user + system < 0.01) continue;
+      rows.push({ thread: tid === this.pid ? 'main' : `tid ${tid}`, user_s: Math.round(user * 100) / 100, system_s: Math.round(system * 100) / 100, total: user + system });
+    }
+    rows.sort((a, b) => (a.thread === 'main' ? -1 : b.thread === 'main' ? 1 : b.total - a.total));
+    return rows.map(({ thread, user_s, system_s }) => ({ thread, user_s, system_s }));
   }
 }

@@ -96,9 +96,13 @@ async function main(): Promise<number> {
   progress('setup', `generating payloads and digests (${opts.bigBytes / 1024 ** 2} MiB blobs, ${opts.concurrentBlobs} x ${opts.concurrentBlobBytes / 1024 ** 2} MiB)`);
   const payloads = new PayloadFactory(opts.patternBytes);
   const h0 = performance.now();
+  const c0 = process.cpuUsage();
   const single = payloads.blob(opts.bigBytes, 'single-patch');
   const sha256Rate = Math.round(opts.bigBytes / 1e6 / ((performance.now() - h0) / 1000));
-  report.note({ bench: 'client_sha256', value: sha256Rate, unit: 'MB/s', note: 'node:crypto sha256 speed on this machine (hashing the big blob once); a registry must hash every pushed byte' });
+  const c1 = process.cpuUsage(c0);
+  // CPU seconds rather than wall time: on a contended machine the wall time includes waiting for a CPU.
+  const hashSecondsPerGiB = Math.round(((c1.user + c1.system) / 1e6 / (opts.bigBytes / 1024 ** 3)) * 100) / 100;
+  report.note({ bench: 'client_sha256', value: sha256Rate, unit: 'MB/s', cpu_seconds_per_gib: hashSecondsPerGiB, note: 'node:crypto sha256 on this machine (hashing the big blob once): wall-clock speed and CPU seconds per GiB; a registry must hash every pushed byte' });
   const big = { single, chunked: payloads.blob(opts.bigBytes, 'chunked') };
   const many = Array.from({ length: opts.concurrentBlobs }, (_, i) => payloads.blob(opts.concurrentBlobBytes, `concurrent-${i}`));
   const image = await buildSmallImage();
@@ -119,11 +123,12 @@ async function main(): Promise<number> {
       report.note({ bench: 'server_start', server: name, error: (e as Error).message });
     }
   }
+  // The floor under server_cpu_per_gib_push: a registry must sha256 every byte it accepts.
+  // Target: at most twice that floor, measured in this run.
+  for (const figure of ['server_cpu_per_gib_push', 'server_cpu_per_gib_push_chunked']) report.bound(figure, Math.round(2 * hashSecondsPerGiB * 100) / 100);
   const rows = report.compare();
   report.table(rows);
-  // The floor under server_cpu_per_gib_push: a registry must sha256 every byte it accepts.
-  const hashSecondsPerGiB = Math.round((1024 ** 3 / 1e6 / sha256Rate) * 100) / 100;
-  process.stderr.write(`machine: sha256 ${sha256Rate} MB/s in this run, so hashing alone costs ${hashSecondsPerGiB} s of CPU per GiB pushed (plus receiving and writing the bytes)\n`);
+  process.stderr.write(`machine: sha256 ${sha256Rate} MB/s (wall clock) in this run, and hashing alone costs ${hashSecondsPerGiB} s of CPU per GiB pushed (plus receiving and writing the bytes)\n`);
   process.stderr.write(`\nbench: finished in ${Math.round((performance.now() - started) / 1000)} s${failed ? `, ${failed} failure(s)` : ''}\n`);
   return failed ? 1 : 0;
 }

@@ -2,7 +2,7 @@
  * Bulk transfer workloads: 1 GiB push in one PATCH (with server CPU and peak RSS), 1 GiB push
  * in 16 MiB chunks, concurrent push of many 16 MiB blobs, and pull of the 1 GiB blob.
  */
-import { CpuWindow, cpuSeconds, RssSampler, statusKb } from '../procstat.js';
+import { CpuWindow, cpuSeconds, RssSampler, statusKb, ThreadWindow } from '../procstat.js';
 import { mbPerSecond, round } from '../stats.js';
 import { progress, REPO, type WorkloadContext } from './context.js';
 import { MANIFEST_V2 } from '../image.js';
@@ -26,6 +26,7 @@ export async function pushSingle(ctx: WorkloadContext): Promise<void> {
   const rssBefore = round(statusKb(target.pid, 'VmRSS') / 1024, 1);
   const cpu0 = cpuSeconds(target.pid);
   const window = new CpuWindow(target.pid);
+  const threads = new ThreadWindow(target.pid);
   const rss = new RssSampler(target.pid, 50);
   const t0 = performance.now();
   let ms: number;
@@ -39,7 +40,7 @@ export async function pushSingle(ctx: WorkloadContext): Promise<void> {
   const cpu = cpuSeconds(target.pid) - cpu0;
   const common = { server: target.name, bytes: blob.size, size: sizeLabel(blob.size) };
   report.add({ bench: 'push_1gib_single_patch', ...common, value: mbPerSecond(blob.size, ms), unit: 'MB/s', seconds: round(ms / 1000, 2), ...window.end() });
-  report.add({ bench: 'server_cpu_per_gib_push', ...common, value: round(cpu / (blob.size / GiB), 2), unit: 's/GiB', cpu_seconds: round(cpu, 2), measured_on: 'push_1gib_single_patch' });
+  report.add({ bench: 'server_cpu_per_gib_push', ...common, value: round(cpu / (blob.size / GiB), 2), unit: 's/GiB', cpu_seconds: round(cpu, 2), measured_on: 'push_1gib_single_patch', threads: threads.end() });
   let hwm: number | undefined;
   try {
     hwm = round(statusKb(target.pid, 'VmHWM') / 1024, 1);
@@ -55,10 +56,14 @@ export async function pushChunks(ctx: WorkloadContext): Promise<void> {
   const blob = big.chunked;
   progress(target.name, `push ${sizeLabel(blob.size)} in ${blob.chunks.length} chunks`);
   const window = new CpuWindow(target.pid);
+  const threads = new ThreadWindow(target.pid);
+  const cpu0 = cpuSeconds(target.pid);
   const t0 = performance.now();
   await pushChunked(client, REPO.big, blob, opts.transferTimeoutMs);
   const ms = performance.now() - t0;
+  const cpu = cpuSeconds(target.pid) - cpu0;
   report.add({ bench: 'push_1gib_chunked_16mib', server: target.name, value: mbPerSecond(blob.size, ms), unit: 'MB/s', bytes: blob.size, size: sizeLabel(blob.size), patches: blob.chunks.length, seconds: round(ms / 1000, 2), ...window.end() });
+  report.add({ bench: 'server_cpu_per_gib_push_chunked', server: target.name, value: round(cpu / (blob.size / GiB), 2), unit: 's/GiB', cpu_seconds: round(cpu, 2), measured_on: 'push_1gib_chunked_16mib', threads: threads.end() });
 }
 
 /** Many distinct 16 MiB blobs, a bounded number in flight, POST + PUT each; aggregate MB/s. */
