@@ -20,7 +20,7 @@ import {
   checkKey, resolveRange, TransactionConflictError,
   type Entry, type Keyspace, type MetadataStore, type MetadataTransaction, type RangeOptions, type TransactOptions,
 } from './metadata.js';
-import { PendingWrites, REMOVED } from './pending-writes.js';
+import { BufferedWrites, REMOVED } from './pending-writes.js';
 
 interface Handles {
   /** Decoded view (msgpack with shared structures). */
@@ -65,12 +65,13 @@ interface ReadRecord { h: Handles; k: string; bytes: Buffer | undefined }
 interface RangeRecord { h: Handles; opts: RangeOptions | undefined; seen: Array<Entry<Buffer>> }
 
 /** One attempt of a transaction body: remembers reads, buffers writes. */
-class Attempt implements MetadataTransaction {
+class Attempt extends BufferedWrites implements MetadataTransaction {
   readonly reads: ReadRecord[] = [];
   readonly ranges: RangeRecord[] = [];
-  readonly writes = new PendingWrites();
 
-  constructor(readonly store: LmdbMetadataStore) {}
+  constructor(readonly store: LmdbMetadataStore) {
+    super();
+  }
 
   get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
     try {
@@ -93,16 +94,6 @@ class Attempt implements MetadataTransaction {
     this.ranges.push({ h, opts: readOpts, seen });
     const committed = seen.map(({ key, value }) => ({ key, value: decode(h, value) as V }));
     return Promise.resolve(this.writes.overlay(ks, committed, opts));
-  }
-
-  put<V>(ks: Keyspace<V>, k: string, value: V): void {
-    checkKey(ks, k);
-    this.writes.put(ks, k, value);
-  }
-
-  remove<V>(ks: Keyspace<V>, k: string): void {
-    checkKey(ks, k);
-    this.writes.remove(ks, k);
   }
 
   /** True when every read still returns the same bytes (call within one snapshot). */

@@ -3,7 +3,7 @@
  * committed reads (a transaction reads its own writes). Shared by every metadata backend that
  * applies a transaction's writes at its end (engine/storage/metadata.ts).
  */
-import { resolveRange, type Entry, type Keyspace, type RangeOptions } from './metadata.js';
+import { checkKey, resolveRange, type Entry, type Keyspace, type RangeOptions } from './metadata.js';
 
 /** Marks a key removed by the transaction. */
 export const REMOVED: unique symbol = Symbol('removed');
@@ -85,5 +85,25 @@ export class PendingWrites {
     let w = this.byKeyspace.get(ks.name);
     if (!w) this.byKeyspace.set(ks.name, (w = { ks, entries: new Map() }));
     return w.entries;
+  }
+}
+
+/**
+ * The write half of a transaction attempt that buffers its writes until commit: `put` and
+ * `remove` check the key and record the write. Each backend's attempt extends it with its reads.
+ */
+export abstract class BufferedWrites {
+  readonly writes = new PendingWrites();
+
+  /** Sets `k` to `value` at commit. @throws RangeError for a bad key (metadata.ts `checkKey`). */
+  put<V>(ks: Keyspace<V>, k: string, value: V): void {
+    checkKey(ks, k);
+    this.writes.put(ks, k, value);
+  }
+
+  /** Removes `k` at commit. @throws RangeError for a bad key. */
+  remove<V>(ks: Keyspace<V>, k: string): void {
+    checkKey(ks, k);
+    this.writes.remove(ks, k);
   }
 }

@@ -36,7 +36,7 @@ import {
   checkKey, resolveRange, StoreUnavailableError, TransactionConflictError,
   type Entry, type Keyspace, type MetadataStore, type MetadataTransaction, type RangeOptions, type TransactOptions,
 } from './metadata.js';
-import { PendingWrites, REMOVED } from './pending-writes.js';
+import { BufferedWrites, REMOVED } from './pending-writes.js';
 
 /** Settings of the PostgreSQL metadata store. */
 export interface PostgresMetadataOptions {
@@ -111,9 +111,10 @@ async function rangeOn<V>(db: Queryable, ks: Keyspace<V>, opts: RangeOptions | u
 }
 
 /** One attempt of a transaction body on a connection inside BEGIN … COMMIT. */
-class Attempt implements MetadataTransaction {
-  readonly writes = new PendingWrites();
-  constructor(readonly client: pg.PoolClient) {}
+class Attempt extends BufferedWrites implements MetadataTransaction {
+  constructor(readonly client: pg.PoolClient) {
+    super();
+  }
 
   async get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
     checkKey(ks, k);
@@ -125,16 +126,6 @@ class Attempt implements MetadataTransaction {
   async range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {
     const committed = await rangeOn(this.client, ks, this.writes.rangeLimitFor(ks, opts));
     return this.writes.overlay(ks, committed, opts);
-  }
-
-  put<V>(ks: Keyspace<V>, k: string, value: V): void {
-    checkKey(ks, k);
-    this.writes.put(ks, k, value);
-  }
-
-  remove<V>(ks: Keyspace<V>, k: string): void {
-    checkKey(ks, k);
-    this.writes.remove(ks, k);
   }
 
   /** Applies the buffered writes: one upsert and one delete statement at most. */
