@@ -96,7 +96,7 @@ export async function pollCliLogin(ctx: AuthContext, ex: Exchange, params: Param
       if (left <= 0) {
         const login = logins.get(id)!;
         return cliError(ex, 503, 'authorization_pending',
-          `Not confirmed in the browser yet: sign in at ${ctx.urls.auth}${cliLoginPaths(id).browser} and confirm, then poll again (until ${utc(login.expiresAt)} UTC).`,
+          `Not confirmed in the browser yet. Sign in at ${ctx.urls.auth}${cliLoginPaths(id).browser} and confirm the login before ${utc(login.expiresAt)} UTC; if heroku login stopped waiting, run it again.`,
           { 'retry-after': '0' });
       }
       await logins.waitForAnswer(id, left);
