@@ -5,7 +5,7 @@
  * as a user sees it: the CLI's exit code and output, ~/.netrc, and the token at work through
  * `heroku auth:whoami` and `heroku authorizations`. Screenshots under .tap/screenshots/cli-login.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,7 +28,7 @@ t.test('heroku login in the browser', { skip }, async (t) => {
   const page = browser.context.pages()[0] ?? await browser.context.newPage();
   const key = ts.operator.apiKey;
   const cliLogins = async () => ((await api(ts, 'GET', '/oauth/authorizations', key)).json as Array<{ description: string }>).filter((a) => a.description === DESCRIPTION);
-  const look = async (p: Page, name: string) => {
+  const look = async (t: Test, p: Page, name: string) => {
     await p.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
     t.same(await seriousViolations(p), [], `${name}: no serious accessibility violations`);
   };
@@ -61,11 +61,11 @@ t.test('heroku login in the browser', { skip }, async (t) => {
     await page.click('button[type=submit]');
     await page.waitForURL(url);
     t.match(await page.textContent('main'), `Log in the platform CLI on ${DESCRIPTION} as ${ts.operator.email}?`);
-    await look(page, 'confirm');
+    await look(t, page, 'confirm');
     await page.click('button[value=allow]');
     await page.waitForLoadState();
     t.match(await page.textContent('h1'), 'CLI logged in');
-    await look(page, 'logged-in');
+    await look(t, page, 'logged-in');
 
     const r = await run.done;
     t.equal(r.code, 0, `heroku login exits 0${r.code === 0 ? '' : ':\n' + r.all}`);
@@ -99,7 +99,7 @@ t.test('heroku login in the browser', { skip }, async (t) => {
     await page.click('button[value=deny]');
     await page.waitForLoadState();
     t.match(await page.textContent('h1'), 'CLI login denied');
-    await look(page, 'denied');
+    await look(t, page, 'denied');
     const r = await run.done;
     t.not(r.code, 0, 'heroku login fails');
     t.match(r.all, /The login was denied in the browser/);

@@ -8,6 +8,9 @@ import t from 'tap';
 import { api, Browser, findForm, signIn, startTestServer } from '../helpers/oauth.js';
 import { http, type Reply } from '../helpers/http.js';
 import { totpCode, TOTP_STEP_SECONDS } from '../../engine/auth/totp.js';
+import { loadConfig } from '../../server/config.js';
+import { ManualClock } from '../../engine/clock.js';
+import { CliLogins } from '../../engine/oauth/cli-logins.js';
 
 // Polls wait at most 0.3 s here, so "pending" answers come quickly.
 const ts = await startTestServer({ SLIPWAY_CLI_LOGIN_POLL_WAIT: '0.3' });
@@ -175,4 +178,28 @@ t.test('race: concurrent polls around the approval get the token exactly once', 
     }
   }
   t.pass(`${rounds} rounds: one token, one authorization, later polls refused`);
+});
+
+t.test('SLIPWAY_CLI_LOGIN_POLL_WAIT', async (t) => {
+  t.equal(loadConfig({}).cliLoginPollSeconds, 50, 'default below the CLI\'s 60 s request timeout');
+  t.equal(loadConfig({ SLIPWAY_CLI_LOGIN_POLL_WAIT: '2.5' }).cliLoginPollSeconds, 2.5);
+  t.throws(() => loadConfig({ SLIPWAY_CLI_LOGIN_POLL_WAIT: '0' }), /SLIPWAY_CLI_LOGIN_POLL_WAIT: "0" is not a number of seconds above 0/);
+  t.throws(() => loadConfig({ SLIPWAY_CLI_LOGIN_POLL_WAIT: 'soon' }), /SLIPWAY_CLI_LOGIN_POLL_WAIT/);
+});
+
+t.test('at most maxPending logins wait at once; ended ones are forgotten later', async (t) => {
+  const clock = new ManualClock();
+  const logins = new CliLogins(clock, { ttlMs: 60_000, maxPending: 2 });
+  const a = logins.start('a');
+  logins.start('b');
+  t.throws(() => logins.start('c'), { code: 'RATE_LIMITED' });
+  t.equal(logins.decide(a.login.id, 'acct', false), 'ok');
+  t.ok(logins.start('c'), 'an answered login no longer counts');
+  clock.advance(60_000);
+  t.ok(logins.start('d'), 'expired ones do not count');
+  t.equal(logins.claim(a.login.id, a.token).kind, 'denied', 'an ended login is remembered for a while');
+  clock.advance(60_000 + 10 * 60_000);
+  t.equal(logins.prune(), 4, 'pruning (every 10 minutes, and at each start) forgets them');
+  t.equal(logins.claim(a.login.id, a.token).kind, 'unknown', 'then forgotten');
+  t.equal(logins.start('\u0007 x\ny ').login.description, 'x y', 'control characters are cut from descriptions');
 });
