@@ -1,5 +1,5 @@
 /**
- * OAuth benchmarks (issue 3): starts `slipway serve` as a child process on loopback with a
+ * OAuth benchmarks: starts `slipway serve` as a child process on loopback with a
  * rate-limit pool large enough not to interfere, then drives it with autocannon and prints one
  * JSON line per workload:
  *

@@ -1,5 +1,5 @@
 /**
- * Domain events on named `node:diagnostics_channel` channels (issue 4 item 7; DESIGN.md habits:
+ * Domain events on named `node:diagnostics_channel` channels (docs/rules.md Events 1; docs/architecture.md (Engine domains):
  * "domain events go on diagnostics_channel channels", as undici and oidc-provider do).
  *
  * The engine publishes; the server (server/main.ts) subscribes and writes each event as one JSON

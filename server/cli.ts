@@ -5,6 +5,9 @@
  *   slipway account create --email E [--password P] [--json]
  *   slipway app create --name N --owner E [--json]
  *   slipway gc [--dry-run] [--json]     image retention and blob GC, safe while the server runs
+ *   slipway backup --to DIR             online snapshot of the data directory (server/ops/backup.ts)
+ *   slipway restore --from DIR --data NEWDIR
+ *   slipway fsck [--full] [--repair] [--json]   records against blob files (server/ops/fsck.ts)
  * Settings also come from SLIPWAY_* environment variables (server/config.ts).
  */
 import { parseArgs } from 'node:util';
@@ -18,13 +21,20 @@ import { systemClock } from '../engine/clock.js';
 import { isSlipwayError } from '../engine/errors.js';
 import { FileBlobStore } from '../engine/blobs/cas.js';
 import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
+import { backup, restore, type BackupReport } from './ops/backup.js';
+import { resolve } from 'node:path';
+import { fsck } from './ops/fsck.js';
+import { WorkerPool } from '../workers/pool.js';
 
 const USAGE = `usage:
   slipway serve [--data DIR] [--host ADDR] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N]
                 [--registry-url URL] [--api-url URL] [--auth-url URL] [--upload-url URL] [--vendor NAME] [--accept-vendors LIST] [--app-url-template URL] [--log-level LEVEL]
   slipway account create --email EMAIL [--password PASSWORD] [--json] [--data DIR]
   slipway app create --name NAME --owner EMAIL [--json] [--data DIR]
-  slipway gc [--dry-run] [--json] [--data DIR]`;
+  slipway gc [--dry-run] [--json] [--data DIR]
+  slipway backup --to DIR [--json] [--data DIR]
+  slipway restore --from DIR --data NEWDIR [--json]
+  slipway fsck [--full] [--repair] [--json] [--data DIR]`;
 
 const options = {
   ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])),
@@ -34,6 +44,10 @@ const options = {
   owner: { type: 'string' as const },
   json: { type: 'boolean' as const },
   'dry-run': { type: 'boolean' as const },
+  to: { type: 'string' as const },
+  full: { type: 'boolean' as const },
+  repair: { type: 'boolean' as const },
+  from: { type: 'string' as const },
   help: { type: 'boolean' as const, short: 'h' },
 };
 
@@ -58,13 +72,23 @@ async function serve(config: Config): Promise<void> {
     console.log('First start: created the operator account. Its secrets are shown only now; keep them safe.');
     printAccount(server.bootstrap, false);
   }
-  console.log(`slipway listening registry=${server.urls.registry} api=${server.urls.api} auth=${server.urls.auth} upload=${server.urls.upload}`);
+  console.log(`slipway listening registry=${server.urls.registry} api=${server.urls.api} auth=${server.urls.auth} upload=${server.urls.upload} admin=${server.urls.admin}`);
   let stopping = false;
   const stop = (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal: no more waiting. Sessions keep their last recorded offset.
+      console.log(`slipway: second ${signal} received, exiting now`);
+      process.exit(1);
+    }
     stopping = true;
-    console.log(`slipway: ${signal} received, shutting down`);
-    server.close().then(() => process.exit(0), () => process.exit(1));
+    console.log(`slipway: ${signal} received, draining (up to ${config.drainSeconds} s; send it again to exit at once)`);
+    server.drain().then(({ cut }) => {
+      console.log(cut ? 'slipway: drain deadline reached, remaining requests were cut; stopped' : 'slipway: drained, stopped');
+      process.exit(0);
+    }, (e) => {
+      console.error(`slipway: shutdown failed: ${e instanceof Error ? e.message : String(e)}`);
+      process.exit(1);
+    });
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
@@ -99,6 +123,41 @@ async function collectGarbage(config: Config, dryRun: boolean, json: boolean): P
   for (const i of report.deletedImages) console.log(`  image  ${i.repository}@${i.digest}  ${i.reason === 'unreleased' ? 'never released' : 'only in old releases'}, pushed ${new Date(i.pushedAt).toISOString()}`);
   for (const b of report.deletedBlobs) console.log(`  blob   ${b.digest}  ${b.size} bytes`);
   for (const o of report.deletedOrphans) console.log(`  orphan ${o.digest}  ${o.size} bytes`);
+}
+
+function printBackup(verb: string, r: BackupReport, dir: string, json: boolean): number {
+  if (json) console.log(JSON.stringify({ ...r, dir }));
+  else {
+    console.log(`${verb} ${dir}: snapshot of ${r.takenAt}, ${r.blobs} blob(s) (${bytes(r.bytes)}; ${r.linked} hard-linked, ${r.copied} copied).`);
+    if (verb === 'Backed up to') console.log('The backup holds the server key, TLS key and every stored secret hash: keep it as safe as the data directory.');
+    for (const d of r.missing) console.log(`  missing ${d}  (its file was deleted after the snapshot; \`slipway fsck\` reports it)`);
+  }
+  return r.missing.length > 0 ? 1 : 0;
+}
+
+/**
+ * `slipway fsck`: prints each problem (or JSON); 1 when any problem is left unrepaired.
+ * Safe while the server runs (LMDB is multi-process; repairs are the GC's and the reaper's).
+ */
+async function checkStore(config: Config, full: boolean, repair: boolean, json: boolean): Promise<number> {
+  const store = openStore(config.dataDir);
+  const pool = new WorkerPool();
+  try {
+    const report = await fsck(store, config.dataDir, systemClock, {
+      full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000, orphanGraceMs: config.gcGraceSeconds * 1000, hashFile: (p) => pool.hashFile(p),
+    });
+    const left = report.problems.filter((p) => !p.repaired).length;
+    if (json) console.log(JSON.stringify(report));
+    else {
+      for (const p of report.problems) console.log(`${p.repaired ? 'repaired ' : ''}${p.kind.padEnd(24)} ${p.subject}  ${p.detail}`);
+      const c = report.checked;
+      console.log(`Checked ${c.blobs} blob record(s) (${full ? `${c.hashed} re-hashed` : 'sizes only; --full re-hashes'}), ${c.files} blob file(s), ${c.manifests} repository manifest(s), ${c.tags} tag(s), ${c.uploads} upload session(s): ${report.problems.length === 0 ? 'no problems' : `${report.problems.length} problem(s), ${left} unrepaired`}.`);
+    }
+    return left > 0 ? 1 : 0;
+  } finally {
+    await pool.close();
+    await store.close();
+  }
 }
 
 function bytes(n: number): string {
@@ -137,6 +196,17 @@ async function main(argv: string[]): Promise<number> {
     case 'gc':
       await collectGarbage(config, values['dry-run'] === true, values.json === true);
       return 0;
+    case 'backup': {
+      if (!values.to) throw new Error('backup needs --to DIR');
+      const to = resolve(values.to);
+      return printBackup('Backed up to', await backup(config.dataDir, to), to, values.json === true);
+    }
+    case 'fsck':
+      return checkStore(config, values.full === true, values.repair === true, values.json === true);
+    case 'restore': {
+      if (!values.from || !flags.data) throw new Error('restore needs --from DIR and --data NEWDIR');
+      return printBackup('Restored into', await restore(resolve(values.from), config.dataDir), config.dataDir, values.json === true);
+    }
     default:
       console.error(`unknown command "${command}"\n${USAGE}`);
       return 2;

@@ -1,6 +1,6 @@
 /**
  * Typed configuration: embedded defaults, then environment variables, then command-line flags.
- * A bad value stops the start with a message naming the setting (DESIGN.md "Rules that cut
+ * A bad value stops the start with a message naming the setting (docs/architecture.md ("Decisions that hold
  * across"). Public URLs are configuration, not derived from the listen address, except that an
  * unset URL defaults to http://<host>:<bound port> (so port 0 works in tests).
  */
@@ -63,9 +63,9 @@ export interface Config {
    * The upload host always uses `h1`. Env SLIPWAY_LISTENER, flag --listener.
    */
   listener: 'h1' | 'uws';
-  /** Per-account API rate-limit pool, requests (reference 1.6: 4500). Env SLIPWAY_RATE_LIMIT_POOL. */
+  /** Per-account API rate-limit pool, requests (docs/platform-conventions.md 1.6: 4500). Env SLIPWAY_RATE_LIMIT_POOL. */
   rateLimitPool: number;
-  /** Refill of the rate-limit pool, requests per minute (reference 1.6: 75). Env SLIPWAY_RATE_LIMIT_PER_MINUTE. */
+  /** Refill of the rate-limit pool, requests per minute (docs/platform-conventions.md 1.6: 75). Env SLIPWAY_RATE_LIMIT_PER_MINUTE. */
   rateLimitPerMinute: number;
   /** Seconds between online GC runs (image retention, then unreferenced blobs); 0 = no schedule (`slipway gc` only). Decimals allowed. Env SLIPWAY_GC_INTERVAL. */
   gcIntervalSeconds: number;
@@ -87,6 +87,18 @@ export interface Config {
    * CLI's 60-second request timeout. Env SLIPWAY_CLI_LOGIN_POLL_WAIT.
    */
   cliLoginPollSeconds: number;
+  /** Admin listener (metrics, health, readiness) address; loopback by default. Env SLIPWAY_ADMIN_HOST. */
+  adminHost: string;
+  /** Admin listener port. Env SLIPWAY_ADMIN_PORT. */
+  adminPort: number;
+  /** After SIGTERM/SIGINT, seconds in-flight requests may take before they are cut. Decimals allowed. Env SLIPWAY_DRAIN_SECONDS. */
+  drainSeconds: number;
+  /** Log destination: a file path (appended), or unset for stdout. Env SLIPWAY_LOG_FILE. */
+  logFile?: string;
+  /** Level of access-log lines (5xx lines are always error); `silent` turns them off. Env SLIPWAY_ACCESS_LOG_LEVEL. */
+  accessLogLevel: 'info' | 'debug' | 'trace' | 'silent';
+  /** Readiness fails below this much free space in the data directory (MiB). Env SLIPWAY_MIN_FREE_DISK_MB. */
+  minFreeDiskMb: number;
 }
 
 export const DEFAULT_CONFIG: Config = {
@@ -114,6 +126,11 @@ export const DEFAULT_CONFIG: Config = {
   uploadReapIntervalSeconds: 600,
   listener: 'h1',
   cliLoginPollSeconds: 50,
+  adminHost: '127.0.0.1',
+  adminPort: 5004,
+  drainSeconds: 30,
+  accessLogLevel: 'info',
+  minFreeDiskMb: 512,
 };
 
 const VENDOR = /^[a-z][a-z0-9.-]{0,62}$/;
@@ -152,6 +169,12 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_UPLOAD_RATE_WINDOW: 'uploadRateWindowSeconds',
   SLIPWAY_UPLOAD_REAP_INTERVAL: 'uploadReapIntervalSeconds',
   SLIPWAY_CLI_LOGIN_POLL_WAIT: 'cliLoginPollSeconds',
+  SLIPWAY_ADMIN_HOST: 'adminHost',
+  SLIPWAY_ADMIN_PORT: 'adminPort',
+  SLIPWAY_DRAIN_SECONDS: 'drainSeconds',
+  SLIPWAY_LOG_FILE: 'logFile',
+  SLIPWAY_ACCESS_LOG_LEVEL: 'accessLogLevel',
+  SLIPWAY_MIN_FREE_DISK_MB: 'minFreeDiskMb',
 };
 
 /** Flag names (`--registry-port`) for each setting. */
@@ -167,7 +190,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
   const c: Config = { ...DEFAULT_CONFIG };
   const set = (k: keyof Config, raw: string, from: string) => {
     const current = DEFAULT_CONFIG[k];
-    if (k === 'gcIntervalSeconds' || k === 'gcGraceSeconds' || k === 'uploadMinRateKiB') {
+    if (k === 'gcIntervalSeconds' || k === 'gcGraceSeconds' || k === 'uploadMinRateKiB' || k === 'drainSeconds') {
       if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`${from}: "${raw}" is not a number of seconds (0 or more)`);
       c[k] = Number(raw);
     } else if (k === 'uploadRateWindowSeconds' || k === 'uploadReapIntervalSeconds' || k === 'cliLoginPollSeconds') {
@@ -212,6 +235,9 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
         throw new Error(`${from}: "${raw}" must be an http(s) URL template containing {app}, e.g. https://{app}.example.com/`);
       }
       c.appUrlTemplate = raw;
+    } else if (k === 'accessLogLevel') {
+      if (!['info', 'debug', 'trace', 'silent'].includes(raw)) throw new Error(`${from}: "${raw}" is not an access-log level (info, debug, trace, silent)`);
+      c.accessLogLevel = raw as Config['accessLogLevel'];
     } else if (k === 'vendor') {
       if (!VENDOR.test(raw)) throw new Error(`${from}: "${raw}" is not a valid vendor name`);
       c.vendor = raw;

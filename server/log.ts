@@ -7,10 +7,13 @@ import { pino, type Logger } from 'pino';
 
 export type { Logger };
 
-export function createLogger(level: string): Logger {
+/**
+ * A pino logger at `level`, writing to `file` (appended, created if needed) or to stdout.
+ */
+export function createLogger(level: string, file?: string): Logger {
   return pino({
     level,
     base: { service: 'slipway' },
     redact: { paths: ['password', 'token', 'apiKey', 'secret', '*.password', '*.token', '*.secret', 'authorization'], censor: '[redacted]' },
-  });
+  }, file ? pino.destination({ dest: file, mkdir: true, sync: true }) : undefined);
 }

@@ -26,7 +26,7 @@ import { Teams } from '../engine/platform/teams.js';
 import { HashThread } from '../workers/hash-thread.js';
 import { WorkerPool } from '../workers/pool.js';
 import { listenUws, loadUws, serveUws } from './http/uws.js';
-import { createH1Server, type H1Server } from './http/h1-server.js';
+import { createH1Server } from './http/h1-server.js';
 import type { Exchange, Handler } from './http/exchange.js';
 import type { RegistryContext } from './registry/context.js';
 import type { ApiContext } from './api/context.js';
@@ -39,6 +39,14 @@ import { Views } from './auth/views.js';
 import { createOAuth, type OAuth } from '../engine/oauth/service.js';
 import { RateLimiter } from './api/rate-limit.js';
 import { webUrlOf } from './api/web-url.js';
+import { Metrics } from './ops/metrics.js';
+import { observe, type Observers } from './ops/observe.js';
+import { RequestTracker } from './ops/drain.js';
+import { probeReadiness } from './ops/readiness.js';
+import { startAdmin } from './ops/admin.js';
+
+/** The four hosts, each on its own listener. */
+type HostName = 'registry' | 'api' | 'auth' | 'upload';
 
 /** E-mail of the operator account created at first start. */
 export const OPERATOR_EMAIL = 'operator@slipway.local';
@@ -50,9 +58,18 @@ export interface StartOptions {
   bootstrap?: boolean;
 }
 
+/**
+ * After the last request of a drain ends, the wait for another one before the connections close
+ * (ms): a client's push is several requests in a row (blob, commit, manifest) on its open
+ * connections, and the listeners no longer accept new ones.
+ */
+const DRAIN_QUIET_MS = 1_000;
+/** After cutting connections at the drain deadline, how long handlers get to wind up (ms). */
+const CUT_GRACE_MS = 5_000;
+
 export interface RunningServer {
   config: Config;
-  urls: { registry: string; api: string; auth: string; upload: string };
+  urls: { registry: string; api: string; auth: string; upload: string; admin: string };
   store: Store;
   accounts: Accounts;
   apps: Apps;
@@ -61,6 +78,14 @@ export interface RunningServer {
   bootstrap: CreatedAccount | null;
   /** Runs the upload reaper now (it also runs every SLIPWAY_UPLOAD_REAP_INTERVAL); resolves with the sessions removed. */
   reapUploads(): Promise<number>;
+  /**
+   * Graceful drain (SIGTERM/SIGINT): readiness turns 503, the listeners stop accepting, in-flight
+   * requests get up to `config.drainSeconds`, then the remaining connections are cut (an upload
+   * cut there stays resumable at its last acknowledged offset) and everything closes.
+   * Resolves with whether anything had to be cut.
+   */
+  drain(): Promise<{ cut: boolean }>;
+  /** Immediate close: every connection ends now. */
   close(): Promise<void>;
 }
 
@@ -68,7 +93,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // Loaded only when configured: the default listener needs no native module.
   const uws = config.listener === 'uws' ? loadUws() : undefined;
   const clock = opts.clock ?? systemClock;
-  const log = opts.log ?? createLogger(config.logLevel);
+  const log = opts.log ?? createLogger(config.logLevel, config.logFile);
   secureDataDir(config.dataDir);
   const keys = ServerKeys.loadOrCreate(config.dataDir, config.keyFile);
   const store = openStore(config.dataDir);
@@ -107,47 +132,66 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const oauth = createOAuth(store, clock, accounts, teams);
   const rateLimiter = new RateLimiter(clock, config.rateLimitPool, config.rateLimitPerMinute);
   const views = new Views();
+  const tracker = new RequestTracker();
+  const metrics = new Metrics(store, pool);
+  pool.onTask = (name, seconds) => metrics.workerTaskDuration.observe({ task: name }, seconds);
+  const obs: Observers = { metrics, log, accessLogLevel: config.accessLogLevel, tracker };
 
-  const urls = { registry: '', api: '', auth: '', upload: '' };
+  const urls = { registry: '', api: '', auth: '', upload: '', admin: '' };
   const rctx: RegistryContext = { store, clock, registry, uploads, blobs, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
-    receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 } };
+    receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 }, shutdown: tracker };
   const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl: webUrlOf(config.appUrlTemplate, config.apiUrl ?? 'http://localhost') };
   const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000 };
 
   const tls = config.registryTls || config.uploadTls ? await ensureTlsFiles(config.dataDir, config.host, config.tlsCert, config.tlsKey) : undefined;
-  const sockets: us_listen_socket[] = [];
-  const uwsApps: Array<{ close?: () => void }> = [];
-  const h1Servers: H1Server[] = [];
+  /** Each host's listener: stop accepting new connections; end every open connection. */
+  const listeners: Partial<Record<HostName, { stopAccepting(): void; cutAll(): void }>> = {};
   const tlsPair = () => (tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
-  const listenH1 = (port: number, handler: Handler, onError: (ex: Exchange, e: unknown) => void, secure: boolean) => {
+  const listenH1 = (name: HostName, port: number, handler: Handler, onError: (ex: Exchange, e: unknown) => void, secure: boolean) => {
     const h1 = createH1Server(handler, onError, secure ? tlsPair() : undefined);
-    h1Servers.push(h1);
+    listeners[name] = {
+      stopAccepting: () => { if (h1.server.listening) h1.server.close(); },
+      cutAll: () => h1.closeAllConnections(),
+    };
     return new Promise<number>((resolve, reject) => {
       h1.server.once('error', reject);
       h1.server.listen(port, config.host, () => resolve((h1.server.address() as { port: number }).port));
     });
   };
   /** One host on the configured listener (the upload host passes `h1`). */
-  const listen = async (port: number, handler: Handler, onError: (ex: Exchange, e: unknown) => void, secure = false, listener = config.listener) => {
-    if (listener === 'h1' || !uws) return listenH1(port, handler, onError, secure);
+  const listen = async (name: HostName, port: number, handler: Handler, onError: (ex: Exchange, e: unknown) => void, secure = false, listener = config.listener) => {
+    if (listener === 'h1' || !uws) return listenH1(name, port, handler, onError, secure);
     const app = secure && tls ? uws.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile }) : uws.App();
     serveUws(app, handler, onError);
-    uwsApps.push(app as unknown as { close?: () => void });
     const bound = await listenUws(uws, app, config.host, port);
-    sockets.push(bound.socket);
+    let socket: us_listen_socket | undefined = bound.socket;
+    listeners[name] = {
+      stopAccepting: () => { if (socket) uws.us_listen_socket_close(socket); socket = undefined; },
+      // close() (native, not in the typings) ends every open connection, idle or not.
+      cutAll: () => (app as unknown as { close?: () => void }).close?.(),
+    };
     return bound.port;
   };
-  const registryPort = await listen(config.registryPort, (ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e), config.registryTls);
-  const apiPort = await listen(config.apiPort, (ex) => handleApi(actx, ex), (ex, e) => sendApiError(actx, ex, e));
-  const authPort = await listen(config.authPort, (ex) => handleAuth(authCtx, ex), (ex, e) => sendAuthError(authCtx, ex, e));
-  const uploadPort = await listen(config.uploadPort, (ex) => handleRegistry(rctx, ex), (ex, e) => sendRegistryError(rctx, ex, e), config.uploadTls, 'h1');
-  const base = (port: number, secure = false) => `${secure ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  // Every host's handler goes through observe (access log, metrics, Request-Id, drain count).
+  const registryError = (ex: Exchange, e: unknown) => sendRegistryError(rctx, ex, e);
+  const apiError = (ex: Exchange, e: unknown) => sendApiError(actx, ex, e);
+  const authError = (ex: Exchange, e: unknown) => sendAuthError(authCtx, ex, e);
+  const registryPort = await listen('registry', config.registryPort, observe('registry', (ex) => handleRegistry(rctx, ex), registryError, obs), registryError, config.registryTls);
+  const apiPort = await listen('api', config.apiPort, observe('api', (ex) => handleApi(actx, ex), apiError, obs), apiError);
+  const authPort = await listen('auth', config.authPort, observe('auth', (ex) => handleAuth(authCtx, ex), authError, obs), authError);
+  const uploadPort = await listen('upload', config.uploadPort, observe('upload', (ex) => handleRegistry(rctx, ex), registryError, obs), registryError, config.uploadTls, 'h1');
+  const base = (port: number, secure = false, host = config.host) => `${secure ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
   urls.registry = config.registryUrl ?? base(registryPort, config.registryTls);
   urls.api = config.apiUrl ?? base(apiPort);
   actx.webUrl = webUrlOf(config.appUrlTemplate, urls.api);
   urls.auth = config.authUrl ?? base(authPort);
   urls.upload = config.uploadUrl ?? base(uploadPort, config.uploadTls);
   authCtx.secureCookies = urls.auth.startsWith('https:');
+  const admin = await startAdmin(config.adminHost, config.adminPort, metrics, () => probeReadiness({
+    store, dataDir: config.dataDir, minFreeBytes: config.minFreeDiskMb * 1024 * 1024,
+    hashFile: (p) => pool.hashFile(p), newHash: hashThread.create, tracker,
+  }));
+  urls.admin = base(admin.port, false, config.adminHost);
 
   const reaper = setInterval(() => {
     uploads.reap().catch((e) => log.error({ err: e }, 'upload reaper failed'));
@@ -164,28 +208,47 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   gcTimer?.unref();
   log.info({ urls, dataDir: config.dataDir }, 'slipway started');
 
-  let closed = false;
+  const stopListening = (names: HostName[]) => {
+    for (const name of names) listeners[name]?.stopAccepting();
+  };
+  let closing: Promise<void> | undefined;
+  const closeAll = () => (closing ??= (async () => {
+    clearInterval(reaper);
+    clearInterval(oauthPruner);
+    clearInterval(gcTimer);
+    stopListening(['registry', 'api', 'auth', 'upload']);
+    for (const l of Object.values(listeners)) l.cutAll();
+    // Handlers of cut requests wind up (an aborted body ends its upload append) before the store closes.
+    await tracker.settle(0, performance.now() + CUT_GRACE_MS);
+    await gcRun;
+    for (const off of unsubscribeEvents) off();
+    metrics.close();
+    await new Promise<void>((resolve) => admin.server.close(() => resolve()));
+    admin.server.closeAllConnections();
+    await pool.close();
+    await hashThread.close();
+    await store.close();
+  })());
   return {
     config, urls, store, accounts, apps, oauth, bootstrap,
     reapUploads: () => uploads.reap(),
-    async close() {
-      if (closed) return;
-      closed = true;
-      clearInterval(reaper);
-      clearInterval(oauthPruner);
-      clearInterval(gcTimer);
-      await gcRun;
-      for (const off of unsubscribeEvents) off();
-      for (const s of sockets) uws!.us_listen_socket_close(s);
-      // close() (native, not in the typings) also ends open connections.
-      for (const a of uwsApps) a.close?.();
-      await Promise.all(h1Servers.map((h1) => new Promise<void>((resolve) => {
-        h1.server.close(() => resolve());
-        h1.closeAllConnections();
-      })));
-      await pool.close();
-      await hashThread.close();
-      await store.close();
+    async drain() {
+      tracker.draining = true;
+      // API and auth requests stand alone: those listeners close at once. A push is a sequence
+      // of requests (HEAD, POST, PATCH, PUT per blob, then the manifest) and clients open a new
+      // connection for many of them (skopeo: one per PATCH and per PUT), so the registry and
+      // upload listeners accept until the registry has been quiet; readiness already sends new
+      // clients elsewhere.
+      stopListening(['api', 'auth']);
+      log.info({ inFlight: tracker.inFlight, drainSeconds: config.drainSeconds }, 'draining: readiness off, API and auth listeners closed, waiting for requests in flight');
+      const settled = await tracker.settle(DRAIN_QUIET_MS, performance.now() + config.drainSeconds * 1000);
+      if (!settled) {
+        tracker.cutting = true;
+        log.warn({ inFlight: tracker.inFlight }, 'drain deadline reached: cutting the requests still running');
+      }
+      await closeAll();
+      return { cut: !settled };
     },
+    close: closeAll,
   };
 }

@@ -1,5 +1,5 @@
 /**
- * Worker task: reads an image config and scans layer tars for whiteouts (spec section 6:
+ * Worker task: reads an image config and scans layer tars for whiteouts (docs/rules.md What the service does 6:
  * whiteout files are not honoured). Runs in the Piscina pool so gunzip never blocks requests.
  * Layers are streamed (gunzip → tar headers, file bodies skipped), never held in memory.
  */

@@ -33,14 +33,31 @@ export class WorkerPool {
    * @throws MANIFEST_INVALID when the config is unreadable or not JSON.
    */
   async inspectImage(req: InspectRequest): Promise<InspectResult> {
-    const r = (await this.#pool.run(req, { name: 'inspectImage' })) as TaskResult<InspectResult>;
+    const r = (await this.#run(req, 'inspectImage')) as TaskResult<InspectResult>;
     if (!r.ok) throw fail(r.code, r.message);
     return r.value;
   }
 
   /** sha256 digest and size (bytes) of a file. */
   async hashFile(path: string): Promise<{ digest: Digest; size: number }> {
-    return (await this.#pool.run(path, { name: 'hashFile' })) as { digest: Digest; size: number };
+    return (await this.#run(path, 'hashFile')) as { digest: Digest; size: number };
+  }
+
+  /** Tasks waiting for a thread. */
+  get queueSize(): number {
+    return this.#pool.queueSize;
+  }
+
+  /** Called after every task with its name and duration in seconds (queue wait included); metrics. */
+  onTask: ((name: string, seconds: number) => void) | undefined;
+
+  async #run(arg: unknown, name: string): Promise<unknown> {
+    const started = performance.now();
+    try {
+      return await this.#pool.run(arg, { name });
+    } finally {
+      this.onTask?.(name, (performance.now() - started) / 1000);
+    }
   }
 
   async close(): Promise<void> {

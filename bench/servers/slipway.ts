@@ -32,7 +32,7 @@ export async function startSlipway(env: Record<string, string> = {}): Promise<Sl
   trackDir(dataDir);
   // BENCH_SLIPWAY_NODE_ARGS: extra node flags for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
   const nodeArgs = (process.env.BENCH_SLIPWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const proc = spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--data', dataDir, '--registry-port', '0', '--api-port', '0', '--auth-port', '0', '--upload-port', '0'], {
+  const proc = spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--data', dataDir, '--registry-port', '0', '--api-port', '0', '--auth-port', '0', '--upload-port', '0', '--admin-port', '0'], {
     env: { ...process.env, SLIPWAY_LOG_LEVEL: 'warn', SLIPWAY_REGISTRY_TLS: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -44,8 +44,8 @@ export async function startSlipway(env: Record<string, string> = {}): Promise<Sl
   const tail = collectLines(proc, (line) => {
     const secret = /^\s+(api_key|email|password|totp_secret)\s+(\S+)$/.exec(line);
     if (secret) secrets[secret[1]!] = secret[2]!;
-    const m = /^slipway listening registry=(\S+) api=(\S+) auth=(\S+) upload=(\S+)/.exec(line);
-    if (m) onListening({ registry: m[1]!, api: m[2]!, auth: m[3]!, upload: m[4]! });
+    const m = /^slipway listening registry=(\S+) api=(\S+) auth=(\S+) upload=(\S+) admin=(\S+)/.exec(line);
+    if (m) onListening({ registry: m[1]!, api: m[2]!, auth: m[3]!, upload: m[4]!, admin: m[5]! });
     else if (started && line.trim()) process.stderr.write(`[slipway] ${line}\n`);
   });
   const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`slipway did not start within 30 s:\n${tail.join('\n')}`)), 30_000).unref());

@@ -1,6 +1,6 @@
 /**
  * Accounts: e-mail, scrypt password hash, sealed TOTP secret and an API key (a global-scope
- * authorization created with the account, spec Authentication 10). The API key is returned
+ * authorization created with the account, docs/rules.md Authentication 10). The API key is returned
  * only by `create` and never stored in clear.
  */
 import type { Store } from '../store.js';

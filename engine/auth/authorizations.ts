@@ -1,5 +1,5 @@
 /**
- * Authorizations and their tokens (spec "Resources: Authorization", Authentication 1-3).
+ * Authorizations and their tokens (docs/rules.md Resources 2, Authentication 1-3).
  * An authorization owns at most one live access token and one refresh token; revoking it
  * blocks every token at once because each token look-up reads its authorization.
  */
@@ -115,7 +115,7 @@ export function issueTokensInTransaction(store: Store, record: AuthorizationReco
 /**
  * Revokes an authorization: its token records are deleted (so every access and refresh token
  * fails at its next use) and the record is kept, marked revoked, for audit and for code-replay
- * detection (spec States "authorization active → revoked"). Call inside a write transaction.
+ * detection (docs/rules.md States 2). Call inside a write transaction.
  */
 export function revokeAuthorizationInTransaction(store: Store, record: AuthorizationRecord, now: number): AuthorizationRecord {
   if (record.accessTokenHash) store.tokens.remove(record.accessTokenHash);

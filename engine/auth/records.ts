@@ -23,7 +23,7 @@ export interface AuthorizationRecord {
   id: string;
   kind: AuthorizationKind;
   accountId: string;
-  /** Owning team for team authorizations (issue 4), else null. */
+  /** Owning team for team authorizations (docs/rules.md What the service does 3), else null. */
   teamId: string | null;
   /** OAuth client for web-flow authorizations, else null. */
   clientId: string | null;
@@ -51,6 +51,6 @@ export interface TokenRecord {
   createdAt: number;
   /** ms since epoch; null = no expiry of its own. */
   expiresAt: number | null;
-  /** Redacted form shown after creation, e.g. `SVC-**********abcd` (reference 2.2 "Listing may redact"). */
+  /** Redacted form shown after creation, e.g. `SVC-**********abcd` (docs/platform-conventions.md 2.2 "Listing may redact"). */
   hint?: string;
 }

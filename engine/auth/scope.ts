@@ -1,5 +1,5 @@
 /**
- * OAuth scopes (spec Authentication 6-7; reference 2.1) and what each permits.
+ * OAuth scopes (docs/rules.md Authentication 6-7; docs/platform-conventions.md 2.1) and what each permits.
  * - identity: account information, read only
  * - read / write: apps and resources, not account information, not config vars
  * - read-protected / write-protected: as read / write, including config vars
@@ -29,7 +29,7 @@ const GRANTS: Record<Scope, readonly Need[]> = {
   'write-protected': ['apps:read', 'apps:write', 'config:read', 'config:write'],
 };
 
-/** What each scope allows, in plain words, for the consent page (reference 2.1, S3 authorize view). */
+/** What each scope allows, in plain words, for the consent page (docs/platform-conventions.md 2.1, S3 authorize view). */
 export const SCOPE_DESCRIPTIONS: Record<Scope, string> = {
   global: 'Read and change everything in your account: your account details, all your apps and their resources, including configuration and secrets, and your OAuth authorizations.',
   identity: 'Read your account information (e-mail address, name). Nothing else.',
@@ -68,7 +68,7 @@ export function normalizeScopes(names: readonly string[]): Scope[] {
 
 /**
  * Parses the `scope` parameter of an authorize or token request: space-delimited (RFC 6749
- * §3.3) or comma-delimited (the platform's own form, reference 2.6); both are accepted.
+ * §3.3) or comma-delimited (the platform's own form, docs/platform-conventions.md 2.6); both are accepted.
  * @throws INVALID_SCOPE for an empty or unknown scope.
  */
 export function parseScopeParam(raw: string): Scope[] {

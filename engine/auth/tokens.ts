@@ -1,5 +1,5 @@
 /**
- * Token values (spec Authentication 2 and Limits): `SVC-` followed by 61 characters of the
+ * Token values (docs/rules.md Authentication 2 and Limits): `SVC-` followed by 61 characters of the
  * URL-safe base64 alphabet from a CSPRNG, 65 characters in all. Only sha256(value) is stored:
  * tokens carry 366 random bits, so a fast hash is enough (passwords use scrypt instead).
  */
@@ -27,7 +27,7 @@ export function secretMatches(value: string, storedHash: string): boolean {
 
 /**
  * The form of a token shown after creation: the `SVC-` prefix (when present), ten asterisks and
- * the last four characters, as the platform's listings redact tokens (reference 2.2).
+ * the last four characters, as the platform's listings redact tokens (docs/platform-conventions.md 2.2).
  */
 export function redactToken(value: string): string {
   const prefix = value.startsWith(TOKEN_PREFIX) ? TOKEN_PREFIX : '';

@@ -1,7 +1,7 @@
 /**
  * Time-based one-time passwords (RFC 6238, SHA-1, 30-second steps, 6 digits: the parameters
  * every authenticator app uses). HMAC from @noble/hashes (RFC 4226 section 5.3 truncation),
- * base32 from @scure/base. The second factor is mandatory for sign-in (spec Authentication 4).
+ * base32 from @scure/base. The second factor is mandatory for sign-in (docs/rules.md Authentication 4).
  */
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha1 } from '@noble/hashes/legacy.js';

@@ -1,9 +1,9 @@
 /**
  * Content-addressed blob files: `<data>/blobs/sha256/<first two hex>/<hex>`, immutable once
  * renamed into place. This is the filesystem `BlobStore`; an object-storage store can replace it
- * behind the same interface (DESIGN.md "Scale-out path").
+ * behind the same interface (docs/storage.md (The blob contract)).
  *
- * Durability order (DESIGN.md "Storage"): bytes fsynced in `uploads/`, digest verified, file
+ * Durability order (docs/storage.md (Blob commit order)): bytes fsynced in `uploads/`, digest verified, file
  * renamed into `blobs/`, directory fsynced, and only then the LMDB record is committed by the
  * caller. A crash before the record leaves an invisible (but correct) file, never a record
  * pointing at missing or partial bytes.

@@ -1,6 +1,6 @@
 /** Records of the blob engine (see engine/store.ts for where they live). */
 
-/** What a worker found in a layer tar (spec section 6: whiteouts are not honoured). */
+/** What a worker found in a layer tar (docs/rules.md What the service does 6: whiteouts are not honoured). */
 export interface LayerScan {
   /** Number of whiteout entries (`.wh.` basenames, including opaque `.wh..wh..opq`). */
   whiteouts: number;

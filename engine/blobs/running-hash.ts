@@ -1,5 +1,5 @@
 /**
- * The running sha256 of an upload session (DESIGN.md "Hot paths": the digest is computed while
+ * The running sha256 of an upload session (docs/architecture.md (Blob upload): the digest is computed while
  * bytes stream in). Bytes are fed in order with a callback telling when the buffer may be reused,
  * so an implementation may hash on another thread (workers/hash-thread.ts) while the same buffer
  * is being written to disk.

@@ -1,5 +1,5 @@
 /**
- * Streams bytes into an upload file while updating its sha256 (DESIGN.md "Hot paths").
+ * Streams bytes into an upload file while updating its sha256 (docs/architecture.md (Blob upload)).
  *
  * Bytes land in a small per-writer pool of buffers (at most 4): either read there directly by
  * the transport (`region`/`commit`, the upload host's zero-copy path) or copied by `write`. A full

@@ -1,9 +1,9 @@
 /**
- * Managing an account's authorizations through the platform API (spec Endpoints 4-5;
- * reference 2.3): direct authorizations for scripts, listing, description updates, token
+ * Managing an account's authorizations through the platform API (docs/rules.md Endpoints 4-5;
+ * docs/platform-conventions.md 2.3): direct authorizations for scripts, listing, description updates, token
  * regeneration and revocation. Web-flow authorizations are created by grants.ts but listed and
  * revoked here too. Team-owned authorizations (team issue) are excluded from these personal
- * views, as the spec's plain list excludes them (spec Endpoints 6).
+ * views, as the spec's plain list excludes them (docs/rules.md Endpoints 6).
  */
 import { prefixRange, type Store } from '../store.js';
 import type { Clock } from '../clock.js';
@@ -32,7 +32,7 @@ export interface AuthorizationTokens {
   refresh: TokenRecord | undefined;
 }
 
-/** `description`: a string of at most 1000 characters; absent = '' (always a string on the wire, reference 4). */
+/** `description`: a string of at most 1000 characters; absent = '' (always a string on the wire, docs/platform-conventions.md 4). */
 export function parseDescription(raw: unknown): string {
   if (raw === undefined || raw === null) return '';
   if (typeof raw !== 'string') throw fail('INVALID_PARAMS', 'description must be a string.');
@@ -40,7 +40,7 @@ export function parseDescription(raw: unknown): string {
   return raw;
 }
 
-/** `scope`: an array of scope names; absent = ["global"] (reference 2.1 "default"). */
+/** `scope`: an array of scope names; absent = ["global"] (docs/platform-conventions.md 2.1 "default"). */
 export function parseScopeArray(raw: unknown): Scope[] {
   if (raw === undefined || raw === null) return ['global'];
   if (!Array.isArray(raw) || !raw.every((s) => typeof s === 'string')) throw fail('INVALID_PARAMS', 'scope must be an array of strings, e.g. ["read", "identity"].');
@@ -52,8 +52,8 @@ export function parseScopeArray(raw: unknown): Scope[] {
 }
 
 /**
- * `expires_in`: seconds, an integer or a string of digits (the CLI sends a string, reference 4),
- * 1 to 10 years; absent or null = never (personal direct authorizations, spec Authentication 3).
+ * `expires_in`: seconds, an integer or a string of digits (the CLI sends a string, docs/platform-conventions.md 4),
+ * 1 to 10 years; absent or null = never (personal direct authorizations, docs/rules.md Authentication 3).
  * @returns milliseconds, or null for no expiry.
  */
 export function parseExpiresIn(raw: unknown): number | null {
@@ -95,7 +95,7 @@ export class Authorizations {
   }
 
   /**
-   * One of the account's live personal authorizations by id; `~` names its API key (reference 1.1).
+   * One of the account's live personal authorizations by id; `~` names its API key (docs/platform-conventions.md 1.1).
    * @throws NOT_FOUND (resource "authorization") when absent, revoked or someone else's.
    */
   find(accountId: string, idOrTilde: string, apiKeyAuthorizationId: string): AuthorizationRecord {
@@ -130,8 +130,8 @@ export class Authorizations {
   /**
    * New token values for a direct authorization or the API key, with the same lifetime as
    * before; the old values fail from this commit on. A legacy (unprefixed) token becomes a
-   * `SVC-` one (spec Authentication 2).
-   * @throws DENIED for web-flow authorizations (their client refreshes instead; reference 2.3).
+   * `SVC-` one (docs/rules.md Authentication 2).
+   * @throws DENIED for web-flow authorizations (their client refreshes instead; docs/platform-conventions.md 2.3).
    */
   async regenerate(a: AuthorizationRecord): Promise<IssuedTokens> {
     if (a.kind === 'web') throw fail('DENIED', 'Tokens of web-flow authorizations cannot be regenerated; the OAuth client gets a new access token with its refresh token.');
@@ -145,7 +145,7 @@ export class Authorizations {
   }
 
   /**
-   * Revokes an authorization: every access and refresh token of it fails at once (spec States).
+   * Revokes an authorization: every access and refresh token of it fails at once (docs/rules.md States).
    * The account's API key cannot be revoked (it is regenerated instead): our decision, so an
    * account always keeps a credential for the registry and the API.
    * @throws INVALID_PARAMS for the API key.
@@ -159,7 +159,7 @@ export class Authorizations {
   }
 
   /**
-   * Imports a token issued before the `SVC-` prefix existed (spec Authentication 2) as a direct
+   * Imports a token issued before the `SVC-` prefix existed (docs/rules.md Authentication 2) as a direct
    * authorization without expiry; it authenticates as it is until regenerated.
    * @throws INVALID_PARAMS for a value shorter than 32 characters or one carrying the prefix.
    */

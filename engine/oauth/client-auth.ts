@@ -1,6 +1,6 @@
 /**
  * Client authentication at the token endpoint (RFC 6749 §2.3.1, §3.2.1). The platform's own
- * form sends only `client_secret` (spec Endpoints 2-3): the client is then the one the code or
+ * form sends only `client_secret` (docs/rules.md Endpoints 2-3): the client is then the one the code or
  * refresh token was issued to. When the client also names itself (`client_id`, or the user
  * part of HTTP Basic), that client is authenticated first and must be the token's client.
  */

@@ -1,5 +1,5 @@
 /**
- * Registered OAuth clients (spec Resources "Client"; reference 2.4): a UUID id, a name, one
+ * Registered OAuth clients (docs/rules.md Resources 1; docs/platform-conventions.md 2.4): a UUID id, a name, one
  * redirect URI and a secret shown only at creation and rotation, stored as sha256 (client
  * secrets carry 256 random bits, so a fast hash suffices and the token endpoint stays fast).
  * Deleting a client revokes every authorization issued to it in the same transaction.
@@ -95,7 +95,7 @@ export class Clients {
     return next;
   }
 
-  /** Replaces the secret; the old one fails from this commit on (reference 2.4 rotate-credentials). */
+  /** Replaces the secret; the old one fails from this commit on (docs/platform-conventions.md 2.4 rotate-credentials). */
   async rotate(client: ClientRecord): Promise<ClientWithSecret> {
     const secret = newSecret();
     const next: ClientRecord = { ...client, secretHash: hashToken(secret), updatedAt: this.clock.now() };

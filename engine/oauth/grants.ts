@@ -1,7 +1,7 @@
 /**
  * Authorization codes (RFC 6749 §4.1): issued by the authorize endpoint after consent,
  * exchanged once at the token endpoint for a web-flow authorization with an 8-hour access
- * token and a refresh token (spec Endpoints 1-2). Codes are stored only as sha256 hashes.
+ * token and a refresh token (docs/rules.md Endpoints 1-2). Codes are stored only as sha256 hashes.
  * A second exchange of the same code is refused and revokes what the first one issued
  * (RFC 6749 §4.1.2, §10.5).
  */

@@ -3,13 +3,13 @@
  * "not shown" the value is our decision, recorded in the README ("OAuth decisions").
  */
 
-/** Web-flow access tokens expire 8 hours after issue (spec States, Authentication 3, Limits). */
+/** Web-flow access tokens expire 8 hours after issue (docs/rules.md States, Authentication 3, Limits). */
 export const WEB_ACCESS_TOKEN_TTL_MS = 8 * 3600_000;
 
 /**
  * Authorization codes expire 5 minutes after issue and are single-use. The spec does not show
  * the lifetime (Limits); RFC 6749 §4.1.2 recommends at most 10 minutes and the platform's own
- * identity service used 300 s (reference 2.3).
+ * identity service used 300 s (docs/platform-conventions.md 2.3).
  */
 export const GRANT_CODE_TTL_MS = 5 * 60_000;
 

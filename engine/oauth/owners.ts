@@ -1,5 +1,5 @@
 /**
- * Who may own a web-flow authorization (spec Endpoints 1 "team-owned result", Authentication
+ * Who may own a web-flow authorization (docs/rules.md Endpoints 1 "team-owned result", Authentication
  * 8-9): the signed-in user, or one of the teams they administer. Teams arrive with the team
  * issue; until then `NO_TEAMS` is wired in and the consent page offers only the personal
  * account. The team issue supplies a `TeamDirectory` reading its own records; nothing else in
@@ -13,7 +13,7 @@ export interface TeamChoice {
 }
 
 export interface TeamDirectory {
-  /** Teams whose admin `accountId` is: the only teams they may pick (spec Authentication 9). */
+  /** Teams whose admin `accountId` is: the only teams they may pick (docs/rules.md Authentication 9). */
   adminTeamsOf(accountId: string): TeamChoice[];
 }
 

@@ -1,6 +1,6 @@
 /** OAuth records (see engine/store.ts). Secrets (client secrets, codes, session ids) appear only as sha256 hashes. */
 
-/** A registered OAuth client (spec Resources "Client"; reference 2.4). */
+/** A registered OAuth client (docs/rules.md Resources 1; docs/platform-conventions.md 2.4). */
 export interface ClientRecord {
   /** UUID, sent as `client_id`. */
   id: string;

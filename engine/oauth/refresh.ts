@@ -1,7 +1,7 @@
 /**
- * The refresh_token grant (RFC 6749 §6; spec Endpoints 3): a web-flow refresh token and the
+ * The refresh_token grant (RFC 6749 §6; docs/rules.md Endpoints 3): a web-flow refresh token and the
  * client's secret yield a new 8-hour access token; the refresh token itself stays the same and
- * does not expire (spec Authentication 3). The previous access token stops working in the same
+ * does not expire (docs/rules.md Authentication 3). The previous access token stops working in the same
  * transaction, so an authorization has one live access token at a time.
  */
 import type { Store } from '../store.js';

@@ -1,6 +1,6 @@
 /**
  * Sign-in on the auth host: e-mail, password and TOTP code, all three required (the second
- * factor is mandatory, spec Authentication 4). Passwords are checked with scrypt in libuv's
+ * factor is mandatory, docs/rules.md Authentication 4). Passwords are checked with scrypt in libuv's
  * thread pool (engine/auth/passwords.ts), never on the event loop.
  *
  * Lockout (our decision, README "OAuth decisions"): after `SIGN_IN_MAX_FAILURES` (5)

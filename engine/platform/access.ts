@@ -1,11 +1,11 @@
 /**
  * Who may do what to an app: one rule for the platform API and the registry alike.
- * - Personal apps: their owner. Team apps: the team's admins and members (reference 3.5).
- * - Team tokens reach only their own team's apps (spec Authentication 8).
+ * - Personal apps: their owner. Team apps: the team's admins and members (docs/platform-conventions.md 3.5).
+ * - Team tokens reach only their own team's apps (docs/rules.md Authentication 8).
  * - When a team turns third-party OAuth access off, tokens issued to third-party (untrusted)
  *   clients cannot reach the team's apps, repositories or releases; direct authorizations and
- *   trusted (first-party) clients keep working (spec 4, Authentication 11, Errors 1).
- * Scopes then narrow what a reachable app allows (spec Authentication 6).
+ *   trusted (first-party) clients keep working (docs/rules.md What the service does 4, Authentication 11, Errors 1).
+ * Scopes then narrow what a reachable app allows (docs/rules.md Authentication 6).
  */
 import type { Principal } from '../auth/authorizations.js';
 import { allows } from '../auth/scope.js';

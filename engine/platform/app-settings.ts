@@ -1,7 +1,7 @@
 /**
  * App settings beyond creation: config vars (reference "config-vars"; what the *-protected
- * scopes protect, spec Authentication 6), labs features (spec section 6:
- * runtime-new-layer-extract, shared runtime only), and owner updates (spec 5: switching the
+ * scopes protect, docs/rules.md Authentication 6), labs features (docs/rules.md What the service does 6:
+ * runtime-new-layer-extract, shared runtime only), and owner updates (docs/rules.md What the service does 5: switching the
  * stack back to a curated stack is the owner's action).
  */
 import type { Store } from '../store.js';

@@ -1,5 +1,5 @@
 /**
- * Apps (reference 3.2). Names follow the platform pattern `^[a-z][a-z0-9-]{1,28}[a-z0-9]$`;
+ * Apps (docs/platform-conventions.md 3.2). Names follow the platform pattern `^[a-z][a-z0-9-]{1,28}[a-z0-9]$`;
  * an app's registry repositories are `<app name>/<process type>`.
  */
 import type { Store } from '../store.js';
@@ -12,7 +12,7 @@ import { checkIdentifier } from '../identifiers.js';
 
 /** The curated stack new apps get. */
 export const DEFAULT_STACK = 'heroku-24';
-/** The stack of apps released from container images (spec 5). */
+/** The stack of apps released from container images (docs/rules.md What the service does 5). */
 export const CONTAINER_STACK = 'container';
 
 export interface NewApp {

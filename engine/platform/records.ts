@@ -1,6 +1,6 @@
 /** Platform records (see engine/store.ts). */
 
-/** App generations (reference 3.2): only the older one, cedar, may use the registry (spec 5). */
+/** App generations (docs/platform-conventions.md 3.2): only the older one, cedar, may use the registry (docs/rules.md What the service does 5). */
 export type Generation = 'cedar' | 'fir';
 
 export interface AppRecord {
@@ -8,7 +8,7 @@ export interface AppRecord {
   name: string;
   /** Owning account for personal apps. */
   ownerId: string;
-  /** Owning team for team apps (issue 4), else null. */
+  /** Owning team for team apps (docs/rules.md What the service does 3), else null. */
   teamId: string | null;
   generation: Generation;
   /** Current stack name, e.g. `heroku-24` or `container`. */
@@ -20,7 +20,7 @@ export interface AppRecord {
   releaseVersion?: number;
   /** Labs features switched on or off (name → enabled); absent = default off. */
   features?: Record<string, boolean>;
-  /** Maintenance mode (reference 3.2). */
+  /** Maintenance mode (docs/platform-conventions.md 3.2). */
   maintenance?: boolean;
   createdAt: number;
   updatedAt: number;
@@ -33,7 +33,7 @@ export interface ReleaseImage {
   /** Manifest that carried it and the repository it was pushed to. */
   manifestDigest: string;
   repository: string;
-  /** Command the process runs (spec section 6 ENTRYPOINT/CMD rules). */
+  /** Command the process runs (docs/rules.md What the service does 6 ENTRYPOINT/CMD rules). */
   command: string;
   /** Working directory at runtime (`/` unless WORKDIR set it). */
   workingDir: string;
@@ -41,7 +41,7 @@ export interface ReleaseImage {
   warnings: string[];
 }
 
-/** An immutable, numbered release of an app (reference 3.4). Key: `appId␟version` (zero-padded). */
+/** An immutable, numbered release of an app (docs/platform-conventions.md 3.4). Key: `appId␟version` (zero-padded). */
 export interface ReleaseRecord {
   id: string;
   appId: string;
@@ -52,9 +52,9 @@ export interface ReleaseRecord {
   createdAt: number;
   /** Process type → image, for every type the release runs (not only the updated ones). */
   images: Record<string, ReleaseImage>;
-  /** Process types restarted by this release (all of them: spec Endpoints 7). */
+  /** Process types restarted by this release (all of them: docs/rules.md Endpoints 7). */
   restarted: string[];
-  /** True when a `release` process type is part of it (release phase, spec Endpoints 8). */
+  /** True when a `release` process type is part of it (release phase, docs/rules.md Endpoints 8). */
   releasePhase: boolean;
   /** Release this one rolled back to, if a rollback. */
   rollbackOf: number | null;
@@ -62,7 +62,7 @@ export interface ReleaseRecord {
   config?: Record<string, string>;
 }
 
-/** One formation entry (reference 3.3). Key: `appId␟type`. */
+/** One formation entry (docs/platform-conventions.md 3.3). Key: `appId␟type`. */
 export interface FormationRecord {
   id: string;
   appId: string;

@@ -1,5 +1,5 @@
 /**
- * Releases through the formation (spec Endpoints 7, section 6; reference 3.3-3.4). A release is
+ * Releases through the formation (docs/rules.md Endpoints 7, What the service does 6; docs/platform-conventions.md 3.3-3.4). A release is
  * immutable and numbered per app; creating one is ONE LMDB transaction that writes release N+1
  * with an image per process type, sets the formation entries of the released types (image and
  * command), switches the app to the container stack, and records that every process type
@@ -18,9 +18,9 @@ import type { ImageInfo } from '../registry/records.js';
 import { publishEvent } from '../events.js';
 import { checkIdentifier } from '../identifiers.js';
 
-/** Process type names (reference 3.3 `^[-\w]{1,128}$`, lowercase as repository names). */
+/** Process type names (docs/platform-conventions.md 3.3 `^[-\w]{1,128}$`, lowercase as repository names). */
 const PROCESS_TYPE = /^[a-z0-9][a-z0-9_-]{0,127}$/;
-/** The process type that marks a release phase (spec Endpoints 8). */
+/** The process type that marks a release phase (docs/rules.md Endpoints 8). */
 export const RELEASE_PHASE_TYPE = 'release';
 /** Size of new formation entries. */
 export const DEFAULT_SIZE = 'standard-1X';
@@ -56,7 +56,7 @@ export class Releases {
 
   /**
    * Finds the image `imageId` among those pushed to `app`'s repositories, preferring
-   * `<app>/<type>`, then the newest push (spec 8: an image pushed without a process type in its
+   * `<app>/<type>`, then the newest push (docs/rules.md Endpoints 8.2: an image pushed without a process type in its
    * tag is releasable only by its id).
    * @throws INVALID_PARAMS when the id is malformed, unknown to the app, or not x86_64.
    */
@@ -249,7 +249,7 @@ export class Releases {
     return updates.map((u) => this.formationEntry(app.id, u.type));
   }
 
-  /** Removes a process type's formation entry (old process names, spec section 6). */
+  /** Removes a process type's formation entry (old process names, docs/rules.md What the service does 6). */
   async removeFormation(app: AppRecord, type: string): Promise<FormationRecord> {
     const entry = this.formationEntry(app.id, type);
     await this.store.formations.remove(key(app.id, entry.type));
@@ -258,7 +258,7 @@ export class Releases {
 }
 
 /**
- * The registry and container releases apply to the older app generation only (spec 5,
+ * The registry and container releases apply to the older app generation only (docs/rules.md What the service does 5,
  * Versioning 4).
  * @throws INVALID_PARAMS for other generations.
  */

@@ -1,5 +1,5 @@
 /**
- * Container runtime rules of the spec (section 6), applied when an image is released:
+ * Container runtime rules (docs/rules.md What the service does 6), applied when an image is released:
  * the process command from ENTRYPOINT/CMD, and the warnings a release carries for the app's
  * runtime (shared runtime or an isolated space, labs features). Pure functions.
  */
@@ -7,7 +7,7 @@ import type { ImageInfo } from '../registry/records.js';
 import { MAX_LAYERS_SHARED_RUNTIME } from '../registry/image-info.js';
 import type { AppRecord } from './records.js';
 
-/** Labs feature that fixes whiteout handling on the shared runtime (spec section 6). */
+/** Labs feature that fixes whiteout handling on the shared runtime (docs/rules.md What the service does 6). */
 export const NEW_LAYER_EXTRACT = 'runtime-new-layer-extract';
 
 /** POSIX shell single-quoting of one word (only when needed). */
@@ -16,7 +16,7 @@ export function shellQuote(word: string): string {
 }
 
 /**
- * The command a process runs (spec section 6): ENTRYPOINT runs as given, followed by CMD as its
+ * The command a process runs (docs/rules.md What the service does 6): ENTRYPOINT runs as given, followed by CMD as its
  * arguments; without ENTRYPOINT, `/bin/sh -c` is used, so CMD always runs through a shell and
  * config vars are available. Returns null when the image names neither (nothing to run).
  */
@@ -28,13 +28,13 @@ export function processCommand(image: Pick<ImageInfo, 'entrypoint' | 'cmd'>): st
   return null;
 }
 
-/** Working directory at runtime: `/` unless WORKDIR changed it (spec section 6). */
+/** Working directory at runtime: `/` unless WORKDIR changed it (docs/rules.md What the service does 6). */
 export function workingDirectory(image: Pick<ImageInfo, 'workingDir'>): string {
   return image.workingDir || '/';
 }
 
 /**
- * Warnings for running `image` on `app`'s runtime (spec section 6 and Limits).
+ * Warnings for running `image` on `app`'s runtime (docs/rules.md What the service does 6 and Limits).
  * @param features the app's labs features (name → enabled)
  */
 export function releaseWarnings(image: ImageInfo, app: AppRecord, features: Record<string, boolean>): string[] {

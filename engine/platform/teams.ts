@@ -1,5 +1,5 @@
 /**
- * Teams (spec "What the service does" 3-4, Authentication 8-11; reference 3.5): members with
+ * Teams (docs/rules.md What the service does 3-4, Authentication 8-11; docs/platform-conventions.md 3.5): members with
  * the roles admin and member, team-owned apps, team authorizations (created and managed only by
  * team admins, expiring after 30, 60, 90 or 365 days), and the team setting "third-party OAuth
  * access" (on by default).
@@ -34,7 +34,7 @@ export interface MembershipRecord {
   createdAt: number;
 }
 
-/** Expiry choices of team authorizations, days (spec Endpoints 6; default 1 year). */
+/** Expiry choices of team authorizations, days (docs/rules.md Endpoints 6; default 1 year). */
 export const TEAM_TOKEN_EXPIRY_DAYS: readonly number[] = [30, 60, 90, 365];
 
 const DAY_MS = 24 * 3600_000;
@@ -100,7 +100,7 @@ export class Teams implements TeamDirectory {
     return out;
   }
 
-  /** TeamDirectory for the consent page's team picker (spec Endpoints 1, Authentication 9). */
+  /** TeamDirectory for the consent page's team picker (docs/rules.md Endpoints 1, Authentication 9). */
   adminTeamsOf(accountId: string): TeamChoice[] {
     return this.teamsOf(accountId).filter((t) => t.role === 'admin').map(({ team }) => ({ id: team.id, name: team.name }));
   }
@@ -166,7 +166,7 @@ export class Teams implements TeamDirectory {
 
   /**
    * Live (not revoked, not expired at the clock's now) authorizations of a team, in id order
-   * (listed only when the team is named, spec Endpoints 6). Reads the team's entries of the
+   * (listed only when the team is named, docs/rules.md Endpoints 6). Reads the team's entries of the
    * `authorizationsByTeam` index (written with each record, auth/authorizations.ts), not every
    * authorization.
    */

@@ -1,5 +1,5 @@
 /**
- * Image retention and online garbage collection (spec "Limits: image retention"; issue 4 item 6).
+ * Image retention and online garbage collection (docs/rules.md Limits 7; docs/rules.md Limits 7 (image retention)).
  *
  * A run has three phases, each safe while the registry serves pushes and pulls:
  * 1. Images. An image is a (repository, manifest) pair, aged by the time it was pushed. Pairs in
@@ -62,7 +62,7 @@ import { unlinkEverywhereInTransaction } from './links.js';
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
 
-/** Retention rule and GC settings. Defaults: spec Limits (24 h, 30 days, 20 releases), grace 1 h. */
+/** Retention rule and GC settings. Defaults: docs/rules.md Limits 7 (24 h, 30 days, 20 releases), grace 1 h. */
 export interface GcOptions {
   /** Change nothing; report what would be deleted. */
   dryRun: boolean;
@@ -116,6 +116,14 @@ export class GcSafeBlobStore extends FileBlobStore {
   }
 }
 
+function emptyReport(dryRun: boolean, startedAt: number): GcReport {
+  return {
+    dryRun, startedAt, durationMs: 0,
+    images: { unreleased: 0, expired: 0, kept: 0 }, blobs: { deleted: 0, bytes: 0, kept: 0 }, orphans: { deleted: 0, bytes: 0 },
+    deletedImages: [], deletedBlobs: [], deletedOrphans: [],
+  };
+}
+
 export class GarbageCollector {
   readonly options: GcOptions;
   readonly trashDir: string;
@@ -133,11 +141,7 @@ export class GarbageCollector {
     const o = { ...this.options, ...overrides };
     const t0 = performance.now();
     const startedAt = this.clock.now();
-    const report: GcReport = {
-      dryRun: o.dryRun, startedAt, durationMs: 0,
-      images: { unreleased: 0, expired: 0, kept: 0 }, blobs: { deleted: 0, bytes: 0, kept: 0 }, orphans: { deleted: 0, bytes: 0 },
-      deletedImages: [], deletedBlobs: [], deletedOrphans: [],
-    };
+    const report = emptyReport(o.dryRun, startedAt);
     if (!o.dryRun) await this.recoverTrash();
     const refsAfter = await this.#images(o, startedAt, report);
     await this.#blobs(o, startedAt, report, refsAfter);
@@ -253,6 +257,18 @@ export class GarbageCollector {
         report.deletedBlobs.push({ digest: b.digest, size: freed });
       });
     }
+  }
+
+  /**
+   * Phase 3 alone: deletes blob files without a record, older than the grace and matching no
+   * upload session (what `slipway fsck --repair` does for orphan files). Safe while serving.
+   */
+  async removeOrphans(overrides: Partial<GcOptions> = {}): Promise<GcReport['deletedOrphans']> {
+    const o = { ...this.options, ...overrides };
+    const report = emptyReport(o.dryRun, this.clock.now());
+    if (!o.dryRun) await this.recoverTrash();
+    await this.#orphans(o, report.startedAt, report);
+    return report.deletedOrphans;
   }
 
   /** Phase 3: files under blobs/ with no record and no matching session, older than the grace. */

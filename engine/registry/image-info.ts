@@ -1,6 +1,6 @@
 /**
  * Turns what a worker read from an image (config fields, layer scans) into the ImageInfo kept
- * with a manifest, applying the spec's container runtime rules (section 6 and Limits).
+ * with a manifest, applying the container runtime rules (docs/rules.md What the service does 6 and Limits).
  * Pure functions: also imported by workers.
  */
 import { fail } from '../errors.js';
@@ -20,10 +20,10 @@ export interface ConfigSummary {
   ignoredInstructions: string[];
 }
 
-/** More layers than this may fail to start on the shared runtime (spec Limits). */
+/** More layers than this may fail to start on the shared runtime (docs/rules.md Limits). */
 export const MAX_LAYERS_SHARED_RUNTIME = 40;
 
-/** Architectures the runtime runs (spec Errors 2: x86_64 only). */
+/** Architectures the runtime runs (docs/rules.md Errors 2: x86_64 only). */
 const SUPPORTED_ARCHITECTURES = new Set(['amd64', 'x86_64']);
 
 /**

@@ -1,6 +1,6 @@
 /**
  * Media types the registry knows. Only Docker image manifest v2 schema 2 is accepted for push
- * (spec "Container registry" and Limits: "container manifest v2 schema 2 only").
+ * (docs/rules.md Endpoints 8.4 and Limits 10: "container manifest v2 schema 2 only").
  */
 export const MANIFEST_V2S2 = 'application/vnd.docker.distribution.manifest.v2+json';
 export const MANIFEST_LIST_V2 = 'application/vnd.docker.distribution.manifest.list.v2+json';

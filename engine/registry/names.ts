@@ -1,6 +1,7 @@
 /**
- * Repository names and references. A repository is `<app>/<process-type>` (spec "Container
- * image reference"); each component must also satisfy the distribution spec's name grammar.
+ * Repository names and references. A repository is `<app>/<process-type>` (docs/rules.md
+ * Resources 5, the image's registry name); each component must also satisfy the distribution
+ * spec's name grammar.
  */
 import { fail } from '../errors.js';
 import { parseDigest, type Digest } from '../digest.js';

@@ -11,7 +11,7 @@ export interface Descriptor {
 
 /**
  * What the worker learned from an image's config and layers at manifest PUT, kept with the
- * manifest so the release (spec section 6) reads it without touching blobs again.
+ * manifest so the release (docs/rules.md What the service does 6) reads it without touching blobs again.
  */
 export interface ImageInfo {
   architecture: string;
@@ -24,7 +24,7 @@ export interface ImageInfo {
   workingDir: string;
   env: string[];
   user: string;
-  /** Build-file instructions the runtime ignores, present in this image (spec section 6). */
+  /** Build-file instructions the runtime ignores, present in this image (docs/rules.md What the service does 6). */
   ignoredInstructions: string[];
   layerCount: number;
   /** Whiteout entries found across all layers. */

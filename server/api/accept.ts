@@ -1,5 +1,5 @@
 /**
- * API version negotiation through `Accept` (spec Versioning 1-2; reference 1.1).
+ * API version negotiation through `Accept` (docs/rules.md Versioning 1-2; docs/platform-conventions.md 1.1).
  *
  * - `application/vnd.<vendor>+json; version=3` selects version 3; `version=3.<variant>` (for
  *   example `3.container-releases`, `3.docker-releases`, `3.sdk`) selects a variant of it; no
@@ -8,7 +8,7 @@
  *   CLI hard-codes), so existing clients work unchanged.
  * - A vendor media type naming another version (`version=2`), or only media types we cannot
  *   produce (`text/html`, another vendor's type), is refused: 406 `not_acceptable`, naming the
- *   header to send (reference 1.4).
+ *   header to send (docs/platform-conventions.md 1.4).
  * - A missing `Accept`, or one admitting plain JSON (`application/json`, `application/*`,
  *   `*\/*`), is served version 3, the only version: our decision (the reference leaves it
  *   open), so curl and generic OAuth libraries work without a vendor header.

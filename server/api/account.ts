@@ -1,4 +1,4 @@
-/** GET /account (reference 3.1; identity or global scope) and GET /account/rate-limits (reference 1.6; not counted). */
+/** GET /account (docs/platform-conventions.md 3.1; identity or global scope) and GET /account/rate-limits (docs/platform-conventions.md 1.6; not counted). */
 import type { ApiCall, ApiContext } from './context.js';
 import { principalOf } from './auth.js';
 import { accountJson } from './serialize.js';

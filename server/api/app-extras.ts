@@ -1,6 +1,6 @@
 /**
  * App sub-resources the platform's CLI reads (e.g. `apps:info`, `releases:info`) that this
- * service answers from what it has (reference 3.4-3.5 shapes):
+ * service answers from what it has (docs/platform-conventions.md 3.4-3.5 shapes):
  *   GET /apps/{app}/addons, GET /addons               always empty: add-ons are not part of this service
  *   GET /apps/{app}/collaborators                     the owner (role owner) and, for a team app, the team's members
  *   GET /apps/{app}/pipeline-couplings                404 not_found (resource pipeline-coupling): apps are never coupled
@@ -17,7 +17,7 @@ import { isoTime } from '../../engine/clock.js';
 import { appRole, thirdPartyBlock } from '../../engine/platform/access.js';
 import type { AppRecord } from '../../engine/platform/records.js';
 
-/** Permissions listed for collaborators (reference 3.5 permission names). */
+/** Permissions listed for collaborators (docs/platform-conventions.md 3.5 permission names). */
 const OWNER_PERMISSIONS = ['view', 'deploy', 'operate', 'manage'].map((name) => ({ name, description: `${name} the app` }));
 
 export async function listAddons(ctx: ApiContext, call: ApiCall): Promise<void> {

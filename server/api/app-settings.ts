@@ -27,7 +27,7 @@ export async function updateApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   if (body.maintenance !== undefined && typeof body.maintenance !== 'boolean') throw fail('INVALID_PARAMS', 'maintenance must be a boolean');
   let updated = await ctx.settings.update(app, isOwnerLike(appRole(ctx.store, p, app)), { buildStack, maintenance: body.maintenance as boolean | undefined });
   if (body.team !== undefined) {
-    // Moving a personal app into a team the caller administers (reference 3.5 team-app transfer).
+    // Moving a personal app into a team the caller administers (docs/platform-conventions.md 3.5 team-app transfer).
     if (typeof body.team !== 'string') throw fail('INVALID_PARAMS', 'team must be a team name');
     if (appRole(ctx.store, p, app) !== 'owner') throw fail('DENIED', `Only the owner of ${app.name} can move it into a team.`);
     updated = await ctx.teams.moveApp(updated, ctx.teams.visible(body.team, p.accountId), p.accountId);

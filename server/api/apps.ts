@@ -1,4 +1,4 @@
-/** Apps: POST/GET /apps, GET/DELETE /apps/{id_or_name} (reference 3.2). Scopes are checked by the route table. */
+/** Apps: POST/GET /apps, GET/DELETE /apps/{id_or_name} (docs/platform-conventions.md 3.2). Scopes are checked by the route table. */
 import type { ApiCall, ApiContext } from './context.js';
 import { principalOf } from './auth.js';
 import { appJson } from './serialize.js';

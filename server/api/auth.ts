@@ -1,9 +1,9 @@
 /**
- * Platform API authentication (spec Authentication 1, 4; reference 1.2): `Authorization: Bearer
+ * Platform API authentication (docs/rules.md Authentication 1, 4; docs/platform-conventions.md 1.2): `Authorization: Bearer
  * <token>`, or Basic with an empty or e-mail username and a token as password (documented for
  * personal scripts). Routes marked bearer-only (direct authorizations) refuse Basic outright:
  * a username and password never create a token, because the second factor is mandatory.
- * Scope checks name the scope needed (spec Authentication 6-7).
+ * Scope checks name the scope needed (docs/rules.md Authentication 6-7).
  */
 import type { Exchange } from '../http/exchange.js';
 import type { ApiCall, ApiContext } from './context.js';
@@ -16,7 +16,7 @@ const INVALID = 'Invalid credentials provided.';
 
 /**
  * Reads the request's credentials.
- * @param bearerOnly refuse Basic (spec Authentication 4)
+ * @param bearerOnly refuse Basic (docs/rules.md Authentication 4)
  * @returns the caller, or null when no Authorization header was sent.
  * @throws UNAUTHORIZED (401) when credentials are malformed, invalid, expired or revoked, or
  *         when Basic is sent to a bearer-only route.
@@ -55,7 +55,7 @@ export function principalOf(call: ApiCall): Principal {
 }
 
 /**
- * The access rule of one API route for a known caller (spec Authentication 6, 8): the route's
+ * The access rule of one API route for a known caller (docs/rules.md Authentication 6, 8): the route's
  * scope need, and user-only routes refuse team tokens whatever their scope. The API dispatcher
  * and the auth host's dashboard (which performs the same actions for a signed-in person) both
  * apply it, so there is one set of rules.

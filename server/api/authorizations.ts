@@ -1,5 +1,5 @@
 /**
- * Direct authorizations and authorization management (spec Endpoints 4-5; reference 2.3):
+ * Direct authorizations and authorization management (docs/rules.md Endpoints 4-5; docs/platform-conventions.md 2.3):
  * POST/GET /oauth/authorizations, GET/PATCH/DELETE /oauth/authorizations/{id or ~},
  * POST /oauth/authorizations/{id}/actions/regenerate-tokens. Bearer only; global scope.
  */
@@ -28,7 +28,7 @@ const json = authorizationResponse;
 /**
  * The authorization `id` (or `~`, the API key) as `accountId` may manage it: one of their
  * personal ones, or a team authorization of a team they administer (any team admin manages
- * them, spec Endpoints 5).
+ * them, docs/rules.md Endpoints 5).
  * @throws NOT_FOUND otherwise; UNAUTHORIZED when the account is gone.
  */
 export function manageableAuthorization(ctx: ApiContext, accountId: string, id: string): AuthorizationRecord {

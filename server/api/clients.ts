@@ -1,5 +1,5 @@
 /**
- * OAuth clients (spec Resources "Client"; reference 2.4): POST/GET /oauth/clients,
+ * OAuth clients (docs/rules.md Resources 1; docs/platform-conventions.md 2.4): POST/GET /oauth/clients,
  * GET/PATCH/DELETE /oauth/clients/{id}, POST /oauth/clients/{id}/actions/rotate-credentials.
  * Info is public (the consent page's data, no secret); the rest is the owner's, global scope.
  * Only the operator account may set `trusted` (first-party clients skip consent).

@@ -1,5 +1,5 @@
 /**
- * The platform API's one wire table: domain error code → `{id, status}` (reference 1.4).
+ * The platform API's one wire table: domain error code → `{id, status}` (docs/platform-conventions.md 1.4).
  * Body shape: `{"id": "<id>", "message": "<text>"}`.
  */
 import type { ErrorCode } from '../../engine/errors.js';

@@ -1,5 +1,5 @@
 /**
- * Formation and container releases (spec Endpoints 7; reference 3.3):
+ * Formation and container releases (docs/rules.md Endpoints 7; docs/platform-conventions.md 3.3):
  * GET /apps/{app}/formation[/{type}], PATCH /apps/{app}/formation (batch: scale, or with
  * `Accept: …; version=3.container-releases` — also `3.docker-releases`, which existing CLIs send —
  * release images), PATCH/DELETE /apps/{app}/formation/{type}.

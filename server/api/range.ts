@@ -1,5 +1,5 @@
 /**
- * List pagination with `Range` (reference 1.5):
+ * List pagination with `Range` (docs/platform-conventions.md 1.5):
  *
  *   Range: <property> [<start>]..[<end>][; max=<n>][, order=asc|desc]
  *

@@ -1,5 +1,5 @@
 /**
- * Per-account API rate limit (reference 1.6): a token bucket of `pool` tokens (4500 by
+ * Per-account API rate limit (docs/platform-conventions.md 1.6): a token bucket of `pool` tokens (4500 by
  * default) refilled continuously at `perMinute` (75) per minute up to the pool size; each
  * counted request takes one token; an empty bucket answers 429 `rate_limit`. Remaining tokens
  * go out in `RateLimit-Remaining`. Time comes from the injectable clock.

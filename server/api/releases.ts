@@ -1,4 +1,4 @@
-/** Releases: GET /apps/{app}/releases[/{id_or_version}], POST /apps/{app}/releases {release} = rollback (reference 3.4). */
+/** Releases: GET /apps/{app}/releases[/{id_or_version}], POST /apps/{app}/releases {release} = rollback (docs/platform-conventions.md 3.4). */
 import type { ApiCall, ApiContext } from './context.js';
 import { principalOf } from './auth.js';
 import { readJson, reply } from './respond.js';

@@ -1,5 +1,5 @@
 /**
- * Platform API response conventions (reference 1.3-1.4) for every response of the API host:
+ * Platform API response conventions (docs/platform-conventions.md 1.3-1.4) for every response of the API host:
  * JSON bodies, `Request-Id`, `ETag` (a hash of the body) and `Last-Modified` (the resource's
  * `updated_at`, the newest of a list, or now), `RateLimit-Remaining` when the request has an
  * account, `If-None-Match` → 304 with an empty body, and `{id, message}` errors.

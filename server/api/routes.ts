@@ -1,6 +1,6 @@
 /**
  * The platform API host: one route table and the dispatcher that applies the conventions of
- * every endpoint (spec Authentication, Versioning; reference 1) in this order:
+ * every endpoint (docs/rules.md Authentication, Versioning; docs/platform-conventions.md 1) in this order:
  *   route (404 / 405) → Accept version (406) → credentials (401) → rate limit (429)
  *   → scope (403) → handler.
  * Each route declares what it needs, so no handler can forget the scope check; the
@@ -13,6 +13,7 @@ import { Router } from '../http/router.js';
 import { fail } from '../../engine/errors.js';
 import { negotiate } from './accept.js';
 import { readCredentials, requireRouteAccess } from './auth.js';
+import { noteCaller } from '../ops/request-info.js';
 import { sendApiError } from './respond.js';
 import { getAccount, getAccountFeature, getRateLimits, listAccountFeatures } from './account.js';
 import { getPipelineCoupling, getReleaseConfigVars, listAddons, listCollaborators, listUserApps } from './app-extras.js';
@@ -36,15 +37,15 @@ export interface ApiRoute {
   method: string;
   path: string;
   /**
-   * A scope need (spec Authentication 6); 'token' = any valid token, whatever its scope;
+   * A scope need (docs/rules.md Authentication 6); 'token' = any valid token, whatever its scope;
    * 'public' = credentials optional (checked when sent).
    */
   access: Need | 'token' | 'public';
-  /** Only `Authorization: Bearer` (spec Authentication 4). */
+  /** Only `Authorization: Bearer` (docs/rules.md Authentication 4). */
   bearerOnly?: boolean;
-  /** Takes a token from the rate-limit pool (default true; reference 1.6). */
+  /** Takes a token from the rate-limit pool (default true; docs/platform-conventions.md 1.6). */
   counted?: boolean;
-  /** A user-only action: team tokens are refused whatever their scope (spec Authentication 8). */
+  /** A user-only action: team tokens are refused whatever their scope (docs/rules.md Authentication 8). */
   userOnly?: boolean;
   handler: ApiHandler;
 }
@@ -128,7 +129,7 @@ for (const r of API_ROUTES) apiRouter.add(r.method, r.path, r);
 
 const OVERRIDABLE = new Set(['PATCH', 'PUT', 'DELETE']);
 
-/** The method, honouring `X-Http-Method-Override` on POST (reference 1.1). */
+/** The method, honouring `X-Http-Method-Override` on POST (docs/platform-conventions.md 1.1). */
 function methodOf(ex: Exchange): string {
   if (ex.method !== 'POST') return ex.method;
   const o = ex.header('x-http-method-override').toUpperCase();
@@ -137,7 +138,6 @@ function methodOf(ex: Exchange): string {
 
 /** Handles one API request; always ends in a response. */
 export async function handleApi(ctx: ApiContext, ex: Exchange): Promise<void> {
-  const started = performance.now();
   let remaining: number | null = null;
   try {
     const method = methodOf(ex);
@@ -147,6 +147,7 @@ export async function handleApi(ctx: ApiContext, ex: Exchange): Promise<void> {
     const route = m.value;
     const { variant } = negotiate(ex.header('accept'), ctx.vendor, ctx.acceptVendors);
     const principal = readCredentials(ctx, ex, route.bearerOnly === true);
+    if (principal) noteCaller(ex, principal);
     if (!principal && route.access !== 'public') throw fail('UNAUTHORIZED', 'No credentials provided. Send "Authorization: Bearer <token>".');
     if (principal) {
       const state = route.counted === false ? ctx.rateLimiter.peek(principal.accountId) : ctx.rateLimiter.take(principal.accountId);
@@ -157,9 +158,5 @@ export async function handleApi(ctx: ApiContext, ex: Exchange): Promise<void> {
     await route.handler(ctx, { ex, params: m.params, principal, remaining, variant });
   } catch (e) {
     sendApiError(ctx, ex, e, remaining);
-  } finally {
-    if (ctx.log.isLevelEnabled('debug')) {
-      ctx.log.debug({ reqId: ex.id, method: ex.method, path: ex.path, status: ex.status, ms: Math.round((performance.now() - started) * 100) / 100 }, 'api request');
-    }
   }
 }

@@ -1,7 +1,7 @@
 /**
- * OAuth representations (spec Resources "Authorization", "Client"; reference 2.3-2.4).
+ * OAuth representations (docs/rules.md Resources 1-2; docs/platform-conventions.md 2.3-2.4).
  * Token values appear only in the response that created them (create, regenerate); later the
- * `token` field carries the redacted form `SVC-**********abcd` (reference 2.2). Client secrets
+ * `token` field carries the redacted form `SVC-**********abcd` (docs/platform-conventions.md 2.2). Client secrets
  * appear only on create and rotate-credentials.
  */
 import { isoTime } from '../../engine/clock.js';

@@ -1,4 +1,4 @@
-/** Release and formation representations (reference 3.3-3.4, plus our container fields). */
+/** Release and formation representations (docs/platform-conventions.md 3.3-3.4, plus our container fields). */
 import { isoTime } from '../../engine/clock.js';
 import type { AppRecord, FormationRecord, ReleaseRecord } from '../../engine/platform/records.js';
 import type { Account } from '../../engine/auth/records.js';

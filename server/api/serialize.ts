@@ -1,4 +1,4 @@
-/** Platform API representations (reference sections 3.1-3.2). */
+/** Platform API representations (docs/platform-conventions.md 3.1-3.2). */
 import { createHash } from 'node:crypto';
 import { isoTime } from '../../engine/clock.js';
 import type { Account } from '../../engine/auth/records.js';

@@ -1,5 +1,5 @@
 /**
- * Teams (reference 3.5; spec Endpoints 6, Authentication 8-11): create/list/info, members with
+ * Teams (docs/platform-conventions.md 3.5; docs/rules.md Endpoints 6, Authentication 8-11): create/list/info, members with
  * roles admin and member, preferences (third-party OAuth access), team apps, and team
  * authorizations (admins only; the token value is shown once, at creation).
  * Routes: see server/api/routes.ts; all are user-only (team tokens cannot manage teams).

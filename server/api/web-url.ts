@@ -1,5 +1,5 @@
 /**
- * The `web_url` of an app (reference 3.2: "uri | null"). Configured by SLIPWAY_APP_URL_TEMPLATE
+ * The `web_url` of an app (docs/platform-conventions.md 3.2: "uri | null"). Configured by SLIPWAY_APP_URL_TEMPLATE
  * (`{app}` is replaced by the app name); otherwise derived from the API URL the way the
  * platform names its hosts: the API at `api.<domain>` gives `https://<app>.<domain>/` (same
  * scheme as the API); an API on a loopback address or `localhost` gives

@@ -1,5 +1,5 @@
 /**
- * Validation of an authorization request (spec Endpoints 1; RFC 6749 §4.1.1, §4.1.2.1; RFC 7636
+ * Validation of an authorization request (docs/rules.md Endpoints 1; RFC 6749 §4.1.1, §4.1.2.1; RFC 7636
  * §4.3), shared by the GET that shows consent and the POST that answers it. The order matters:
  * until the client and its redirect URI are known good, errors are shown on a page and never
  * redirected (an unknown client or a foreign redirect_uri would make us an open redirector);
@@ -18,7 +18,7 @@ export interface AuthorizeRequest {
   redirectUri: string;
   redirectUriGiven: boolean;
   scope: Scope[];
-  /** Echoed unchanged (spec Endpoints 1); null when not sent. */
+  /** Echoed unchanged (docs/rules.md Endpoints 1); null when not sent. */
   state: string | null;
   codeChallenge: string | null;
   /** The parameters to carry through the consent form. */

@@ -1,5 +1,5 @@
 /**
- * The authorization endpoint (spec Endpoints 1; RFC 6749 §4.1.1-4.1.2; RFC 7636):
+ * The authorization endpoint (docs/rules.md Endpoints 1; RFC 6749 §4.1.1-4.1.2; RFC 7636):
  *   GET  /oauth/authorize  validate → sign in if needed → consent page (or, for a trusted
  *                          first-party client with no owner to choose, straight to the code)
  *   POST /oauth/authorize  the consent form: CSRF-checked, re-validated, then `code` + `state`

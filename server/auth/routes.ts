@@ -66,7 +66,6 @@ export function sendAuthError(ctx: AuthContext, ex: Exchange, e: unknown): void 
 }
 
 export async function handleAuth(ctx: AuthContext, ex: Exchange): Promise<void> {
-  const started = performance.now();
   try {
     const m = authRouter.match(ex.method, ex.path);
     if (m.kind === 'found') return await m.value(ctx, ex, m.params);
@@ -78,7 +77,5 @@ export async function handleAuth(ctx: AuthContext, ex: Exchange): Promise<void> 
     sendPage(ex, status, html, m.kind === 'method-not-allowed' ? { allow: m.allowed.join(', ') } : {});
   } catch (e) {
     sendAuthError(ctx, ex, e);
-  } finally {
-    ctx.log.debug({ reqId: ex.id, method: ex.method, path: ex.path, status: ex.status, ms: Math.round((performance.now() - started) * 100) / 100 }, 'auth request');
   }
 }

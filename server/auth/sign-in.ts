@@ -1,5 +1,5 @@
 /**
- * Sign-in and sign-out pages of the auth host (spec Authentication 4; reference 2.6):
+ * Sign-in and sign-out pages of the auth host (docs/rules.md Authentication 4; docs/platform-conventions.md 2.6):
  *   GET  /login   the form: e-mail, password, 6-digit TOTP code (all required)
  *   POST /login   checks them (engine/oauth/sign-in.ts: scrypt off the event loop, lockout),
  *                 starts a session under a new cookie value, returns to /oauth/authorize

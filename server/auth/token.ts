@@ -1,5 +1,5 @@
 /**
- * The token endpoint, POST /oauth/token (spec Endpoints 2-3; RFC 6749 §3.2, §4.1.3, §6):
+ * The token endpoint, POST /oauth/token (docs/rules.md Endpoints 2-3; RFC 6749 §3.2, §4.1.3, §6):
  * form-encoded; client authentication by `client_secret` in the body or HTTP Basic
  * (`client_id:client_secret`, each form-encoded, RFC 6749 §2.3.1), never both.
  *   authorization_code → 200 {access_token, expires_in, refresh_token, token_type, user_id, session_nonce}
@@ -82,7 +82,7 @@ async function authorizationCode(ctx: AuthContext, ex: Exchange, form: URLSearch
 async function refreshToken(ctx: AuthContext, ex: Exchange, form: URLSearchParams): Promise<void> {
   const value = required(form, 'refresh_token');
   const credentials = clientCredentials(ex, form);
-  // Rate limit before any write: the pool is the account's (reference 1.6).
+  // Rate limit before any write: the pool is the account's (docs/platform-conventions.md 1.6).
   const token = ctx.store.tokens.get(hashToken(value));
   const accountId = token ? ctx.store.authorizations.get(token.authorizationId)?.accountId : undefined;
   let remaining: number | null = null;

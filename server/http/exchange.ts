@@ -35,6 +35,8 @@ export interface Exchange {
   /** Request id for logs and the Request-Id header. */
   readonly id: string;
   readonly transport: 'uws' | 'h1';
+  /** The client's IP address as text; '' when unknown (uWS: when first read after the response). */
+  readonly remoteAddress: string;
   /** A request header by lowercase name; '' when absent. */
   header(name: string): string;
   /** True once the client went away; nothing may be written after. */

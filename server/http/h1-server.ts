@@ -34,6 +34,7 @@ class H1Exchange implements Exchange {
   readonly path: string;
   readonly query: URLSearchParams;
   readonly id: string;
+  readonly remoteAddress: string;
   responded = false;
   status = 0;
   #aborted = false;
@@ -49,6 +50,7 @@ class H1Exchange implements Exchange {
     this.path = q === -1 ? head.target : head.target.slice(0, q);
     this.query = new URLSearchParams(q === -1 ? '' : head.target.slice(q + 1));
     this.id = this.header('request-id').slice(0, 200) || randomUUID();
+    this.remoteAddress = conn.socket.remoteAddress ?? '';
     conn.onAbort(() => {
       if (!this.#finished) this.#aborted = true;
     });

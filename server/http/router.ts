@@ -42,8 +42,19 @@ export class Router<T> {
    * `/account/rate-limits` is never taken for `/account/:x`. HEAD falls back to GET.
    */
   match(method: string, path: string): RouteMatch<T> {
+    const found = this.#find(path);
+    return found ? this.#pick(found.entry, method, found.params) : { kind: 'not-found' };
+  }
+
+  /** The pattern (`/apps/:app`) that `path` falls under, whatever the method; undefined when none. */
+  patternOf(path: string): string | undefined {
+    const found = this.#find(path);
+    return found && '/' + found.entry.segments.join('/');
+  }
+
+  #find(path: string): { entry: Entry<T>; params: Record<string, string> } | undefined {
     const literal = this.#literal.get(path);
-    if (literal) return this.#pick(literal, method, {});
+    if (literal) return { entry: literal, params: {} };
     const parts = path.split('/').filter(Boolean);
     let best: { entry: Entry<T>; params: Record<string, string>; literals: number } | null = null;
     for (const e of this.#entries) {
@@ -66,8 +77,7 @@ export class Router<T> {
       }
       if (ok && (!best || literals > best.literals)) best = { entry: e, params, literals };
     }
-    if (!best) return { kind: 'not-found' };
-    return this.#pick(best.entry, method, best.params);
+    return best ?? undefined;
   }
 
   #pick(entry: Entry<T>, method: string, params: Record<string, string>): RouteMatch<T> {

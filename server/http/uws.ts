@@ -1,5 +1,5 @@
 /**
- * uWebSockets.js adapter. uWS rules followed here (its docs, aesthetics.md section 5): the
+ * uWebSockets.js adapter. uWS rules followed here (its docs, docs/architecture.md (Layers: transport)): the
  * HttpRequest is read synchronously; onAborted and onData are attached before any await; chunks
  * are copied (uWS neuters them on return); every write from async code is corked; files stream
  * with tryEnd/onWritable so a slow reader pauses the disk reads.
@@ -68,6 +68,7 @@ class UwsExchange implements Exchange {
   #abortWaiters: Array<() => void> = [];
   /** Why the request's body framing is ambiguous (see `framingProblem`); null when it is not. */
   readonly framingError: string | null;
+  #remoteAddress: string | undefined;
 
   constructor(res: HttpResponse, req: HttpRequest) {
     this.#res = res;
@@ -103,6 +104,15 @@ class UwsExchange implements Exchange {
     } else {
       this.#ended = true;
     }
+  }
+
+  /**
+   * Read on first use, and only while the response is open: this uWS call costs about 5 µs,
+   * so it is left to the access log, which reads it just before responding.
+   */
+  get remoteAddress(): string {
+    if (this.#remoteAddress === undefined) this.#remoteAddress = this.aborted || this.responded ? '' : Buffer.from(this.#res.getRemoteAddressAsText()).toString();
+    return this.#remoteAddress;
   }
 
   /** Parsed on first use (most requests have no query). */

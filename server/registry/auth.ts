@@ -1,5 +1,5 @@
 /**
- * Registry authentication and access (spec Authentication 10):
+ * Registry authentication and access (docs/rules.md Authentication 10):
  * - Basic `_` : <API token>, or `<account e-mail>` : <API key>, on any request;
  * - Bearer <registry token> from GET /token (Docker token flow), or Bearer <API token>.
  * Failures answer 401 with `WWW-Authenticate: Bearer realm="<registry>/token",service=…,scope=…`
@@ -15,6 +15,7 @@ import { isSlipwayError, SlipwayError } from '../../engine/errors.js';
 import { parseRepositoryName } from '../../engine/registry/names.js';
 import { mayUseRepository, thirdPartyBlock, type RegistryAction } from '../../engine/platform/access.js';
 import type { AppRecord } from '../../engine/platform/records.js';
+import { noteCaller } from '../ops/request-info.js';
 
 /** An authenticated registry caller. */
 export interface Caller {
@@ -49,6 +50,12 @@ export function serviceName(ctx: RegistryContext): string {
  * @throws Challenge when credentials were sent but are not valid.
  */
 export function authenticate(ctx: RegistryContext, ex: Exchange): Caller | null {
+  const caller = readCaller(ctx, ex);
+  if (caller) noteCaller(ex, caller.principal);
+  return caller;
+}
+
+function readCaller(ctx: RegistryContext, ex: Exchange): Caller | null {
   const h = ex.header('authorization');
   if (!h) return null;
   const space = h.indexOf(' ');

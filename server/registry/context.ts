@@ -29,6 +29,11 @@ export interface RegistryContext {
   legacyCheck?: LegacyBlobCheck;
   /** Minimum receive rate of upload bodies (default DEFAULT_RECEIVE_RATE). */
   receiveRate?: ReceiveRate;
+  /**
+   * Graceful drain state (server/ops/drain.ts): once `cutting`, an upload body broken off by the
+   * shutdown keeps its session at the last acknowledged offset. Absent in unit contexts.
+   */
+  shutdown?: { readonly cutting: boolean };
 }
 
 /** Sent on every registry response (distribution spec "API Version Check"). */

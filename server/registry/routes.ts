@@ -38,17 +38,15 @@ export const REGISTRY_ROUTES: ReadonlyArray<{ method: string; pattern: string }>
   { method: 'GET', pattern: '/v2/:name/referrers/:digest' },
 ];
 
-const ROUTE = /^\/v2\/(.+)\/(?:(tags\/list)|manifests\/([^/]+)|blobs\/(uploads)\/?([^/]*)|blobs\/([^/]+)|referrers\/([^/]+))$/;
+/** Registry endpoint paths; also names the access log's and metrics' route templates (server/ops/routes.ts). */
+export const ROUTE = /^\/v2\/(.+)\/(?:(tags\/list)|manifests\/([^/]+)|blobs\/(uploads)\/?([^/]*)|blobs\/([^/]+)|referrers\/([^/]+))$/;
 
 /** Handles one registry request, including its errors. */
 export async function handleRegistry(ctx: RegistryContext, ex: Exchange): Promise<void> {
-  const started = performance.now();
   try {
     await route(ctx, ex);
   } catch (e) {
     sendRegistryError(ctx, ex, e);
-  } finally {
-    logRequest(ctx, ex, started);
   }
 }
 
@@ -140,11 +138,3 @@ export function sendRegistryError(ctx: RegistryContext, ex: Exchange, e: unknown
   }
   sendJson(ex, wire.status, { errors: [{ code: wire.code, message: e.message, detail: e.detail ?? null }] }, headers);
 }
-
-function logRequest(ctx: RegistryContext, ex: Exchange, started: number): void {
-  const level = ex.status >= 500 ? 'error' : ex.method === 'GET' || ex.method === 'HEAD' ? 'debug' : 'info';
-  if (!ctx.log.isLevelEnabled(level)) return;
-  const fields = { reqId: ex.id, method: ex.method, path: ex.path, status: ex.status, ms: Math.round((performance.now() - started) * 100) / 100, via: ex.transport };
-  ctx.log[level](fields, 'request');
-}
-

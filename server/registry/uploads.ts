@@ -43,6 +43,12 @@ async function append(ctx: RegistryContext, ex: Exchange, lease: Lease, rec: Upl
   try {
     await ex.pipeBody(withReceiveRate(writer, ctx.receiveRate ?? DEFAULT_RECEIVE_RATE));
   } catch (e) {
+    if (ctx.shutdown?.cutting) {
+      // Cut by a shutdown, not by the client: the record keeps the last acknowledged offset and
+      // the next start truncates the file there (engine Uploads recovery), so the client resumes.
+      await writer.end().catch(() => {});
+      throw fail('BLOB_UPLOAD_INVALID', 'the server is shutting down; resume this upload from its last acknowledged offset (GET the session for its Range)');
+    }
     keep = isSlipwayError(e) && e.code === 'TOO_SLOW' ? 'received' : false;
     cutOff = e;
   }

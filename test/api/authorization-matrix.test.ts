@@ -1,5 +1,5 @@
 /**
- * The authorization matrix (spec Authentication 6-7): every endpoint of the API route table ×
+ * The authorization matrix (docs/rules.md Authentication 6-7): every endpoint of the API route table ×
  * every scope × a valid, a revoked and an expired token. A valid token is allowed exactly when
  * its scope grants what the route declares (else 403 `forbidden` naming the scope); a revoked
  * or expired token always gets 401 `unauthorized`. A route added to the table without a case

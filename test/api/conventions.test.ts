@@ -1,5 +1,5 @@
 /**
- * Platform API conventions on every response (spec Versioning; reference 1): Accept version
+ * Platform API conventions on every response (docs/rules.md Versioning; docs/platform-conventions.md 1): Accept version
  * negotiation, Request-Id, ETag / Last-Modified / If-None-Match, Range pagination, the
  * per-account rate limit, and `{id, message}` errors.
  */

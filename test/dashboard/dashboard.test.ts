@@ -188,8 +188,10 @@ t.test('dashboard in Chromium', { skip }, async (t) => {
     await page.waitForURL(/notice=rolled-back/);
     const releases = (await api(ts, 'GET', '/apps/blue-app/releases', key)).json;
     const newest = releases[releases.length - 1];
-    t.equal(newest.version, 3);
-    t.equal(newest.rollback_of, 1, 'v3 rolls back to v1');
+    // v1, v2 released by the API; v3 the config-var change (a config change is a release); v4 the roll back.
+    t.equal(newest.version, 4);
+    t.equal(releases[2].description, 'Set DATABASE_URL config vars', 'the config change made v3');
+    t.equal(newest.rollback_of, 1, 'v4 rolls back to v1');
     t.equal(newest.processes.web.docker_image, digests[0], 'running v1\'s image');
     await look(page, 'app-rolled-back');
     // The README's picture: the first screen of this page at a small size.

@@ -1,5 +1,5 @@
 /**
- * Image retention and blob GC on the engine with a ManualClock (spec Limits: image retention):
+ * Image retention and blob GC on the engine with a ManualClock (docs/rules.md Limits 7):
  * exactly the images the rule names are deleted, blobs shared with kept images survive, the
  * grace period and touches keep unreferenced blobs, live upload sessions protect their bytes,
  * orphan files go, a dry run changes nothing, and a file replaced by an upload while GC removes

@@ -1,5 +1,5 @@
 /**
- * Image checks in the worker pool at manifest PUT (spec section 6, Limits): whiteouts found by
+ * Image checks in the worker pool at manifest PUT (docs/rules.md What the service does 6, Limits): whiteouts found by
  * reading layer tars, more than 40 layers, and ignored build-file instructions are recorded on
  * the image where a release reads them; the scan of a layer is cached on its blob record.
  */

@@ -73,6 +73,11 @@ t.test('configuration names the bad setting', async (t) => {
   t.throws(() => loadConfig({ SLIPWAY_LOG_LEVEL: 'loud' }), /SLIPWAY_LOG_LEVEL/);
   t.throws(() => loadConfig({ SLIPWAY_UPLOAD_TLS: 'maybe' }), /must be on or off/);
   t.equal(loadConfig({ SLIPWAY_API_URL: 'https://api.example.com/' }).apiUrl, 'https://api.example.com', 'trailing slash dropped');
+  const ops = loadConfig({ SLIPWAY_DRAIN_SECONDS: '2.5', SLIPWAY_ADMIN_PORT: '0', SLIPWAY_ACCESS_LOG_LEVEL: 'silent', SLIPWAY_MIN_FREE_DISK_MB: '64' });
+  t.same([ops.drainSeconds, ops.adminPort, ops.adminHost, ops.accessLogLevel, ops.minFreeDiskMb], [2.5, 0, '127.0.0.1', 'silent', 64]);
+  t.equal(loadConfig({}).adminPort, 5004, 'admin listener default port');
+  t.throws(() => loadConfig({ SLIPWAY_DRAIN_SECONDS: '-1' }), /SLIPWAY_DRAIN_SECONDS: "-1" is not a number of seconds/);
+  t.throws(() => loadConfig({ SLIPWAY_ACCESS_LOG_LEVEL: 'warn' }), /SLIPWAY_ACCESS_LOG_LEVEL: "warn" is not an access-log level/);
 });
 
 t.test('TOTP (RFC 6238 test vector, SHA-1)', async (t) => {

@@ -1,4 +1,4 @@
-/** Unit tests of the container runtime rules applied at release (spec section 6). */
+/** Unit tests of the container runtime rules applied at release (docs/rules.md What the service does 6). */
 import t from 'tap';
 import { processCommand, releaseWarnings, shellQuote, workingDirectory, NEW_LAYER_EXTRACT } from '../../engine/platform/runtime-rules.js';
 import type { ImageInfo } from '../../engine/registry/records.js';

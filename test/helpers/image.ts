@@ -12,6 +12,8 @@ import tar from 'tar-stream';
 export interface LayerSpec {
   /** path → content; a path whose basename starts with `.wh.` is a whiteout. */
   files: Record<string, string | Buffer>;
+  /** gzip level (0-9, default zlib's); 1 makes a large random layer quick to build. */
+  level?: number;
 }
 
 export interface ImageSpec {
@@ -33,7 +35,7 @@ export interface BuiltImage {
 export const sha256 = (b: Buffer | string) => 'sha256:' + createHash('sha256').update(b).digest('hex');
 
 /** A gzip-compressed tar of `files`. */
-export async function layerTar(files: Record<string, string | Buffer>): Promise<Buffer> {
+export async function layerTar(files: Record<string, string | Buffer>, level?: number): Promise<Buffer> {
   const pack = tar.pack();
   const chunks: Buffer[] = [];
   pack.on('data', (c: unknown) => { chunks.push(c as Buffer); });
@@ -43,7 +45,7 @@ export async function layerTar(files: Record<string, string | Buffer>): Promise<
   }
   pack.finalize();
   await done;
-  return gzipSync(Buffer.concat(chunks));
+  return gzipSync(Buffer.concat(chunks), level === undefined ? {} : { level });
 }
 
 /** Writes an image under `dir` and returns its digests. */
@@ -51,7 +53,7 @@ export async function buildImage(dir: string, spec: ImageSpec): Promise<BuiltIma
   mkdirSync(dir, { recursive: true });
   const layers = [];
   for (const l of spec.layers) {
-    const bytes = await layerTar(l.files);
+    const bytes = await layerTar(l.files, l.level);
     layers.push({ digest: sha256(bytes), bytes });
   }
   const config = Buffer.from(JSON.stringify({

@@ -36,7 +36,7 @@ export interface Credentials {
 export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
   const tmp = tempDir('slipway-oauth-');
   const config = loadConfig({ SLIPWAY_DATA: tmp.dir, SLIPWAY_LOG_LEVEL: 'silent', ...env }, {
-    'registry-port': '0', 'api-port': '0', 'auth-port': '0', 'upload-port': '0',
+    'registry-port': '0', 'api-port': '0', 'auth-port': '0', 'upload-port': '0', 'admin-port': '0',
   });
   const clock = new ManualClock(Date.UTC(2026, 0, 5, 9, 0, 0));
   const server = await startServer(config, { clock, log: createLogger('silent') });

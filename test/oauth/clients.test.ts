@@ -1,5 +1,5 @@
 /**
- * OAuth clients on the API host (spec Resources "Client"; reference 2.4): create with a secret
+ * OAuth clients on the API host (docs/rules.md Resources 1; docs/platform-conventions.md 2.4): create with a secret
  * shown once, redirect URI rules, public info without the secret, owner-only changes, rotation
  * (the old secret fails at once), deletion revoking every authorization issued to the client.
  */

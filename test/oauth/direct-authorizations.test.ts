@@ -1,5 +1,5 @@
 /**
- * Direct authorizations on the API host (spec Endpoints 4-5; reference 2.3): create with the
+ * Direct authorizations on the API host (docs/rules.md Endpoints 4-5; docs/platform-conventions.md 2.3): create with the
  * reference's record shape, list and info without token values, PATCH, regenerate, revoke
  * (every token fails at once), Bearer only, legacy unprefixed tokens.
  */

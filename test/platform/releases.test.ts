@@ -1,5 +1,5 @@
 /**
- * From a pushed image to a running formation (spec Endpoints 7, section 6): push two process
+ * From a pushed image to a running formation (docs/rules.md Endpoints 7, What the service does 6): push two process
  * types with skopeo, release both with one PATCH of the formation, check the release, the
  * formation commands, the stack and the warnings; release one type and see every type restarted;
  * foreign, unknown and malformed image ids, newer-generation apps and a missing Accept variant

@@ -1,5 +1,5 @@
 /**
- * Teams (spec 3-4, Endpoints 5-6, Authentication 8-11): roles, team apps, team authorizations
+ * Teams (docs/rules.md What the service does 3-4, Endpoints 5-6, Authentication 8-11): roles, team apps, team authorizations
  * (admins only, expiry choices, shown once, regenerate, revoke by any admin, team-only reach,
  * user-only actions refused even with global scope), the third-party OAuth switch on the API
  * and the registry, and the consent page's team picker.

@@ -1,5 +1,5 @@
 /**
- * Crash safety (DESIGN.md "Storage"): SIGKILL the server while uploads stream and manifest PUTs
+ * Crash safety (docs/storage.md (Blob commit order)): SIGKILL the server while uploads stream and manifest PUTs
  * are in flight, restart it on the same data directory, and prove that every blob file matches
  * its digest, every manifest reachable by tag has all its blobs (matching their digests), stale
  * upload bytes are gone, and the registry keeps working.

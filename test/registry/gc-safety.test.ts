@@ -1,5 +1,5 @@
 /**
- * GC safety under load (issue 4: "continuous GC while 200+ pushes run concurrently"). A child
+ * GC safety under load (docs/architecture.md, GC safety: continuous GC while 200+ pushes run concurrently). A child
  * server runs GC every 5 ms while pushes run 24 at a time through the real HTTP interface: HEAD
  * each blob as clients do, upload the missing ones (monolithic POST, or POST + PUT), PUT the
  * manifest. Layers come from a pool shared by a few images each, and many pushed images are

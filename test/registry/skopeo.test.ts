@@ -1,6 +1,6 @@
 /**
  * Interoperability with a real client: skopeo pushes, inspects, pulls (byte-identical), lists
- * tags and deletes against `slipway serve`, with both login schemes of spec Authentication 10.
+ * tags and deletes against `slipway serve`, with both login schemes of docs/rules.md Authentication 10.
  */
 import t from 'tap';
 import { readFileSync, readdirSync } from 'node:fs';

@@ -168,6 +168,8 @@ t.test('defect 2 (the old race): a cancelled session is not brought back by a PA
   patch.abort();
   t.equal((await patch.response).status, 0, 'the PATCH connection was cut');
   await until(async () => (await http('GET', loc, {})).status === 404, 'the interrupted session to be discarded');
+  // The session ends (404) before its record and file are removed, a moment later.
+  await until(async () => ts.server.store.uploads.get(idOf(loc)) === undefined && !existsSync(join(dataDir, 'uploads', idOf(loc))), 'the session record and file to be removed');
   t.equal(ts.server.store.uploads.get(idOf(loc)), undefined, 'no record');
   t.notOk(existsSync(join(dataDir, 'uploads', idOf(loc))), 'no file');
 });

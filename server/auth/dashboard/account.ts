@@ -1,6 +1,6 @@
 /**
- * Account → Applications: what has access to the account (spec Resources "Authorization";
- * reference 2.3), with the actions of POST/DELETE /oauth/authorizations and
+ * Account → Applications: what has access to the account (docs/rules.md Resources "Authorization";
+ * docs/platform-conventions.md 2.3), with the actions of POST/DELETE /oauth/authorizations and
  * …/actions/regenerate-tokens performed by the same engine calls:
  *   GET  /account/applications                        web-flow grants, direct authorizations, API key
  *   POST /account/authorizations                      create a direct authorization (token shown once)

@@ -1,5 +1,5 @@
 /**
- * Apps (reference 3.2-3.4; spec Endpoints 7), the actions of the /apps API routes by the same
+ * Apps (docs/platform-conventions.md 3.2-3.4; docs/rules.md Endpoints 7), the actions of the /apps API routes by the same
  * engine calls and access rules (visibleApp: role and the third-party rule):
  *   GET  /apps                          apps the person may see
  *   GET  /apps/:app                     stack, generation, formation, releases, config vars

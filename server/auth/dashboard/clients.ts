@@ -1,5 +1,5 @@
 /**
- * Account → OAuth clients (spec Resources "Client"; reference 2.4), the actions of
+ * Account → OAuth clients (docs/rules.md Resources 1; docs/platform-conventions.md 2.4), the actions of
  * POST/PATCH/DELETE /oauth/clients and …/actions/rotate-credentials by the same engine calls:
  *   GET  /account/clients               the person's clients and the create form
  *   POST /account/clients               create (the secret is shown once)

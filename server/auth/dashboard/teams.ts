@@ -1,5 +1,5 @@
 /**
- * Teams (reference 3.5; spec Endpoints 6, Authentication 8-11), the actions of the /teams API
+ * Teams (docs/platform-conventions.md 3.5; docs/rules.md Endpoints 6, Authentication 8-11), the actions of the /teams API
  * routes by the same engine calls:
  *   GET  /teams                                  the person's teams; create a team
  *   POST /teams                                  create (the creator is its admin)

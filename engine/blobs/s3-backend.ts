@@ -1,0 +1,408 @@
+/**
+ * The S3 blob backend (contract.ts) with @aws-sdk/client-s3, for AWS S3, Ceph RADOS Gateway,
+ * MinIO or any S3-compatible store. Keys: `<prefix>blobs/sha256/<2 hex>/<hex>` for committed
+ * blobs, `<prefix>uploads/<id>/data` for a session's multipart upload.
+ *
+ * Upload sessions: appends of any size are copied into a part buffer of `partSize` bytes (≥ 5
+ * MiB, S3's minimum for all parts but the last) while the sha256 is computed; each full buffer
+ * becomes an UploadPart of a multipart upload created on the first full part, with at most
+ * `uploadConcurrency` parts in flight, so a session holds at most `partSize` ×
+ * (`uploadConcurrency` + 1) bytes. @aws-sdk/lib-storage's Upload is not used: it takes a whole
+ * stream per upload, while a session receives its bytes over many requests and must be
+ * committed or aborted explicitly.
+ *
+ * Commit: the running digest is compared with the client's before anything becomes visible
+ * under `blobs/` (a mismatch aborts the multipart upload). A session smaller than one part
+ * never started a multipart upload: its bytes are PUT directly under the final key. A larger
+ * one is completed under its session key and then copied server-side (CopyObject up to 5 GiB,
+ * UploadPartCopy beyond) to the final key, and the session object is deleted. It is not
+ * completed directly under the final key because that key is only known at the end (the digest
+ * is known once the last byte arrived, and S3 has no rename); RGW's copy within a bucket shares
+ * the data instead of rewriting it. The completed object's size is checked before the copy.
+ *
+ * Immutability: the final key is checked (HeadObject) before it is written and commits of one
+ * digest are serialised within the process; the store's writes of a key are atomic, so a
+ * concurrent commit of the same digest on another node can at worst rewrite identical,
+ * verified bytes. RGW 16 needs `forcePathStyle`, and checksums `WHEN_REQUIRED` (it has no
+ * aws-chunked trailers): see `s3ClientConfig`.
+ */
+import {
+  S3Client, HeadObjectCommand, GetObjectCommand, PutObjectCommand, DeleteObjectCommand, ListObjectsV2Command,
+  CreateMultipartUploadCommand, UploadPartCommand, CompleteMultipartUploadCommand, AbortMultipartUploadCommand,
+  ListMultipartUploadsCommand, CopyObjectCommand, UploadPartCopyCommand, type S3ClientConfig, type CompletedPart,
+} from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { Readable } from 'node:stream';
+import { fail } from '../errors.js';
+import type { Digest } from '../digest.js';
+import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobStat, type BlobWriter, type ByteRange, type CommitResult, type SessionInfo } from './contract.js';
+import { checkSessionId, hashBytes, resolveRange, verifyDigest, DigestLocks } from './backend-common.js';
+import { inlineHash, type HashFactory, type RunningHash } from './running-hash.js';
+
+/** S3's smallest part (all but the last): 5 MiB. */
+export const MIN_PART_SIZE = 5 * 1024 * 1024;
+/** The largest object CopyObject copies in one request: 5 GiB. */
+const MAX_COPY_OBJECT = 5 * 1024 ** 3;
+/** Range copied per UploadPartCopy for larger objects: 1 GiB. */
+const COPY_PART = 1024 ** 3;
+
+/** Options of the S3 backend. */
+export interface S3BackendOptions {
+  /** A client, or the settings to make one (merged over `s3ClientConfig` defaults). */
+  client: S3Client | S3ClientConfig;
+  bucket: string;
+  /** Key prefix, '' or ending in '/' (default ''). */
+  prefix?: string;
+  /** Bytes per multipart part, ≥ 5 MiB (default 8 MiB). */
+  partSize?: number;
+  /** Parts uploaded at once per session (default 4). */
+  uploadConcurrency?: number;
+  /** Running sha256 of new sessions (default: node:crypto on the calling thread). */
+  newHash?: HashFactory;
+}
+
+/**
+ * Client settings that work with AWS S3 and RGW 16 alike: path-style addressing, region
+ * us-east-1 unless given, and request/response checksums only when an operation requires them.
+ */
+export function s3ClientConfig(config: S3ClientConfig = {}): S3ClientConfig {
+  return {
+    region: 'us-east-1',
+    forcePathStyle: true,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    ...config,
+  };
+}
+
+function status(e: unknown): number | undefined {
+  return (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+}
+
+function isNotFound(e: unknown): boolean {
+  const name = (e as { name?: string }).name;
+  return status(e) === 404 || name === 'NoSuchKey' || name === 'NotFound' || name === 'NoSuchUpload';
+}
+
+/** Blob bytes in an S3 bucket. */
+export class S3BlobBackend implements BlobBackend {
+  readonly kind = 's3';
+  readonly client: S3Client;
+  readonly bucket: string;
+  readonly prefix: string;
+  readonly partSize: number;
+  readonly uploadConcurrency: number;
+  readonly #newHash: HashFactory;
+  readonly #locks = new DigestLocks();
+  readonly #live = new Set<string>();
+
+  /** @throws Error naming the option when `partSize`, `uploadConcurrency` or `prefix` is invalid. */
+  constructor(opts: S3BackendOptions) {
+    this.client = opts.client instanceof S3Client ? opts.client : new S3Client(s3ClientConfig(opts.client));
+    this.bucket = opts.bucket;
+    this.prefix = opts.prefix ?? '';
+    this.partSize = opts.partSize ?? 8 * 1024 * 1024;
+    this.uploadConcurrency = opts.uploadConcurrency ?? 4;
+    this.#newHash = opts.newHash ?? inlineHash;
+    if (!Number.isSafeInteger(this.partSize) || this.partSize < MIN_PART_SIZE) throw new Error(`partSize must be an integer ≥ ${MIN_PART_SIZE} bytes, got ${opts.partSize}`);
+    if (!Number.isSafeInteger(this.uploadConcurrency) || this.uploadConcurrency < 1) throw new Error(`uploadConcurrency must be ≥ 1, got ${opts.uploadConcurrency}`);
+    if (this.prefix !== '' && !this.prefix.endsWith('/')) throw new Error(`prefix must be empty or end with "/", got "${this.prefix}"`);
+  }
+
+  /** Full key of a committed blob. */
+  keyOf(digest: Digest): string {
+    return this.prefix + blobKey(digest);
+  }
+
+  /** Full key of a session's multipart upload / completed object. */
+  sessionKey(id: string): string {
+    return `${this.prefix}uploads/${id}/data`;
+  }
+
+  async stat(digest: Digest): Promise<BlobStat | undefined> {
+    try {
+      const r = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest) }));
+      return { digest, size: r.ContentLength ?? 0 };
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw e;
+    }
+  }
+
+  async read(digest: Digest, range?: ByteRange): Promise<Readable> {
+    if (range) resolveRange(Number.MAX_SAFE_INTEGER, range); // argument checks only; the store checks the end
+    const Range = range ? `bytes=${range.offset}-${range.length === undefined ? '' : range.offset + range.length - 1}` : undefined;
+    try {
+      const r = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest), Range }));
+      return r.Body as Readable;
+    } catch (e) {
+      if (isNotFound(e)) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
+      if (status(e) === 416) throw fail('RANGE_NOT_SATISFIABLE', `range starts at byte ${range?.offset}, past the end of ${digest}`);
+      throw e;
+    }
+  }
+
+  async delete(digest: Digest): Promise<boolean> {
+    if (!(await this.stat(digest))) return false;
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest) }));
+    return true;
+  }
+
+  async *list(): AsyncIterable<Digest> {
+    const base = this.prefix + 'blobs/sha256/';
+    let ContinuationToken: string | undefined;
+    do {
+      const r = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: base, ContinuationToken }));
+      for (const o of r.Contents ?? []) {
+        const d = o.Key && digestOfKey(o.Key.slice(this.prefix.length));
+        if (d) yield d;
+      }
+      ContinuationToken = r.IsTruncated ? r.NextContinuationToken : undefined;
+    } while (ContinuationToken);
+  }
+
+  async create(id: string): Promise<BlobWriter> {
+    checkSessionId(id);
+    if (this.#live.has(id)) throw fail('BLOB_UPLOAD_INVALID', `upload session ${id} already exists`);
+    this.#live.add(id);
+    return new S3Writer(this, id, this.#newHash(), () => this.#live.delete(id));
+  }
+
+  /** Never: the hash state and the unflushed part lived only in the crashed process. */
+  async resume(id: string): Promise<BlobWriter | undefined> {
+    checkSessionId(id);
+    return undefined;
+  }
+
+  /** Multipart uploads under `uploads/` for `id` (all of them when undefined). */
+  async *#multipartUploads(id?: string): AsyncIterable<{ key: string; uploadId: string; initiated: Date }> {
+    const Prefix = id === undefined ? `${this.prefix}uploads/` : `${this.prefix}uploads/${id}/`;
+    let KeyMarker: string | undefined;
+    let UploadIdMarker: string | undefined;
+    for (;;) {
+      const r = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix, KeyMarker, UploadIdMarker }));
+      for (const u of r.Uploads ?? []) {
+        if (u.Key && u.UploadId) yield { key: u.Key, uploadId: u.UploadId, initiated: u.Initiated ?? new Date(0) };
+      }
+      if (!r.IsTruncated) return;
+      KeyMarker = r.NextKeyMarker;
+      UploadIdMarker = r.NextUploadIdMarker;
+    }
+  }
+
+  async *sessions(): AsyncIterable<SessionInfo> {
+    const seen = new Map<string, Date>();
+    const base = `${this.prefix}uploads/`;
+    const note = (key: string, at: Date) => {
+      const id = key.slice(base.length).split('/')[0];
+      if (!isSessionId(id)) return;
+      const prev = seen.get(id);
+      if (!prev || at < prev) seen.set(id, at);
+    };
+    for await (const u of this.#multipartUploads()) note(u.key, u.initiated);
+    // A session completed but not yet copied when the process died leaves an object.
+    let ContinuationToken: string | undefined;
+    do {
+      const r = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: base, ContinuationToken }));
+      for (const o of r.Contents ?? []) if (o.Key) note(o.Key, o.LastModified ?? new Date(0));
+      ContinuationToken = r.IsTruncated ? r.NextContinuationToken : undefined;
+    } while (ContinuationToken);
+    for (const [id, startedAt] of seen) yield { id, startedAt };
+  }
+
+  async abortSession(id: string): Promise<void> {
+    checkSessionId(id);
+    for await (const u of this.#multipartUploads(id)) {
+      await this.#abortUpload(u.key, u.uploadId);
+    }
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.sessionKey(id) }));
+  }
+
+  async presignedUrl(digest: Digest, expiresInSeconds: number): Promise<string | undefined> {
+    return getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest) }), { expiresIn: expiresInSeconds });
+  }
+
+  /** @internal */
+  async abortUpload(key: string, uploadId: string): Promise<void> {
+    await this.#abortUpload(key, uploadId);
+  }
+
+  async #abortUpload(key: string, uploadId: string): Promise<void> {
+    try {
+      await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }));
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+  }
+
+  /**
+   * Makes verified bytes visible under `digest`: `small` bytes are PUT directly; otherwise the
+   * completed session object is copied. Returns false when the digest already existed.
+   * @internal used by S3Writer.commit, inside the digest lock.
+   */
+  publish(digest: Digest, size: number, small: Buffer | undefined, sessionKey: string): Promise<boolean> {
+    return this.#locks.with(digest, async () => {
+      if (await this.stat(digest)) return false;
+      const Key = this.keyOf(digest);
+      if (small) {
+        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: small, ContentLength: size }));
+        return true;
+      }
+      const CopySource = `${this.bucket}/${encodeURI(sessionKey)}`;
+      if (size <= MAX_COPY_OBJECT) {
+        await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key, CopySource }));
+        return true;
+      }
+      const { UploadId } = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key }));
+      try {
+        const Parts: CompletedPart[] = [];
+        for (let start = 0, n = 1; start < size; start += COPY_PART, n++) {
+          const end = Math.min(size, start + COPY_PART) - 1;
+          const r = await this.client.send(new UploadPartCopyCommand({
+            Bucket: this.bucket, Key, UploadId, PartNumber: n, CopySource, CopySourceRange: `bytes=${start}-${end}`,
+          }));
+          Parts.push({ PartNumber: n, ETag: r.CopyPartResult?.ETag });
+        }
+        await this.client.send(new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key, UploadId, MultipartUpload: { Parts } }));
+      } catch (e) {
+        await this.#abortUpload(Key, UploadId!).catch(() => {});
+        throw e;
+      }
+      return true;
+    });
+  }
+}
+
+/** One session: a part buffer, the running hash, the multipart upload once the first part is full. */
+class S3Writer implements BlobWriter {
+  size = 0;
+  #buf: Buffer | undefined;
+  #fill = 0;
+  #uploadId: Promise<string> | undefined;
+  readonly #parts: CompletedPart[] = [];
+  readonly #inflight = new Set<Promise<void>>();
+  #error: unknown;
+  #closed = false;
+  readonly #key: string;
+
+  constructor(readonly backend: S3BlobBackend, readonly id: string, readonly hash: RunningHash, readonly release: () => void) {
+    this.#key = backend.sessionKey(id);
+  }
+
+  #check(): void {
+    if (this.#closed) throw fail('BLOB_UPLOAD_UNKNOWN', `upload session ${this.id} is closed`);
+    if (this.#error) throw this.#error;
+  }
+
+  #multipart(): Promise<string> {
+    this.#uploadId ??= this.backend.client
+      .send(new CreateMultipartUploadCommand({ Bucket: this.backend.bucket, Key: this.#key }))
+      .then((r) => r.UploadId!);
+    return this.#uploadId;
+  }
+
+  /** Starts uploading the current buffer as the next part. */
+  #flush(): void {
+    const body = this.#fill === this.#buf!.length ? this.#buf! : this.#buf!.subarray(0, this.#fill);
+    const PartNumber = this.#parts.length + 1;
+    const entry: CompletedPart = { PartNumber };
+    this.#parts.push(entry);
+    this.#buf = undefined;
+    this.#fill = 0;
+    const p = (async () => {
+      const UploadId = await this.#multipart();
+      const r = await this.backend.client.send(new UploadPartCommand({
+        Bucket: this.backend.bucket, Key: this.#key, UploadId, PartNumber, Body: body, ContentLength: body.length,
+      }));
+      entry.ETag = r.ETag;
+    })().catch((e) => { this.#error ??= e; });
+    const tracked = p.finally(() => this.#inflight.delete(tracked));
+    this.#inflight.add(tracked);
+  }
+
+  async append(bytes: Uint8Array): Promise<void> {
+    this.#check();
+    const hashed = hashBytes(this.hash, bytes);
+    const partSize = this.backend.partSize;
+    let at = 0;
+    while (at < bytes.byteLength) {
+      this.#buf ??= Buffer.allocUnsafe(partSize);
+      const n = Math.min(partSize - this.#fill, bytes.byteLength - at);
+      this.#buf.set(bytes.subarray(at, at + n), this.#fill);
+      this.#fill += n;
+      at += n;
+      if (this.#fill === partSize) {
+        this.#flush();
+        while (this.#inflight.size >= this.backend.uploadConcurrency) await Promise.race(this.#inflight);
+        this.#check();
+      }
+    }
+    this.size += bytes.byteLength;
+    await hashed;
+  }
+
+  async commit(expected: Digest): Promise<CommitResult> {
+    this.#check();
+    this.#closed = true;
+    try {
+      const actual = `sha256:${await this.hash.digest()}` as Digest;
+      verifyDigest(expected, actual);
+      let created: boolean;
+      if (this.#uploadId === undefined) {
+        const small = this.#buf ? this.#buf.subarray(0, this.#fill) : Buffer.alloc(0);
+        created = await this.backend.publish(actual, this.size, small, this.#key);
+      } else {
+        if (this.#fill > 0) this.#flush();
+        while (this.#inflight.size) await Promise.race(this.#inflight);
+        if (this.#error) throw this.#error;
+        created = await this.#completeAndPublish(actual);
+      }
+      this.release();
+      return { digest: actual, size: this.size, created };
+    } catch (e) {
+      await this.#discard();
+      throw e;
+    }
+  }
+
+  async #completeAndPublish(digest: Digest): Promise<boolean> {
+    const { client, bucket } = this.backend;
+    if (await this.backend.stat(digest)) {
+      await this.#discard(); // dedupe: no need to complete
+      return false;
+    }
+    const UploadId = await this.#multipart();
+    await client.send(new CompleteMultipartUploadCommand({
+      Bucket: bucket, Key: this.#key, UploadId, MultipartUpload: { Parts: this.#parts },
+    }));
+    this.#uploadId = undefined;
+    const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: this.#key }));
+    if (head.ContentLength !== this.size) {
+      throw new Error(`upload session ${this.id}: the store holds ${head.ContentLength} bytes, ${this.size} were sent`);
+    }
+    const created = await this.backend.publish(digest, this.size, undefined, this.#key);
+    await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: this.#key }));
+    return created;
+  }
+
+  /** Drops buffers, waits for parts in flight, aborts the multipart upload, deletes the session object. */
+  async #discard(): Promise<void> {
+    this.#closed = true;
+    this.#buf = undefined;
+    this.hash.discard();
+    while (this.#inflight.size) await Promise.race(this.#inflight);
+    const uploadId = this.#uploadId;
+    this.#uploadId = undefined;
+    try {
+      const id = uploadId && await uploadId.catch(() => undefined);
+      if (id) await this.backend.abortUpload(this.#key, id);
+      await this.backend.client.send(new DeleteObjectCommand({ Bucket: this.backend.bucket, Key: this.#key }));
+    } finally {
+      this.release();
+    }
+  }
+
+  async abort(): Promise<void> {
+    await this.#discard();
+  }
+}

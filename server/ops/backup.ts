@@ -1,0 +1,143 @@
+/**
+ * Online backup and restore of a data directory.
+ *
+ * A backup directory holds:
+ *   lmdb/data.mdb   a consistent copy of the whole store (LMDB's own copy, `mdb_env_copy2` with
+ *                   compaction, through lmdb-js `env.backup`): taken in one read transaction, so
+ *                   it is a snapshot even while the server writes
+ *   blobs/sha256/…  every blob the snapshot records, hard-linked from the data directory where
+ *                   the file system allows (blob files never change once in place), else copied
+ *   keys/           the server key and TLS files: the backup holds secrets, keep it safe
+ *   backup.json     what was taken (counts, bytes, blobs whose files were already gone)
+ * Upload sessions are not backed up: their bytes are not blobs yet; after a restore the
+ * server's start-up recovery drops their records and clients start those uploads again.
+ */
+import { promises as fsp, constants as fsc } from 'node:fs';
+import { join } from 'node:path';
+import { openStore, SCHEMA_VERSION } from '../../engine/store.js';
+import { FileBlobStore } from '../../engine/blobs/cas.js';
+import type { Digest } from '../../engine/digest.js';
+
+/** What a backup or restore did; written to `backup.json` for a backup. */
+export interface BackupReport {
+  format: 1;
+  /** ISO time the snapshot was taken. */
+  takenAt: string;
+  schema: number;
+  /** Blob records in the snapshot and their bytes. */
+  blobs: number;
+  bytes: number;
+  /** Blob files hard-linked and copied. */
+  linked: number;
+  copied: number;
+  /** Blobs the snapshot records whose files were already gone (a GC run after the snapshot). */
+  missing: Digest[];
+}
+
+const MANIFEST = 'backup.json';
+
+async function emptyOrAbsent(dir: string, what: string): Promise<void> {
+  const entries = await fsp.readdir(dir).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT') return [] as string[];
+    throw e;
+  });
+  if (entries.length > 0) throw new Error(`${what} ${dir} is not empty; give a new or empty directory`);
+  await fsp.mkdir(dir, { recursive: true });
+}
+
+/** Hard link, or copy when linking is not possible (another file system, no permission). */
+async function linkOrCopy(from: string, to: string): Promise<'linked' | 'copied'> {
+  try {
+    await fsp.link(from, to);
+    return 'linked';
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'EMLINK' && code !== 'ENOTSUP') throw e;
+    await fsp.copyFile(from, to, fsc.COPYFILE_EXCL);
+    return 'copied';
+  }
+}
+
+/** Copies every blob `digests` names from `fromDir`'s blob store into `toDir`'s. */
+async function transferBlobs(fromDir: string, toDir: string, digests: Iterable<Digest>, report: BackupReport): Promise<void> {
+  const from = new FileBlobStore(fromDir);
+  const to = new FileBlobStore(toDir);
+  for (const d of digests) {
+    const target = to.pathOf(d);
+    await fsp.mkdir(join(target, '..'), { recursive: true });
+    try {
+      report[await linkOrCopy(from.pathOf(d), target)]++;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      report.missing.push(d);
+    }
+  }
+}
+
+async function copyKeys(fromDir: string, toDir: string): Promise<void> {
+  await fsp.cp(join(fromDir, 'keys'), join(toDir, 'keys'), { recursive: true, preserveTimestamps: true, errorOnExist: true }).catch((e: NodeJS.ErrnoException) => {
+    if (e.code !== 'ENOENT') throw e;
+  });
+}
+
+/** Blob digests recorded in the store under `dir`, with their total bytes. */
+async function recordedBlobs(dir: string): Promise<{ digests: Digest[]; bytes: number; schema: number }> {
+  const store = openStore(dir);
+  try {
+    const digests: Digest[] = [];
+    let bytes = 0;
+    for (const { key, value } of store.blobs.getRange()) {
+      digests.push(key as Digest);
+      bytes += value.size;
+    }
+    return { digests, bytes, schema: store.meta.get('schema') as number };
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * Takes a backup of `dataDir` (the server may be running) into `to` (new or empty).
+ * @throws Error when `to` is not empty or the store cannot be read.
+ */
+export async function backup(dataDir: string, to: string): Promise<BackupReport> {
+  await emptyOrAbsent(to, 'backup directory');
+  const takenAt = new Date().toISOString();
+  const source = openStore(dataDir);
+  try {
+    await fsp.mkdir(join(to, 'lmdb'), { recursive: true });
+    await source.env.backup(join(to, 'lmdb'), true);
+  } finally {
+    await source.close();
+  }
+  const snap = await recordedBlobs(to);
+  await fsp.rm(join(to, 'lmdb', 'lock.mdb'), { force: true });
+  const report: BackupReport = { format: 1, takenAt, schema: snap.schema, blobs: snap.digests.length, bytes: snap.bytes, linked: 0, copied: 0, missing: [] };
+  await transferBlobs(dataDir, to, snap.digests, report);
+  await copyKeys(dataDir, to);
+  await fsp.writeFile(join(to, MANIFEST), JSON.stringify(report, null, 2) + '\n', { mode: 0o600 });
+  return report;
+}
+
+/**
+ * Makes a new data directory `dataDir` (new or empty) from the backup in `from`.
+ * @throws Error when `from` is not a Slipway backup, was made by a newer build, or `dataDir` is not empty.
+ */
+export async function restore(from: string, dataDir: string): Promise<BackupReport> {
+  let taken: BackupReport;
+  try {
+    taken = JSON.parse(await fsp.readFile(join(from, MANIFEST), 'utf8')) as BackupReport;
+  } catch {
+    throw new Error(`${from} is not a Slipway backup (no readable ${MANIFEST})`);
+  }
+  if (taken.format !== 1) throw new Error(`${from}: unknown backup format ${String(taken.format)}`);
+  if (taken.schema > SCHEMA_VERSION) throw new Error(`${from} holds schema version ${taken.schema}, newer than this build (${SCHEMA_VERSION}); upgrade Slipway`);
+  await emptyOrAbsent(dataDir, 'data directory');
+  await fsp.mkdir(join(dataDir, 'lmdb'), { recursive: true });
+  await fsp.copyFile(join(from, 'lmdb', 'data.mdb'), join(dataDir, 'lmdb', 'data.mdb'), fsc.COPYFILE_EXCL);
+  const snap = await recordedBlobs(dataDir);
+  const report: BackupReport = { ...taken, linked: 0, copied: 0, missing: [] };
+  await transferBlobs(from, dataDir, snap.digests, report);
+  await copyKeys(from, dataDir);
+  return report;
+}

@@ -1,0 +1,223 @@
+/**
+ * Prometheus metrics (prom-client), served on the admin listener's `/metrics`. Names follow the
+ * Prometheus naming conventions (base units `_seconds` and `_bytes`, counters end in `_total`).
+ * Labels are bounded: a host name, a route template (`/v2/<name>/blobs/<digest>`, never a
+ * repository name, digest or token), a method and a status class (`2xx`).
+ *
+ * Store sizes (blob and manifest counts and bytes, open upload sessions) are read from the
+ * store at scrape time, at most once per `STORE_SCAN_MS`: counting every blob record costs one
+ * pass over the blob database.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Store } from '../../engine/store.js';
+import { subscribeEvent, type GcEvent } from '../../engine/events.js';
+
+/** Upper bounds of the request-duration buckets (seconds). */
+const REQUEST_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/** Minimum ms between two passes over the store for the size gauges. */
+const STORE_SCAN_MS = 2_000;
+
+/** Where a worker pool's queue length comes from. */
+export interface PoolProbe {
+  /** Tasks waiting for a thread. */
+  readonly queueSize: number;
+}
+
+/** Every Slipway metric, registered in `registry`. */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requestDuration: DeferredHistogram<'host' | 'route' | 'method' | 'status'> = new DeferredHistogram(new Histogram({
+    name: 'slipway_http_request_duration_seconds',
+    help: 'Time from request head to the end of the response, by host, route template, method and status class.',
+    labelNames: ['host', 'route', 'method', 'status'] as const,
+    buckets: REQUEST_BUCKETS,
+    registers: [this.registry],
+    collect: (): void => this.requestDuration.flush(),
+  }), REQUEST_BUCKETS);
+  readonly receivedBytes: DeferredCounter<'host' | 'route'> = new DeferredCounter(new Counter({
+    name: 'slipway_http_received_bytes_total',
+    help: 'Request body bytes received, by host and route template.',
+    labelNames: ['host', 'route'] as const,
+    registers: [this.registry],
+    collect: (): void => this.receivedBytes.flush(),
+  }));
+  readonly sentBytes: DeferredCounter<'host' | 'route'> = new DeferredCounter(new Counter({
+    name: 'slipway_http_sent_bytes_total',
+    help: 'Response body bytes sent (or handed to the transport), by host and route template.',
+    labelNames: ['host', 'route'] as const,
+    registers: [this.registry],
+    collect: (): void => this.sentBytes.flush(),
+  }));
+  /** Requests being handled now, by host (plain numbers; the gauge reads them at scrape time). */
+  readonly inFlight: Record<string, number> = {};
+  readonly tokenChecks: DeferredCounter<'host' | 'scheme' | 'result'> = new DeferredCounter(new Counter({
+    name: 'slipway_token_checks_total',
+    help: 'Requests that presented credentials, by host, scheme (basic, bearer, other) and result (ok, rejected).',
+    labelNames: ['host', 'scheme', 'result'] as const,
+    registers: [this.registry],
+    collect: (): void => this.tokenChecks.flush(),
+  }));
+  readonly rateLimited = new Counter({
+    name: 'slipway_rate_limit_rejections_total',
+    help: 'Requests refused by the API rate limit (429).',
+    registers: [this.registry],
+  });
+  readonly gcRuns = new Counter({ name: 'slipway_gc_runs_total', help: 'Garbage-collection runs finished in this process (dry runs too).', registers: [this.registry] });
+  readonly gcDeletedImages = new Counter({ name: 'slipway_gc_deleted_images_total', help: 'Images deleted by garbage collection.', registers: [this.registry] });
+  readonly gcDeletedBlobs = new Counter({ name: 'slipway_gc_deleted_blobs_total', help: 'Blobs deleted by garbage collection.', registers: [this.registry] });
+  readonly gcDeletedBytes = new Counter({ name: 'slipway_gc_deleted_bytes_total', help: 'Blob and orphan-file bytes deleted by garbage collection.', registers: [this.registry] });
+  readonly gcDuration = new Histogram({
+    name: 'slipway_gc_duration_seconds',
+    help: 'Duration of a garbage-collection run (it runs beside traffic; pushes are never paused for longer than one store transaction).',
+    buckets: [0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
+  readonly workerTaskDuration = new Histogram({
+    name: 'slipway_worker_task_duration_seconds',
+    help: 'Time of a worker-pool task (hashFile, inspectImage), queue wait included.',
+    labelNames: ['task'] as const,
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 120],
+    registers: [this.registry],
+  });
+  readonly #unsubscribe: () => void;
+
+  constructor(store: Store, pool: PoolProbe) {
+    collectDefaultMetrics({ register: this.registry, prefix: '' });
+    // prom-client names these gauges `_total`, which Prometheus reserves for counters (promtool
+    // rejects them); the handle and request counts are of little use to an operator anyway.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
+    let scanned = 0;
+    let sizes = { blobs: 0, blobBytes: 0, manifests: 0, manifestBytes: 0 };
+    const scan = () => {
+      if (Date.now() - scanned < STORE_SCAN_MS) return sizes;
+      scanned = Date.now();
+      let blobs = 0, blobBytes = 0, manifests = 0, manifestBytes = 0;
+      for (const { value } of store.blobs.getRange()) { blobs++; blobBytes += value.size; }
+      for (const { value } of store.manifests.getRange()) { manifests++; manifestBytes += value.bytes.length; }
+      sizes = { blobs, blobBytes, manifests, manifestBytes };
+      return sizes;
+    };
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({ name, help, registers: [this.registry], collect() { this.set(read()); } });
+    gauge('slipway_store_blobs', 'Blob records in the store.', () => scan().blobs);
+    gauge('slipway_store_blob_bytes', 'Bytes of every stored blob.', () => scan().blobBytes);
+    gauge('slipway_store_manifests', 'Manifest records in the store.', () => scan().manifests);
+    gauge('slipway_store_manifest_bytes', 'Bytes of every stored manifest.', () => scan().manifestBytes);
+    const inFlight = this.inFlight;
+    new Gauge({
+      name: 'slipway_http_requests_in_flight', help: 'Requests being handled now, by host.', labelNames: ['host'] as const, registers: [this.registry],
+      collect() { for (const host in inFlight) this.set({ host }, inFlight[host]!); },
+    });
+    gauge('slipway_upload_sessions_open', 'Upload sessions with at least one acknowledged chunk.', () => store.uploads.getCount());
+    gauge('slipway_worker_pool_queue_size', 'Worker-pool tasks waiting for a thread.', () => pool.queueSize);
+    this.#unsubscribe = subscribeEvent('gc', (e: GcEvent) => {
+      this.gcRuns.inc();
+      this.gcDuration.observe(e.durationMs / 1000);
+      if (e.dryRun) return;
+      this.gcDeletedImages.inc(e.images.unreleased + e.images.expired);
+      this.gcDeletedBlobs.inc(e.blobs.deleted);
+      this.gcDeletedBytes.inc(e.blobs.bytes + e.orphans.bytes);
+    });
+  }
+
+  /** Stops listening to engine events. */
+  close(): void {
+    this.#unsubscribe();
+  }
+}
+
+/**
+ * A labelled counter whose per-request increments are summed in a plain Map (keyed by a string
+ * the caller builds) and handed to prom-client only at scrape time: a labelled prom-client
+ * `inc` costs about 2 µs, several per request on a path that takes about 25 µs in all.
+ */
+export class DeferredCounter<L extends string> {
+  readonly #pending = new Map<string, { labels: Partial<Record<L, string>>; n: number }>();
+  constructor(readonly counter: Counter<L>) {}
+
+  /** Adds `n` to the series `key` names; `labels` is called only the first time a key is seen. */
+  add(key: string, labels: () => Partial<Record<L, string>>, n: number): void {
+    const p = this.#pending.get(key);
+    if (p) p.n += n;
+    else this.#pending.set(key, { labels: labels(), n });
+  }
+
+  /** Moves the sums into the prom-client counter (its `collect` hook). */
+  flush(): void {
+    for (const p of this.#pending.values()) {
+      if (p.n === 0) continue;
+      this.counter.inc(p.labels, p.n);
+      p.n = 0;
+    }
+  }
+}
+
+/** prom-client's per-series histogram state (its `hashMap` values). */
+interface HistogramEntry {
+  labels: object;
+  bucketValues: Record<number, number>;
+  sum: number;
+  count: number;
+}
+
+/**
+ * A labelled histogram observed per request into plain arrays and handed to prom-client at
+ * scrape time. A prom-client `observe` with four labels measured 3.5 µs alone and about 10 µs of
+ * server CPU per request under load (half of a whole `/v2/` request). At scrape time each
+ * series' totals are written into the entry prom-client itself created with `zero(labels)`
+ * (found by its labels object; prom-client keeps per-bound counts and cumulates them on export).
+ * Should a prom-client release store entries differently, this falls back to plain `observe`
+ * calls, which are always correct.
+ */
+export class DeferredHistogram<L extends string> {
+  readonly #series = new Map<string, { labels: Partial<Record<L, string>>; counts: number[]; sum: number; count: number; entry?: HistogramEntry }>();
+  #direct = false;
+  constructor(readonly histogram: Histogram<L>, readonly bounds: readonly number[]) {}
+
+  /** Adds one observation of `value` to the series `key` names. */
+  observe(key: string, labels: () => Partial<Record<L, string>>, value: number): void {
+    if (this.#direct) return this.histogram.observe(labels(), value);
+    let s = this.#series.get(key);
+    if (!s) this.#series.set(key, s = { labels: labels(), counts: new Array<number>(this.bounds.length).fill(0), sum: 0, count: 0 });
+    let i = 0;
+    while (i < this.bounds.length && value > this.bounds[i]!) i++;
+    if (i < this.bounds.length) s.counts[i]!++;
+    s.sum += value;
+    s.count++;
+  }
+
+  /** Writes the totals into prom-client's entries (the histogram's `collect` hook). */
+  flush(): void {
+    if (this.#direct) return;
+    for (const s of this.#series.values()) {
+      if (!s.entry) {
+        this.histogram.zero(s.labels);
+        const map = (this.histogram as unknown as { hashMap?: Record<string, HistogramEntry> }).hashMap;
+        s.entry = map ? Object.values(map).find((e) => e.labels === s.labels) : undefined;
+        if (!s.entry || !this.bounds.every((b) => b in s.entry!.bucketValues)) return this.#fallBack();
+      }
+      s.entry.sum = s.sum;
+      s.entry.count = s.count;
+      this.bounds.forEach((b, i) => { s.entry!.bucketValues[b] = s.counts[i]!; });
+    }
+  }
+
+  /** prom-client internals not as expected: observe directly from now on, replaying the counts so far. */
+  #fallBack(): void {
+    this.#direct = true;
+    this.histogram.reset();
+    const top = this.bounds[this.bounds.length - 1]!;
+    for (const s of this.#series.values()) {
+      // The exact values are gone: each observation is replayed at its bucket's upper bound.
+      this.bounds.forEach((b, i) => { for (let n = 0; n < s.counts[i]!; n++) this.histogram.observe(s.labels, b); });
+      for (let n = s.counts.reduce((a, b) => a + b, 0); n < s.count; n++) this.histogram.observe(s.labels, top * 2);
+    }
+    this.#series.clear();
+  }
+}
+
+/** `2xx`, `4xx`, … for a status code; `aborted` when no response was sent. */
+export function statusClass(status: number): string {
+  return status === 0 ? 'aborted' : `${Math.floor(status / 100)}xx`;
+}
