@@ -81,6 +81,12 @@ export interface Config {
   uploadReapIntervalSeconds: number;
   /** Seconds an unreferenced blob is kept after its commit or last HEAD/GET/mount (engine/registry/gc.ts); 0 allowed (tests). Env SLIPWAY_GC_GRACE. */
   gcGraceSeconds: number;
+  /**
+   * Longest time one poll of a `heroku login` browser login is held open waiting for the
+   * browser (seconds; decimals allowed); then it answers 503 and the CLI polls again. Below the
+   * CLI's 60-second request timeout. Env SLIPWAY_CLI_LOGIN_POLL_WAIT.
+   */
+  cliLoginPollSeconds: number;
   /** Admin listener (metrics, health, readiness) address; loopback by default. Env SLIPWAY_ADMIN_HOST. */
   adminHost: string;
   /** Admin listener port. Env SLIPWAY_ADMIN_PORT. */
@@ -119,6 +125,7 @@ export const DEFAULT_CONFIG: Config = {
   uploadRateWindowSeconds: 30,
   uploadReapIntervalSeconds: 600,
   listener: 'h1',
+  cliLoginPollSeconds: 50,
   adminHost: '127.0.0.1',
   adminPort: 5004,
   drainSeconds: 30,
@@ -161,6 +168,7 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_UPLOAD_MIN_RATE: 'uploadMinRateKiB',
   SLIPWAY_UPLOAD_RATE_WINDOW: 'uploadRateWindowSeconds',
   SLIPWAY_UPLOAD_REAP_INTERVAL: 'uploadReapIntervalSeconds',
+  SLIPWAY_CLI_LOGIN_POLL_WAIT: 'cliLoginPollSeconds',
   SLIPWAY_ADMIN_HOST: 'adminHost',
   SLIPWAY_ADMIN_PORT: 'adminPort',
   SLIPWAY_DRAIN_SECONDS: 'drainSeconds',
@@ -185,7 +193,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     if (k === 'gcIntervalSeconds' || k === 'gcGraceSeconds' || k === 'uploadMinRateKiB' || k === 'drainSeconds') {
       if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`${from}: "${raw}" is not a number of seconds (0 or more)`);
       c[k] = Number(raw);
-    } else if (k === 'uploadRateWindowSeconds' || k === 'uploadReapIntervalSeconds') {
+    } else if (k === 'uploadRateWindowSeconds' || k === 'uploadReapIntervalSeconds' || k === 'cliLoginPollSeconds') {
       if (!/^\d+(\.\d+)?$/.test(raw) || Number(raw) <= 0) throw new Error(`${from}: "${raw}" is not a number of seconds above 0`);
       c[k] = Number(raw);
     } else if (typeof current === 'boolean') {

@@ -34,3 +34,21 @@ export const MAX_DIRECT_EXPIRES_IN_SECONDS = 10 * 365 * 24 * 3600;
 /** Longest authorization description and client name, characters. */
 export const MAX_DESCRIPTION_LENGTH = 1000;
 export const MAX_CLIENT_NAME_LENGTH = 255;
+
+/**
+ * A browser login of the platform CLI (`heroku login`) must be confirmed within 10 minutes of
+ * its start, the CLI's own overall timeout for `heroku login`. Our decision.
+ */
+export const CLI_LOGIN_TTL_MS = 10 * 60_000;
+
+/** An ended CLI login is remembered this long after its expiry, so a late poll hears why. Our decision. */
+export const CLI_LOGIN_MEMORY_MS = 10 * 60_000;
+
+/** Most CLI logins in progress at once (they are held in memory); more are refused until some end. Our decision. */
+export const CLI_LOGIN_MAX_PENDING = 1000;
+
+/**
+ * Lifetime of the token a CLI browser login hands out: 30 days, the lifetime the platform CLI
+ * asks for when it creates a token itself (`heroku login -i`). Our decision.
+ */
+export const CLI_LOGIN_TOKEN_TTL_SECONDS = 30 * 24 * 3600;

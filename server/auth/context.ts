@@ -6,4 +6,6 @@ export interface AuthContext extends ApiContext {
   views: Views;
   /** True when the auth URL is https: cookies get Secure and the `__Host-` prefix. */
   secureCookies: boolean;
+  /** Longest wait of one CLI-login poll, ms (SLIPWAY_CLI_LOGIN_POLL_WAIT). */
+  cliLoginPollMs: number;
 }

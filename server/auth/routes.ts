@@ -12,6 +12,7 @@ import { sendPage } from './views.js';
 import { showHome, showSignIn, showSignOut, submitSignIn, submitSignOut } from './sign-in.js';
 import { showAuthorize, submitAuthorize } from './authorize.js';
 import { handleToken } from './token.js';
+import { pollCliLogin, showCliLogin, startCliLogin, submitCliLogin } from './cli-login.js';
 import { authorizationServerMetadata } from './metadata.js';
 import { addDashboardRoutes } from './dashboard/routes.js';
 
@@ -38,6 +39,10 @@ export const authRouter = new Router<AuthHandler>()
   .add('GET', '/oauth/authorize', showAuthorize)
   .add('POST', '/oauth/authorize', submitAuthorize)
   .add('POST', '/oauth/token', handleToken)
+  .add('POST', '/auth', startCliLogin)
+  .add('GET', '/auth/cli/browser/:id', showCliLogin)
+  .add('POST', '/auth/cli/browser/:id', submitCliLogin)
+  .add('GET', '/auth/cli/poll/:id', pollCliLogin)
   .add('GET', '/.well-known/oauth-authorization-server', metadata)
   .add('GET', '/assets/base.css', asset('text/css', (ctx) => ctx.views.baseCss))
   .add('GET', '/assets/site.css', asset('text/css', (ctx) => ctx.views.css))

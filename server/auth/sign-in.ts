@@ -15,11 +15,11 @@ import { field, readForm } from './forms.js';
 import { SIGN_IN_LOCKOUT_MS } from '../../engine/oauth/limits.js';
 
 /**
- * Where to go after sign-in: only the authorize endpoint or a dashboard page of this host, so
- * the parameter cannot send users elsewhere (open redirect).
+ * Where to go after sign-in: only the authorize endpoint, a CLI login's confirmation page or a
+ * dashboard page of this host, so the parameter cannot send users elsewhere (open redirect).
  */
 export function safeReturnTo(raw: string | null): string {
-  return raw && raw.length <= 4000 && /^\/(oauth\/authorize|account|teams|apps)(\/[A-Za-z0-9._~%-]+)*(\?[^\s#\\]*)?$/.test(raw) ? raw : '/';
+  return raw && raw.length <= 4000 && /^\/(oauth\/authorize|auth\/cli\/browser|account|teams|apps)(\/[A-Za-z0-9._~%-]+)*(\?[^\s#\\]*)?$/.test(raw) ? raw : '/';
 }
 
 function signInPage(ctx: AuthContext, ex: Exchange, browser: Browser, status: number, data: { returnTo: string; email?: string; error?: string }): void {

@@ -4,8 +4,8 @@
  * checks off. The only aid: test/helpers/redirect-host.ts maps the registry host name the CLI
  * derives from HEROKU_HOST (`registry.<HEROKU_HOST>`) to the registry's loopback address.
  */
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,19 +31,17 @@ export interface CliTarget {
 }
 
 /**
- * Runs `heroku <args>` in the fresh HOME as working directory (the CLI reads the app from the git
- * remotes of its working directory) and resolves with its exit code and output (never rejects).
- * @param opts.prompts answers to interactive prompts, in order: each is typed (with a newline)
- *        once the output so far matches its pattern; stdin is closed after the last one
+ * The environment of one CLI run in `home`: XDG directories inside it, telemetry, update checks
+ * and the delinquency look-up off or kept on loopback, no colours. HEROKU_API_KEY only when a
+ * token is given.
  */
-export function heroku(target: CliTarget, args: string[], opts: { env?: Record<string, string>; prompts?: Array<[RegExp, string]> } = {}): Promise<CliResult> {
-  const home = mkdtempSync(join(tmpdir(), 'slipway-cli-home-'));
-  const env: Record<string, string> = {
+function cliEnv(home: string, target: { apiUrl: string; token?: string; registry?: string }, extra: Record<string, string> = {}): Record<string, string> {
+  return {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: home,
     XDG_CONFIG_HOME: join(home, '.config'), XDG_CACHE_HOME: join(home, '.cache'), XDG_DATA_HOME: join(home, '.local/share'),
     HEROKU_HOST: target.apiUrl,
-    HEROKU_API_KEY: target.token,
+    ...(target.token !== undefined ? { HEROKU_API_KEY: target.token } : {}),
     // Telemetry, update checks and the delinquency look-up off / kept on loopback.
     DISABLE_TELEMETRY: 'true',
     HEROKU_SKIP_NEW_VERSION_CHECK: 'true',
@@ -51,11 +49,24 @@ export function heroku(target: CliTarget, args: string[], opts: { env?: Record<s
     NO_COLOR: '1',
     COLUMNS: '200',
     ...(target.registry ? { SLIPWAY_REDIRECT_HOST: `registry.${target.apiUrl}`, SLIPWAY_REDIRECT_TO: target.registry } : {}),
-    ...opts.env,
+    ...extra,
   };
+}
+
+/**
+ * Runs `heroku <args>` in a fresh HOME (or `opts.home`, kept afterwards) as working directory
+ * (the CLI reads the app from the git remotes of its working directory) and resolves with its
+ * exit code and output (never rejects). `target.token` '' or undefined: no HEROKU_API_KEY (the
+ * CLI then reads ~/.netrc).
+ * @param opts.prompts answers to interactive prompts, in order: each is typed (with a newline)
+ *        once the output so far matches its pattern; stdin is closed after the last one
+ */
+export function heroku(target: Omit<CliTarget, 'token'> & { token?: string }, args: string[], opts: { env?: Record<string, string>; prompts?: Array<[RegExp, string]>; home?: string } = {}): Promise<CliResult> {
+  const home = opts.home ?? mkdtempSync(join(tmpdir(), 'slipway-cli-home-'));
+  const env = cliEnv(home, { ...target, token: target.token || undefined }, opts.env);
   return new Promise((resolve) => {
     const child = execFile(process.execPath, ['--no-deprecation', '--import', PRELOAD, HEROKU_BIN, ...args], { env, cwd: home, maxBuffer: 16 * 1024 * 1024, timeout: 120_000 }, (err, stdout, stderr) => {
-      rmSync(home, { recursive: true, force: true });
+      if (!opts.home) rmSync(home, { recursive: true, force: true });
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout, stderr, all: stdout + stderr });
     });
@@ -75,4 +86,70 @@ export function heroku(target: CliTarget, args: string[], opts: { env?: Record<s
     child.stderr?.on('data', answer);
     if (prompts.length === 0) child.stdin?.end();
   });
+}
+
+/** A running `heroku login` (the browser flow). */
+export interface LoginRun {
+  /** The URL the CLI printed ("Opening browser to …"). */
+  url: Promise<string>;
+  /** The exit code and output (a terminal merges stdout and stderr). */
+  done: Promise<CliResult>;
+  /** URLs the CLI handed to its browser (the `--browser` recorder), read now. */
+  opened(): string[];
+}
+
+const shellQuote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
+
+/**
+ * Starts the stock `heroku login` (browser flow) with HEROKU_LOGIN_HOST = `loginUrl` and no
+ * HEROKU_API_KEY, in `home` (kept: ~/.netrc is what the login writes). The CLI reads its "press
+ * any key" from a raw-mode terminal, so it runs under util-linux `script` (a pseudo-terminal);
+ * the key is typed when the prompt shows. Its browser is `--browser <recorder>`, the CLI's own
+ * option: a two-line shell script that records the URL instead of opening a window (the test
+ * drives Chromium itself). TERM=dumb keeps oclif's spinner out of the output.
+ */
+export function herokuLogin(apiUrl: string, loginUrl: string, home: string): LoginRun {
+  const recorder = join(home, 'record-browser.sh');
+  const opened = join(home, 'opened-urls');
+  writeFileSync(recorder, `#!/bin/sh\nprintf '%s\\n' "$1" >> ${shellQuote(opened)}\n`, { mode: 0o755 });
+  const env = cliEnv(home, { apiUrl }, { HEROKU_LOGIN_HOST: loginUrl, TERM: 'dumb' });
+  const command = [process.execPath, '--no-deprecation', HEROKU_BIN, 'login', '--browser', recorder].map(shellQuote).join(' ');
+  const child = spawn('script', ['-q', '-e', '-c', command, '/dev/null'], { env, cwd: home, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let pressed = false;
+  let foundUrl: (u: string) => void = () => {};
+  let failUrl: (e: Error) => void = () => {};
+  const url = new Promise<string>((resolve, reject) => { foundUrl = resolve; failUrl = reject; });
+  url.catch(() => {});
+  const onData = (d: Buffer) => {
+    out += d.toString();
+    if (!pressed && /Press any key/.test(out)) {
+      pressed = true;
+      child.stdin.write('x');
+    }
+    const m = /Opening browser to (\S+)/.exec(out);
+    if (m) foundUrl(m[1]!);
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 150_000);
+  const done = new Promise<CliResult>((resolve) => {
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      child.stdin.destroy();
+      failUrl(new Error(`heroku login printed no URL:\n${out}`));
+      const all = out.replaceAll('\r\n', '\n');
+      resolve({ code: code ?? (signal ? 128 : 1), stdout: all, stderr: '', all });
+    });
+  });
+  return {
+    url, done,
+    opened: () => {
+      try {
+        return readFileSync(opened, 'utf8').split('\n').filter(Boolean);
+      } catch {
+        return [];
+      }
+    },
+  };
 }
