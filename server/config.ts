@@ -95,7 +95,7 @@ export interface Config {
   drainSeconds: number;
   /** Log destination: a file path (appended), or unset for stdout. Env SLIPWAY_LOG_FILE. */
   logFile?: string;
-  /** Level of access-log lines (5xx lines are always error); `silent` turns them off. Env SLIPWAY_ACCESS_LOG_LEVEL. */
+  /** Level of access-log lines (a 500 is always error, another 5xx at least warn); `silent` turns them off. Env SLIPWAY_ACCESS_LOG_LEVEL. */
   accessLogLevel: 'info' | 'debug' | 'trace' | 'silent';
   /** Readiness fails below this much free space in the data directory (MiB). Env SLIPWAY_MIN_FREE_DISK_MB. */
   minFreeDiskMb: number;

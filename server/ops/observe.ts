@@ -18,7 +18,7 @@ import type { RequestTracker } from './drain.js';
 /** Methods that get their own metrics label; any other is `other` (labels stay bounded). */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
-/** pino level of access-log lines (5xx lines are always `error`). */
+/** pino level of access-log lines (a 500 is always `error`, another 5xx at least `warn`). */
 export type AccessLogLevel = 'info' | 'debug' | 'trace' | 'silent';
 
 /** What `observe` reports to. */
@@ -122,7 +122,9 @@ export function observe(host: HostName, handler: Handler, onError: (ex: Exchange
         metrics.tokenChecks.add(host + ' ' + scheme + ' ' + result, () => ({ host, scheme, result }), 1);
       }
       if (status === 429) metrics.rateLimited.inc();
-      const level = status >= 500 ? 'error' : obs.accessLogLevel;
+      // A 500 is a fault; other 5xx are answers the server gives on purpose (503 while a CLI
+      // login is pending, the upload memory budget spent, draining): worth a warning, not an error.
+      const level = status === 500 ? 'error' : status > 500 ? 'warn' : obs.accessLogLevel;
       if (level !== 'silent' && log.isLevelEnabled(level)) {
         const caller = callerOf(ex);
         log[level]({
