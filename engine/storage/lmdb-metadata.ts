@@ -34,7 +34,7 @@ type RangeArgs = { start?: string; end?: string; limit?: number; reverse?: boole
 /** Translates a contract range into lmdb-js's getRange arguments (reverse: start inclusive-high). */
 function scan<V>(db: Database<V, string>, opts: RangeOptions | undefined): Array<Entry<V>> {
   const r = resolveRange(opts);
-  if (r.limit === 0 || (r.start !== undefined && r.end !== undefined && r.start >= r.end)) return [];
+  if (r.empty) return [];
   if (!r.reverse) {
     const args: RangeArgs = {};
     if (r.start !== undefined) args.start = r.start;

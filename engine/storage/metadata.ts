@@ -165,20 +165,27 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/** UTF-8 byte order of two strings: the key order of every implementation. */
+export function compareUtf8(a: string, b: string): number {
+  return a === b ? 0 : Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
 /**
- * Resolves RangeOptions into an inclusive start, exclusive end and the rest.
- * A prefix `p` covers `[p + SEP, p + '\x20')`: every key `p SEP …` and nothing else (the byte
- * after the separator U+001F is U+0020).
+ * Resolves RangeOptions into an inclusive start, exclusive end and the rest, in UTF-8 key
+ * order; `empty` when nothing can match (limit 0, or start at or past end). A prefix `p` covers
+ * `[p + SEP, p + '\x20')`: every key `p SEP …` and nothing else (the byte after the separator
+ * U+001F is U+0020).
  */
-export function resolveRange(opts: RangeOptions = {}): { start?: string; end?: string; limit?: number; reverse: boolean } {
+export function resolveRange(opts: RangeOptions = {}): { start?: string; end?: string; limit?: number; reverse: boolean; empty: boolean } {
   let { start, end } = opts;
   if (opts.prefix !== undefined) {
     const lo = opts.prefix + KEY_SEPARATOR;
     const hi = opts.prefix + '\x20';
-    start = start === undefined || start < lo ? lo : start;
-    end = end === undefined || end > hi ? hi : end;
+    start = start === undefined || compareUtf8(start, lo) < 0 ? lo : start;
+    end = end === undefined || compareUtf8(end, hi) > 0 ? hi : end;
   }
-  return { start, end, limit: opts.limit, reverse: opts.reverse ?? false };
+  const empty = opts.limit === 0 || (start !== undefined && end !== undefined && compareUtf8(start, end) >= 0);
+  return { start, end, limit: opts.limit, reverse: opts.reverse ?? false, empty };
 }
 
 /**

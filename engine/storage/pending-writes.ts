@@ -3,7 +3,7 @@
  * committed reads (a transaction reads its own writes). Shared by every metadata backend that
  * applies a transaction's writes at its end (engine/storage/metadata.ts).
  */
-import { checkKey, resolveRange, type Entry, type Keyspace, type RangeOptions } from './metadata.js';
+import { checkKey, compareUtf8, resolveRange, type Entry, type Keyspace, type RangeOptions } from './metadata.js';
 
 /** Marks a key removed by the transaction. */
 export const REMOVED: unique symbol = Symbol('removed');
@@ -15,11 +15,6 @@ export type Pending = unknown;
 export interface KeyspaceWrites {
   ks: Keyspace<unknown>;
   entries: Map<string, Pending>;
-}
-
-/** UTF-8 byte order of two strings: the key order of every implementation. */
-export function compareUtf8(a: string, b: string): number {
-  return a === b ? 0 : Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
 
 export class PendingWrites {

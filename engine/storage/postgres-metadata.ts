@@ -85,7 +85,7 @@ function translate(e: unknown): unknown {
 /** A SELECT over one keyspace's range, with its parameters. */
 function rangeQuery(ks: Keyspace<unknown>, opts: RangeOptions | undefined): { text: string; values: unknown[] } | null {
   const r = resolveRange(opts);
-  if (r.limit === 0 || (r.start !== undefined && r.end !== undefined && Buffer.compare(Buffer.from(r.start), Buffer.from(r.end)) >= 0)) return null;
+  if (r.empty) return null;
   const values: unknown[] = [ks.name];
   let text = 'SELECT key, value FROM slipway_kv WHERE keyspace = $1';
   if (r.start !== undefined) { values.push(r.start); text += ` AND key >= $${values.length}`; }
