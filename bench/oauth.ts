@@ -24,7 +24,7 @@ import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { totpCode } from '../engine/auth/totp.js';
+import { totpCode } from '../engine/identity/totp.js';
 import { CpuWindow } from './procstat.js';
 import { startSlipway, type SlipwayTarget } from './servers/slipway.js';
 import { installCleanup } from './cleanup.js';

@@ -7,37 +7,30 @@
  * uses NUL to separate array elements, so a NUL-joined string would read back as an array.
  *
  * Record types and index writers live beside the code that owns them; this file opens the
- * databases and runs the schema migrations (`migrate()`, which calls those index writers).
+ * databases and runs the schema migrations (engine/migrations.ts).
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Account, AuthorizationRecord, TokenRecord } from './auth/records.js';
+import type { Account, AuthorizationRecord, TokenRecord } from './identity/records.js';
 import type { AppRecord, FormationRecord, ReleaseRecord } from './platform/records.js';
 import type { MembershipRecord, TeamRecord } from './platform/teams.js';
 import type { BlobRecord, UploadRecord } from './blobs/records.js';
 import type { ManifestRecord, RepositoryRecord, TagRecord } from './registry/records.js';
 import type { ClientRecord, GrantRecord, SignInState, WebSessionRecord } from './oauth/records.js';
-import { indexAuthorizationInTransaction, type AuthorizationIndex } from './auth/authorizations.js';
-import { indexBlobLinksInTransaction } from './registry/links.js';
-import { indexManifestTagsInTransaction } from './registry/tags.js';
-import { LEGACY_CHECK_KEY } from './blobs/quarantine.js';
+import { LmdbMetadataStore } from './storage/lmdb-metadata.js';
+import type { MetadataStore } from './storage/metadata.js';
+import { migrate } from './migrations.js';
 import { DATA_DIR_MODE, secureDataDir } from './data-dir.js';
-
-/**
- * Current on-disk schema version; bump with an ordered migration in `migrate()`.
- * 1: accounts, authorizations, tokens, registry. 2: authorizations indexed by account and client.
- * 3: authorizations indexed by team; repository blob links indexed by digest.
- * 4: tags indexed by manifest (`manifestTags`).
- * 5: records of every database may use shared msgpack structures (no data change: older records
- *    still read; the bump makes older builds refuse the directory instead of misreading it).
- * 6: blob records may be quarantined (`BlobRecord.quarantined`); blobs written by older builds
- *    are verified once at start-up (meta `blobs-to-verify`, engine/blobs/quarantine.ts).
- */
-export const SCHEMA_VERSION = 6;
 
 /** Handles on every named database. */
 export interface Store {
+  /**
+   * The metadata contract over this environment (engine/storage/metadata.ts): what the domains
+   * use. The LMDB database handles below are the pre-contract access path, being retired domain
+   * by domain; new code uses `metadata`.
+   */
+  metadata: MetadataStore;
   env: RootDatabase;
   meta: Database<unknown, string>;
   accounts: Database<Account, string>;
@@ -130,7 +123,7 @@ export function prefixRange(prefix: string): { start: string; end: string } {
  * The data directory's permissions are made owner-only first (engine/data-dir.ts).
  * @param dir the data directory; the environment lives in `dir/lmdb`.
  */
-export function openStore(dir: string): Store {
+export async function openStore(dir: string): Promise<Store> {
   secureDataDir(dir);
   const path = join(dir, 'lmdb');
   mkdirSync(path, { recursive: true, mode: DATA_DIR_MODE });
@@ -144,7 +137,9 @@ export function openStore(dir: string): Store {
   // (measured here), and records written without them still read. Every request reads several
   // records (token, authorization, app, tag or blob), so this is on every hot path.
   const db = <V>(name: string) => env.openDB<V, string>(name, { encoding: 'msgpack', sharedStructuresKey: Symbol.for('structures') });
+  const metadata = new LmdbMetadataStore(env);
   const store: Store = {
+    metadata,
     env,
     meta: db('meta'),
     accounts: db('accounts'),
@@ -181,41 +176,6 @@ export function openStore(dir: string): Store {
     membershipsByAccount: db('memberships-by-account'),
     close: () => env.close(),
   };
-  migrate(store);
+  await migrate(metadata);
   return store;
-}
-
-/**
- * Brings an existing environment to SCHEMA_VERSION in one synchronous write transaction (all
- * migration steps and the new version commit together, or nothing does), or stamps a new one.
- * @throws Error when the data directory was written by a newer build.
- */
-function migrate(store: Store): void {
-  const version = store.meta.get('schema') as number | undefined;
-  if (version === undefined) {
-    store.meta.putSync('schema', SCHEMA_VERSION);
-  } else if (version > SCHEMA_VERSION) {
-    throw new Error(`data directory has schema version ${version}, newer than this build (${SCHEMA_VERSION}); upgrade Slipway`);
-  } else if (version < SCHEMA_VERSION) {
-    store.env.transactionSync(() => {
-      const indexes: AuthorizationIndex[] = [];
-      if (version < 2) indexes.push('account', 'client');
-      if (version < 3) indexes.push('team');
-      if (indexes.length > 0) indexAuthorizations(store, indexes);
-      if (version < 3) indexBlobLinksInTransaction(store);
-      if (version < 4) indexManifestTagsInTransaction(store);
-      // Older builds could record a blob whose bytes disagree with it: verify them once.
-      if (version < 6) store.meta.put(LEGACY_CHECK_KEY, true);
-      store.meta.put('schema', SCHEMA_VERSION);
-    });
-  }
-}
-
-/**
- * Indexes every authorization record in the given indexes: migration 1 → 2 adds the account
- * and client indexes, 2 → 3 the team index. The keys are written by the same function that
- * indexes new records.
- */
-function indexAuthorizations(store: Store, indexes: readonly AuthorizationIndex[]): void {
-  for (const { key: id, value: a } of store.authorizations.getRange()) indexAuthorizationInTransaction(store, { ...a, id }, indexes);
 }

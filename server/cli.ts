@@ -14,8 +14,8 @@ import { parseArgs } from 'node:util';
 import { FLAGS, loadConfig, type Config } from './config.js';
 import { startServer } from './main.js';
 import { openStore } from '../engine/store.js';
-import { ServerKeys } from '../engine/auth/keys.js';
-import { Accounts, type CreatedAccount } from '../engine/auth/accounts.js';
+import { ServerKeys } from '../engine/identity/keys.js';
+import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
 import { systemClock } from '../engine/clock.js';
 import { isSlipwayError } from '../engine/errors.js';
@@ -95,7 +95,7 @@ async function serve(config: Config): Promise<void> {
 }
 
 async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promise<T>): Promise<T> {
-  const store = openStore(config.dataDir);
+  const store = await openStore(config.dataDir);
   try {
     return await fn(new Accounts(store, systemClock, ServerKeys.loadOrCreate(config.dataDir, config.keyFile)), new Apps(store, systemClock));
   } finally {
@@ -108,7 +108,7 @@ async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promi
  * safe against a running server's pushes; engine/registry/gc.ts). Prints what it deleted.
  */
 async function collectGarbage(config: Config, dryRun: boolean, json: boolean): Promise<void> {
-  const store = openStore(config.dataDir);
+  const store = await openStore(config.dataDir);
   let report: GcReport;
   try {
     const gc = new GarbageCollector(store, new FileBlobStore(config.dataDir), systemClock, { graceMs: config.gcGraceSeconds * 1000 });
@@ -140,7 +140,7 @@ function printBackup(verb: string, r: BackupReport, dir: string, json: boolean):
  * Safe while the server runs (LMDB is multi-process; repairs are the GC's and the reaper's).
  */
 async function checkStore(config: Config, full: boolean, repair: boolean, json: boolean): Promise<number> {
-  const store = openStore(config.dataDir);
+  const store = await openStore(config.dataDir);
   const pool = new WorkerPool();
   try {
     const report = await fsck(store, config.dataDir, systemClock, {

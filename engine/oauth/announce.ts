@@ -3,7 +3,7 @@
  * created, regenerated or revoked, once the change is committed. Never carries token values.
  */
 import { publishEvent } from '../events.js';
-import type { AuthorizationRecord } from '../auth/records.js';
+import type { AuthorizationRecord } from '../identity/records.js';
 
 /** Announces a committed change of `a`. */
 export function announceAuthorization(action: 'created' | 'regenerated' | 'revoked', a: AuthorizationRecord): void {

@@ -8,13 +8,13 @@
 import { prefixRange, type Store } from '../store.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
-import type { AuthorizationRecord, TokenRecord } from '../auth/records.js';
-import { hashToken, newId, redactToken, TOKEN_PREFIX } from '../auth/tokens.js';
+import type { AuthorizationRecord, TokenRecord } from '../identity/records.js';
+import { hashToken, newId, redactToken, TOKEN_PREFIX } from '../identity/tokens.js';
 import {
   createAuthorizationInTransaction, indexAuthorizationInTransaction, issueTokensInTransaction, newAuthorizationRecord,
   revokeAuthorizationInTransaction, type IssuedTokens,
-} from '../auth/authorizations.js';
-import { normalizeScopes, type Scope } from '../auth/scope.js';
+} from '../identity/authorizations.js';
+import { normalizeScopes, type Scope } from '../identity/scope.js';
 import { MAX_DESCRIPTION_LENGTH, MAX_DIRECT_EXPIRES_IN_SECONDS } from './limits.js';
 import { announceAuthorization } from './announce.js';
 import { checkIdentifier } from '../identifiers.js';

@@ -11,7 +11,7 @@
  */
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
-import { hashToken, newSecret, secretMatches } from '../auth/tokens.js';
+import { hashToken, newSecret, secretMatches } from '../identity/tokens.js';
 import { CLI_LOGIN_MAX_PENDING, CLI_LOGIN_MEMORY_MS, CLI_LOGIN_TTL_MS } from './limits.js';
 
 /** Where a login stands: waiting for the browser, answered there, or its token handed out. */

@@ -7,12 +7,12 @@
 import { key, prefixRange, type Store } from '../store.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
-import { hashToken, newId, newSecret, secretMatches } from '../auth/tokens.js';
-import { revokeAuthorizationInTransaction } from '../auth/authorizations.js';
+import { hashToken, newId, newSecret, secretMatches } from '../identity/tokens.js';
+import { revokeAuthorizationInTransaction } from '../identity/authorizations.js';
 import type { ClientRecord } from './records.js';
 import { validateRedirectUri } from './redirect-uri.js';
 import { MAX_CLIENT_NAME_LENGTH } from './limits.js';
-import type { AuthorizationRecord } from '../auth/records.js';
+import type { AuthorizationRecord } from '../identity/records.js';
 import { announceAuthorization } from './announce.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -8,14 +8,14 @@
 import type { Store } from '../store.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
-import { hashToken, newId, newSecret } from '../auth/tokens.js';
-import { createAuthorizationInTransaction, revokeAuthorizationInTransaction, type IssuedTokens } from '../auth/authorizations.js';
+import { hashToken, newId, newSecret } from '../identity/tokens.js';
+import { createAuthorizationInTransaction, revokeAuthorizationInTransaction, type IssuedTokens } from '../identity/authorizations.js';
 import type { Clients } from './clients.js';
 import type { GrantRecord } from './records.js';
 import { authenticateClientFor, type ClientCredentials } from './client-auth.js';
 import { verifyS256 } from './pkce.js';
 import { GRANT_CODE_TTL_MS, GRANT_REPLAY_MEMORY_MS, WEB_ACCESS_TOKEN_TTL_MS } from './limits.js';
-import type { AuthorizationRecord } from '../auth/records.js';
+import type { AuthorizationRecord } from '../identity/records.js';
 import { announceAuthorization } from './announce.js';
 
 /** What the user approved on the consent page: the fields of the grant it becomes. */

@@ -7,9 +7,9 @@
 import type { Store } from '../store.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
-import { hashToken } from '../auth/tokens.js';
-import { issueTokensInTransaction } from '../auth/authorizations.js';
-import { parseScopeParam } from '../auth/scope.js';
+import { hashToken } from '../identity/tokens.js';
+import { issueTokensInTransaction } from '../identity/authorizations.js';
+import { parseScopeParam } from '../identity/scope.js';
 import type { Clients } from './clients.js';
 import { authenticateClientFor, type ClientCredentials } from './client-auth.js';
 import { WEB_ACCESS_TOKEN_TTL_MS } from './limits.js';

@@ -5,7 +5,7 @@
  */
 import type { Store } from '../store.js';
 import type { Clock } from '../clock.js';
-import type { Accounts } from '../auth/accounts.js';
+import type { Accounts } from '../identity/accounts.js';
 import { Clients } from './clients.js';
 import { Grants } from './grants.js';
 import { Authorizations } from './authorizations.js';

@@ -1,7 +1,7 @@
 /**
  * Sign-in on the auth host: e-mail, password and TOTP code, all three required (the second
  * factor is mandatory, docs/rules.md Authentication 4). Passwords are checked with scrypt in libuv's
- * thread pool (engine/auth/passwords.ts), never on the event loop.
+ * thread pool (engine/identity/passwords.ts), never on the event loop.
  *
  * Lockout (our decision, README "OAuth decisions"): after `SIGN_IN_MAX_FAILURES` (5)
  * consecutive failures for one e-mail address, sign-in for that address is refused for
@@ -12,11 +12,11 @@
  */
 import type { Store } from '../store.js';
 import type { Clock } from '../clock.js';
-import type { Accounts } from '../auth/accounts.js';
-import { normalizeEmail } from '../auth/accounts.js';
-import type { Account } from '../auth/records.js';
-import { hashPassword, verifyPassword } from '../auth/passwords.js';
-import { verifyTotp } from '../auth/totp.js';
+import type { Accounts } from '../identity/accounts.js';
+import { normalizeEmail } from '../identity/accounts.js';
+import type { Account } from '../identity/records.js';
+import { hashPassword, verifyPassword } from '../identity/passwords.js';
+import { verifyTotp } from '../identity/totp.js';
 import type { SignInState } from './records.js';
 import { SIGN_IN_LOCKOUT_MS, SIGN_IN_MAX_FAILURES } from './limits.js';
 

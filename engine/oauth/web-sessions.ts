@@ -5,7 +5,7 @@
  */
 import type { Store } from '../store.js';
 import type { Clock } from '../clock.js';
-import { hashToken, newId, newSecret } from '../auth/tokens.js';
+import { hashToken, newId, newSecret } from '../identity/tokens.js';
 import type { WebSessionRecord } from './records.js';
 import { WEB_SESSION_TTL_MS } from './limits.js';
 

@@ -7,8 +7,8 @@
  *   trusted (first-party) clients keep working (docs/rules.md What the service does 4, Authentication 11, Errors 1).
  * Scopes then narrow what a reachable app allows (docs/rules.md Authentication 6).
  */
-import type { Principal } from '../auth/authorizations.js';
-import { allows } from '../auth/scope.js';
+import type { Principal } from '../identity/authorizations.js';
+import { allows } from '../identity/scope.js';
 import { key, type Store } from '../store.js';
 import type { AppRecord } from './records.js';
 

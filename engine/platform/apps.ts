@@ -5,7 +5,7 @@
 import type { Store } from '../store.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
-import { newId } from '../auth/tokens.js';
+import { newId } from '../identity/tokens.js';
 import { APP_NAME } from '../registry/names.js';
 import type { AppRecord, Generation } from './records.js';
 import { checkIdentifier } from '../identifiers.js';

@@ -10,7 +10,7 @@ import { fail } from '../errors.js';
 import { key, KEY_SEPARATOR, prefixRange, type Store } from '../store.js';
 import type { Clock } from '../clock.js';
 import { isDigest } from '../digest.js';
-import { newId } from '../auth/tokens.js';
+import { newId } from '../identity/tokens.js';
 import { CONTAINER_STACK } from './apps.js';
 import { processCommand, releaseWarnings, workingDirectory } from './runtime-rules.js';
 import type { AppRecord, FormationRecord, ReleaseImage, ReleaseRecord } from './records.js';

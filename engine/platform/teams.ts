@@ -7,9 +7,9 @@
 import { key, prefixRange, type Store } from '../store.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
-import { newId } from '../auth/tokens.js';
-import { createAuthorizationInTransaction, type IssuedTokens } from '../auth/authorizations.js';
-import type { AuthorizationRecord } from '../auth/records.js';
+import { newId } from '../identity/tokens.js';
+import { createAuthorizationInTransaction, type IssuedTokens } from '../identity/authorizations.js';
+import type { AuthorizationRecord } from '../identity/records.js';
 import type { TeamChoice, TeamDirectory } from '../oauth/owners.js';
 import { parseDescription, parseScopeArray } from '../oauth/authorizations.js';
 import { APP_NAME } from '../registry/names.js';

@@ -51,7 +51,7 @@
  */
 
 /** The domains that own keyspaces. */
-export type Domain = 'meta' | 'auth' | 'oauth' | 'platform' | 'registry' | 'blobs';
+export type Domain = 'meta' | 'identity' | 'oauth' | 'platform' | 'registry' | 'blobs';
 
 /**
  * A named keyspace holding values of type `V`, owned by one domain.

@@ -1,10 +1,10 @@
 /** GET /account (docs/platform-conventions.md 3.1; identity or global scope) and GET /account/rate-limits (docs/platform-conventions.md 1.6; not counted). */
 import type { ApiCall, ApiContext } from './context.js';
-import { principalOf } from './auth.js';
+import { principalOf } from './authenticate.js';
 import { accountJson } from './serialize.js';
 import { fail } from '../../engine/errors.js';
 import { CachedRepresentation, reply } from './respond.js';
-import type { Account } from '../../engine/auth/records.js';
+import type { Account } from '../../engine/identity/records.js';
 
 /**
  * GET /account is the bearer-token hot path (benchmarked at tens of thousands of requests per

@@ -8,7 +8,7 @@
  *   GET /users/{~|id|email}/apps                      the caller's own apps (only `~` or the caller)
  */
 import type { ApiCall, ApiContext } from './context.js';
-import { principalOf } from './auth.js';
+import { principalOf } from './authenticate.js';
 import { reply } from './respond.js';
 import { appResponse, visibleApp } from './apps.js';
 import { stableId } from './serialize.js';

@@ -4,7 +4,7 @@
  * (GET /apps/{app}/features[/{name}], PATCH /apps/{app}/features/{name} {enabled}).
  */
 import type { ApiCall, ApiContext } from './context.js';
-import { principalOf } from './auth.js';
+import { principalOf } from './authenticate.js';
 import { readJson, reply } from './respond.js';
 import { stableId } from './serialize.js';
 import { appResponse, visibleApp } from './apps.js';

@@ -1,10 +1,10 @@
 /** Apps: POST/GET /apps, GET/DELETE /apps/{id_or_name} (docs/platform-conventions.md 3.2). Scopes are checked by the route table. */
 import type { ApiCall, ApiContext } from './context.js';
-import { principalOf } from './auth.js';
+import { principalOf } from './authenticate.js';
 import { appJson } from './serialize.js';
 import { fail } from '../../engine/errors.js';
 import { appRole, isOwnerLike, thirdPartyBlock } from '../../engine/platform/access.js';
-import type { Principal } from '../../engine/auth/authorizations.js';
+import type { Principal } from '../../engine/identity/authorizations.js';
 import type { AppRecord } from '../../engine/platform/records.js';
 import { readJson, reply } from './respond.js';
 import { paginate, parseRange } from './range.js';

@@ -4,13 +4,13 @@
  * POST /oauth/authorizations/{id}/actions/regenerate-tokens. Bearer only; global scope.
  */
 import type { ApiCall, ApiContext } from './context.js';
-import { principalOf } from './auth.js';
+import { principalOf } from './authenticate.js';
 import { readJson, reply } from './respond.js';
 import { paginate, parseRange } from './range.js';
 import { authorizationJson } from './serialize-oauth.js';
 import { fail } from '../../engine/errors.js';
-import type { AuthorizationRecord } from '../../engine/auth/records.js';
-import type { IssuedTokens } from '../../engine/auth/authorizations.js';
+import type { AuthorizationRecord } from '../../engine/identity/records.js';
+import type { IssuedTokens } from '../../engine/identity/authorizations.js';
 import type { AuthorizationTokens } from '../../engine/oauth/authorizations.js';
 
 const RANGES = ['id'] as const;

@@ -5,7 +5,7 @@
  * Only the operator account may set `trusted` (first-party clients skip consent).
  */
 import type { ApiCall, ApiContext } from './context.js';
-import { principalOf } from './auth.js';
+import { principalOf } from './authenticate.js';
 import { readJson, reply } from './respond.js';
 import { paginate, parseRange } from './range.js';
 import { clientJson } from './serialize-oauth.js';

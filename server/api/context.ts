@@ -1,9 +1,9 @@
 /** Everything a platform API handler needs, built once by server/main.ts. */
 import type { Store } from '../../engine/store.js';
 import type { Clock } from '../../engine/clock.js';
-import type { Accounts } from '../../engine/auth/accounts.js';
-import type { ServerKeys } from '../../engine/auth/keys.js';
-import type { Principal } from '../../engine/auth/authorizations.js';
+import type { Accounts } from '../../engine/identity/accounts.js';
+import type { ServerKeys } from '../../engine/identity/keys.js';
+import type { Principal } from '../../engine/identity/authorizations.js';
 import type { Apps } from '../../engine/platform/apps.js';
 import type { Registry } from '../../engine/registry/registry.js';
 import type { Releases } from '../../engine/platform/releases.js';

@@ -10,7 +10,7 @@
  * platform's CLI prints.
  */
 import type { ApiCall, ApiContext } from './context.js';
-import { principalOf } from './auth.js';
+import { principalOf } from './authenticate.js';
 import { reply } from './respond.js';
 import { visibleApp } from './apps.js';
 import { stableId } from './serialize.js';

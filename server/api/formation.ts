@@ -5,7 +5,7 @@
  * release images), PATCH/DELETE /apps/{app}/formation/{type}.
  */
 import type { ApiCall, ApiContext } from './context.js';
-import { principalOf } from './auth.js';
+import { principalOf } from './authenticate.js';
 import { readJson, reply } from './respond.js';
 import { visibleApp } from './apps.js';
 import { formationJson } from './serialize-platform.js';

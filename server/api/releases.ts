@@ -1,6 +1,6 @@
 /** Releases: GET /apps/{app}/releases[/{id_or_version}], POST /apps/{app}/releases {release} = rollback (docs/platform-conventions.md 3.4). */
 import type { ApiCall, ApiContext } from './context.js';
-import { principalOf } from './auth.js';
+import { principalOf } from './authenticate.js';
 import { readJson, reply } from './respond.js';
 import { visibleApp } from './apps.js';
 import { releaseJson } from './serialize-platform.js';

@@ -8,11 +8,11 @@
  */
 import type { Exchange } from '../http/exchange.js';
 import type { ApiCall, ApiContext } from './context.js';
-import type { Need } from '../../engine/auth/scope.js';
+import type { Need } from '../../engine/identity/scope.js';
 import { Router } from '../http/router.js';
 import { fail } from '../../engine/errors.js';
 import { negotiate } from './accept.js';
-import { readCredentials, requireRouteAccess } from './auth.js';
+import { readCredentials, requireRouteAccess } from './authenticate.js';
 import { noteCaller } from '../ops/request-info.js';
 import { sendApiError } from './respond.js';
 import { getAccount, getAccountFeature, getRateLimits, listAccountFeatures } from './account.js';

@@ -5,8 +5,8 @@
  * appear only on create and rotate-credentials.
  */
 import { isoTime } from '../../engine/clock.js';
-import type { Account, AuthorizationRecord, TokenRecord } from '../../engine/auth/records.js';
-import type { IssuedTokens } from '../../engine/auth/authorizations.js';
+import type { Account, AuthorizationRecord, TokenRecord } from '../../engine/identity/records.js';
+import type { IssuedTokens } from '../../engine/identity/authorizations.js';
 import type { AuthorizationTokens } from '../../engine/oauth/authorizations.js';
 import type { ClientRecord } from '../../engine/oauth/records.js';
 

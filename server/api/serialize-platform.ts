@@ -1,7 +1,7 @@
 /** Release and formation representations (docs/platform-conventions.md 3.3-3.4, plus our container fields). */
 import { isoTime } from '../../engine/clock.js';
 import type { AppRecord, FormationRecord, ReleaseRecord } from '../../engine/platform/records.js';
-import type { Account } from '../../engine/auth/records.js';
+import type { Account } from '../../engine/identity/records.js';
 import { stableId } from './serialize.js';
 
 export function formationJson(f: FormationRecord, app: AppRecord) {

@@ -1,7 +1,7 @@
 /** Platform API representations (docs/platform-conventions.md 3.1-3.2). */
 import { createHash } from 'node:crypto';
 import { isoTime } from '../../engine/clock.js';
-import type { Account } from '../../engine/auth/records.js';
+import type { Account } from '../../engine/identity/records.js';
 import type { AppRecord } from '../../engine/platform/records.js';
 
 /** A stable UUID-shaped id for named constants (stacks, generations, regions). */

@@ -5,7 +5,7 @@
  * Routes: see server/api/routes.ts; all are user-only (team tokens cannot manage teams).
  */
 import type { ApiCall, ApiContext } from './context.js';
-import { principalOf } from './auth.js';
+import { principalOf } from './authenticate.js';
 import { readJson, reply } from './respond.js';
 import { fail } from '../../engine/errors.js';
 import { isoTime } from '../../engine/clock.js';
@@ -13,8 +13,8 @@ import type { TeamRecord } from '../../engine/platform/teams.js';
 import { appResponse } from './apps.js';
 import { appRole } from '../../engine/platform/access.js';
 import { authorizationResponse } from './authorizations.js';
-import type { Account } from '../../engine/auth/records.js';
-import type { Principal } from '../../engine/auth/authorizations.js';
+import type { Account } from '../../engine/identity/records.js';
+import type { Principal } from '../../engine/identity/authorizations.js';
 import type { AppRecord } from '../../engine/platform/records.js';
 
 /** The account `email` names, for adding a member or changing a role. @throws INVALID_PARAMS when none. */

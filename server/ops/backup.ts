@@ -14,7 +14,8 @@
  */
 import { promises as fsp, constants as fsc } from 'node:fs';
 import { join } from 'node:path';
-import { openStore, SCHEMA_VERSION } from '../../engine/store.js';
+import { openStore } from '../../engine/store.js';
+import { SCHEMA_VERSION } from '../../engine/migrations.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
 import type { Digest } from '../../engine/digest.js';
 
@@ -82,7 +83,7 @@ async function copyKeys(fromDir: string, toDir: string): Promise<void> {
 
 /** Blob digests recorded in the store under `dir`, with their total bytes. */
 async function recordedBlobs(dir: string): Promise<{ digests: Digest[]; bytes: number; schema: number }> {
-  const store = openStore(dir);
+  const store = await openStore(dir);
   try {
     const digests: Digest[] = [];
     let bytes = 0;
@@ -103,7 +104,7 @@ async function recordedBlobs(dir: string): Promise<{ digests: Digest[]; bytes: n
 export async function backup(dataDir: string, to: string): Promise<BackupReport> {
   await emptyOrAbsent(to, 'backup directory');
   const takenAt = new Date().toISOString();
-  const source = openStore(dataDir);
+  const source = await openStore(dataDir);
   try {
     await fsp.mkdir(join(to, 'lmdb'), { recursive: true });
     await source.env.backup(join(to, 'lmdb'), true);

@@ -5,7 +5,7 @@
  */
 import { ROUTE } from '../registry/routes.js';
 import { apiRouter } from '../api/routes.js';
-import { authRouter } from '../auth/routes.js';
+import { authRouter } from '../auth-host/routes.js';
 
 /** The four public hosts. */
 export type HostName = 'registry' | 'upload' | 'api' | 'auth';

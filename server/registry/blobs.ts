@@ -1,7 +1,7 @@
 /** Blob GET (with Range), HEAD and DELETE (distribution spec "Pulling blobs", "Deleting blobs"). */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { authenticate, authorize } from './auth.js';
+import { authenticate, authorize } from './access.js';
 import { parseDigest } from '../../engine/digest.js';
 import { fail } from '../../engine/errors.js';
 import { API_VERSION_HEADER } from './context.js';

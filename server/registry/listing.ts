@@ -1,7 +1,7 @@
 /** Tag list and catalog with `n`/`last` pagination and RFC 5988 Link (distribution "Content discovery"). */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { appOfRepository, authenticate, authorize, Challenge } from './auth.js';
+import { appOfRepository, authenticate, authorize, Challenge } from './access.js';
 import { mayUseRepository } from '../../engine/platform/access.js';
 import { fail } from '../../engine/errors.js';
 import { sendJson } from '../http/respond.js';

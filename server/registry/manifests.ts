@@ -1,7 +1,7 @@
 /** Manifest PUT/GET/HEAD/DELETE by tag or digest (distribution spec "Pushing/Pulling manifests"). */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { authenticate, authorize } from './auth.js';
+import { authenticate, authorize } from './access.js';
 import { fail } from '../../engine/errors.js';
 import { MAX_MANIFEST_BYTES } from '../../engine/registry/registry.js';
 import { API_VERSION_HEADER } from './context.js';

@@ -7,7 +7,7 @@ import type { Exchange } from '../http/exchange.js';
 import { API_VERSION_HEADER, type RegistryContext } from './context.js';
 import { fail, isSlipwayError } from '../../engine/errors.js';
 import { REGISTRY_ERRORS } from './error-codes.js';
-import { authenticate, Challenge, challengeHeader } from './auth.js';
+import { authenticate, Challenge, challengeHeader } from './access.js';
 import { handleToken } from './token.js';
 import { deleteBlob, getBlob } from './blobs.js';
 import { cancelUpload, completeUpload, patchUpload, startUpload, uploadStatus } from './uploads.js';

@@ -6,8 +6,8 @@
  */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { authenticate, Challenge, permittedActions } from './auth.js';
-import { signRegistryToken } from '../../engine/auth/registry-token.js';
+import { authenticate, Challenge, permittedActions } from './access.js';
+import { signRegistryToken } from '../../engine/identity/registry-token.js';
 import { sendJson } from '../http/respond.js';
 import { isoTime } from '../../engine/clock.js';
 

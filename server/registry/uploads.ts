@@ -10,7 +10,7 @@
  */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { authenticate, authorize, type Caller } from './auth.js';
+import { authenticate, authorize, type Caller } from './access.js';
 import { parseDigest, type Digest } from '../../engine/digest.js';
 import { fail, isSlipwayError } from '../../engine/errors.js';
 import type { Lease } from '../../engine/blobs/uploads.js';

@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import { API_ROUTES } from '../../server/api/routes.js';
-import { allows, SCOPES } from '../../engine/auth/scope.js';
+import { allows, SCOPES } from '../../engine/identity/scope.js';
 import { api, createAccount, startTestServer } from '../helpers/oauth.js';
 import { basic, http } from '../helpers/http.js';
 import { key as storeKey } from '../../engine/store.js';

@@ -11,9 +11,9 @@ import { RateLimiter } from '../../server/api/rate-limit.js';
 import { ManualClock } from '../../engine/clock.js';
 import { validateRedirectUri, withQuery } from '../../engine/oauth/redirect-uri.js';
 import { isS256Challenge, verifyS256 } from '../../engine/oauth/pkce.js';
-import { allows, parseScopeParam, scopesGranting } from '../../engine/auth/scope.js';
+import { allows, parseScopeParam, scopesGranting } from '../../engine/identity/scope.js';
 import { parseExpiresIn, parseScopeArray } from '../../engine/oauth/authorizations.js';
-import { newToken, redactToken } from '../../engine/auth/tokens.js';
+import { newToken, redactToken } from '../../engine/identity/tokens.js';
 
 const code = (f: () => unknown) => {
   try {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Page, Response } from 'playwright-core';
 import { api, Browser, createAccount, startTestServer, walkAuthorization, type Credentials, type TestServer } from '../helpers/oauth.js';
 import { chromiumSkip, launchBrowser, screenshotDir, seriousViolations, type TestBrowser } from '../helpers/browser.js';
-import { totpCode, TOTP_STEP_SECONDS } from '../../engine/auth/totp.js';
+import { totpCode, TOTP_STEP_SECONDS } from '../../engine/identity/totp.js';
 import { basic, http } from '../helpers/http.js';
 import { buildImage, sampleSpec } from '../helpers/image.js';
 import { pushBuiltImage } from '../helpers/registry.js';

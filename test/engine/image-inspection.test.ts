@@ -31,7 +31,7 @@ t.test('warnings recorded on the image', async (t) => {
   t.equal((await putManifest(target, 'scanapp/worker', 'latest', small.manifest)).status, 201);
   await server.stop();
 
-  const store = openStore(tmp.dir);
+  const store = await openStore(tmp.dir);
   t.teardown(() => store.close());
   const image = store.manifests.get(img.manifestDigest)!.image;
   t.equal(image.layerCount, 41);

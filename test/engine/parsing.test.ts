@@ -5,7 +5,7 @@ import { parseDigest, digestOf } from '../../engine/digest.js';
 import { parseManifest } from '../../engine/registry/manifest-parse.js';
 import { parseRange } from '../../server/registry/blobs.js';
 import { loadConfig } from '../../server/config.js';
-import { totpCode, verifyTotp } from '../../engine/auth/totp.js';
+import { totpCode, verifyTotp } from '../../engine/identity/totp.js';
 import { checkPlatform } from '../../engine/registry/image-info.js';
 
 const codeOf = (fn: () => unknown) => { try { fn(); return 'ok'; } catch (e) { return (e as { code?: string }).code ?? (e as Error).message; } };

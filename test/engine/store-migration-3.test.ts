@@ -8,7 +8,8 @@
 import t from 'tap';
 import { open } from 'lmdb';
 import { join } from 'node:path';
-import { openStore, key, KEY_SEPARATOR, SCHEMA_VERSION } from '../../engine/store.js';
+import { openStore, key, KEY_SEPARATOR } from '../../engine/store.js';
+import { SCHEMA_VERSION } from '../../engine/migrations.js';
 import { ManualClock } from '../../engine/clock.js';
 import { Teams, type TeamRecord } from '../../engine/platform/teams.js';
 import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
@@ -53,7 +54,7 @@ t.test('schema 2 → 3', async (t) => {
   await db('blobs').put(Y, { size: 11, createdAt: now - DAY, refs: 1 });
   await env.close();
 
-  const store = openStore(tmp.dir);
+  const store = await openStore(tmp.dir);
   t.equal(store.meta.get('schema'), SCHEMA_VERSION, 'schema stamped');
 
   t.same([...store.blobRepositories.getRange()].map((e) => [e.key, e.value]),
@@ -83,7 +84,7 @@ t.test('schema 2 → 3', async (t) => {
   t.same([...store.blobRepositories.getKeys()], [key(Y, 'app/web')]);
   await store.close();
 
-  const again = openStore(tmp.dir);
+  const again = await openStore(tmp.dir);
   t.equal(again.meta.get('schema'), SCHEMA_VERSION, 'reopening a migrated store does not migrate again');
   t.equal(again.blobRepositories.getKeysCount(), 1);
   await again.close();

@@ -7,7 +7,8 @@
 import t from 'tap';
 import { open } from 'lmdb';
 import { join } from 'node:path';
-import { openStore, key, KEY_SEPARATOR, SCHEMA_VERSION } from '../../engine/store.js';
+import { openStore, key, KEY_SEPARATOR } from '../../engine/store.js';
+import { SCHEMA_VERSION } from '../../engine/migrations.js';
 import { ManualClock } from '../../engine/clock.js';
 import { Registry } from '../../engine/registry/registry.js';
 import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
@@ -61,7 +62,7 @@ t.test('schema 3 → 4', async (t) => {
   for (const [repository, tag, digest, updatedAt] of tags) await db('tags').put(key(repository, tag), { digest, updatedAt });
   await env.close();
 
-  const store = openStore(tmp.dir);
+  const store = await openStore(tmp.dir);
   t.equal(store.meta.get('schema'), SCHEMA_VERSION, 'schema stamped');
   t.same([...store.manifestTags.getRange()].map((e) => [e.key, e.value]), [
     [key('app/web', M1, 'latest'), now - 2 * DAY], [key('app/web', M1, 'v1'), now - 2 * DAY + 1], [key('app/web', M2, 'v2'), now - HOUR], [key('other/web', M1, 'prod'), now - HOUR + 1],
@@ -83,7 +84,7 @@ t.test('schema 3 → 4', async (t) => {
   t.same([...store.manifestTags.getKeys()], [key('other/web', M1, 'prod')]);
   await store.close();
 
-  const again = openStore(tmp.dir);
+  const again = await openStore(tmp.dir);
   t.equal(again.meta.get('schema'), SCHEMA_VERSION, 'reopening a migrated store does not migrate again');
   t.same([...again.manifestTags.getKeys()], [key('other/web', M1, 'prod')]);
   await again.close();

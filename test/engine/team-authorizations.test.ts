@@ -10,14 +10,14 @@ import { ManualClock } from '../../engine/clock.js';
 import { key, openStore } from '../../engine/store.js';
 import { Teams } from '../../engine/platform/teams.js';
 import { Authorizations } from '../../engine/oauth/authorizations.js';
-import { authenticateToken, createAuthorizationInTransaction } from '../../engine/auth/authorizations.js';
-import type { AuthorizationRecord } from '../../engine/auth/records.js';
+import { authenticateToken, createAuthorizationInTransaction } from '../../engine/identity/authorizations.js';
+import type { AuthorizationRecord } from '../../engine/identity/records.js';
 
 const DAY = 24 * 3600_000;
 
 t.test('a team lists exactly its own authorizations', async (t) => {
   const tmp = tempDir();
-  const store = openStore(tmp.dir);
+  const store = await openStore(tmp.dir);
   t.teardown(async () => { await store.close(); tmp.cleanup(); });
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
   const teams = new Teams(store, clock);

@@ -12,7 +12,7 @@ import { Uploads } from '../../engine/blobs/uploads.js';
 import { GcSafeBlobStore } from '../../engine/registry/gc.js';
 
 const tmp = tempDir();
-const store = openStore(tmp.dir);
+const store = await openStore(tmp.dir);
 t.teardown(async () => { await store.close(); tmp.cleanup(); });
 const clock = new ManualClock();
 const blobs = new GcSafeBlobStore(tmp.dir, store);

@@ -18,7 +18,7 @@ import { snapshot } from '../helpers/snapshot.js';
 import { buildImage, sampleSpec } from '../helpers/image.js';
 import { pushBuiltImage } from '../helpers/registry.js';
 import { API_ROUTES } from '../../server/api/routes.js';
-import { authRouter } from '../../server/auth/routes.js';
+import { authRouter } from '../../server/auth-host/routes.js';
 import { REGISTRY_ROUTES } from '../../server/registry/routes.js';
 
 const seed = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));

@@ -17,7 +17,7 @@ export const digestOf = (b: Buffer) => ('sha256:' + createHash('sha256').update(
 
 export async function engineFixture(t: { teardown(fn: () => unknown): void }, uploadOptions?: UploadOptions) {
   const tmp = tempDir();
-  const store = openStore(tmp.dir);
+  const store = await openStore(tmp.dir);
   const clock = new ManualClock();
   const blobs = new GcSafeBlobStore(tmp.dir, store);
   const uploads = new Uploads(store, blobs, clock, async () => { throw new Error('no rehash in tests'); }, tmp.dir, uploadOptions);

@@ -1,12 +1,12 @@
 /**
  * Test helpers for the OAuth service: an in-process server on a ManualClock (so tests can move
  * time past the 8-hour token lifetime), a tiny browser with a cookie jar, and a form walker
- * that signs in (computing the TOTP code from the account's secret with engine/auth/totp.ts)
+ * that signs in (computing the TOTP code from the account's secret with engine/identity/totp.ts)
  * and answers the consent page the way a person would.
  */
 import { request } from 'undici';
 import { ManualClock } from '../../engine/clock.js';
-import { totpCode, TOTP_STEP_SECONDS } from '../../engine/auth/totp.js';
+import { totpCode, TOTP_STEP_SECONDS } from '../../engine/identity/totp.js';
 import { loadConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/main.js';
 import { createLogger } from '../../server/log.js';

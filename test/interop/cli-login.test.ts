@@ -13,7 +13,7 @@ import type { Page } from 'playwright-core';
 import { api, startTestServer } from '../helpers/oauth.js';
 import { chromiumSkip, launchBrowser, screenshotDir, seriousViolations } from '../helpers/browser.js';
 import { heroku, herokuLogin } from '../helpers/platform-cli.js';
-import { totpCode, TOTP_STEP_SECONDS } from '../../engine/auth/totp.js';
+import { totpCode, TOTP_STEP_SECONDS } from '../../engine/identity/totp.js';
 
 const skip = chromiumSkip();
 const DESCRIPTION = `Heroku CLI login from ${hostname()}`;

@@ -7,7 +7,7 @@
 import t from 'tap';
 import { api, Browser, findForm, signIn, startTestServer } from '../helpers/oauth.js';
 import { http, type Reply } from '../helpers/http.js';
-import { totpCode, TOTP_STEP_SECONDS } from '../../engine/auth/totp.js';
+import { totpCode, TOTP_STEP_SECONDS } from '../../engine/identity/totp.js';
 import { loadConfig } from '../../server/config.js';
 import { ManualClock } from '../../engine/clock.js';
 import { CliLogins } from '../../engine/oauth/cli-logins.js';

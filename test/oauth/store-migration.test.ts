@@ -6,9 +6,10 @@
 import t from 'tap';
 import { open } from 'lmdb';
 import { join } from 'node:path';
-import { openStore, key, SCHEMA_VERSION } from '../../engine/store.js';
-import { authenticateToken } from '../../engine/auth/authorizations.js';
-import { hashToken } from '../../engine/auth/tokens.js';
+import { openStore, key } from '../../engine/store.js';
+import { SCHEMA_VERSION } from '../../engine/migrations.js';
+import { authenticateToken } from '../../engine/identity/authorizations.js';
+import { hashToken } from '../../engine/identity/tokens.js';
 import { tempDir } from '../helpers/server.js';
 
 const tmp = tempDir('slipway-migrate-');
@@ -27,7 +28,7 @@ t.test('schema 1 → 2', async (t) => {
   await db('tokens').put(hashToken('legacy-0000-1111-2222-333344445555'), { id: 'tok-1', authorizationId: 'auth-1', kind: 'access', createdAt: now, expiresAt: null });
   await env.close();
 
-  const store = openStore(tmp.dir);
+  const store = await openStore(tmp.dir);
   t.equal(store.meta.get('schema'), SCHEMA_VERSION);
   t.equal(store.authorizationsByAccount.get(key('acc-1', 'auth-1')), now, 'index built');
   t.equal(store.accounts.get('acc-1')?.email, 'old@example.com', 'old records read through the shared-structure handle');

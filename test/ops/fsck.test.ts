@@ -56,7 +56,7 @@ t.test('fsck', async (t) => {
   const missing = imgs[2]!.layers[0]!.digest;
   unlinkSync(blobPath(broken, missing));
   const dangling = imgs[2]!.configDigest;
-  const store = openStore(broken);
+  const store = await openStore(broken);
   await store.blobs.remove(dangling);
   await store.close();
   const orphanBytes = randomBytes(100);

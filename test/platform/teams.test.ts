@@ -7,7 +7,7 @@
 import t from 'tap';
 import { api, createAccount, registerClient, startTestServer, walkAuthorization, Browser } from '../helpers/oauth.js';
 import { basic, http } from '../helpers/http.js';
-import { createAuthorizationInTransaction } from '../../engine/auth/authorizations.js';
+import { createAuthorizationInTransaction } from '../../engine/identity/authorizations.js';
 
 const ts = await startTestServer();
 t.teardown(() => ts.stop());

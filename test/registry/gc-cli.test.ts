@@ -35,7 +35,7 @@ const stray = Buffer.from('an uploaded blob no manifest names');
 if ((await pushBlob(me, 'cliapp/web', stray)).status !== 201) throw new Error('stray blob push failed');
 
 {
-  const store = openStore(tmp.dir);
+  const store = await openStore(tmp.dir);
   const now = Date.now();
   const app = store.apps.get(store.appsByName.get('cliapp')!)!;
   await store.env.transaction(() => {
@@ -89,14 +89,14 @@ t.test('gc deletes them, prints what it deleted; the released image stays', asyn
 t.test('a GET of an unreferenced blob keeps it for the grace period', async (t) => {
   const late = Buffer.from('uploaded, then fetched by a client about to reference it');
   t.equal((await pushBlob(me, 'cliapp/web', late)).status, 201);
-  let store = openStore(tmp.dir);
+  let store = await openStore(tmp.dir);
   await store.env.transaction(() => {
     const rec = store.blobs.get(sha256(late))!;
     store.blobs.put(sha256(late), { ...rec, createdAt: Date.now() - 2 * HOUR });
   });
   await store.close();
   t.equal((await http('GET', `${me.registry}/v2/cliapp/web/blobs/${sha256(late)}`, { headers: me.auth })).status, 200);
-  store = openStore(tmp.dir);
+  store = await openStore(tmp.dir);
   for (let i = 0; i < 100 && store.blobs.get(sha256(late))?.touchedAt === undefined; i++) await new Promise((r) => setTimeout(r, 10));
   t.ok(store.blobs.get(sha256(late))!.touchedAt! > Date.now() - 60_000, 'touched');
   await store.close();

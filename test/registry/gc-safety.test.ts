@@ -136,7 +136,7 @@ t.test('phase 1: 120 pushes, GC every 5 ms with no grace', async (t) => {
   t.same((await Promise.all(r.kept.map(verify))).flat(), [], `every accepted manifest (${r.kept.length} kept) pullable, every blob matching its digest`);
   kept.push(...r.kept);
   await server.stop();
-  t.same(storeProblems(), { missing: [], wrongRefs: [] }, 'no record without its bytes, no wrong reference count');
+  t.same(await storeProblems(), { missing: [], wrongRefs: [] }, 'no record without its bytes, no wrong reference count');
   server = await start('3');
   me = { registry: server.urls.registry, auth: basic('_', apiKey) };
 });
@@ -157,8 +157,8 @@ t.test('phase 2: 240 pushes, GC every 5 ms with a 3 s grace', async (t) => {
 });
 
 /** Records whose bytes are missing or of the wrong size, and blobs whose refs is wrong (server stopped). */
-function storeProblems(): { missing: string[]; wrongRefs: string[] } {
-  const store = openStore(tmp.dir);
+async function storeProblems(): Promise<{ missing: string[]; wrongRefs: string[] }> {
+  const store = await openStore(tmp.dir);
   try {
     const files = new FileBlobStore(tmp.dir);
     const missing: string[] = [];
@@ -173,14 +173,14 @@ function storeProblems(): { missing: string[]; wrongRefs: string[] } {
     const wrongRefs = [...store.blobs.getRange()].filter(({ key: d, value }) => value.refs !== (refs.get(d) ?? 0)).map(({ key }) => key);
     return { missing, wrongRefs };
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
 t.test('the store after the load', async (t) => {
   await server.stop();
-  t.same(storeProblems(), { missing: [], wrongRefs: [] }, 'no record without its bytes, no wrong reference count');
-  const store = openStore(tmp.dir);
+  t.same(await storeProblems(), { missing: [], wrongRefs: [] }, 'no record without its bytes, no wrong reference count');
+  const store = await openStore(tmp.dir);
   t.teardown(() => store.close());
   t.equal([...store.repositoryManifests.getKeys()].length, kept.length, 'exactly the kept images remain');
 });

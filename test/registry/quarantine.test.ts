@@ -36,7 +36,7 @@ t.test('planted bad files are quarantined at the restart that migrates an older 
   writeFileSync(file(small.digest), wrong);
   truncateSync(file(big.digest), 1000);
   // As if written by a build before store schema 6.
-  const store = openStore(tmp.dir);
+  const store = await openStore(tmp.dir);
   store.meta.putSync('schema', 5);
   await store.close();
   server = await startServer(tmp.dir);

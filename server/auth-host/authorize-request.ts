@@ -6,7 +6,7 @@
  * after that, errors go back to the client as `error=…&state=…`.
  */
 import { isSlipwayError } from '../../engine/errors.js';
-import { parseScopeParam, type Scope } from '../../engine/auth/scope.js';
+import { parseScopeParam, type Scope } from '../../engine/identity/scope.js';
 import { isS256Challenge } from '../../engine/oauth/pkce.js';
 import { withQuery } from '../../engine/oauth/redirect-uri.js';
 import type { Clients } from '../../engine/oauth/clients.js';

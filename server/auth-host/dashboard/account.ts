@@ -10,10 +10,10 @@
  */
 import type { Exchange } from '../../http/exchange.js';
 import type { AuthContext } from '../context.js';
-import type { AuthorizationRecord } from '../../../engine/auth/records.js';
-import { SCOPES, SCOPE_DESCRIPTIONS } from '../../../engine/auth/scope.js';
+import type { AuthorizationRecord } from '../../../engine/identity/records.js';
+import { SCOPES, SCOPE_DESCRIPTIONS } from '../../../engine/identity/scope.js';
 import { manageableAuthorization } from '../../api/authorizations.js';
-import { lastUsed } from '../../../engine/auth/usage.js';
+import { lastUsed } from '../../../engine/identity/usage.js';
 import {
   attempt, backTo, confirmOr, done, firstSubmission, mirror, noticeOf, onceForms, sendDashboard, showSecret, signedInPage, submitted, when,
   type FormState, type Section, type Signed,

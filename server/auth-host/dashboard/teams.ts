@@ -18,7 +18,7 @@ import type { TeamRecord } from '../../../engine/platform/teams.js';
 import { TEAM_TOKEN_EXPIRY_DAYS } from '../../../engine/platform/teams.js';
 import { memberAccount, newMemberAccount, teamApps } from '../../api/teams.js';
 import { scopeChoices } from './account.js';
-import { lastUsed } from '../../../engine/auth/usage.js';
+import { lastUsed } from '../../../engine/identity/usage.js';
 import {
   attempt, confirmOr, done, firstSubmission, mirror, noticeOf, onceForms, sendDashboard, showSecret, signedInPage, submitted, when,
   type FormState, type Signed,

@@ -5,7 +5,7 @@
  */
 import type { Exchange } from '../http/exchange.js';
 import type { AuthContext } from './context.js';
-import type { Account } from '../../engine/auth/records.js';
+import type { Account } from '../../engine/identity/records.js';
 import type { WebSessionRecord } from '../../engine/oauth/records.js';
 import { WEB_SESSION_TTL_MS } from '../../engine/oauth/limits.js';
 import { cookieName, newBrowserValue, readCookie, setCookie } from './cookies.js';

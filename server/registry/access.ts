@@ -8,9 +8,9 @@
  */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { authenticateToken, isAuthorizationLive, type Principal } from '../../engine/auth/authorizations.js';
-import { recordUse } from '../../engine/auth/usage.js';
-import { verifyRegistryToken } from '../../engine/auth/registry-token.js';
+import { authenticateToken, isAuthorizationLive, type Principal } from '../../engine/identity/authorizations.js';
+import { recordUse } from '../../engine/identity/usage.js';
+import { verifyRegistryToken } from '../../engine/identity/registry-token.js';
 import { isSlipwayError, SlipwayError } from '../../engine/errors.js';
 import { parseRepositoryName } from '../../engine/registry/names.js';
 import { mayUseRepository, thirdPartyBlock, type RegistryAction } from '../../engine/platform/access.js';

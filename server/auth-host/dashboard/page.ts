@@ -12,15 +12,15 @@
  */
 import type { Exchange } from '../../http/exchange.js';
 import type { AuthContext } from '../context.js';
-import type { Account } from '../../../engine/auth/records.js';
-import type { Principal } from '../../../engine/auth/authorizations.js';
+import type { Account } from '../../../engine/identity/records.js';
+import type { Principal } from '../../../engine/identity/authorizations.js';
 import { fail, isSlipwayError, type SlipwayError } from '../../../engine/errors.js';
-import { newSecret } from '../../../engine/auth/tokens.js';
+import { newSecret } from '../../../engine/identity/tokens.js';
 import { browserOf, csrfToken, csrfValid, type Browser } from '../session.js';
 import { sendPage, sendRedirect } from '../views.js';
 import { field, readForm } from '../forms.js';
 import { apiRoute } from '../../api/routes.js';
-import { requireRouteAccess } from '../../api/auth.js';
+import { requireRouteAccess } from '../../api/authenticate.js';
 import { API_ERRORS } from '../../api/error-codes.js';
 
 /** A signed-in request of the dashboard. */

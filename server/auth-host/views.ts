@@ -1,6 +1,6 @@
 /**
  * Server-rendered pages of the auth host with Eta (auto-escaping `<%= %>`, layouts), from
- * `server/auth/views/*.eta`. Templates are compiled once and cached. Every page goes out with
+ * `server/auth-host/views/*.eta`. Templates are compiled once and cached. Every page goes out with
  * headers that keep it out of caches, frames and referrers: the consent page must not be
  * framed (clickjacking), and codes travel in URLs (RFC 6749 §10.12, RFC 9700 §4.2).
  */
@@ -12,7 +12,7 @@ import { createRequire } from 'node:module';
 import type { Exchange } from '../http/exchange.js';
 
 /** The templates' directory in the source tree (this file runs from dist/server/auth). */
-export const VIEWS_DIR = fileURLToPath(new URL('../../../server/auth/views/', import.meta.url));
+export const VIEWS_DIR = fileURLToPath(new URL('../../../server/auth-host/views/', import.meta.url));
 
 const TEMPLATES = ['layout', 'sign-in', 'consent', 'message', 'home', 'applications', 'clients', 'client', 'teams', 'team', 'apps', 'app', 'confirm', 'secret', 'cli-login'] as const;
 export type Template = Exclude<(typeof TEMPLATES)[number], 'layout'>;

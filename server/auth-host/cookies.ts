@@ -6,7 +6,7 @@
  * from a client to /oauth/authorize, never on cross-site POSTs), Path=/, and Secure with the
  * `__Host-` prefix when the auth URL is https.
  */
-import { newSecret } from '../../engine/auth/tokens.js';
+import { newSecret } from '../../engine/identity/tokens.js';
 import type { Exchange } from '../http/exchange.js';
 
 /** The cookie's name for this deployment. */

@@ -7,10 +7,10 @@
  */
 import type { Exchange } from '../http/exchange.js';
 import type { ApiCall, ApiContext } from './context.js';
-import { authenticateToken, type Principal } from '../../engine/auth/authorizations.js';
-import { allows, scopesGranting, type Need } from '../../engine/auth/scope.js';
+import { authenticateToken, type Principal } from '../../engine/identity/authorizations.js';
+import { allows, scopesGranting, type Need } from '../../engine/identity/scope.js';
 import { fail } from '../../engine/errors.js';
-import { recordUse } from '../../engine/auth/usage.js';
+import { recordUse } from '../../engine/identity/usage.js';
 
 const INVALID = 'Invalid credentials provided.';
 

@@ -4,9 +4,9 @@ export interface Account {
   id: string;
   email: string;
   name: string | null;
-  /** scrypt hash, see engine/auth/passwords.ts. */
+  /** scrypt hash, see engine/identity/passwords.ts. */
   passwordHash: string;
-  /** TOTP shared secret (RFC 6238), encrypted with the server key (engine/auth/keys.ts). */
+  /** TOTP shared secret (RFC 6238), encrypted with the server key (engine/identity/keys.ts). */
   totpSecretSealed: string;
   /** The account's API key authorization (global scope, never expires). */
   apiKeyAuthorizationId: string;

@@ -4,7 +4,7 @@
  * endpoints and supported features without configuration.
  */
 import type { AuthContext } from './context.js';
-import { SCOPES } from '../../engine/auth/scope.js';
+import { SCOPES } from '../../engine/identity/scope.js';
 
 /** The metadata document; `issuer` is the configured public auth URL. */
 export function authorizationServerMetadata(ctx: AuthContext) {

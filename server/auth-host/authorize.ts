@@ -12,9 +12,9 @@ import { browserOf, csrfToken, csrfValid, type Browser } from './session.js';
 import { sendPage, sendRedirect } from './views.js';
 import { field, readForm } from './forms.js';
 import { checkAuthorizeRequest, codeRedirect, errorRedirect, type AuthorizeRequest } from './authorize-request.js';
-import { SCOPE_DESCRIPTIONS } from '../../engine/auth/scope.js';
+import { SCOPE_DESCRIPTIONS } from '../../engine/identity/scope.js';
 import { PERSONAL_OWNER, resolveOwner } from '../../engine/oauth/owners.js';
-import type { Account } from '../../engine/auth/records.js';
+import type { Account } from '../../engine/identity/records.js';
 
 function errorPage(ctx: AuthContext, ex: Exchange, status: number, message: string): void {
   const html = ctx.views.render('message', { title: 'Authorization failed', heading: 'Authorization failed', message, error: true, requestId: ex.id });

@@ -14,7 +14,7 @@ import { field, readForm } from './forms.js';
 import { noStore, sendOAuthError } from './oauth-errors.js';
 import { etagOf } from '../api/respond.js';
 import { fail } from '../../engine/errors.js';
-import { hashToken } from '../../engine/auth/tokens.js';
+import { hashToken } from '../../engine/identity/tokens.js';
 import type { ClientCredentials } from '../../engine/oauth/client-auth.js';
 import type { GrantResult } from '../../engine/oauth/grants.js';
 import { refreshAccessToken } from '../../engine/oauth/refresh.js';
