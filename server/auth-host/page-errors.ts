@@ -4,19 +4,25 @@
  * (`sendAuthError`) and for the status of a dashboard form refused with a field error. The
  * page's message is the SlipwayError's message.
  */
-import type { ErrorDescriptor, ErrorTable } from '../http/error-table.js';
+import type { ErrorTable } from '../http/error-table.js';
 
-/** A row; `code` is the page's heading. */
-const page = (status: number): ErrorDescriptor =>
+/** A row of the page table: the status, the page's heading and what the page tells the user. */
+export interface PageErrorDescriptor {
+  readonly status: number;
+  readonly heading: string;
+  readonly description: string;
+}
+
+const page = (status: number): PageErrorDescriptor =>
   status === 404
-    ? { code: 'Not found', status, description: 'the page or what it names does not exist' }
-    : { code: 'Request refused', status, description: 'the request was understood and refused; the message says why' };
+    ? { status, heading: 'Not found', description: 'the page or what it names does not exist' }
+    : { status, heading: 'Request refused', description: 'the request was understood and refused; the message says why' };
 
 const notFound = page(404);
 const invalid = page(422);
 const rangeRefused = page(416);
 
-export const PAGE_ERRORS: ErrorTable = {
+export const PAGE_ERRORS: ErrorTable<PageErrorDescriptor> = {
   BLOB_UNKNOWN: notFound,
   BLOB_UPLOAD_INVALID: invalid,
   BLOB_UPLOAD_UNKNOWN: notFound,

@@ -57,7 +57,7 @@ export function sendAuthError(ctx: AuthContext, ex: Exchange, e: unknown): void 
   let heading = 'Request refused';
   let message = 'Something went wrong on our side. Please try again.';
   if (isSlipwayError(e)) {
-    ({ status, code: heading } = PAGE_ERRORS[e.code]);
+    ({ status, heading } = PAGE_ERRORS[e.code]);
     message = e.message;
   } else {
     ctx.log.error({ err: e, reqId: ex.id, path: ex.path }, 'auth request failed');

@@ -13,5 +13,5 @@ export interface ErrorDescriptor {
   readonly description: string;
 }
 
-/** A host's complete error table. */
-export type ErrorTable = Readonly<Record<ErrorCode, ErrorDescriptor>>;
+/** A host's complete error table; `D` is the row shape (HTML pages have their own). */
+export type ErrorTable<D = ErrorDescriptor> = Readonly<Record<ErrorCode, D>>;

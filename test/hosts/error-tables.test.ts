@@ -17,7 +17,8 @@ import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { pushBlob, startUpload, type Target } from '../helpers/registry.js';
 import { sha256 } from '../helpers/image.js';
 
-const TABLES: Record<string, ErrorTable> = { registry: REGISTRY_ERRORS, api: API_ERRORS, oauth: OAUTH_ERRORS, pages: PAGE_ERRORS };
+/** Each table; a row has a wire `code`, or a `heading` for pages. */
+const TABLES: Record<string, ErrorTable<{ status: number; description: string; code?: string; heading?: string }>> = { registry: REGISTRY_ERRORS, api: API_ERRORS, oauth: OAUTH_ERRORS, pages: PAGE_ERRORS };
 
 t.test('every engine condition is described and every host table maps exactly the engine codes', async (t) => {
   t.ok(ERROR_CODES.length > 0);
@@ -26,7 +27,8 @@ t.test('every engine condition is described and every host table maps exactly th
     t.same(Object.keys(table).sort(), [...ERROR_CODES].sort(), `${host}: one row per engine code, no others`);
     for (const code of ERROR_CODES) {
       const row = table[code];
-      t.ok(row.code.length > 0 && row.description.length > 0, `${host} ${code}: wire code and description`);
+      const wireCode = row.code ?? row.heading;
+      t.ok(typeof wireCode === 'string' && wireCode.length > 0 && row.description.length > 0, `${host} ${code}: wire code (page heading) and description`);
       t.ok(Number.isInteger(row.status) && row.status >= 400 && row.status < 600, `${host} ${code}: an error status`);
     }
   }
@@ -43,7 +45,7 @@ t.test('renamed conditions keep their wire codes', async (t) => {
   t.same(wire(OAUTH_ERRORS, 'METHOD_NOT_ALLOWED'), { code: 'invalid_request', status: 405 });
   for (const code of ERROR_CODES) {
     t.equal(PAGE_ERRORS[code].status, API_ERRORS[code].status, `${code}: a page answers with the API's status`);
-    t.equal(PAGE_ERRORS[code].code, PAGE_ERRORS[code].status === 404 ? 'Not found' : 'Request refused', `${code}: page heading`);
+    t.equal(PAGE_ERRORS[code].heading, PAGE_ERRORS[code].status === 404 ? 'Not found' : 'Request refused', `${code}: page heading`);
   }
 });
 
