@@ -29,6 +29,7 @@ const notFound = row('not_found', 404);
 const invalid = row('invalid_params', 422);
 const rangeRefused = row('requested_range_not_satisfiable', 416);
 
+/** Every engine condition → its API error `id` (the row's `code`) and status. */
 export const API_ERRORS: ErrorTable = {
   BLOB_UNKNOWN: notFound,
   BLOB_UPLOAD_INVALID: invalid,

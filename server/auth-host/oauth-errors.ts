@@ -27,6 +27,7 @@ const row = (error: OAuthError, status: number): ErrorDescriptor => ({ code: err
 
 const invalidRequest = row('invalid_request', 400);
 
+/** Every engine condition → its RFC 6749 §5.2 `error` (the row's `code`) and status at the token endpoint. */
 export const OAUTH_ERRORS: ErrorTable = {
   INVALID_CLIENT: row('invalid_client', 401),
   INVALID_GRANT: row('invalid_grant', 400),

@@ -22,6 +22,7 @@ const notFound = page(404);
 const invalid = page(422);
 const rangeRefused = page(416);
 
+/** Every engine condition → the status and heading of the auth host's error page. */
 export const PAGE_ERRORS: ErrorTable<PageErrorDescriptor> = {
   BLOB_UNKNOWN: notFound,
   BLOB_UPLOAD_INVALID: invalid,

@@ -30,6 +30,7 @@ type RegistryCode = keyof typeof MEANING;
 
 const row = (code: RegistryCode, status: number): ErrorDescriptor => ({ code, status, description: MEANING[code] });
 
+/** Every engine condition → its distribution `code` and status. */
 export const REGISTRY_ERRORS: ErrorTable = {
   BLOB_UNKNOWN: row('BLOB_UNKNOWN', 404),
   BLOB_UPLOAD_INVALID: row('BLOB_UPLOAD_INVALID', 400),
