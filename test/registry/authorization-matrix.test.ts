@@ -8,10 +8,12 @@
  * pull,push (push vs delete), no credentials (the challenge names the route's action). A route
  * added to the table without a case here fails this test.
  *
- * How this was checked to fail: declaring `DELETE /v2/:name/manifests/:reference` as `push`
- * (the pull,push registry token got 202 instead of 401 insufficient_scope), declaring
- * `GET /v2/:name/tags/list` as `check` (read-scope token of another account got 200 instead of
- * 403), and a handler that skipped admission (the `none` and `revoked` columns got 2xx).
+ * The expected answers follow REQUIRED below, not the table's own `action`. How this was checked
+ * to fail: with `DELETE /v2/:name/manifests/:reference` declared `push` (the pull,push registry
+ * token got 202 instead of 401 insufficient_scope), `GET /v2/:name/tags/list` declared `check`
+ * (another account and the blocked third-party token got 200 instead of 403), and
+ * `HEAD /v2/:name/referrers/:digest` dispatched without admission (no credentials and the revoked
+ * token got 200 instead of 401).
  */
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
