@@ -15,9 +15,9 @@ import { hashToken, newId, newSecret } from '../identity/tokens.js';
 import type { IssuedTokens } from '../identity/authorizations.js';
 import { createAuthorizationInTx, revokeAuthorizationByIdInTx } from '../identity/authorization-transactions.js';
 import type { AuthorizationRecord } from '../identity/records.js';
-import type { Clients } from './clients.js';
+import { findClient, type Clients } from './clients.js';
 import type { AuthorizationCodeRecord } from './records.js';
-import { authorizationCodes, clients as clientsKs } from './keyspaces.js';
+import { authorizationCodes } from './keyspaces.js';
 import { authenticateClientFor, type ClientCredentials } from './client-auth.js';
 import { verifyS256 } from './pkce.js';
 import { AUTHORIZATION_CODE_REPLAY_MEMORY_MS, AUTHORIZATION_CODE_TTL_MS, WEB_ACCESS_TOKEN_TTL_MS } from './limits.js';
@@ -97,7 +97,7 @@ export class AuthorizationCodes {
     type Outcome = { kind: 'issued'; result: GrantResult } | { kind: 'used'; revoked: AuthorizationRecord | undefined } | { kind: 'gone' };
     const outcome = await this.metadata.transact(async (tx): Promise<Outcome> => {
       const current = await tx.get(authorizationCodes, codeHash);
-      if (!current || (await tx.get(clientsKs, client.id)) === undefined) return { kind: 'gone' };
+      if (!current || (await findClient(tx, client.id)) === undefined) return { kind: 'gone' };
       if (current.usedAt !== null) {
         return { kind: 'used', revoked: current.authorizationId ? await revokeAuthorizationByIdInTx(tx, current.authorizationId, now) : undefined };
       }

@@ -5,7 +5,7 @@
  * Deleting a client revokes every authorization issued to it in the same transaction.
  * Records live in the oauth keyspaces `clients` and `clients-by-owner` (docs/storage.md).
  */
-import { key, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
+import { key, type MetadataReader, type MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import { hashToken, newId, newSecret, secretMatches } from '../identity/tokens.js';
@@ -48,11 +48,12 @@ function validTrusted(raw: unknown): boolean {
 }
 
 /**
- * The client `id` read inside `tx` (for callers that must see a client's deletion serialized
- * with their own change); undefined for unknown or malformed ids.
+ * The OAuth client `id`; undefined for unknown or malformed ids. One read: pass the
+ * `MetadataStore` on request paths (e.g. the platform's team third-party check), or a
+ * `MetadataTransaction` to see the client's deletion serialized with the caller's change.
  */
-export async function clientInTransaction(tx: MetadataTransaction, id: string): Promise<ClientRecord | undefined> {
-  return isUuid(id) ? tx.get(clients, id.toLowerCase()) : undefined;
+export async function findClient(reader: MetadataReader, id: string): Promise<ClientRecord | undefined> {
+  return isUuid(id) ? reader.get(clients, id.toLowerCase()) : undefined;
 }
 
 /** Registered OAuth clients over the metadata store. */
@@ -78,8 +79,8 @@ export class Clients {
   }
 
   /** The client with this id; undefined for unknown or malformed ids. One read, no transaction. */
-  async get(id: string): Promise<ClientRecord | undefined> {
-    return isUuid(id) ? this.metadata.get(clients, id.toLowerCase()) : undefined;
+  get(id: string): Promise<ClientRecord | undefined> {
+    return findClient(this.metadata, id);
   }
 
   /** Clients registered by `ownerId`, in id order. */
