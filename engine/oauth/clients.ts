@@ -143,7 +143,7 @@ export class Clients {
   async #change(client: ClientRecord, next: (current: ClientRecord) => ClientRecord): Promise<ClientRecord> {
     return this.metadata.transact(async (tx) => {
       const current = await tx.get(clients, client.id);
-      if (!current) throw fail('NOT_FOUND', 'That OAuth client no longer exists.');
+      if (!current) throw fail('NOT_FOUND', "Couldn't find that OAuth client.", { resource: 'client' });
       const updated = next(current);
       tx.put(clients, client.id, updated);
       return updated;
