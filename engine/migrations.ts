@@ -10,6 +10,7 @@ import { meta } from './storage/meta-keyspace.js';
 import { indexAllAuthorizations, type AuthorizationIndex } from './identity/migrations.js';
 import { indexBlobLinks, indexManifestTags } from './registry/migrations.js';
 import { markLegacyBlobsForVerification } from './blobs/migrations.js';
+import { moveAuthorizationCodes } from './oauth/migrations.js';
 
 /**
  * Current schema version; bump with an ordered step in `migrate()`.
@@ -20,8 +21,10 @@ import { markLegacyBlobsForVerification } from './blobs/migrations.js';
  *    still read; the bump makes older builds refuse the directory instead of misreading it).
  * 6: blob records may be quarantined (`BlobRecord.quarantined`); blobs written by older builds
  *    are verified once at start-up (meta `blobs-to-verify`, engine/blobs/quarantine.ts).
+ * 7: authorization codes move from the `grants` keyspace to `authorization-codes`
+ *    (engine/oauth/migrations.ts).
  */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 /**
  * Migrates `metadata` to SCHEMA_VERSION (see the top of this file).
@@ -46,6 +49,7 @@ export async function migrate(metadata: MetadataStore): Promise<void> {
     if (version < 4) await indexManifestTags(tx);
     // Older builds could record a blob whose bytes disagree with it: verify them once.
     if (version < 6) markLegacyBlobsForVerification(tx);
+    if (version < 7) await moveAuthorizationCodes(tx);
     tx.put(meta, 'schema', SCHEMA_VERSION);
   });
 }

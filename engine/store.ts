@@ -17,7 +17,7 @@ import type { AppRecord, FormationRecord, ReleaseRecord } from './platform/recor
 import type { MembershipRecord, TeamRecord } from './platform/teams.js';
 import type { BlobRecord, UploadRecord } from './blobs/records.js';
 import type { ManifestRecord, RepositoryRecord, TagRecord } from './registry/records.js';
-import type { ClientRecord, GrantRecord, SignInState, WebSessionRecord } from './oauth/records.js';
+import type { ClientRecord, SignInState, WebSessionRecord } from './oauth/records.js';
 import { LmdbMetadataStore } from './storage/lmdb-metadata.js';
 import type { MetadataStore } from './storage/metadata.js';
 import { migrate } from './migrations.js';
@@ -51,8 +51,6 @@ export interface Store {
   clients: Database<ClientRecord, string>;
   /** `owner account id␟client id` → created at. */
   clientsByOwner: Database<number, string>;
-  /** sha256 hex of an authorization code → grant record. */
-  grants: Database<GrantRecord, string>;
   /** sha256 hex of a session cookie value → auth-host sign-in session. */
   webSessions: Database<WebSessionRecord, string>;
   /** normalised e-mail → failed sign-in count, lockout and last TOTP step. */
@@ -151,7 +149,6 @@ export async function openStore(dir: string): Promise<Store> {
     authorizationsByTeam: db('authorizations-by-team'),
     clients: db('clients'),
     clientsByOwner: db('clients-by-owner'),
-    grants: db('grants'),
     webSessions: db('web-sessions'),
     signIns: db('sign-ins'),
     apps: db('apps'),

@@ -1,7 +1,7 @@
 /**
  * Managing an account's authorizations through the platform API (docs/rules.md Endpoints 4-5;
  * docs/platform-conventions.md 2.3): direct authorizations for scripts, listing, description updates, token
- * regeneration and revocation. Web-flow authorizations are created by grants.ts but listed and
+ * regeneration and revocation. Web-flow authorizations are created by authorization-codes.ts but listed and
  * revoked here too. Team-owned authorizations (team issue) are excluded from these personal
  * views, as the spec's plain list excludes them (docs/rules.md Endpoints 6).
  */

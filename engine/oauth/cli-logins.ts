@@ -8,6 +8,11 @@
  * start again). The polling token is kept only as its sha256. The access token is not made at
  * approval but by the one poll that claims the approved login (`claim` is synchronous, so two
  * polls can never both win), so no token value is ever held waiting for a poll.
+ *
+ * Being in memory, a login is known only to the process that started it: behind a load
+ * balancer over several processes, the browser and the polls must reach that process. Moving
+ * logins into the metadata store (an oauth keyspace, `decide`/`claim` each one transaction,
+ * waiting polls woken by a store notification) is left for the cluster work.
  */
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';

@@ -19,15 +19,15 @@ export interface ClientCredentials {
  * @throws INVALID_CLIENT when the secret is missing or wrong, or the named client is unknown;
  *         INVALID_GRANT when the grant belongs to another client or its client was deleted.
  */
-export function authenticateClientFor(clients: Clients, creds: ClientCredentials, issuedTo: string): ClientRecord {
+export async function authenticateClientFor(clients: Clients, creds: ClientCredentials, issuedTo: string): Promise<ClientRecord> {
   if (creds.secret === null || creds.secret === '') throw fail('INVALID_CLIENT', 'Client authentication failed: send client_secret in the body or HTTP Basic credentials.');
   if (creds.clientId !== null) {
-    const named = clients.get(creds.clientId);
+    const named = await clients.get(creds.clientId);
     if (!named || !clients.secretMatches(named, creds.secret)) throw fail('INVALID_CLIENT', 'Client authentication failed: unknown client or wrong client_secret.');
     if (named.id !== issuedTo) throw fail('INVALID_GRANT', 'The grant was issued to another client.');
     return named;
   }
-  const client = clients.get(issuedTo);
+  const client = await clients.get(issuedTo);
   if (!client) throw fail('INVALID_GRANT', 'The client this grant was issued to no longer exists.');
   if (!clients.secretMatches(client, creds.secret)) throw fail('INVALID_CLIENT', 'Client authentication failed: wrong client_secret.');
   return client;

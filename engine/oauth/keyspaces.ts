@@ -1,17 +1,17 @@
 /**
  * The oauth domain's keyspaces: OAuth clients, authorization codes, auth-host sign-in sessions and sign-in state. Only modules of engine/oauth/ may import this
  * file (test/engine/import-rules.test.ts); other domains call this domain's service functions.
- * Names are the LMDB database names the data has always had (docs/storage.md).
+ * Names are the LMDB database names (docs/storage.md).
  */
 import { keyspace } from '../storage/metadata.js';
-import type { ClientRecord, GrantRecord, SignInState, WebSessionRecord } from './records.js';
+import type { ClientRecord, AuthorizationCodeRecord, SignInState, WebSessionRecord } from './records.js';
 
 /** OAuth client id → client record (the secret only as a hash). */
 export const clients = keyspace<ClientRecord>('oauth', 'clients');
 /** `owner account id␟client id` → created at (ms). */
 export const clientsByOwner = keyspace<number>('oauth', 'clients-by-owner');
-/** sha256 hex of an authorization code → its record. */
-export const grants = keyspace<GrantRecord>('oauth', 'grants');
+/** sha256 hex of an authorization code → its record (schema 7; before, the `grants` database). */
+export const authorizationCodes = keyspace<AuthorizationCodeRecord>('oauth', 'authorization-codes');
 /** sha256 hex of a session cookie value → auth-host sign-in session. */
 export const webSessions = keyspace<WebSessionRecord>('oauth', 'web-sessions');
 /** normalised e-mail → failed sign-in count, lockout and last TOTP step. */

@@ -11,13 +11,13 @@ export const WEB_ACCESS_TOKEN_TTL_MS = 8 * 3600_000;
  * the lifetime (Limits); RFC 6749 §4.1.2 recommends at most 10 minutes and the platform's own
  * identity service used 300 s (docs/platform-conventions.md 2.3).
  */
-export const GRANT_CODE_TTL_MS = 5 * 60_000;
+export const AUTHORIZATION_CODE_TTL_MS = 5 * 60_000;
 
 /**
  * A used code is remembered this long after issue so that a late replay still revokes the
  * tokens it issued (RFC 6749 §4.1.2, "SHOULD revoke"); afterwards it is simply unknown.
  */
-export const GRANT_REPLAY_MEMORY_MS = 24 * 3600_000;
+export const AUTHORIZATION_CODE_REPLAY_MEMORY_MS = 24 * 3600_000;
 
 /** Auth-host sign-in sessions last 12 hours from sign-in (absolute, not sliding). Our decision. */
 export const WEB_SESSION_TTL_MS = 12 * 3600_000;
@@ -44,7 +44,7 @@ export const CLI_LOGIN_TTL_MS = 10 * 60_000;
 /** An ended CLI login is remembered this long after its expiry, so a late poll hears why. Our decision. */
 export const CLI_LOGIN_MEMORY_MS = 10 * 60_000;
 
-/** Most CLI logins in progress at once (they are held in memory); more are refused until some end. Our decision. */
+/** Most CLI logins in progress at once (they are held in memory, per process); more are refused until some end. Our decision. */
 export const CLI_LOGIN_MAX_PENDING = 1000;
 
 /**

@@ -19,7 +19,7 @@ export interface ClientRecord {
 }
 
 /** An authorization code issued by `/oauth/authorize` (RFC 6749 §4.1.2), keyed by sha256(code). */
-export interface GrantRecord {
+export interface AuthorizationCodeRecord {
   id: string;
   clientId: string;
   accountId: string;

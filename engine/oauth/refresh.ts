@@ -13,7 +13,7 @@ import { parseScopeParam } from '../identity/scope.js';
 import type { Clients } from './clients.js';
 import { authenticateClientFor, type ClientCredentials } from './client-auth.js';
 import { WEB_ACCESS_TOKEN_TTL_MS } from './limits.js';
-import type { GrantResult } from './grants.js';
+import type { GrantResult } from './authorization-codes.js';
 
 /** Input of a refresh_token grant. */
 export interface RefreshRequest {
@@ -42,7 +42,7 @@ export async function refreshAccessToken(store: Store, clock: Clock, clients: Cl
   if (!auth || auth.revokedAt !== null || auth.clientId === null) throw fail('INVALID_GRANT', INVALID);
   const now = clock.now();
   if (auth.expiresAt !== null && now >= auth.expiresAt) throw fail('INVALID_GRANT', 'The authorization has expired.');
-  authenticateClientFor(clients, req.credentials, auth.clientId);
+  await authenticateClientFor(clients, req.credentials, auth.clientId);
   if (req.scope !== null) {
     const asked = parseScopeParam(req.scope);
     if (asked.length !== auth.scope.length || asked.some((s) => !auth.scope.includes(s))) {

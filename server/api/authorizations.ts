@@ -16,8 +16,8 @@ import type { AuthorizationTokens } from '../../engine/oauth/authorizations.js';
 const RANGES = ['id'] as const;
 
 /** The Authorization record; team-owned ones also carry `team` and `expires_at` (ours: not shown in the spec). */
-export function authorizationResponse(ctx: ApiContext, a: AuthorizationRecord, issued?: IssuedTokens, tokens?: AuthorizationTokens) {
-  const client = a.clientId ? ctx.oauth.clients.get(a.clientId) : undefined;
+export async function authorizationResponse(ctx: ApiContext, a: AuthorizationRecord, issued?: IssuedTokens, tokens?: AuthorizationTokens) {
+  const client = a.clientId ? await ctx.oauth.clients.get(a.clientId) : undefined;
   const body = authorizationJson(a, tokens ?? ctx.oauth.authorizations.tokensOf(a), ctx.accounts.get(a.accountId), client, ctx.clock.now(), issued);
   if (a.teamId === null) return body;
   const team = ctx.teams.find(a.teamId);
@@ -49,7 +49,7 @@ export async function createAuthorization(ctx: ApiContext, call: ApiCall): Promi
   const p = principalOf(call);
   const body = await readJson(call.ex);
   const issued = await ctx.oauth.authorizations.createDirect(p.accountId, body);
-  reply(ctx, call, 201, json(ctx, issued.record, issued), { lastModified: issued.record.updatedAt });
+  reply(ctx, call, 201, await json(ctx, issued.record, issued), { lastModified: issued.record.updatedAt });
 }
 
 /** GET /oauth/authorizations: the caller's personal authorizations, Range by id. */
@@ -59,13 +59,13 @@ export async function listAuthorizations(ctx: ApiContext, call: ApiCall): Promis
   const all = ctx.oauth.authorizations.listFor(p.accountId);
   const page = paginate(all, spec, RANGES, (a) => a.id);
   const lastModified = page.items.reduce((m, a) => Math.max(m, a.updatedAt), 0) || undefined;
-  reply(ctx, call, page.status, page.items.map((a) => json(ctx, a)), { headers: page.headers, lastModified });
+  reply(ctx, call, page.status, await Promise.all(page.items.map((a) => json(ctx, a))), { headers: page.headers, lastModified });
 }
 
 /** GET /oauth/authorizations/{id or ~} */
 export async function getAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
   const a = target(ctx, call);
-  reply(ctx, call, 200, json(ctx, a), { lastModified: a.updatedAt });
+  reply(ctx, call, 200, await json(ctx, a), { lastModified: a.updatedAt });
 }
 
 /** PATCH /oauth/authorizations/{id} {description?} */
@@ -73,13 +73,13 @@ export async function updateAuthorization(ctx: ApiContext, call: ApiCall): Promi
   const a = target(ctx, call);
   const body = await readJson(call.ex);
   const next = body.description === undefined ? a : await ctx.oauth.authorizations.updateDescription(a, body.description);
-  reply(ctx, call, 200, json(ctx, next), { lastModified: next.updatedAt });
+  reply(ctx, call, 200, await json(ctx, next), { lastModified: next.updatedAt });
 }
 
 /** POST /oauth/authorizations/{id}/actions/regenerate-tokens → 200 with the new token values. */
 export async function regenerateAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
   const issued = await ctx.oauth.authorizations.regenerate(target(ctx, call));
-  reply(ctx, call, 200, json(ctx, issued.record, issued), { lastModified: issued.record.updatedAt });
+  reply(ctx, call, 200, await json(ctx, issued.record, issued), { lastModified: issued.record.updatedAt });
 }
 
 /** DELETE /oauth/authorizations/{id} → 200 with the record as it was; all its tokens fail at once. */
@@ -87,5 +87,5 @@ export async function revokeAuthorization(ctx: ApiContext, call: ApiCall): Promi
   const a = target(ctx, call);
   const before = ctx.oauth.authorizations.tokensOf(a);
   const revoked = await ctx.oauth.authorizations.revoke(a);
-  reply(ctx, call, 200, json(ctx, revoked, undefined, before), { lastModified: revoked.updatedAt });
+  reply(ctx, call, 200, await json(ctx, revoked, undefined, before), { lastModified: revoked.updatedAt });
 }

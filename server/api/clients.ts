@@ -20,13 +20,13 @@ function notFound(): never {
 }
 
 /** Client `id` when `accountId` owns it. @throws NOT_FOUND otherwise. */
-export function ownedClient(ctx: ApiContext, accountId: string, id: string): ClientRecord {
-  const c = ctx.oauth.clients.get(id);
+export async function ownedClient(ctx: ApiContext, accountId: string, id: string): Promise<ClientRecord> {
+  const c = await ctx.oauth.clients.get(id);
   if (!c || c.ownerId !== accountId) notFound();
   return c;
 }
 
-function owned(ctx: ApiContext, call: ApiCall): ClientRecord {
+function owned(ctx: ApiContext, call: ApiCall): Promise<ClientRecord> {
   return ownedClient(ctx, principalOf(call).accountId, call.params.id!);
 }
 
@@ -55,33 +55,33 @@ export async function createClient(ctx: ApiContext, call: ApiCall): Promise<void
 /** GET /oauth/clients: the caller's clients, Range by id. */
 export async function listClients(ctx: ApiContext, call: ApiCall): Promise<void> {
   const spec = parseRange(call.ex.header('range'), RANGES);
-  const page = paginate(ctx.oauth.clients.ownedBy(principalOf(call).accountId), spec, RANGES, (c) => c.id);
+  const page = paginate(await ctx.oauth.clients.ownedBy(principalOf(call).accountId), spec, RANGES, (c) => c.id);
   const lastModified = page.items.reduce((m, c) => Math.max(m, c.updatedAt), 0) || undefined;
   reply(ctx, call, page.status, page.items.map((c) => clientJson(c)), { headers: page.headers, lastModified });
 }
 
 /** GET /oauth/clients/{id}: public, never the secret. */
 export async function getClient(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const c = ctx.oauth.clients.get(call.params.id!) ?? notFound();
+  const c = (await ctx.oauth.clients.get(call.params.id!)) ?? notFound();
   reply(ctx, call, 200, clientJson(c), { lastModified: c.updatedAt });
 }
 
 /** PATCH /oauth/clients/{id} {name?, redirect_uri?, trusted?} */
 export async function updateClient(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const c = owned(ctx, call);
+  const c = await owned(ctx, call);
   const next = await ctx.oauth.clients.update(c, fields(ctx, call, await readJson(call.ex)));
   reply(ctx, call, 200, clientJson(next), { lastModified: next.updatedAt });
 }
 
 /** DELETE /oauth/clients/{id}: also revokes every authorization issued to it. */
 export async function deleteClient(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const c = owned(ctx, call);
+  const c = await owned(ctx, call);
   await ctx.oauth.clients.remove(c);
   reply(ctx, call, 200, clientJson(c), { lastModified: ctx.clock.now() });
 }
 
 /** POST /oauth/clients/{id}/actions/rotate-credentials → 200 with the new secret; the old one fails at once. */
 export async function rotateClientSecret(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const { client, secret } = await ctx.oauth.clients.rotate(owned(ctx, call));
+  const { client, secret } = await ctx.oauth.clients.rotate(await owned(ctx, call));
   reply(ctx, call, 200, clientJson(client, secret), { lastModified: client.updatedAt });
 }

@@ -113,11 +113,11 @@ export async function createTeamAuthorization(ctx: ApiContext, call: ApiCall): P
   const p = principalOf(call);
   const team = ctx.teams.administered(call.params.team!, p.accountId);
   const issued = await ctx.teams.createAuthorization(team, p.accountId, await readJson(call.ex));
-  reply(ctx, call, 201, authorizationResponse(ctx, issued.record, issued));
+  reply(ctx, call, 201, await authorizationResponse(ctx, issued.record, issued));
 }
 
 /** GET /teams/{team}/authorizations: the team's live tokens (values never shown again). */
 export async function listTeamAuthorizations(ctx: ApiContext, call: ApiCall): Promise<void> {
   const team = ctx.teams.administered(call.params.team!, principalOf(call).accountId);
-  reply(ctx, call, 200, ctx.teams.authorizations(team).map((a) => authorizationResponse(ctx, a)));
+  reply(ctx, call, 200, await Promise.all(ctx.teams.authorizations(team).map((a) => authorizationResponse(ctx, a))));
 }

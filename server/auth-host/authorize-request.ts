@@ -42,12 +42,12 @@ const KEPT = ['client_id', 'response_type', 'scope', 'state', 'redirect_uri', 'c
  * Checks an authorization request.
  * @param params the query (GET) or form (POST) parameters
  */
-export function checkAuthorizeRequest(clients: Clients, params: URLSearchParams): AuthorizeCheck {
+export async function checkAuthorizeRequest(clients: Clients, params: URLSearchParams): Promise<AuthorizeCheck> {
   const repeated = KEPT.find((k) => params.getAll(k).length > 1);
   const get = (k: string) => params.get(k);
   const clientId = get('client_id');
   if (!clientId) return { kind: 'page', message: 'The application sent no client_id, so we cannot tell who is asking. Please tell its developers.' };
-  const client = clients.get(clientId);
+  const client = await clients.get(clientId);
   if (!client) return { kind: 'page', message: 'Unknown OAuth client: the application is not registered here (its client_id is unknown). Please tell its developers.' };
   const givenRedirect = get('redirect_uri');
   if (givenRedirect !== null && givenRedirect !== client.redirectUri) {

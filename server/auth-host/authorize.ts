@@ -30,7 +30,7 @@ function owners(ctx: AuthContext, account: Account): Array<{ value: string; labe
 }
 
 async function issue(ctx: AuthContext, req: AuthorizeRequest, accountId: string, teamId: string | null): Promise<string> {
-  const code = await ctx.oauth.grants.issueCode({
+  const code = await ctx.oauth.authorizationCodes.issue({
     clientId: req.client.id, accountId, teamId, scope: req.scope, redirectUri: req.redirectUri,
     redirectUriGiven: req.redirectUriGiven, codeChallenge: req.codeChallenge,
   });
@@ -53,11 +53,11 @@ function consentPage(ctx: AuthContext, ex: Exchange, browser: Browser, account: 
 }
 
 export async function showAuthorize(ctx: AuthContext, ex: Exchange): Promise<void> {
-  const check = checkAuthorizeRequest(ctx.oauth.clients, ex.query);
+  const check = await checkAuthorizeRequest(ctx.oauth.clients, ex.query);
   if (check.kind === 'page') return errorPage(ctx, ex, 400, check.message);
   if (check.kind === 'redirect') return sendRedirect(ex, 302, check.location);
   const req = check.request;
-  const browser = browserOf(ctx, ex, true);
+  const browser = await browserOf(ctx, ex, true);
   if (!browser.signedIn) {
     const query = new URLSearchParams(req.params).toString();
     return sendRedirect(ex, 302, '/login?' + new URLSearchParams({ return_to: '/oauth/authorize?' + query }).toString(), browser.setCookie);
@@ -71,12 +71,12 @@ export async function showAuthorize(ctx: AuthContext, ex: Exchange): Promise<voi
 
 export async function submitAuthorize(ctx: AuthContext, ex: Exchange): Promise<void> {
   const form = await readForm(ex);
-  const browser = browserOf(ctx, ex, false);
+  const browser = await browserOf(ctx, ex, false);
   if (!csrfValid(ctx, browser, field(form, '_csrf'))) {
     return errorPage(ctx, ex, 403, 'This consent form expired or came from another site. Go back to the application and start again.');
   }
   if (!browser.signedIn) return errorPage(ctx, ex, 401, 'Your session ended before you answered. Go back to the application and start again.');
-  const check = checkAuthorizeRequest(ctx.oauth.clients, form);
+  const check = await checkAuthorizeRequest(ctx.oauth.clients, form);
   if (check.kind === 'page') return errorPage(ctx, ex, 400, check.message);
   if (check.kind === 'redirect') return sendRedirect(ex, 303, check.location);
   const req = check.request;

@@ -148,7 +148,7 @@ function answerable(ctx: AuthContext, ex: Exchange, id: string): CliLogin | unde
 export async function showCliLogin(ctx: AuthContext, ex: Exchange, params: Params): Promise<void> {
   const login = answerable(ctx, ex, params.id!);
   if (!login) return;
-  const browser = browserOf(ctx, ex, true);
+  const browser = await browserOf(ctx, ex, true);
   if (!browser.signedIn) {
     return sendRedirect(ex, 302, '/login?' + new URLSearchParams({ return_to: cliLoginPaths(login.id).browser }).toString(), browser.setCookie);
   }
@@ -163,7 +163,7 @@ export async function showCliLogin(ctx: AuthContext, ex: Exchange, params: Param
 /** POST /auth/cli/browser/{id} {_csrf, decision}: approves or denies the login. */
 export async function submitCliLogin(ctx: AuthContext, ex: Exchange, params: Params): Promise<void> {
   const form = await readForm(ex);
-  const browser = browserOf(ctx, ex, false);
+  const browser = await browserOf(ctx, ex, false);
   if (!csrfValid(ctx, browser, field(form, '_csrf'))) {
     return messagePage(ctx, ex, 403, 'Not confirmed', 'This confirmation form expired or came from another site. Open the link the CLI printed again.');
   }

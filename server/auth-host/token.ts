@@ -16,7 +16,7 @@ import { etagOf } from '../api/respond.js';
 import { fail } from '../../engine/errors.js';
 import { hashToken } from '../../engine/identity/tokens.js';
 import type { ClientCredentials } from '../../engine/oauth/client-auth.js';
-import type { GrantResult } from '../../engine/oauth/grants.js';
+import type { GrantResult } from '../../engine/oauth/authorization-codes.js';
 import { refreshAccessToken } from '../../engine/oauth/refresh.js';
 
 function formDecode(s: string): string {
@@ -68,7 +68,7 @@ function required(form: URLSearchParams, name: string): string {
 }
 
 async function authorizationCode(ctx: AuthContext, ex: Exchange, form: URLSearchParams): Promise<void> {
-  const result = await ctx.oauth.grants.exchangeCode({
+  const result = await ctx.oauth.authorizationCodes.exchange({
     code: required(form, 'code'),
     credentials: clientCredentials(ex, form),
     redirectUri: field(form, 'redirect_uri'),

@@ -6,6 +6,7 @@
 import t from 'tap';
 import { api, Browser, createAccount, startTestServer, walkAuthorization } from '../helpers/oauth.js';
 import { http } from '../helpers/http.js';
+import { clients } from '../../engine/oauth/keyspaces.js';
 
 const ts = await startTestServer();
 t.teardown(() => ts.stop());
@@ -35,7 +36,7 @@ t.test('create: UUID id, secret once, trusted false', async (t) => {
   const list = await api(ts, 'GET', '/oauth/clients', key);
   t.ok(list.json.some((c: { id: string }) => c.id === r.json.id));
   t.notOk(list.text.includes(r.json.secret));
-  const raw = ts.server.store.clients.get(r.json.id)!;
+  const raw = await ts.server.store.metadata.get(clients, r.json.id);
   t.notOk(JSON.stringify(raw).includes(r.json.secret), 'stored only as a hash');
 });
 

@@ -34,9 +34,9 @@ function sectionOf(form: URLSearchParams): Section {
   return backTo(form).startsWith('/teams') ? 'teams' : 'applications';
 }
 
-function rowOf(ctx: AuthContext, a: AuthorizationRecord) {
+async function rowOf(ctx: AuthContext, a: AuthorizationRecord) {
   const tokens = ctx.oauth.authorizations.tokensOf(a);
-  const client = a.clientId ? ctx.oauth.clients.get(a.clientId) : undefined;
+  const client = a.clientId ? await ctx.oauth.clients.get(a.clientId) : undefined;
   return {
     id: a.id, description: a.description, scope: a.scope.join(', '), created: when(a.createdAt),
     expires: when(a.expiresAt ?? tokens.access?.expiresAt ?? null) || 'Never',
@@ -44,16 +44,16 @@ function rowOf(ctx: AuthContext, a: AuthorizationRecord) {
   };
 }
 
-function render(ctx: AuthContext, s: Signed, status: number, state: FormState | null): void {
+async function render(ctx: AuthContext, s: Signed, status: number, state: FormState | null): Promise<void> {
   const all = ctx.oauth.authorizations.listFor(s.account.id);
   const apiKey = all.find((a) => a.id === s.account.apiKeyAuthorizationId);
   const values = state?.values ?? {};
   sendDashboard(ctx, s, status, 'applications', 'applications', {
     title: 'Applications',
     notice: noticeOf(s.ex),
-    grants: all.filter((a) => a.kind === 'web').map((a) => rowOf(ctx, a)),
-    direct: all.filter((a) => a.kind === 'direct').map((a) => rowOf(ctx, a)),
-    apiKey: apiKey ? rowOf(ctx, apiKey) : null,
+    grants: await Promise.all(all.filter((a) => a.kind === 'web').map((a) => rowOf(ctx, a))),
+    direct: await Promise.all(all.filter((a) => a.kind === 'direct').map((a) => rowOf(ctx, a))),
+    apiKey: apiKey ? await rowOf(ctx, apiKey) : null,
     scopes: scopeChoices(values.scope ? values.scope.split(' ') : ['global']),
     expiries: DIRECT_EXPIRY_CHOICES.map(([label, value]) => ({ label, value, selected: (values.expires_in ?? '') === value })),
     description: values.description ?? '',
@@ -63,8 +63,8 @@ function render(ctx: AuthContext, s: Signed, status: number, state: FormState | 
 }
 
 export async function showApplications(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = signedInPage(ctx, ex, params);
-  if (s) render(ctx, s, 200, null);
+  const s = await signedInPage(ctx, ex, params);
+  if (s) await render(ctx, s, 200, null);
 }
 
 export async function submitCreateAuthorization(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
@@ -109,7 +109,7 @@ export async function submitRevoke(ctx: AuthContext, ex: Exchange, params: Recor
   const s = await submitted(ctx, ex, params);
   mirror(s, 'DELETE /oauth/authorizations/:id');
   const a = manageableAuthorization(ctx, s.account.id, params.id!);
-  const client = a.clientId ? ctx.oauth.clients.get(a.clientId) : undefined;
+  const client = a.clientId ? await ctx.oauth.clients.get(a.clientId) : undefined;
   const name = client ? `the access of ${client.name}` : `"${a.description || a.id}"`;
   if (!confirmOr(ctx, s, sectionOf(s.form), { title: 'Revoke', message: `Revoke ${name}? Every token of it stops working at once. This cannot be undone.`, button: 'Revoke' })) return;
   await ctx.oauth.authorizations.revoke(a);

@@ -15,7 +15,7 @@ import { quantityOf, sizeOf } from '../../api/formation.js';
 import { attempt, allowed, confirmOr, done, mirror, noticeOf, sendDashboard, signedInPage, submitted, when, type FormState, type Signed } from './page.js';
 
 export async function showApps(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = signedInPage(ctx, ex, params);
+  const s = await signedInPage(ctx, ex, params);
   if (!s) return;
   mirror(s, 'GET /apps');
   sendDashboard(ctx, s, 200, 'apps', 'apps', {
@@ -43,7 +43,7 @@ function renderApp(ctx: AuthContext, s: Signed, app: AppRecord, status: number, 
 }
 
 export async function showApp(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = signedInPage(ctx, ex, params);
+  const s = await signedInPage(ctx, ex, params);
   if (!s) return;
   mirror(s, 'GET /apps/:app');
   renderApp(ctx, s, visibleApp(ctx, s.principal, params.app!), 200, null);

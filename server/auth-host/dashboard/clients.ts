@@ -23,10 +23,10 @@ function clientRow(c: ClientRecord) {
   return { id: c.id, name: c.name, redirectUri: c.redirectUri, trusted: c.trusted, created: when(c.createdAt) };
 }
 
-function renderList(ctx: AuthContext, s: Signed, status: number, state: FormState | null): void {
+async function renderList(ctx: AuthContext, s: Signed, status: number, state: FormState | null): Promise<void> {
   sendDashboard(ctx, s, status, 'clients', 'clients', {
     title: 'OAuth clients', notice: noticeOf(s.ex),
-    clients: ctx.oauth.clients.ownedBy(s.account.id).map(clientRow),
+    clients: (await ctx.oauth.clients.ownedBy(s.account.id)).map(clientRow),
     values: state?.values ?? {}, errors: state?.errors ?? {}, once: () => onceForms.issue(),
   });
 }
@@ -43,8 +43,8 @@ function formValues(form: URLSearchParams): Record<string, string> {
 }
 
 export async function showClients(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = signedInPage(ctx, ex, params);
-  if (s) renderList(ctx, s, 200, null);
+  const s = await signedInPage(ctx, ex, params);
+  if (s) await renderList(ctx, s, 200, null);
 }
 
 export async function submitCreateClient(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
@@ -67,16 +67,16 @@ export async function submitCreateClient(ctx: AuthContext, ex: Exchange, params:
 }
 
 export async function showClient(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = signedInPage(ctx, ex, params);
+  const s = await signedInPage(ctx, ex, params);
   if (!s) return;
   mirror(s, 'PATCH /oauth/clients/:id');
-  renderEdit(ctx, s, ownedClient(ctx, s.account.id, params.id!), 200, null);
+  renderEdit(ctx, s, await ownedClient(ctx, s.account.id, params.id!), 200, null);
 }
 
 export async function submitUpdateClient(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await submitted(ctx, ex, params);
   mirror(s, 'PATCH /oauth/clients/:id');
-  const c = ownedClient(ctx, s.account.id, params.id!);
+  const c = await ownedClient(ctx, s.account.id, params.id!);
   const values = formValues(s.form);
   const r = await attempt('edit', FIELDS, values, () => ctx.oauth.clients.update(c, clientFields(ctx, s.account.id, values)));
   if (!r.ok) return renderEdit(ctx, s, c, r.status, r.state);
@@ -86,7 +86,7 @@ export async function submitUpdateClient(ctx: AuthContext, ex: Exchange, params:
 export async function submitRotateClient(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await submitted(ctx, ex, params);
   mirror(s, 'POST /oauth/clients/:id/actions/rotate-credentials');
-  const c = ownedClient(ctx, s.account.id, params.id!);
+  const c = await ownedClient(ctx, s.account.id, params.id!);
   if (!confirmOr(ctx, s, 'clients', { title: 'Rotate secret', message: `Give "${c.name}" a new secret? The current secret stops working at once; the application must be updated.`, button: 'Rotate secret' })) return;
   if (!firstSubmission(ctx, s, 'clients')) return;
   const { client, secret } = await ctx.oauth.clients.rotate(c);
@@ -100,7 +100,7 @@ export async function submitRotateClient(ctx: AuthContext, ex: Exchange, params:
 export async function submitDeleteClient(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await submitted(ctx, ex, params);
   mirror(s, 'DELETE /oauth/clients/:id');
-  const c = ownedClient(ctx, s.account.id, params.id!);
+  const c = await ownedClient(ctx, s.account.id, params.id!);
   if (!confirmOr(ctx, s, 'clients', { title: 'Delete client', message: `Delete "${c.name}"? Every authorization issued to it is revoked, and people must authorize a new client. This cannot be undone.`, button: 'Delete client' })) return;
   await ctx.oauth.clients.remove(c);
   done(s, '/account/clients', 'deleted');

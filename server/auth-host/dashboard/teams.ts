@@ -27,7 +27,7 @@ import {
 const EXPIRY_LABELS: Record<number, string> = { 30: '30 days', 60: '60 days', 90: '90 days', 365: '1 year' };
 
 export async function showTeams(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = signedInPage(ctx, ex, params);
+  const s = await signedInPage(ctx, ex, params);
   if (s) renderTeams(ctx, s, 200, null);
 }
 
@@ -49,7 +49,7 @@ export async function submitCreateTeam(ctx: AuthContext, ex: Exchange, params: R
   done(s, `/teams/${r.value.name}`, 'team-created');
 }
 
-function renderTeam(ctx: AuthContext, s: Signed, team: TeamRecord, status: number, state: FormState | null): void {
+async function renderTeam(ctx: AuthContext, s: Signed, team: TeamRecord, status: number, state: FormState | null): Promise<void> {
   mirror(s, 'GET /teams/:team');
   const role = ctx.teams.roleOf(team.id, s.account.id);
   const admin = role === 'admin';
@@ -58,15 +58,15 @@ function renderTeam(ctx: AuthContext, s: Signed, team: TeamRecord, status: numbe
     return { email: a?.email ?? m.accountId, role: m.role, you: m.accountId === s.account.id, since: when(m.createdAt) };
   });
   const live = admin ? ctx.teams.authorizations(team) : [];
-  const rows = live.map((a) => {
+  const rows = await Promise.all(live.map(async (a) => {
     const tokens = ctx.oauth.authorizations.tokensOf(a);
-    const client = a.clientId ? ctx.oauth.clients.get(a.clientId) : undefined;
+    const client = a.clientId ? await ctx.oauth.clients.get(a.clientId) : undefined;
     return {
       id: a.id, description: a.description, scope: a.scope.join(', '), created: when(a.createdAt), expires: when(a.expiresAt) || 'Never',
       creator: ctx.accounts.get(a.accountId)?.email ?? '', client: client?.name ?? '', lastUsed: when(lastUsed(ctx.store, a.id)) || 'Never', hint: tokens.access?.hint ?? '',
       web: a.kind === 'web',
     };
-  });
+  }));
   const values = state?.values ?? {};
   sendDashboard(ctx, s, status, 'team', 'teams', {
     title: `Team ${team.name}`, notice: noticeOf(s.ex), team: { name: team.name, thirdParty: team.thirdPartyOAuth }, role, admin, members,
@@ -80,8 +80,8 @@ function renderTeam(ctx: AuthContext, s: Signed, team: TeamRecord, status: numbe
 }
 
 export async function showTeam(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = signedInPage(ctx, ex, params);
-  if (s) renderTeam(ctx, s, ctx.teams.visible(params.team!, s.account.id), 200, null);
+  const s = await signedInPage(ctx, ex, params);
+  if (s) await renderTeam(ctx, s, ctx.teams.visible(params.team!, s.account.id), 200, null);
 }
 
 export async function submitMember(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
