@@ -143,9 +143,9 @@ async function dispatch(ctx: RegistryContext, ex: Exchange): Promise<void> {
   return route.handler(ctx, ex, admitted, params);
 }
 
-/** 405 UNSUPPORTED naming the methods `what` allows (sent as `Allow`, RFC 9110 "405 Method Not Allowed"). */
+/** METHOD_NOT_ALLOWED (405 UNSUPPORTED) naming the methods `what` allows (sent as `Allow`, RFC 9110 "405 Method Not Allowed"). */
 function unsupported(method: string, what: string, allow: string[]) {
-  return fail('UNSUPPORTED', `${method.slice(0, 40)} is not supported on ${what}; allowed: ${allow.join(', ')}`, { allow });
+  return fail('METHOD_NOT_ALLOWED', `${method.slice(0, 40)} is not supported on ${what}; allowed: ${allow.join(', ')}`, { allow });
 }
 
 /** Writes the distribution error envelope for `e`; unknown errors are logged and hidden. */
@@ -162,9 +162,9 @@ export function sendRegistryError(ctx: RegistryContext, ex: Exchange, e: unknown
   const headers: Record<string, string> = { ...API_VERSION_HEADER };
   if (e instanceof Challenge) headers['www-authenticate'] = challengeHeader(ctx, e);
   const allow = (e.detail as { allow?: unknown } | undefined)?.allow;
-  if (e.code === 'UNSUPPORTED' && Array.isArray(allow)) headers.allow = allow.join(', ');
+  if (e.code === 'METHOD_NOT_ALLOWED' && Array.isArray(allow)) headers.allow = allow.join(', ');
   const extra = e.detail as { offset?: number; size?: number } | undefined;
-  if (e.code === 'RANGE_INVALID' && extra?.offset !== undefined) headers.range = `0-${Math.max(0, extra.offset - 1)}`;
+  if (e.code === 'CHUNK_RANGE_MISMATCH' && extra?.offset !== undefined) headers.range = `0-${Math.max(0, extra.offset - 1)}`;
   if (e.code === 'RANGE_NOT_SATISFIABLE' && extra?.size !== undefined) headers['content-range'] = `bytes */${extra.size}`;
   const retryAfter = (e.detail as { retryAfter?: number } | undefined)?.retryAfter;
   if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);

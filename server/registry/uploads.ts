@@ -115,15 +115,15 @@ export async function patchUpload(ctx: RegistryContext, ex: Exchange, _admitted:
   let start: number | undefined;
   if (cr) {
     const m = CONTENT_RANGE.exec(cr.trim());
-    if (!m || Number(m[2]) < Number(m[1])) throw fail('RANGE_INVALID', `invalid Content-Range "${cr.slice(0, 60)}"; expected <start>-<end>`, { offset: rec.offset });
+    if (!m || Number(m[2]) < Number(m[1])) throw fail('CHUNK_RANGE_MISMATCH', `invalid Content-Range "${cr.slice(0, 60)}"; expected <start>-<end>`, { offset: rec.offset });
     // An end at or beyond the stated total length cannot be satisfied (distribution spec: 416).
     if (m[3] !== undefined && m[3] !== '*' && Number(m[2]) >= Number(m[3])) {
-      throw fail('RANGE_INVALID', `Content-Range ${cr.slice(0, 60)} ends beyond its total length ${m[3]}`, { offset: rec.offset });
+      throw fail('CHUNK_RANGE_MISMATCH', `Content-Range ${cr.slice(0, 60)} ends beyond its total length ${m[3]}`, { offset: rec.offset });
     }
     start = Number(m[1]);
     const length = ex.header('content-length');
     if (length && Number(length) !== Number(m[2]) - start + 1) {
-      throw fail('RANGE_INVALID', `Content-Range ${cr} covers ${Number(m[2]) - start + 1} bytes but Content-Length is ${length}`, { offset: rec.offset });
+      throw fail('CHUNK_RANGE_MISMATCH', `Content-Range ${cr} covers ${Number(m[2]) - start + 1} bytes but Content-Length is ${length}`, { offset: rec.offset });
     }
   }
   const updated = await owning(ctx, rec, 'PATCH', (lease) => append(ctx, ex, lease, rec, start));
