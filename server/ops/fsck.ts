@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { KEY_SEPARATOR, key, type Store } from '../../engine/store.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
 import { GarbageCollector } from '../../engine/registry/gc.js';
+import { releaseRetention } from '../../engine/platform/retention.js';
 import { Uploads } from '../../engine/blobs/uploads.js';
 import type { Clock } from '../../engine/clock.js';
 import type { Digest } from '../../engine/digest.js';
@@ -170,7 +171,7 @@ export async function fsck(store: Store, dataDir: string, clock: Clock, o: FsckO
 
   if (o.repair) {
     if (orphans.length > 0) {
-      const gc = new GarbageCollector(store, files, clock, { graceMs: o.orphanGraceMs });
+      const gc = new GarbageCollector(store.metadata, files, clock, releaseRetention, { graceMs: o.orphanGraceMs });
       const removed = new Set((await gc.removeOrphans()).map((r) => r.digest as string));
       for (const p of orphans) p.repaired = removed.has(p.subject);
     }

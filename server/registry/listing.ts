@@ -27,8 +27,8 @@ function linkHeader(path: string, n: number, page: Page): Record<string, string>
 export async function listTags(ctx: RegistryContext, ex: Exchange, repository: string): Promise<void> {
   authorize(ctx, authenticate(ctx, ex), repository, 'pull');
   const { n, last } = pageParams(ex);
-  if (!ctx.registry.hasRepository(repository)) throw fail('NAME_UNKNOWN', `repository name not known to registry: ${repository}`, { name: repository });
-  const page = ctx.registry.listTags(repository, n, last);
+  if (!(await ctx.registry.hasRepository(repository))) throw fail('NAME_UNKNOWN', `repository name not known to registry: ${repository}`, { name: repository });
+  const page = await ctx.registry.listTags(repository, n, last);
   sendJson(ex, 200, { name: repository, tags: page.items }, { ...API_VERSION_HEADER, ...linkHeader(ex.path, n, page) });
 }
 
@@ -36,7 +36,7 @@ export async function listCatalog(ctx: RegistryContext, ex: Exchange): Promise<v
   const caller = authenticate(ctx, ex);
   if (!caller) throw new Challenge('authentication required', 'registry:catalog:*');
   const { n, last } = pageParams(ex);
-  const page = ctx.registry.catalog((r) => {
+  const page = await ctx.registry.catalog((r) => {
     const app = appOfRepository(ctx, r);
     return app !== undefined && mayUseRepository(ctx.store, caller.principal, app, 'pull');
   }, n, last);

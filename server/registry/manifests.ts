@@ -30,7 +30,7 @@ export async function getManifest(ctx: RegistryContext, ex: Exchange, repository
   authorize(ctx, authenticate(ctx, ex), repository, 'pull');
   let content;
   try {
-    content = ctx.registry.manifestContent(repository, reference);
+    content = await ctx.registry.manifestContent(repository, reference);
   } catch (e) {
     if ((e as { code?: string }).code !== 'MANIFEST_INVALID') throw e;
     throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${(e as Error).message}`, { name: repository, reference: reference.slice(0, 200) });

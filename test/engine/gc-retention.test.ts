@@ -13,6 +13,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync, statSyn
 import { join } from 'node:path';
 import { key, prefixRange, type Store } from '../../engine/store.js';
 import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
+import { releaseRetention } from '../../engine/platform/retention.js';
 import { subscribeEvent, type GcEvent } from '../../engine/events.js';
 import type { Digest } from '../../engine/digest.js';
 import type { ReleaseImage } from '../../engine/platform/records.js';
@@ -163,7 +164,7 @@ t.test('grace period, touches and upload sessions keep unreferenced blobs', asyn
   const lone = await e.upload('grace/web', layer());
   e.clock.advance(59 * 60_000);
   t.equal((await e.gc.run()).blobs.deleted, 0, 'committed 59 min ago: kept');
-  e.registry.statBlob('grace/web', lone); // a client HEADs it: it will reference it soon
+  await e.registry.statBlob('grace/web', lone); // a client HEADs it: it will reference it soon
   for (let i = 0; i < 100 && !e.store.blobs.get(lone)!.touchedAt; i++) await new Promise((r) => setTimeout(r, 5));
   t.equal(e.store.blobs.get(lone)!.touchedAt, e.clock.now(), 'touched');
   e.clock.advance(2 * 60_000);
@@ -174,7 +175,7 @@ t.test('grace period, touches and upload sessions keep unreferenced blobs', asyn
   t.equal((await e.gc.run()).blobs.deleted, 1, 'an hour after the touch: deleted');
 
   const referenced = await e.push('grace/web', [layer()]);
-  e.registry.statBlob('grace/web', referenced.blobs[1]!);
+  await e.registry.statBlob('grace/web', referenced.blobs[1]!);
   await e.store.env.transaction(() => undefined);
   t.equal(e.store.blobs.get(referenced.blobs[1]!)!.touchedAt, undefined, 'no write for a referenced blob');
 
@@ -252,7 +253,7 @@ t.test('a file replaced by an upload while GC removes it is put back', async (t)
     }
     return p;
   };
-  const gc = new GarbageCollector(e.store, blobs, e.clock);
+  const gc = new GarbageCollector(e.store.metadata, blobs, e.clock, releaseRetention);
   const r = await gc.run();
   t.equal(r.blobs.deleted, 1, 'the record was deleted');
   t.equal(r.blobs.bytes, 0, 'but no bytes were freed');

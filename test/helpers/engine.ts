@@ -10,6 +10,7 @@ import { openStore } from '../../engine/store.js';
 import { Uploads, type UploadOptions } from '../../engine/blobs/uploads.js';
 import { Registry } from '../../engine/registry/registry.js';
 import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
+import { releaseRetention } from '../../engine/platform/retention.js';
 import type { Digest } from '../../engine/digest.js';
 
 /** sha256 digest of `b`. */
@@ -22,11 +23,11 @@ export async function engineFixture(t: { teardown(fn: () => unknown): void }, up
   const blobs = new GcSafeBlobStore(tmp.dir, store);
   const uploads = new Uploads(store, blobs, clock, async () => { throw new Error('no rehash in tests'); }, tmp.dir, uploadOptions);
   await uploads.init();
-  const registry = new Registry(store, blobs, clock, async () => ({
+  const registry = new Registry(store.metadata, blobs, clock, async () => ({
     config: { architecture: 'amd64', os: 'linux', entrypoint: null, cmd: ['/bin/sh'], workingDir: '/', env: [], user: '', ignoredInstructions: [] },
     scans: {},
   }));
-  const gc = new GarbageCollector(store, blobs, clock);
+  const gc = new GarbageCollector(store.metadata, blobs, clock, releaseRetention);
   t.teardown(async () => { await store.close(); tmp.cleanup(); });
   /** Uploads `bytes` to `repository` through a session; returns the digest. */
   async function upload(repository: string, bytes: Buffer): Promise<Digest> {

@@ -48,7 +48,7 @@ t.test('the index follows every link change', async (t) => {
   const own = randomBytes(3000);
   for (const b of [config, shared, own]) await upload('idx/web', b);
   consistent('uploads');
-  t.same(repositoriesLinking(store, sha(shared)), ['idx/web']);
+  t.same(await repositoriesLinking(store.metadata, sha(shared)), ['idx/web']);
   await upload('idx/web', shared); // same blob again: still one link
   t.equal(consistent('re-upload'), 3);
 
@@ -57,12 +57,12 @@ t.test('the index follows every link change', async (t) => {
   for (const d of [sha(config), sha(shared)]) await registry.mount('idx/web', 'idx/worker', d);
   await registry.mount('idx/web', 'other/web', sha(shared));
   consistent('mounts');
-  t.same(repositoriesLinking(store, sha(shared)), ['idx/web', 'idx/worker', 'other/web'], 'three repositories link the shared layer');
+  t.same(await repositoriesLinking(store.metadata, sha(shared)), ['idx/web', 'idx/worker', 'other/web'], 'three repositories link the shared layer');
   const workerDigest = await registry.putManifest('idx/worker', 'app-idx', 'latest', manifest(config, [shared]), V2S2);
   t.equal(consistent('manifest PUTs'), 6);
 
   await registry.unlinkBlob('idx/worker', sha(config));
-  t.same(repositoriesLinking(store, sha(config)), ['idx/web'], 'blob DELETE unlinks one repository');
+  t.same(await repositoriesLinking(store.metadata, sha(config)), ['idx/web'], 'blob DELETE unlinks one repository');
   consistent('blob DELETE');
 
   await registry.deleteManifest('idx/web', webDigest);
@@ -85,7 +85,7 @@ t.test('the index follows every link change', async (t) => {
   t.same(r.deletedImages.map((i) => i.digest), [workerDigest]);
   t.same(r.deletedBlobs.map((b) => b.digest).sort(), [sha(config), sha(shared), sha(own)].sort(), 'every blob at refs 0 goes');
   t.equal(consistent('GC'), 0, 'with every link of each, in all three repositories');
-  t.same(repositoriesLinking(store, sha(shared)), []);
+  t.same(await repositoriesLinking(store.metadata, sha(shared)), []);
 
   // App deletion removes its repositories' links, including those without a manifest.
   const goneConfig = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', n: 'gone' }));
@@ -96,7 +96,7 @@ t.test('the index follows every link change', async (t) => {
   await registry.mount('gone/web', 'kept/web', sha(goneLayer));
   t.equal(consistent('before app deletion'), 4);
   await registry.deleteRepositoriesOf('gone');
-  t.same(repositoriesLinking(store, sha(goneLayer)), ['kept/web'], "only the other app's link is left");
-  t.same(repositoriesLinking(store, sha(goneConfig)), []);
+  t.same(await repositoriesLinking(store.metadata, sha(goneLayer)), ['kept/web'], "only the other app's link is left");
+  t.same(await repositoriesLinking(store.metadata, sha(goneConfig)), []);
   t.equal(consistent('app deletion'), 1);
 });

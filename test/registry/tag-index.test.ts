@@ -68,15 +68,15 @@ t.test('the manifest → tags index follows every tag change', async (t) => {
   const B = await registry.putManifest('idx/web', 'app-idx', 'v2', b, V2S2);
   for (let i = 0; i < 20; i++) await registry.putManifest('idx/web', 'app-idx', `other-${i}`, await image('idx/web'), V2S2);
   t.equal(consistent('tag PUTs'), 23);
-  t.same(tagsOfManifest(store, 'idx/web', A), ['latest', 'v1']);
-  t.same(tagsOfManifest(store, 'idx/web', B), ['v2']);
+  t.same(await tagsOfManifest(store.metadata, 'idx/web', A), ['latest', 'v1']);
+  t.same(await tagsOfManifest(store.metadata, 'idx/web', B), ['v2']);
 
   // Re-tag `latest` from A to B: the entry moves, A keeps only v1.
   clock.advance(1000);
   await registry.putManifest('idx/web', 'app-idx', 'latest', b, V2S2);
   t.equal(consistent('re-tag to another manifest'), 23);
-  t.same(tagsOfManifest(store, 'idx/web', A), ['v1'], 'the old manifest loses the moved tag');
-  t.same(tagsOfManifest(store, 'idx/web', B), ['latest', 'v2'], 'the new manifest gains it');
+  t.same(await tagsOfManifest(store.metadata, 'idx/web', A), ['v1'], 'the old manifest loses the moved tag');
+  t.same(await tagsOfManifest(store.metadata, 'idx/web', B), ['latest', 'v2'], 'the new manifest gains it');
   t.equal(store.manifestTags.get(key('idx/web', B, 'latest')), clock.now(), "the entry's value is the tag's updatedAt");
 
   // Re-PUT of the same tag and digest: one entry, new time.
@@ -88,8 +88,8 @@ t.test('the manifest → tags index follows every tag change', async (t) => {
   // Tag DELETE: only the tag and its entry go, the manifest stays.
   await registry.deleteManifest('idx/web', 'v2');
   t.equal(consistent('tag DELETE'), 22);
-  t.same(tagsOfManifest(store, 'idx/web', B), ['latest']);
-  t.equal(registry.resolveManifest('idx/web', B), B, 'the manifest is still there');
+  t.same(await tagsOfManifest(store.metadata, 'idx/web', B), ['latest']);
+  t.equal(await registry.resolveManifest('idx/web', B), B, 'the manifest is still there');
 
   // The same manifest A, tagged in a second repository of the app.
   const aw = JSON.parse(a.toString()) as { config: { digest: Digest }; layers: Array<{ digest: Digest }> };
@@ -102,8 +102,8 @@ t.test('the manifest → tags index follows every tag change', async (t) => {
   const scansOnDelete = await tagScans(() => registry.deleteManifest('idx/web', A));
   t.equal(scansOnDelete, 0, 'DELETE by digest reads no range of the tags');
   t.equal(consistent('manifest DELETE by digest'), 23);
-  t.same(tagsOfManifest(store, 'idx/web', A), []);
-  t.same(tagsOfManifest(store, 'idx/worker', A), ['stable', 'v1'], "the other repository's tags stay");
+  t.same(await tagsOfManifest(store.metadata, 'idx/web', A), []);
+  t.same(await tagsOfManifest(store.metadata, 'idx/worker', A), ['stable', 'v1'], "the other repository's tags stay");
 
   // GC after 24 h: every image here is unreleased and goes, with every tag, through the index.
   const c = await image('idx/web');
@@ -125,7 +125,7 @@ t.test('the manifest → tags index follows every tag change', async (t) => {
   await registry.putManifest('gone/worker', 'app-gone', 'v1', await image('gone/worker'), V2S2);
   await registry.putManifest('kept/web', 'app-kept', 'v1', await image('kept/web'), V2S2);
   t.equal(consistent('before app deletion'), 4);
-  t.same(tagsOfManifest(store, 'gone/web', G), ['latest', 'v1']);
+  t.same(await tagsOfManifest(store.metadata, 'gone/web', G), ['latest', 'v1']);
   await registry.deleteRepositoriesOf('gone');
   t.equal(consistent('app deletion'), 1);
   t.same([...store.tags.getKeys()], [key('kept/web', 'v1')], "only the other app's tag is left");
