@@ -21,6 +21,7 @@ import { systemClock } from '../engine/clock.js';
 import { isSlipwayError } from '../engine/errors.js';
 import { FileBlobStore } from '../engine/blobs/cas.js';
 import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
+import { releaseRetention } from '../engine/platform/retention.js';
 import { backup, restore, type BackupReport } from './ops/backup.js';
 import { resolve } from 'node:path';
 import { fsck } from './ops/fsck.js';
@@ -111,7 +112,7 @@ async function collectGarbage(config: Config, dryRun: boolean, json: boolean): P
   const store = await openStore(config.dataDir);
   let report: GcReport;
   try {
-    const gc = new GarbageCollector(store, new FileBlobStore(config.dataDir), systemClock, { graceMs: config.gcGraceSeconds * 1000 });
+    const gc = new GarbageCollector(store.metadata, new FileBlobStore(config.dataDir), systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
     report = await gc.run({ dryRun });
   } finally {
     await store.close();

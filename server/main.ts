@@ -17,6 +17,7 @@ import { Uploads } from '../engine/blobs/uploads.js';
 import { UploadMemory } from '../engine/blobs/upload-memory.js';
 import { LegacyBlobCheck } from '../engine/blobs/quarantine.js';
 import { Registry } from '../engine/registry/registry.js';
+import { releaseRetention } from '../engine/platform/retention.js';
 import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
 import { Releases } from '../engine/platform/releases.js';
@@ -116,8 +117,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       (r) => log.info({ checked: r.checked, quarantined: r.quarantined }, 'blobs of an older build verified'),
       (e) => log.error({ err: e }, 'verifying blobs of an older build failed'));
   }
-  const registry = new Registry(store, blobs, clock, (r) => pool.inspectImage(r));
-  const gc = new GarbageCollector(store, blobs, clock, { graceMs: config.gcGraceSeconds * 1000 });
+  const registry = new Registry(store.metadata, blobs, clock, (r) => pool.inspectImage(r));
+  const gc = new GarbageCollector(store.metadata, blobs, clock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
   registry.touchEveryMs = Math.min(5 * 60_000, gc.options.graceMs / 4);
   await gc.recoverTrash();
   // Domain events (engine/events.ts) become JSON log lines.

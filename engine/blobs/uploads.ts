@@ -22,6 +22,7 @@ import { inlineHash, lostHash, type HashFactory, type RunningHash } from './runn
 import { datasyncFile, type BlobStore } from './cas.js';
 import type { UploadRecord } from './records.js';
 import { linkBlobInTransaction } from '../registry/links.js';
+import { blobs as blobRecords, uploads as uploadRecords } from './keyspaces.js';
 
 /** Re-hashes a file off the event loop; returns its sha256 digest and size in bytes. */
 export type FileHasher = (path: string) => Promise<{ digest: Digest; size: number }>;
@@ -330,17 +331,17 @@ export class Uploads {
       }
       await this.blobs.adopt(path, expected);
       const now = this.clock.now();
-      await this.store.env.transaction(() => {
-        const existing = this.store.blobs.get(expected);
+      await this.store.metadata.transact(async (tx) => {
+        const existing = await tx.get(blobRecords, expected);
         if (!existing) {
-          this.store.blobs.put(expected, { size, createdAt: now, refs: 0 });
+          tx.put(blobRecords, expected, { size, createdAt: now, refs: 0 });
         } else if (existing.quarantined || existing.size !== size) {
           // Verified bytes replaced the file of a quarantined (or mis-sized) record (adopt,
           // gc.ts): the record heals, keeping its references.
-          this.store.blobs.put(expected, { size, createdAt: now, refs: existing.refs });
+          tx.put(blobRecords, expected, { size, createdAt: now, refs: existing.refs });
         }
-        linkBlobInTransaction(this.store, rec.repository, expected, now);
-        this.store.uploads.remove(rec.id);
+        await linkBlobInTransaction(tx, rec.repository, expected, now);
+        tx.remove(uploadRecords, rec.id);
       });
       this.#end(rec);
       return { digest: expected, size };

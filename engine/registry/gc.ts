@@ -3,7 +3,8 @@
  *
  * A run has three phases, each safe while the registry serves pushes and pulls:
  * 1. Images. An image is a (repository, manifest) pair, aged by the time it was pushed. Pairs in
- *    any of the 20 newest releases of their app are kept. Pairs never released go 24 h after
+ *    any of the 20 newest releases of their app are kept (the releases are the platform's: it
+ *    gives them as the `ImageRetention` input, engine/platform/retention.ts). Pairs never released go 24 h after
  *    their push; pairs only in older releases go 30 days after it. Each batch is one
  *    transaction that re-checks the pair's push time and that its app has no newer release than
  *    the run saw, then does what DELETE by digest does (`removeManifestInTransaction`, which
@@ -17,8 +18,9 @@
  * 3. Orphan files (bytes with no record and no session of their size, older than `graceMs`): the
  *    leftovers of a crash between an upload's rename and its commit.
  *
- * Why a push racing GC never loses data (no read-only mode, no lock). LMDB runs write
- * transactions one at a time, so each GC transaction is ordered against each push transaction:
+ * Why a push racing GC never loses data (no read-only mode, no lock). Transactions are
+ * serializable (engine/storage/metadata.ts), so each GC transaction is ordered against each push
+ * transaction, and each re-checks inside its transaction what the other changes:
  * - Manifest PUT re-checks inside its transaction that every blob has a record and a link to
  *   the repository (registry.ts). If GC's transaction came first, the PUT fails with
  *   MANIFEST_BLOB_UNKNOWN and stores nothing (the client pushes the blob again); if the PUT came
@@ -50,14 +52,17 @@
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Database } from 'lmdb';
 import { hexOf, type Digest } from '../digest.js';
-import { key, prefixRange, KEY_SEPARATOR, type Store } from '../store.js';
+import type { Store } from '../store.js';
+import { key, KEY_SEPARATOR, type MetadataReader, type MetadataStore } from '../storage/metadata.js';
+import { scanKeyspace } from '../storage/scan.js';
 import type { Clock } from '../clock.js';
 import { FileBlobStore, fsyncDir } from '../blobs/cas.js';
+import { blobRecord, removeBlobRecordInTransaction, scanBlobRecords, uploadSessionSizes } from '../blobs/refs.js';
 import { publishEvent, type GcEvent } from '../events.js';
 import { removeManifestInTransaction } from './registry.js';
 import { unlinkEverywhereInTransaction } from './links.js';
+import { manifests, repositories, repositoryManifests } from './keyspaces.js';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -87,6 +92,27 @@ export interface GcReport extends GcEvent {
   deletedImages: Array<{ repository: string; digest: string; reason: 'unreleased' | 'expired'; pushedAt: number }>;
   deletedBlobs: Array<{ digest: string; size: number }>;
   deletedOrphans: Array<{ digest: string; size: number }>;
+}
+
+/** What the releases retain, as the platform saw them at the start of a run. */
+export interface RetainedImages {
+  /** `repository␟manifest digest` of images in any of their app's `keepReleases` newest releases. */
+  recent: Set<string>;
+  /** Images only in older releases. */
+  released: Set<string>;
+  /** app id → opaque token (key) of its newest release. */
+  newest: Map<string, string>;
+}
+
+/**
+ * The retention input GC takes from the platform (engine/platform/retention.ts implements it):
+ * the registry reads no release itself.
+ */
+export interface ImageRetention {
+  /** Scans the releases (outside a transaction). */
+  retainedImages(reader: MetadataReader, keepReleases: number): Promise<RetainedImages>;
+  /** Token of the app's newest release now; GC calls it inside its transaction to re-check. */
+  newestRelease(reader: MetadataReader, appId: string): Promise<string | undefined>;
 }
 
 interface ImageCandidate { repository: string; digest: Digest; pushedAt: number; appId: string | undefined; reason: 'unreleased' | 'expired' }
@@ -128,7 +154,11 @@ export class GarbageCollector {
   readonly options: GcOptions;
   readonly trashDir: string;
 
-  constructor(readonly store: Store, readonly blobs: FileBlobStore, readonly clock: Clock, options: Partial<GcOptions> = {}) {
+  /**
+   * @param metadata the metadata store (registry records, blob records through engine/blobs/refs.ts)
+   * @param retention what the releases keep (the platform's `releaseRetention`)
+   */
+  constructor(readonly metadata: MetadataStore, readonly blobs: FileBlobStore, readonly clock: Clock, readonly retention: ImageRetention, options: Partial<GcOptions> = {}) {
     this.options = { ...DEFAULT_GC_OPTIONS, ...options };
     this.trashDir = join(blobs.root, '..', 'gc-trash');
   }
@@ -153,29 +183,14 @@ export class GarbageCollector {
 
   /** Phase 1. Returns, for a dry run, the refs blobs would have after the deletions. */
   async #images(o: GcOptions, now: number, report: GcReport): Promise<Map<string, number>> {
-    const recent = new Set<string>();
-    const released = new Set<string>();
-    const newest = new Map<string, string>(); // appId → key of its newest release, as seen now
-    let app: string | undefined;
-    let ofApp: string[][] = [];
-    const flush = () => {
-      ofApp.forEach((pairs, i) => pairs.forEach((p) => (i >= ofApp.length - o.keepReleases ? recent : released).add(p)));
-      ofApp = [];
-    };
-    for await (const { key: k, value: r } of scan(this.store.releases)) {
-      if (r.appId !== app) { flush(); app = r.appId; }
-      newest.set(r.appId, k);
-      ofApp.push(Object.values(r.images).map((im) => key(im.repository, im.manifestDigest)));
-    }
-    flush();
-    for (const p of recent) released.delete(p);
+    const { recent, released, newest } = await this.retention.retainedImages(this.metadata, o.keepReleases);
     const candidates: ImageCandidate[] = [];
-    for await (const { key: k, value: pushedAt } of scan(this.store.repositoryManifests)) {
+    for await (const { key: k, value: pushedAt } of scanKeyspace(this.metadata, repositoryManifests)) {
       const cut = k.lastIndexOf(KEY_SEPARATOR);
       const repository = k.slice(0, cut);
       const reason = recent.has(k) ? undefined : released.has(k) ? 'expired' : 'unreleased';
       if (reason && now - pushedAt > (reason === 'expired' ? o.releasedMs : o.unreleasedMs)) {
-        candidates.push({ repository, digest: k.slice(cut + 1) as Digest, pushedAt, reason, appId: this.store.repositories.get(repository)?.appId });
+        candidates.push({ repository, digest: k.slice(cut + 1) as Digest, pushedAt, reason, appId: (await this.metadata.get(repositories, repository))?.appId });
       } else {
         report.images.kept++;
       }
@@ -187,18 +202,20 @@ export class GarbageCollector {
       if (o.dryRun) {
         done = batch;
         for (const c of batch) {
-          for (const b of this.store.manifests.get(c.digest)?.blobs ?? []) {
-            refsAfter.set(b, (refsAfter.get(b) ?? this.store.blobs.get(b)?.refs ?? 0) - 1);
+          for (const b of (await this.metadata.get(manifests, c.digest))?.blobs ?? []) {
+            refsAfter.set(b, (refsAfter.get(b) ?? (await blobRecord(this.metadata, b))?.refs ?? 0) - 1);
           }
         }
       } else {
-        await this.store.env.transaction(() => {
-          done = batch.filter((c) => {
+        done = await this.metadata.transact(async (tx) => {
+          const removed: ImageCandidate[] = [];
+          for (const c of batch) {
             // Re-check: same push (not deleted and pushed again) and no release since the scan.
-            if (this.store.repositoryManifests.get(key(c.repository, c.digest)) !== c.pushedAt) return false;
-            if (c.appId !== undefined && newestRelease(this.store, c.appId) !== newest.get(c.appId)) return false;
-            return removeManifestInTransaction(this.store, c.repository, c.digest);
-          });
+            if ((await tx.get(repositoryManifests, key(c.repository, c.digest))) !== c.pushedAt) continue;
+            if (c.appId !== undefined && (await this.retention.newestRelease(tx, c.appId)) !== newest.get(c.appId)) continue;
+            if (await removeManifestInTransaction(tx, c.repository, c.digest)) removed.push(c);
+          }
+          return removed;
         });
       }
       report.images.kept += batch.length - done.length;
@@ -213,7 +230,7 @@ export class GarbageCollector {
   /** Phase 2: blob records at refs 0 past the grace period, then their files. */
   async #blobs(o: GcOptions, now: number, report: GcReport, refsAfter: Map<string, number>): Promise<void> {
     const candidates: Digest[] = [];
-    for await (const { key: d, value: rec } of scan(this.store.blobs)) {
+    for await (const { key: d, value: rec } of scanBlobRecords(this.metadata)) {
       const refs = refsAfter.get(d) ?? rec.refs;
       if (refs > 0) continue;
       if (now - Math.max(rec.createdAt, rec.touchedAt ?? 0) >= o.graceMs) candidates.push(d as Digest);
@@ -225,9 +242,9 @@ export class GarbageCollector {
     for (let i = 0; i < candidates.length; i += size) {
       const batch = candidates.slice(i, i + size);
       if (o.dryRun) {
-        const busy = sessionSizes(this.store);
+        const busy = await uploadSessionSizes(this.metadata);
         for (const d of batch) {
-          const size = this.store.blobs.get(d)?.size ?? 0;
+          const size = (await blobRecord(this.metadata, d))?.size ?? 0;
           if (busy.has(size)) { report.blobs.kept++; continue; }
           report.blobs.deleted++;
           report.blobs.bytes += size;
@@ -237,16 +254,18 @@ export class GarbageCollector {
       }
       const inodes = new Map<Digest, number | undefined>();
       await inParallel(batch, 16, async (d) => { inodes.set(d, await inodeOf(this.blobs.pathOf(d))); });
-      const deleted: Array<{ digest: Digest; size: number }> = [];
-      await this.store.env.transaction(() => {
-        const busy = sessionSizes(this.store);
+      // The body only reads and writes records; files go after the commit (#removeFile).
+      const deleted = await this.metadata.transact(async (tx) => {
+        const busy = await uploadSessionSizes(tx);
+        const gone: Array<{ digest: Digest; size: number }> = [];
         for (const d of batch) {
-          const rec = this.store.blobs.get(d);
+          const rec = await blobRecord(tx, d);
           if (!rec || rec.refs > 0 || now - Math.max(rec.createdAt, rec.touchedAt ?? 0) < o.graceMs || busy.has(rec.size)) continue;
-          this.store.blobs.remove(d);
-          unlinkEverywhereInTransaction(this.store, d);
-          deleted.push({ digest: d, size: rec.size });
+          removeBlobRecordInTransaction(tx, d);
+          await unlinkEverywhereInTransaction(tx, d);
+          gone.push({ digest: d, size: rec.size });
         }
+        return gone;
       });
       report.blobs.kept += batch.length - deleted.length;
       await fsp.mkdir(this.trashDir, { recursive: true });
@@ -281,15 +300,15 @@ export class GarbageCollector {
       for (const hex of names) {
         if (!/^[a-f0-9]{64}$/.test(hex) || !hex.startsWith(dir)) continue;
         const digest = `sha256:${hex}` as Digest;
-        if (this.store.blobs.get(digest)) continue; // the common case: no syscall
+        if (await blobRecord(this.metadata, digest)) continue; // the common case: no syscall
         const st = await fsp.stat(this.blobs.pathOf(digest)).catch(() => undefined);
         if (st && now - st.mtimeMs >= o.graceMs) files.push({ digest, size: st.size, ino: st.ino });
       }
       if (files.length === 0) continue;
       // Read after the stats: a file an upload is committing has a record or a session of its size.
-      const busy = sessionSizes(this.store);
+      const busy = await uploadSessionSizes(this.metadata);
       for (const f of files) {
-        if (this.store.blobs.get(f.digest) || busy.has(f.size)) continue;
+        if ((await blobRecord(this.metadata, f.digest)) || busy.has(f.size)) continue;
         if (!o.dryRun) await fsp.mkdir(this.trashDir, { recursive: true });
         const freed = o.dryRun ? f.size : await this.#removeFile(f.digest, f.ino);
         if (freed === undefined) continue;
@@ -334,7 +353,7 @@ export class GarbageCollector {
       if (!m || pidAlive(Number(m[2]))) continue;
       const digest = `sha256:${m[1]}` as Digest;
       const path = join(this.trashDir, name);
-      if (this.store.blobs.get(digest) && (await this.blobs.sizeOf(digest)) === undefined) await restore(path, this.blobs.pathOf(digest));
+      if ((await blobRecord(this.metadata, digest)) && (await this.blobs.sizeOf(digest)) === undefined) await restore(path, this.blobs.pathOf(digest));
       else await fsp.rm(path, { force: true });
     }
   }
@@ -367,30 +386,4 @@ async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise
 
 async function inodeOf(path: string): Promise<number | undefined> {
   return fsp.stat(path).then((s) => s.ino, () => undefined);
-}
-
-/** Offsets of live upload sessions: a blob of such a size may be between rename and commit. */
-function sessionSizes(store: Store): Set<number> {
-  const sizes = new Set<number>();
-  for (const { value } of store.uploads.getRange()) sizes.add(value.offset);
-  return sizes;
-}
-
-/** Key of the newest release of an app, or undefined. */
-function newestRelease(store: Store, appId: string): string | undefined {
-  const r = prefixRange(appId);
-  for (const k of store.releases.getKeys({ start: r.end, end: r.start, reverse: true, limit: 1 })) return k;
-  return undefined;
-}
-
-/** Iterates a whole database in key order, 2,048 entries per read, yielding to the event loop between reads. */
-async function* scan<V>(db: Database<V, string>): AsyncGenerator<{ key: string; value: V }> {
-  let start: string | undefined;
-  for (;;) {
-    const page = [...db.getRange({ ...(start === undefined ? {} : { start }), limit: 2049 })].filter((e) => e.key !== start);
-    for (const e of page) yield { key: e.key, value: e.value };
-    if (page.length < 2048) return;
-    start = page[page.length - 1]!.key;
-    await new Promise((r) => setImmediate(r));
-  }
 }

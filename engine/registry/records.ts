@@ -1,4 +1,4 @@
-/** Records of the registry (see engine/store.ts for where they live). */
+/** Records of the registry (the keyspaces that hold them: engine/registry/keyspaces.ts). */
 import type { Digest } from '../digest.js';
 
 /** A content descriptor (OCI image spec "Descriptors"). */

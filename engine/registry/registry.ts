@@ -1,8 +1,11 @@
 /**
  * Manifests, tags, repositories and the image-id index (distribution spec "Pulling manifests",
- * "Pushing manifests", "Content discovery", "Deleting"). Blob bytes are the BlobStore's; this
- * service keeps the records, each change in one LMDB transaction. Tags are written only through
- * tags.ts, which keeps the manifest → tags index in the same transaction.
+ * "Pushing manifests", "Content discovery", "Deleting"). Blob bytes are the BlobStore's and blob
+ * records the blobs domain's (engine/blobs/refs.ts); this service keeps the registry's records
+ * over the metadata contract (engine/storage/metadata.ts), each change in one transaction. Reads
+ * that serve pulls (manifest GET/HEAD, blob HEAD) run outside transactions, one `get` per record.
+ * Tags are written only through tags.ts, which keeps the manifest → tags index in the same
+ * transaction.
  *
  * Reference counting: a blob's `refs` is the number of (repository, manifest) pairs naming it;
  * it changes in the same transaction that adds or removes the pair, and GC deletes only blobs
@@ -11,16 +14,19 @@
  */
 import { digestOf, isDigest, type Digest } from '../digest.js';
 import { fail } from '../errors.js';
-import { key, prefixRange, type Store } from '../store.js';
+import { key, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import type { BlobStore } from '../blobs/cas.js';
 import type { BlobRecord, LayerScan } from '../blobs/records.js';
+import { addBlobRefsInTransaction, blobRecord, putLayerScansInTransaction, touchBlobInTransaction } from '../blobs/refs.js';
 import { parseManifest } from './manifest-parse.js';
 import { checkPlatform, imageInfo, type ConfigSummary } from './image-info.js';
+import { MANIFEST_V2S2 } from './media-types.js';
 import { parseReference } from './names.js';
 import { linkedBlob, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
-import { putTagInTransaction, removeTagInTransaction, removeTagsOfManifestInTransaction, removeTagsOfRepositoryInTransaction } from './tags.js';
+import { putTagInTransaction, removeTagInTransaction, removeTagsOfManifestInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest } from './tags.js';
 import type { ManifestRecord } from './records.js';
+import { images, manifests, repositories, repositoryManifests } from './keyspaces.js';
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
 import { checkIdentifier } from '../identifiers.js';
 
@@ -59,21 +65,26 @@ export class Registry {
   readonly #contents = new ManifestContentCache();
 
   constructor(
-    readonly store: Store,
+    readonly metadata: MetadataStore,
     readonly blobs: BlobStore,
     readonly clock: Clock,
     readonly inspect: ImageInspector,
   ) {}
 
   /**
-   * A blob `repository` may serve.
-   * @throws BLOB_UNKNOWN when absent or not linked to the repository.
+   * A blob `repository` may serve (two reads outside a transaction).
+   * @throws BLOB_UNKNOWN when absent, quarantined or not linked to the repository.
    */
-  statBlob(repository: string, digest: Digest): BlobRecord {
-    const rec = linkedBlob(this.store, repository, digest);
+  async statBlob(repository: string, digest: Digest): Promise<BlobRecord> {
+    const rec = await linkedBlob(this.metadata, repository, digest);
     if (!rec) throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
     if (rec.refs === 0) this.#touch(digest, rec);
     return rec;
+  }
+
+  /** True when `at` is at least `touchEveryMs` after the blob was committed or last touched. */
+  #touchDue(rec: BlobRecord, at: number): boolean {
+    return at - Math.max(rec.createdAt, rec.touchedAt ?? 0) >= this.touchEveryMs;
   }
 
   /**
@@ -82,27 +93,26 @@ export class Registry {
    */
   #touch(digest: Digest, rec: BlobRecord): void {
     const now = this.clock.now();
-    if (now - Math.max(rec.createdAt, rec.touchedAt ?? 0) < this.touchEveryMs || this.#touching.has(digest)) return;
+    if (!this.#touchDue(rec, now) || this.#touching.has(digest)) return;
     this.#touching.add(digest);
-    this.store.env.transaction(() => {
-      const cur = this.store.blobs.get(digest);
-      if (cur && cur.refs === 0) this.store.blobs.put(digest, { ...cur, touchedAt: now });
+    this.metadata.transact(async (tx) => {
+      const cur = await blobRecord(tx, digest);
+      if (cur && cur.refs === 0) await touchBlobInTransaction(tx, digest, now);
     }).catch(() => undefined).finally(() => this.#touching.delete(digest));
   }
 
-  /** Links a blob of `from` into `to` (cross-repository mount). Returns false when `from` lacks it. */
+  /** Links a blob of `from` into `to` (cross-repository mount). Returns undefined when `from` lacks it. */
   async mount(from: string, to: string, digest: Digest): Promise<BlobRecord | undefined> {
-    if (!linkedBlob(this.store, from, digest)) return undefined;
-    let rec: BlobRecord | undefined;
+    if (!(await linkedBlob(this.metadata, from, digest))) return undefined;
     const now = this.clock.now();
-    await this.store.env.transaction(() => {
-      rec = this.store.blobs.get(digest);
-      if (!rec || rec.quarantined) return void (rec = undefined);
-      linkBlobInTransaction(this.store, to, digest, now);
+    return this.metadata.transact(async (tx) => {
+      const rec = await blobRecord(tx, digest);
+      if (!rec || rec.quarantined) return undefined;
+      await linkBlobInTransaction(tx, to, digest, now);
       // A mount is followed by a manifest PUT: keep the blob from GC for its grace period.
-      if (now - Math.max(rec.createdAt, rec.touchedAt ?? 0) >= this.touchEveryMs) this.store.blobs.put(digest, { ...rec, touchedAt: now });
+      if (this.#touchDue(rec, now)) await touchBlobInTransaction(tx, digest, now);
+      return rec;
     });
-    return rec;
   }
 
   /**
@@ -110,8 +120,8 @@ export class Registry {
    * @throws BLOB_UNKNOWN when the repository does not link it.
    */
   async unlinkBlob(repository: string, digest: Digest): Promise<void> {
-    this.statBlob(repository, digest);
-    await this.store.env.transaction(() => unlinkBlobInTransaction(this.store, repository, digest));
+    await this.statBlob(repository, digest);
+    await this.metadata.transact((tx) => unlinkBlobInTransaction(tx, repository, digest));
   }
 
   /**
@@ -124,32 +134,31 @@ export class Registry {
     const tag = this.#tagOrDigest(reference, digest);
     const parsed = parseManifest(bytes, contentType);
     for (const d of [parsed.config, ...parsed.layers]) {
-      const blob = linkedBlob(this.store, repository, d.digest);
+      const blob = await linkedBlob(this.metadata, repository, d.digest);
       if (!blob) throw fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${d.digest} is referenced by the manifest but was not pushed to ${repository}`, { digest: d.digest });
       if (blob.size !== d.size) throw fail('MANIFEST_INVALID', `descriptor size ${d.size} of ${d.digest} does not match the blob's ${blob.size} bytes`, { digest: d.digest });
     }
-    const existing = this.store.manifests.get(digest);
-    const image = existing?.image ?? (await this.#inspect(parsed.config.digest, parsed.layers.map((l) => l.digest)).catch((e: unknown) => {
+    const existing = await this.metadata.get(manifests, digest);
+    const image = existing?.image ?? (await this.#inspect(parsed.config.digest, parsed.layers.map((l) => l.digest)).catch(async (e: unknown) => {
       // GC may have collected an unreferenced blob while the worker read it: say which one.
-      const gone = parsed.blobs.find((b) => !linkedBlob(this.store, repository, b));
-      throw gone ? fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${gone} (deleted while the manifest was checked; push it again)`, { digest: gone }) : e;
+      const gone = await this.#firstUnlinked(this.metadata, repository, parsed.blobs);
+      throw gone ? deletedWhileChecked(gone) : e;
     }));
     const now = this.clock.now();
-    await this.store.env.transaction(() => {
+    await this.metadata.transact(async (tx) => {
       // Re-check inside the transaction: a blob deleted (or unlinked by GC) since the check
-      // must not be referenced. GC deletes record and links in one transaction, so a manifest
-      // either commits first (refs > 0: GC keeps the blob) or fails here (see gc.ts).
-      for (const b of parsed.blobs) {
-        if (!linkedBlob(this.store, repository, b)) throw fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${b} (deleted while the manifest was checked; push it again)`, { digest: b });
-      }
-      if (!this.store.repositories.get(repository)) {
-        this.store.repositories.put(repository, { name: repository, appId, createdAt: now });
+      // must not be referenced. GC deletes record and links in one serializable transaction,
+      // so a manifest either commits first (refs > 0: GC keeps the blob) or fails here (gc.ts).
+      const gone = await this.#firstUnlinked(tx, repository, parsed.blobs);
+      if (gone) throw deletedWhileChecked(gone);
+      if ((await tx.get(repositories, repository)) === undefined) {
+        tx.put(repositories, repository, { name: repository, appId, createdAt: now });
       }
       const rmKey = key(repository, digest);
-      const isNewInRepository = this.store.repositoryManifests.get(rmKey) === undefined;
-      const stored = this.store.manifests.get(digest);
-      const record: ManifestRecord = stored ?? {
-        mediaType: 'application/vnd.docker.distribution.manifest.v2+json',
+      const isNewInRepository = (await tx.get(repositoryManifests, rmKey)) === undefined;
+      const stored = await tx.get(manifests, digest);
+      const record: ManifestRecord = stored ? { ...stored } : {
+        mediaType: MANIFEST_V2S2,
         bytes,
         configDigest: parsed.config.digest,
         layers: parsed.layers,
@@ -160,32 +169,37 @@ export class Registry {
       };
       if (isNewInRepository) {
         record.links += 1;
-        this.store.repositoryManifests.put(rmKey, now);
-        this.store.images.put(key(parsed.config.digest, repository, digest), now);
-        for (const b of parsed.blobs) {
-          const blob = this.store.blobs.get(b)!;
-          this.store.blobs.put(b, { ...blob, refs: blob.refs + 1 });
-        }
+        tx.put(repositoryManifests, rmKey, now);
+        tx.put(images, key(parsed.config.digest, repository, digest), now);
+        await addBlobRefsInTransaction(tx, parsed.blobs, +1);
       }
       // Re-tagging a manifest the repository already holds changes nothing in its record.
-      if (isNewInRepository || !stored) this.store.manifests.put(digest, record);
-      if (tag) putTagInTransaction(this.store, repository, tag, digest, now);
+      if (isNewInRepository || !stored) tx.put(manifests, digest, record);
+      if (tag) await putTagInTransaction(tx, repository, tag, digest, now);
     });
     return digest;
   }
 
+  /** The first of `digests` that `repository` may not serve (not linked, gone or quarantined). */
+  async #firstUnlinked(reader: MetadataReader, repository: string, digests: readonly Digest[]): Promise<Digest | undefined> {
+    for (const d of digests) {
+      if (!(await linkedBlob(reader, repository, d))) return d;
+    }
+    return undefined;
+  }
+
   /**
    * The digest a tag or digest reference names in a repository (tag record, or the
-   * repository's manifest link).
+   * repository's manifest link): one read outside a transaction.
    * @throws MANIFEST_UNKNOWN
    */
-  resolveManifest(repository: string, reference: string): Digest {
+  async resolveManifest(repository: string, reference: string): Promise<Digest> {
     const ref = parseReference(reference);
     let digest: Digest | undefined;
     if ('digest' in ref) {
-      if (this.store.repositoryManifests.get(key(repository, ref.digest)) !== undefined) digest = ref.digest;
+      if (await holdsManifest(this.metadata, repository, ref.digest)) digest = ref.digest;
     } else {
-      digest = this.store.tags.get(key(repository, ref.tag))?.digest;
+      digest = await taggedDigest(this.metadata, repository, ref.tag);
     }
     if (!digest) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
     return digest;
@@ -196,11 +210,11 @@ export class Registry {
    * comes from a digest-keyed cache (content-cache.ts) once the repository is known to hold it.
    * @throws MANIFEST_UNKNOWN
    */
-  manifestContent(repository: string, reference: string): ManifestContent & { digest: Digest } {
-    const digest = this.resolveManifest(repository, reference);
+  async manifestContent(repository: string, reference: string): Promise<ManifestContent & { digest: Digest }> {
+    const digest = await this.resolveManifest(repository, reference);
     let content = this.#contents.get(digest);
     if (!content) {
-      const record = this.store.manifests.get(digest);
+      const record = await this.metadata.get(manifests, digest);
       if (!record) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
       content = { mediaType: record.mediaType, bytes: Buffer.from(record.bytes) };
       this.#contents.set(digest, content);
@@ -214,59 +228,55 @@ export class Registry {
    * @throws MANIFEST_UNKNOWN
    */
   async deleteManifest(repository: string, reference: string): Promise<void> {
-    const digest = this.resolveManifest(repository, reference);
-    await this.store.env.transaction(() => {
-      if (!isDigest(reference)) {
-        removeTagInTransaction(this.store, repository, reference);
-        return;
-      }
-      removeManifestInTransaction(this.store, repository, digest);
+    const digest = await this.resolveManifest(repository, reference);
+    await this.metadata.transact(async (tx) => {
+      if (!isDigest(reference)) await removeTagInTransaction(tx, repository, reference);
+      else await removeManifestInTransaction(tx, repository, digest);
     });
   }
 
   /** Deletes every manifest, tag and blob link of each repository of an app (app deletion). */
   async deleteRepositoriesOf(appName: string): Promise<void> {
     const range = { start: appName + '/', end: appName + '0' };
-    await this.store.env.transaction(() => {
-      for (const { key: repository } of this.store.repositories.getRange(range)) {
-        for (const { key: k } of this.store.repositoryManifests.getRange(prefixRange(repository))) {
-          removeManifestInTransaction(this.store, repository, k.slice(repository.length + 1) as Digest);
+    await this.metadata.transact(async (tx) => {
+      for (const { key: repository } of await tx.range(repositories, range)) {
+        for (const { key: k } of await tx.range(repositoryManifests, { prefix: repository })) {
+          await removeManifestInTransaction(tx, repository, k.slice(repository.length + 1) as Digest);
         }
-        removeTagsOfRepositoryInTransaction(this.store, repository);
-        this.store.repositories.remove(repository);
+        await removeTagsOfRepositoryInTransaction(tx, repository);
+        tx.remove(repositories, repository);
       }
       // Links of every repository of the app, also those with blobs but no manifest yet.
-      unlinkRangeInTransaction(this.store, range);
+      await unlinkRangeInTransaction(tx, range);
     });
   }
 
   /** Tags of a repository in lexical order, `n` at a time after `last`. */
-  listTags(repository: string, n: number, last: string | undefined): Page {
-    const range = prefixRange(repository);
-    const start = last !== undefined ? key(repository, checkIdentifier('tag', last, 'PAGINATION_INVALID')) : range.start;
-    const items: string[] = [];
-    for (const k of this.store.tags.getKeys({ start, end: range.end })) {
-      if (k === start) continue; // pages start strictly after `last`
-      items.push(k.slice(repository.length + 1));
-      if (items.length > n) break;
-    }
-    return page(items, n);
+  async listTags(repository: string, n: number, last: string | undefined): Promise<Page> {
+    const after = last !== undefined ? checkIdentifier('tag', last, 'PAGINATION_INVALID') : undefined;
+    return page(await tagPage(this.metadata, repository, after, n + 1), n);
   }
 
   /** True when the repository has at least one manifest. */
-  hasRepository(repository: string): boolean {
-    return this.store.repositories.get(repository) !== undefined;
+  async hasRepository(repository: string): Promise<boolean> {
+    return (await this.metadata.get(repositories, repository)) !== undefined;
   }
 
   /** Repository names in lexical order that `canRead` accepts, `n` at a time after `last`. */
-  catalog(canRead: (repository: string) => boolean, n: number, last: string | undefined): Page {
+  async catalog(canRead: (repository: string) => boolean, n: number, last: string | undefined): Promise<Page> {
     const items: string[] = [];
-    for (const name of this.store.repositories.getKeys(last !== undefined ? { start: checkIdentifier('repository', last, 'PAGINATION_INVALID') } : {})) {
-      if (name === last || !canRead(name)) continue;
-      items.push(name);
-      if (items.length > n) break;
+    let after = last !== undefined ? checkIdentifier('repository', last, 'PAGINATION_INVALID') : undefined;
+    const batch = Math.min(Math.max(n + 2, 16), 1024);
+    for (;;) {
+      const entries = await this.metadata.range(repositories, { ...(after === undefined ? {} : { start: after }), limit: batch });
+      for (const { key: name } of entries) {
+        if (name === after || !canRead(name)) continue;
+        items.push(name);
+        if (items.length > n) return page(items, n);
+      }
+      if (entries.length < batch) return page(items, n);
+      after = entries[entries.length - 1]!.key;
     }
-    return page(items, n);
   }
 
   #tagOrDigest(reference: string, digest: Digest): string | undefined {
@@ -278,49 +288,54 @@ export class Registry {
   }
 
   async #inspect(configDigest: Digest, layers: Digest[]) {
-    const pending = [...new Set(layers)].filter((d) => !this.store.blobs.get(d)?.scan);
+    const known = new Map<Digest, LayerScan>();
+    for (const d of new Set(layers)) {
+      const scan = (await blobRecord(this.metadata, d))?.scan;
+      if (scan) known.set(d, scan);
+    }
+    const pending = [...new Set(layers)].filter((d) => !known.has(d));
     const result = await this.inspect({
       configPath: this.blobs.pathOf(configDigest),
       layers: pending.map((d) => ({ digest: d, path: this.blobs.pathOf(d) })),
     });
     checkPlatform(result.config);
-    if (pending.length > 0) {
-      await this.store.env.transaction(() => {
-        for (const d of pending) {
-          const blob = this.store.blobs.get(d);
-          const scan = result.scans[d];
-          if (blob && scan) this.store.blobs.put(d, { ...blob, scan });
-        }
-      });
-    }
-    const scans = layers.map((d) => result.scans[d] ?? this.store.blobs.get(d)?.scan ?? { whiteouts: 0, examples: [], readable: false });
+    const fresh = new Map<Digest, LayerScan>();
+    for (const d of pending) if (result.scans[d]) fresh.set(d, result.scans[d]!);
+    if (fresh.size > 0) await this.metadata.transact((tx) => putLayerScansInTransaction(tx, fresh));
+    const scans = layers.map((d) => fresh.get(d) ?? known.get(d) ?? { whiteouts: 0, examples: [], readable: false });
     return imageInfo(result.config, scans);
   }
+}
+
+function deletedWhileChecked(digest: Digest): Error {
+  return fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${digest} (deleted while the manifest was checked; push it again)`, { digest });
 }
 
 /**
  * Removes a (repository, manifest) pair: the repository link, every tag of the repository that
  * points at it (read from the manifest → tags index, tags.ts: cost independent of the
  * repository's tag count), its image-id index entry and one reference of each blob it names; the
- * manifest record goes when no repository holds it any more. Call inside a write transaction.
+ * manifest record goes when no repository holds it any more. Call inside a transaction.
  * Used by DELETE by digest, app deletion and image retention (gc.ts).
  * @returns false when the pair did not exist (nothing changed).
  */
-export function removeManifestInTransaction(store: Store, repository: string, digest: Digest): boolean {
+export async function removeManifestInTransaction(tx: MetadataTransaction, repository: string, digest: Digest): Promise<boolean> {
   const rmKey = key(repository, digest);
-  if (store.repositoryManifests.get(rmKey) === undefined) return false;
-  const record = store.manifests.get(digest);
-  store.repositoryManifests.remove(rmKey);
-  removeTagsOfManifestInTransaction(store, repository, digest);
+  if ((await tx.get(repositoryManifests, rmKey)) === undefined) return false;
+  const record = await tx.get(manifests, digest);
+  tx.remove(repositoryManifests, rmKey);
+  await removeTagsOfManifestInTransaction(tx, repository, digest);
   if (!record) return true;
-  store.images.remove(key(record.configDigest, repository, digest));
-  for (const b of record.blobs) {
-    const blob = store.blobs.get(b);
-    if (blob) store.blobs.put(b, { ...blob, refs: Math.max(0, blob.refs - 1) });
-  }
-  if (record.links <= 1) store.manifests.remove(digest);
-  else store.manifests.put(digest, { ...record, links: record.links - 1 });
+  tx.remove(images, key(record.configDigest, repository, digest));
+  await addBlobRefsInTransaction(tx, record.blobs, -1);
+  if (record.links <= 1) tx.remove(manifests, digest);
+  else tx.put(manifests, digest, { ...record, links: record.links - 1 });
   return true;
+}
+
+/** True when `repository` holds the manifest `digest` (one read; in or outside a transaction). */
+export async function holdsManifest(reader: MetadataReader, repository: string, digest: Digest): Promise<boolean> {
+  return (await reader.get(repositoryManifests, key(repository, digest))) !== undefined;
 }
 
 function page(items: string[], n: number): Page {

@@ -1,7 +1,7 @@
 /**
  * Tags and their reverse index. A tag is two keys written and removed together, only by the
- * functions below and only inside one write transaction, so the index never disagrees with the
- * tags (a crash commits both or neither):
+ * functions below and only inside one transaction, so the index never disagrees with the tags
+ * (a crash commits both or neither):
  * - `tags` `repository␟tag` → tag record (digest, updatedAt ms): what a pull by tag resolves;
  * - `manifestTags` `repository␟digest␟tag` → the tag's updatedAt (ms): the tags of one manifest
  *   in one repository, so removing a manifest (DELETE by digest, app deletion, GC) reads only
@@ -10,76 +10,80 @@
  * what follows the last separator. Re-tagging (a PUT of `repository:tag` naming another digest)
  * moves the index entry from the old digest to the new one.
  */
-import { key, prefixRange, KEY_SEPARATOR, type Store } from '../store.js';
+import { key, type MetadataReader, type MetadataTransaction } from '../storage/metadata.js';
 import type { Digest } from '../digest.js';
+import { manifestTags, tags } from './keyspaces.js';
 
 /**
  * Points `repository:tag` at `digest` (creating, moving or refreshing the tag) and its index
- * entry with it; call inside a write transaction.
+ * entry with it; call inside a transaction.
  * @param now the tag's updatedAt (ms).
  */
-export function putTagInTransaction(store: Store, repository: string, tag: string, digest: Digest, now: number): void {
+export async function putTagInTransaction(tx: MetadataTransaction, repository: string, tag: string, digest: Digest, now: number): Promise<void> {
   const k = key(repository, tag);
-  const old = store.tags.get(k);
-  if (old && old.digest !== digest) store.manifestTags.remove(key(repository, old.digest, tag));
-  store.tags.put(k, { digest, updatedAt: now });
-  store.manifestTags.put(key(repository, digest, tag), now);
+  const old = await tx.get(tags, k);
+  if (old && old.digest !== digest) tx.remove(manifestTags, key(repository, old.digest, tag));
+  tx.put(tags, k, { digest, updatedAt: now });
+  tx.put(manifestTags, key(repository, digest, tag), now);
 }
 
 /**
- * Removes `repository:tag` and its index entry (the manifest stays); call inside a write
- * transaction.
+ * Removes `repository:tag` and its index entry (the manifest stays); call inside a transaction.
  * @returns false when there was no such tag (nothing changed).
  */
-export function removeTagInTransaction(store: Store, repository: string, tag: string): boolean {
+export async function removeTagInTransaction(tx: MetadataTransaction, repository: string, tag: string): Promise<boolean> {
   const k = key(repository, tag);
-  const old = store.tags.get(k);
+  const old = await tx.get(tags, k);
   if (!old) return false;
-  store.tags.remove(k);
-  store.manifestTags.remove(key(repository, old.digest, tag));
+  tx.remove(tags, k);
+  tx.remove(manifestTags, key(repository, old.digest, tag));
   return true;
 }
 
 /**
  * Removes every tag of `repository` that points at `digest`, read from the index (one range read
- * of this manifest's entries, whatever the repository's tag count); call inside a write
- * transaction.
+ * of this manifest's entries, whatever the repository's tag count); call inside a transaction.
  * @returns the tags removed, in lexical order.
  */
-export function removeTagsOfManifestInTransaction(store: Store, repository: string, digest: Digest): string[] {
-  const tags = tagsOfManifest(store, repository, digest);
-  for (const tag of tags) removeTagInTransaction(store, repository, tag);
-  return tags;
+export async function removeTagsOfManifestInTransaction(tx: MetadataTransaction, repository: string, digest: Digest): Promise<string[]> {
+  const found = await tagsOfManifest(tx, repository, digest);
+  for (const tag of found) {
+    tx.remove(tags, key(repository, tag));
+    tx.remove(manifestTags, key(repository, digest, tag));
+  }
+  return found;
 }
 
 /**
- * Removes every tag of `repository` (app deletion); call inside a write transaction.
+ * Removes every tag of `repository` (app deletion); call inside a transaction.
  * @returns the number of tags removed.
  */
-export function removeTagsOfRepositoryInTransaction(store: Store, repository: string): number {
-  const prefix = repository.length + 1;
-  const tags = [...store.tags.getKeys(prefixRange(repository))].map((k) => k.slice(prefix));
-  for (const tag of tags) removeTagInTransaction(store, repository, tag);
-  return tags.length;
+export async function removeTagsOfRepositoryInTransaction(tx: MetadataTransaction, repository: string): Promise<number> {
+  const all = await tx.range(tags, { prefix: repository });
+  for (const { key: k, value } of all) {
+    tx.remove(tags, k);
+    tx.remove(manifestTags, key(repository, value.digest, k.slice(repository.length + 1)));
+  }
+  return all.length;
 }
 
 /** The tags of `repository` pointing at `digest`, in lexical order (one index range read). */
-export function tagsOfManifest(store: Store, repository: string, digest: Digest): string[] {
+export async function tagsOfManifest(reader: MetadataReader, repository: string, digest: Digest): Promise<string[]> {
   const prefix = key(repository, digest);
-  return [...store.manifestTags.getKeys(prefixRange(prefix))].map((k) => k.slice(prefix.length + 1));
+  return (await reader.range(manifestTags, { prefix })).map((e) => e.key.slice(prefix.length + 1));
+}
+
+/** The digest `repository:tag` points at, or undefined (one read). */
+export async function taggedDigest(reader: MetadataReader, repository: string, tag: string): Promise<Digest | undefined> {
+  return (await reader.get(tags, key(repository, tag)))?.digest;
 }
 
 /**
- * Builds the `manifestTags` index from every tag record (store migration 3 → 4; idempotent);
- * call inside a write transaction.
- * @returns the number of tags indexed.
+ * Tags of `repository` in lexical order strictly after `after` (from the first when undefined),
+ * at most `limit` of them (one range read).
  */
-export function indexManifestTagsInTransaction(store: Store): number {
-  let n = 0;
-  for (const { key: k, value } of store.tags.getRange()) {
-    const cut = k.lastIndexOf(KEY_SEPARATOR);
-    store.manifestTags.put(key(k.slice(0, cut), value.digest, k.slice(cut + 1)), value.updatedAt);
-    n++;
-  }
-  return n;
+export async function tagPage(reader: MetadataReader, repository: string, after: string | undefined, limit: number): Promise<string[]> {
+  const start = after === undefined ? undefined : key(repository, after);
+  const entries = await reader.range(tags, { prefix: repository, ...(start === undefined ? {} : { start }), limit: limit + 1 });
+  return entries.filter((e) => e.key !== start).slice(0, limit).map((e) => e.key.slice(repository.length + 1));
 }

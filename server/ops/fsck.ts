@@ -17,18 +17,17 @@
  */
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { KEY_SEPARATOR, key, type Store } from '../../engine/store.js';
+import type { Store } from '../../engine/store.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
 import { GarbageCollector } from '../../engine/registry/gc.js';
+import { checkRegistryRecords, type RegistryProblemKind } from '../../engine/registry/consistency.js';
+import { releaseRetention } from '../../engine/platform/retention.js';
 import { Uploads } from '../../engine/blobs/uploads.js';
 import type { Clock } from '../../engine/clock.js';
 import type { Digest } from '../../engine/digest.js';
 
 /** Kinds of problem, each with the safe repair if there is one. */
-export type ProblemKind =
-  | 'blob-missing' | 'blob-size' | 'blob-digest' | 'orphan-file'
-  | 'manifest-missing' | 'blob-link-dangling' | 'repository-link-missing' | 'link-index'
-  | 'blob-refs' | 'manifest-links' | 'image-index' | 'tag-dangling' | 'tag-index' | 'stale-upload';
+export type ProblemKind = 'blob-missing' | 'blob-size' | 'blob-digest' | 'orphan-file' | 'stale-upload' | RegistryProblemKind;
 
 export interface Problem {
   kind: ProblemKind;
@@ -55,8 +54,6 @@ export interface FsckOptions {
 
 /** Parallel hashes with `full` (the worker pool has two threads). */
 const HASH_CONCURRENCY = 2;
-
-const split = (k: string) => k.split(KEY_SEPARATOR);
 
 /**
  * Where a blob whose bytes fail verification (`blob-size`, `blob-digest`) would be repaired:
@@ -109,57 +106,10 @@ export async function fsck(store: Store, dataDir: string, clock: Clock, o: FsckO
     }
   }
 
-  // Repository manifests, their blobs and links; the counts the records keep.
-  const refs = new Map<string, number>();
-  const links = new Map<string, number>();
-  for (const { key: k } of store.repositoryManifests.getRange()) {
-    checked.manifests++;
-    const [repo, digest] = split(k) as [string, Digest];
-    const m = store.manifests.get(digest);
-    if (!m) { add('manifest-missing', `${repo}@${digest}`, 'the repository lists a manifest that has no record'); continue; }
-    links.set(digest, (links.get(digest) ?? 0) + 1);
-    if (store.images.get(key(m.configDigest, repo, digest)) === undefined) add('image-index', `${repo}@${digest}`, `no image-index entry for config ${m.configDigest}`);
-    for (const b of m.blobs) {
-      refs.set(b, (refs.get(b) ?? 0) + 1);
-      if (!store.blobs.get(b)) add('blob-link-dangling', `${repo}@${digest}`, `names blob ${b}, which has no record`);
-      if (store.repositoryBlobs.get(key(repo, b)) === undefined) add('repository-link-missing', `${repo}@${digest}`, `names blob ${b}, which is not linked to ${repo}`);
-    }
-  }
-  for (const { key: digest, value } of store.blobs.getRange()) {
-    const want = refs.get(digest) ?? 0;
-    if (value.refs !== want) add('blob-refs', digest, `record counts ${value.refs} references, manifests make ${want}`);
-  }
-  for (const { key: digest, value } of store.manifests.getRange()) {
-    const want = links.get(digest) ?? 0;
-    if (value.links !== want) add('manifest-links', digest, `record counts ${value.links} repositories, ${want} hold it`);
-  }
-  for (const { key: k } of store.images.getRange()) {
-    const [, repo, digest] = split(k);
-    if (store.repositoryManifests.get(key(repo!, digest!)) === undefined) add('image-index', `${repo}@${digest}`, 'image-index entry for a manifest the repository does not hold');
-  }
-
-  // The link index both ways.
-  for (const { key: k } of store.repositoryBlobs.getRange()) {
-    const [repo, digest] = split(k);
-    if (store.blobRepositories.get(key(digest!, repo!)) === undefined) add('link-index', `${repo}@${digest}`, 'linked by repository, missing from the by-blob index');
-    if (!store.blobs.get(digest!)) add('blob-link-dangling', `${repo}@${digest}`, 'the repository links a blob that has no record');
-  }
-  for (const { key: k } of store.blobRepositories.getRange()) {
-    const [digest, repo] = split(k);
-    if (store.repositoryBlobs.get(key(repo!, digest!)) === undefined) add('link-index', `${repo}@${digest}`, 'in the by-blob index, not linked by the repository');
-  }
-
-  // Tags and the tag index.
-  for (const { key: k, value } of store.tags.getRange()) {
-    checked.tags++;
-    const [repo, tag] = split(k);
-    if (store.repositoryManifests.get(key(repo!, value.digest)) === undefined) add('tag-dangling', `${repo}:${tag}`, `points at ${value.digest}, not a manifest of ${repo}`);
-    if (store.manifestTags.get(key(repo!, value.digest, tag!)) === undefined) add('tag-index', `${repo}:${tag}`, 'missing from the tag index');
-  }
-  for (const { key: k } of store.manifestTags.getRange()) {
-    const [repo, digest, tag] = split(k);
-    if (store.tags.get(key(repo!, tag!))?.digest !== digest) add('tag-index', `${repo}:${tag}`, `tag index names ${digest}, the tag does not point there`);
-  }
+  // Manifests, links, tags and their indexes (the registry's own checks).
+  const counted = await checkRegistryRecords(store.metadata, add);
+  checked.manifests = counted.manifests;
+  checked.tags = counted.tags;
 
   // Upload sessions.
   const stale: Problem[] = [];
@@ -170,7 +120,7 @@ export async function fsck(store: Store, dataDir: string, clock: Clock, o: FsckO
 
   if (o.repair) {
     if (orphans.length > 0) {
-      const gc = new GarbageCollector(store, files, clock, { graceMs: o.orphanGraceMs });
+      const gc = new GarbageCollector(store.metadata, files, clock, releaseRetention, { graceMs: o.orphanGraceMs });
       const removed = new Set((await gc.removeOrphans()).map((r) => r.digest as string));
       for (const p of orphans) p.repaired = removed.has(p.subject);
     }

@@ -11,13 +11,13 @@ import { quarantineBlob, sizeCheckSync } from '../../engine/blobs/quarantine.js'
 /** GET/HEAD of a blob (admitted for pull), with one `bytes=` Range. */
 export async function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, digest: digestParam }: RouteParams): Promise<void> {
   const digest = parseDigest(digestParam);
-  let blob = ctx.registry.statBlob(repository, digest);
+  let blob = await ctx.registry.statBlob(repository, digest);
   // Never serve bytes that are not the record's: wait for a pending start-up verification, and
   // check the file's size (quarantining the blob when it differs: clients then push it again).
   const pending = ctx.legacyCheck?.pending(digest);
   if (pending) {
     await pending;
-    blob = ctx.registry.statBlob(repository, digest);
+    blob = await ctx.registry.statBlob(repository, digest);
   }
   const check = sizeCheckSync(ctx.blobs, digest, blob);
   if (!check.ok) {

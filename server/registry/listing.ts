@@ -29,8 +29,8 @@ function linkHeader(path: string, n: number, page: Page): Record<string, string>
 /** GET/HEAD of a repository's tags (admitted for pull). */
 export async function listTags(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository }: RouteParams): Promise<void> {
   const { n, last } = pageParams(ex);
-  if (!ctx.registry.hasRepository(repository)) throw fail('NAME_UNKNOWN', `repository name not known to registry: ${repository}`, { name: repository });
-  const page = ctx.registry.listTags(repository, n, last);
+  if (!(await ctx.registry.hasRepository(repository))) throw fail('NAME_UNKNOWN', `repository name not known to registry: ${repository}`, { name: repository });
+  const page = await ctx.registry.listTags(repository, n, last);
   sendJson(ex, 200, { name: repository, tags: page.items }, { ...API_VERSION_HEADER, ...linkHeader(ex.path, n, page) });
 }
 
@@ -38,7 +38,7 @@ export async function listTags(ctx: RegistryContext, ex: Exchange, _admitted: Ad
 export async function listCatalog(ctx: RegistryContext, ex: Exchange, admitted: Admission): Promise<void> {
   const caller = admitted.caller!;
   const { n, last } = pageParams(ex);
-  const page = ctx.registry.catalog((r) => {
+  const page = await ctx.registry.catalog((r) => {
     const app = appOfRepository(ctx, r);
     return app !== undefined && mayUseRepository(ctx.store, caller.principal, app, 'pull');
   }, n, last);

@@ -31,7 +31,7 @@ export async function putManifest(ctx: RegistryContext, ex: Exchange, admitted: 
 export async function getManifest(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, reference }: RouteParams): Promise<void> {
   let content;
   try {
-    content = ctx.registry.manifestContent(repository, reference);
+    content = await ctx.registry.manifestContent(repository, reference);
   } catch (e) {
     if ((e as { code?: string }).code !== 'MANIFEST_INVALID') throw e;
     throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${(e as Error).message}`, { name: repository, reference: reference.slice(0, 200) });

@@ -7,12 +7,14 @@
  * own tests); pushes go through the engine's Uploads and Registry.
  */
 import t from 'tap';
+import { images, manifests, repositoryBlobs, repositoryManifests, tags } from '../../engine/registry/keyspaces.js';
 import { engineFixture } from '../helpers/engine.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
-import { key, prefixRange, type Store } from '../../engine/store.js';
+import { key, type Store } from '../../engine/store.js';
 import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
+import { releaseRetention } from '../../engine/platform/retention.js';
 import { subscribeEvent, type GcEvent } from '../../engine/events.js';
 import type { Digest } from '../../engine/digest.js';
 import type { ReleaseImage } from '../../engine/platform/records.js';
@@ -52,7 +54,7 @@ async function engine(t: { teardown(fn: () => unknown): void }) {
   return { tmp, store, clock, blobs, uploads, registry, gc, upload, push, release };
 }
 
-const exists = (store: Store, im: Image) => store.repositoryManifests.get(key(im.repository, im.digest)) !== undefined;
+const exists = async (store: Store, im: Image) => (await store.metadata.get(repositoryManifests, key(im.repository, im.digest))) !== undefined;
 const layer = () => randomBytes(2000 + Math.floor(Math.random() * 1000));
 
 t.test('unreleased images go after one day; released ones stay; shared blobs survive', async (t) => {
@@ -70,17 +72,17 @@ t.test('unreleased images go after one day; released ones stay; shared blobs sur
   const bytes = gone.reduce((n, d) => n + e.store.blobs.get(d)!.size, 0);
   r = await e.gc.run();
   t.same(r.deletedImages.map((i) => [i.repository, i.digest, i.reason]), [['shop/web', a.digest, 'unreleased']], '25 h: exactly the unreleased image');
-  t.notOk(exists(e.store, a));
-  t.ok(exists(e.store, b));
-  t.equal(e.store.tags.get(key('shop/web', 'a')), undefined, 'its tag is gone');
-  t.equal(e.store.manifests.get(a.digest), undefined, 'its manifest record is gone');
-  t.same([...e.store.images.getKeys(prefixRange(a.config))], [], 'image-id index entry gone');
+  t.notOk(await exists(e.store, a));
+  t.ok(await exists(e.store, b));
+  t.equal((await e.store.metadata.get(tags, key('shop/web', 'a'))), undefined, 'its tag is gone');
+  t.equal((await e.store.metadata.get(manifests, a.digest)), undefined, 'its manifest record is gone');
+  t.same((await e.store.metadata.range(images, { prefix: a.config })).map((x) => x.key), [], 'image-id index entry gone');
   t.same(r.deletedBlobs.map((x) => x.digest).sort(), [...gone].sort(), 'its own blobs deleted, the shared layer kept');
   t.equal(r.blobs.bytes, bytes, 'bytes freed');
   for (const d of gone) {
     t.equal(e.store.blobs.get(d), undefined);
     t.notOk(existsSync(e.blobs.pathOf(d)), 'file removed');
-    t.equal(e.store.repositoryBlobs.get(key('shop/web', d)), undefined, 'link removed');
+    t.equal((await e.store.metadata.get(repositoryBlobs, key('shop/web', d))), undefined, 'link removed');
   }
   t.equal(e.store.blobs.get(sha(shared))!.refs, 1, 'shared layer still referenced by the released image');
   t.equal(sha(readFileSync(e.blobs.pathOf(sha(shared)))), sha(shared), 'shared bytes intact');
@@ -107,9 +109,9 @@ t.test('the 21st-newest release: its image goes after 30 days, a younger one sta
   e.clock.advance(2 * DAY);
   let r = await e.gc.run();
   t.same(r.deletedImages.map((i) => [i.repository, i.digest, i.reason]), [['old/web', old[0]!.digest, 'expired']], '31 days: only the image of the 21st-newest release');
-  t.ok(old.slice(1).every((im) => exists(e.store, im)), 'images of the 20 newest releases kept at 31 days');
-  t.ok(exists(e.store, shared), 'an image of an old release that is also in a recent one is kept');
-  t.ok(exists(e.store, young), 'the 21st-newest release of another app keeps its 29-day-old image');
+  t.ok((await Promise.all(old.slice(1).map((im) => exists(e.store, im)))).every(Boolean), 'images of the 20 newest releases kept at 31 days');
+  t.ok(await exists(e.store, shared), 'an image of an old release that is also in a recent one is kept');
+  t.ok(await exists(e.store, young), 'the 21st-newest release of another app keeps its 29-day-old image');
   t.equal(r.blobs.deleted, 2, 'config and layer of the deleted image');
   e.clock.advance(2 * DAY);
   r = await e.gc.run();
@@ -119,7 +121,7 @@ t.test('the 21st-newest release: its image goes after 30 days, a younger one sta
 t.test('an image is a (repository, manifest) pair', async (t) => {
   const e = await engine(t);
   const web = await e.push('pair/web', [layer()]);
-  const bytes = e.store.manifests.get(web.digest)!.bytes;
+  const bytes = (await e.store.metadata.get(manifests, web.digest))!.bytes;
   for (const d of web.blobs) await e.registry.mount('pair/web', 'pair/worker', d);
   await e.registry.putManifest('pair/worker', 'app-pair', 'latest', bytes, 'application/vnd.docker.distribution.manifest.v2+json');
   const worker: Image = { ...web, repository: 'pair/worker' };
@@ -127,9 +129,9 @@ t.test('an image is a (repository, manifest) pair', async (t) => {
   e.clock.advance(25 * HOUR);
   const r = await e.gc.run();
   t.same(r.deletedImages.map((i) => i.repository), ['pair/worker'], 'the unreleased pair goes');
-  t.ok(exists(e.store, web));
-  t.notOk(exists(e.store, worker));
-  t.equal(e.store.manifests.get(web.digest)!.links, 1, 'manifest record kept for the other repository');
+  t.ok(await exists(e.store, web));
+  t.notOk(await exists(e.store, worker));
+  t.equal((await e.store.metadata.get(manifests, web.digest))!.links, 1, 'manifest record kept for the other repository');
   t.same(web.blobs.map((d) => e.store.blobs.get(d)!.refs), [1, 1], 'refs dropped by one');
   t.equal(r.blobs.deleted, 0);
 });
@@ -163,7 +165,7 @@ t.test('grace period, touches and upload sessions keep unreferenced blobs', asyn
   const lone = await e.upload('grace/web', layer());
   e.clock.advance(59 * 60_000);
   t.equal((await e.gc.run()).blobs.deleted, 0, 'committed 59 min ago: kept');
-  e.registry.statBlob('grace/web', lone); // a client HEADs it: it will reference it soon
+  await e.registry.statBlob('grace/web', lone); // a client HEADs it: it will reference it soon
   for (let i = 0; i < 100 && !e.store.blobs.get(lone)!.touchedAt; i++) await new Promise((r) => setTimeout(r, 5));
   t.equal(e.store.blobs.get(lone)!.touchedAt, e.clock.now(), 'touched');
   e.clock.advance(2 * 60_000);
@@ -174,7 +176,7 @@ t.test('grace period, touches and upload sessions keep unreferenced blobs', asyn
   t.equal((await e.gc.run()).blobs.deleted, 1, 'an hour after the touch: deleted');
 
   const referenced = await e.push('grace/web', [layer()]);
-  e.registry.statBlob('grace/web', referenced.blobs[1]!);
+  await e.registry.statBlob('grace/web', referenced.blobs[1]!);
   await e.store.env.transaction(() => undefined);
   t.equal(e.store.blobs.get(referenced.blobs[1]!)!.touchedAt, undefined, 'no write for a referenced blob');
 
@@ -252,7 +254,7 @@ t.test('a file replaced by an upload while GC removes it is put back', async (t)
     }
     return p;
   };
-  const gc = new GarbageCollector(e.store, blobs, e.clock);
+  const gc = new GarbageCollector(e.store.metadata, blobs, e.clock, releaseRetention);
   const r = await gc.run();
   t.equal(r.blobs.deleted, 1, 'the record was deleted');
   t.equal(r.blobs.bytes, 0, 'but no bytes were freed');

@@ -4,12 +4,13 @@
  * the image where a release reads them; the scan of a layer is cached on its blob record.
  */
 import t from 'tap';
+import { images, manifests } from '../../engine/registry/keyspaces.js';
 import { join } from 'node:path';
 import { startServer, tempDir } from '../helpers/server.js';
 import { basic, createApp } from '../helpers/http.js';
 import { buildImage } from '../helpers/image.js';
 import { pushBlob, putManifest, type Target } from '../helpers/registry.js';
-import { key, openStore, prefixRange } from '../../engine/store.js';
+import { key, openStore } from '../../engine/store.js';
 
 t.test('warnings recorded on the image', async (t) => {
   const tmp = tempDir();
@@ -33,7 +34,7 @@ t.test('warnings recorded on the image', async (t) => {
 
   const store = await openStore(tmp.dir);
   t.teardown(() => store.close());
-  const image = store.manifests.get(img.manifestDigest)!.image;
+  const image = (await store.metadata.get(manifests, img.manifestDigest))!.image;
   t.equal(image.layerCount, 41);
   t.equal(image.whiteouts, 2);
   t.same(image.entrypoint, ['/app']);
@@ -44,9 +45,9 @@ t.test('warnings recorded on the image', async (t) => {
   t.match(image.warnings.join('\n'), /VOLUME is not supported at runtime/);
   t.match(image.warnings.join('\n'), /USER app is not the user used at runtime/);
   t.same(store.blobs.get(img.layers[3]!.digest)!.scan, { whiteouts: 1, examples: ['etc/.wh.passwd'], readable: true }, 'scan cached on the blob');
-  const plain = store.manifests.get(small.manifestDigest)!.image;
+  const plain = (await store.metadata.get(manifests, small.manifestDigest))!.image;
   t.same(plain.warnings, [], 'a plain image has no warnings');
   t.same(plain.cmd, ['npm', 'start']);
-  t.same([...store.images.getKeys(prefixRange(img.configDigest))], [key(img.configDigest, 'scanapp/web', img.manifestDigest)], 'image id index');
+  t.same((await store.metadata.range(images, { prefix: img.configDigest })).map((x) => x.key), [key(img.configDigest, 'scanapp/web', img.manifestDigest)], 'image id index');
   t.equal(store.blobs.get(img.layers[0]!.digest)!.refs, 1, 'blob reference counted');
 });

@@ -13,6 +13,7 @@ import { SCHEMA_VERSION } from '../../engine/migrations.js';
 import { ManualClock } from '../../engine/clock.js';
 import { Teams, type TeamRecord } from '../../engine/platform/teams.js';
 import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
+import { releaseRetention } from '../../engine/platform/retention.js';
 import { repositoriesLinking } from '../../engine/registry/links.js';
 import type { Digest } from '../../engine/digest.js';
 import { tempDir } from '../helpers/server.js';
@@ -75,10 +76,10 @@ t.test('schema 2 → 3', async (t) => {
   t.same(teams.authorizations(team('team-1')).map((a) => a.id), ['auth-t1-live'], "team listing reads the migrated index: only the team's live one");
   t.same(teams.authorizations(team('team-2')).map((a) => a.id), ['auth-t2']);
 
-  const gc = new GarbageCollector(store, new GcSafeBlobStore(tmp.dir, store), clock);
+  const gc = new GarbageCollector(store.metadata, new GcSafeBlobStore(tmp.dir, store), clock, releaseRetention);
   const r = await gc.run();
   t.same(r.deletedBlobs.map((b) => b.digest), [X], 'GC deletes the unreferenced blob');
-  t.same(repositoriesLinking(store, X), [], 'with its links in all three repositories, found through the migrated index');
+  t.same(await repositoriesLinking(store.metadata, X), [], 'with its links in all three repositories, found through the migrated index');
   t.equal(store.repositoryBlobs.getKeysCount(), 1);
   t.same([...store.repositoryBlobs.getKeys()], [key('app/web', Y)], 'the referenced blob keeps its link');
   t.same([...store.blobRepositories.getKeys()], [key(Y, 'app/web')]);

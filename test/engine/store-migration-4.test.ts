@@ -12,6 +12,7 @@ import { SCHEMA_VERSION } from '../../engine/migrations.js';
 import { ManualClock } from '../../engine/clock.js';
 import { Registry } from '../../engine/registry/registry.js';
 import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
+import { releaseRetention } from '../../engine/platform/retention.js';
 import { tagsOfManifest } from '../../engine/registry/tags.js';
 import type { Digest } from '../../engine/digest.js';
 import { tempDir } from '../helpers/server.js';
@@ -69,16 +70,16 @@ t.test('schema 3 → 4', async (t) => {
   ], 'manifest → tags index built from every tag, with its updatedAt');
   t.ok([...store.manifestTags.getKeys()].every((k) => k.split(KEY_SEPARATOR).length === 3 && !k.includes('\0')), 'keys joined with U+001F, never NUL');
   t.same([...store.tags.getRange()].map((e) => [e.key, e.value]), tags.map(([r, tag, digest, updatedAt]) => [key(r, tag), { digest, updatedAt }]), 'tags unchanged');
-  t.same(tagsOfManifest(store, 'app/web', M1), ['latest', 'v1']);
+  t.same(await tagsOfManifest(store.metadata, 'app/web', M1), ['latest', 'v1']);
 
   const clock = new ManualClock(now);
   const blobs = new GcSafeBlobStore(tmp.dir, store);
-  const registry = new Registry(store, blobs, clock, async () => { throw new Error('no inspection in this test'); });
+  const registry = new Registry(store.metadata, blobs, clock, async () => { throw new Error('no inspection in this test'); });
   await registry.deleteManifest('app/web', M2);
   t.same([...store.tags.getKeys()], [key('app/web', 'latest'), key('app/web', 'v1'), key('other/web', 'prod')], 'DELETE by digest removes the tag found through the migrated index');
   t.equal(store.manifestTags.get(key('app/web', M2, 'v2')), undefined, 'with its index entry');
 
-  const r = await new GarbageCollector(store, blobs, clock).run();
+  const r = await new GarbageCollector(store.metadata, blobs, clock, releaseRetention).run();
   t.same(r.deletedImages.map((i) => [i.repository, i.digest]), [['app/web', M1]], 'GC deletes the image pushed two days ago');
   t.same([...store.tags.getKeys()], [key('other/web', 'prod')], 'with both its tags; the same manifest keeps its tag in the other repository');
   t.same([...store.manifestTags.getKeys()], [key('other/web', M1, 'prod')]);

@@ -12,6 +12,7 @@ import { basic, http } from '../helpers/http.js';
 import { buildImage, sha256, type BuiltImage } from '../helpers/image.js';
 import { pushBuiltImage, type Target } from '../helpers/registry.js';
 import { GarbageCollector } from '../../engine/registry/gc.js';
+import { releaseRetention } from '../../engine/platform/retention.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
 
 const HOUR = 3600_000;
@@ -22,7 +23,7 @@ const ts = await startTestServer({ SLIPWAY_GC_INTERVAL: '0' });
 t.teardown(() => ts.stop());
 const key = ts.operator.apiKey;
 const me: Target = { registry: ts.server.urls.registry, auth: basic('_', key) };
-const gc = new GarbageCollector(ts.server.store, new FileBlobStore(ts.server.config.dataDir), ts.clock);
+const gc = new GarbageCollector(ts.server.store.metadata, new FileBlobStore(ts.server.config.dataDir), ts.clock, releaseRetention);
 if ((await api(ts, 'POST', '/apps', key, { name: 'keep' })).status !== 201) throw new Error('app create failed');
 
 const base = { 'usr/lib/base.so': 'the same bytes in every image\n' };

@@ -16,6 +16,7 @@
  * are missing and no wrong reference count.
  */
 import t from 'tap';
+import { manifests, repositoryManifests } from '../../engine/registry/keyspaces.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
 import { startServer, tempDir, type ChildServer } from '../helpers/server.js';
@@ -167,8 +168,8 @@ async function storeProblems(): Promise<{ missing: string[]; wrongRefs: string[]
       if (!existsSync(p) || statSync(p).size !== value.size) missing.push(d);
     }
     const refs = new Map<string, number>();
-    for (const { key: k } of store.repositoryManifests.getRange()) {
-      for (const b of store.manifests.get(k.slice(k.lastIndexOf('\x1f') + 1))!.blobs) refs.set(b, (refs.get(b) ?? 0) + 1);
+    for (const { key: k } of await store.metadata.range(repositoryManifests)) {
+      for (const b of (await store.metadata.get(manifests, k.slice(k.lastIndexOf('\x1f') + 1)))!.blobs) refs.set(b, (refs.get(b) ?? 0) + 1);
     }
     const wrongRefs = [...store.blobs.getRange()].filter(({ key: d, value }) => value.refs !== (refs.get(d) ?? 0)).map(({ key }) => key);
     return { missing, wrongRefs };
@@ -182,5 +183,5 @@ t.test('the store after the load', async (t) => {
   t.same(await storeProblems(), { missing: [], wrongRefs: [] }, 'no record without its bytes, no wrong reference count');
   const store = await openStore(tmp.dir);
   t.teardown(() => store.close());
-  t.equal([...store.repositoryManifests.getKeys()].length, kept.length, 'exactly the kept images remain');
+  t.equal((await store.metadata.range(repositoryManifests)).length, kept.length, 'exactly the kept images remain');
 });

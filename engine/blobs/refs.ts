@@ -1,0 +1,67 @@
+/**
+ * What other domains read and change of blob records (keyspace `blobs`) and upload sessions:
+ * the registry's reference counts (a blob's `refs` counts the (repository, manifest) pairs naming
+ * it, engine/registry/registry.ts), its GC (engine/registry/gc.ts) and the layer scans kept at
+ * manifest PUT. Functions named `...InTransaction` compose into the caller's `transact`, so a
+ * manifest and the refs of its blobs (or a GC batch and the records it deletes) commit together;
+ * the readers take either the store (one read outside a transaction) or a transaction.
+ */
+import type { Digest } from '../digest.js';
+import type { MetadataReader, MetadataTransaction } from '../storage/metadata.js';
+import { scanKeyspace } from '../storage/scan.js';
+import { blobs, uploads } from './keyspaces.js';
+import type { BlobRecord, LayerScan } from './records.js';
+
+/** The record of `digest` (quarantined ones included), or undefined. */
+export function blobRecord(reader: MetadataReader, digest: Digest): Promise<BlobRecord | undefined> {
+  return reader.get(blobs, digest);
+}
+
+/** Every blob record in digest order, paged (outside a transaction; see storage/scan.ts). */
+export function scanBlobRecords(reader: MetadataReader): AsyncGenerator<{ key: string; value: BlobRecord }> {
+  return scanKeyspace(reader, blobs);
+}
+
+/**
+ * Adds `delta` (±1) to the refs of each blob in `digests` (a record never goes below 0; digests
+ * without a record are skipped); call inside the caller's transaction.
+ */
+export async function addBlobRefsInTransaction(tx: MetadataTransaction, digests: readonly Digest[], delta: number): Promise<void> {
+  for (const d of digests) {
+    const rec = await tx.get(blobs, d);
+    if (rec) tx.put(blobs, d, { ...rec, refs: Math.max(0, rec.refs + delta) });
+  }
+}
+
+/**
+ * Sets the record's `touchedAt` to `now` (GC grace for a blob a client just saw); no-op without
+ * a record. Call inside the caller's transaction.
+ */
+export async function touchBlobInTransaction(tx: MetadataTransaction, digest: Digest, now: number): Promise<void> {
+  const rec = await tx.get(blobs, digest);
+  if (rec) tx.put(blobs, digest, { ...rec, touchedAt: now });
+}
+
+/** Caches layer scans on their blob records (no-op for digests without a record); inside the caller's transaction. */
+export async function putLayerScansInTransaction(tx: MetadataTransaction, scans: ReadonlyMap<Digest, LayerScan>): Promise<void> {
+  for (const [d, scan] of scans) {
+    const rec = await tx.get(blobs, d);
+    if (rec) tx.put(blobs, d, { ...rec, scan });
+  }
+}
+
+/** Deletes the record of `digest` (the file is the caller's to remove after commit); inside the caller's transaction. */
+export function removeBlobRecordInTransaction(tx: MetadataTransaction, digest: Digest): void {
+  tx.remove(blobs, digest);
+}
+
+/**
+ * Offsets of the live upload sessions: a blob (or orphan file) of such a size may be between an
+ * upload's rename and its commit, so GC keeps it (engine/registry/gc.ts). Read inside GC's
+ * transaction so a session that reaches its final size conflicts with the batch.
+ */
+export async function uploadSessionSizes(reader: MetadataReader): Promise<Set<number>> {
+  const sizes = new Set<number>();
+  for (const { value } of await reader.range(uploads)) sizes.add(value.offset);
+  return sizes;
+}
