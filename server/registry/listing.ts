@@ -1,7 +1,8 @@
 /** Tag list and catalog with `n`/`last` pagination and RFC 5988 Link (distribution "Content discovery"). */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { appOfRepository, authenticate, authorize, Challenge } from './access.js';
+import { authenticate, authorize, Challenge } from './access.js';
+import { parseRepositoryName } from '../../engine/registry/names.js';
 import { mayUseRepository } from '../../engine/platform/access.js';
 import { fail } from '../../engine/errors.js';
 import { sendJson } from '../http/respond.js';
@@ -25,7 +26,7 @@ function linkHeader(path: string, n: number, page: Page): Record<string, string>
 }
 
 export async function listTags(ctx: RegistryContext, ex: Exchange, repository: string): Promise<void> {
-  authorize(ctx, authenticate(ctx, ex), repository, 'pull');
+  await authorize(ctx, authenticate(ctx, ex), repository, 'pull');
   const { n, last } = pageParams(ex);
   if (!ctx.registry.hasRepository(repository)) throw fail('NAME_UNKNOWN', `repository name not known to registry: ${repository}`, { name: repository });
   const page = ctx.registry.listTags(repository, n, last);
@@ -36,9 +37,20 @@ export async function listCatalog(ctx: RegistryContext, ex: Exchange): Promise<v
   const caller = authenticate(ctx, ex);
   if (!caller) throw new Challenge('authentication required', 'registry:catalog:*');
   const { n, last } = pageParams(ex);
-  const page = ctx.registry.catalog((r) => {
-    const app = appOfRepository(ctx, r);
-    return app !== undefined && mayUseRepository(ctx.store, caller.principal, app, 'pull');
-  }, n, last);
+  // The apps whose repositories the caller may pull, decided once per app before the listing.
+  const pullable = new Set<string>();
+  for (const app of await ctx.apps.all()) {
+    if (await mayUseRepository(ctx.store, caller.principal, app, 'pull')) pullable.add(app.name);
+  }
+  const page = ctx.registry.catalog((r) => pullable.has(appNameOf(r)), n, last);
   sendJson(ex, 200, { repositories: page.items }, { ...API_VERSION_HEADER, ...linkHeader(ex.path, n, page) });
+}
+
+/** The app part of a repository name, or '' for a malformed name (which no app owns). */
+function appNameOf(repository: string): string {
+  try {
+    return parseRepositoryName(repository).app;
+  } catch {
+    return '';
+  }
 }
