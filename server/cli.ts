@@ -98,7 +98,7 @@ async function serve(config: Config): Promise<void> {
 async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promise<T>): Promise<T> {
   const store = await openStore(config.dataDir);
   try {
-    return await fn(new Accounts(store, systemClock, ServerKeys.loadOrCreate(config.dataDir, config.keyFile)), new Apps(store, systemClock));
+    return await fn(new Accounts(store, systemClock, ServerKeys.loadOrCreate(config.dataDir, config.keyFile)), new Apps(store.metadata, systemClock));
   } finally {
     await store.close();
   }

@@ -124,10 +124,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // Domain events (engine/events.ts) become JSON log lines.
   const unsubscribeEvents = EVENT_KINDS.map((kind) => subscribeEvent(kind, (m) => log.info({ event: kind, ...m }, `${kind} event`)));
   const accounts = new Accounts(store, clock, keys);
-  const apps = new Apps(store, clock);
-  const releases = new Releases(store, clock);
-  const settings = new AppSettings(store, clock, releases);
-  const dynos = new Dynos(store, clock);
+  const apps = new Apps(store.metadata, clock);
+  const releases = new Releases(store.metadata, clock);
+  const settings = new AppSettings(store.metadata, clock, releases);
+  const dynos = new Dynos(store.metadata, clock);
   const teams = new Teams(store, clock);
   const bootstrap = opts.bootstrap !== false && accounts.isEmpty() ? await accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null;
   const oauth = createOAuth(store, clock, accounts, teams);

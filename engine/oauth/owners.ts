@@ -14,11 +14,11 @@ export interface TeamChoice {
 
 export interface TeamDirectory {
   /** Teams whose admin `accountId` is: the only teams they may pick (docs/rules.md Authentication 9). */
-  adminTeamsOf(accountId: string): TeamChoice[];
+  adminTeamsOf(accountId: string): Promise<TeamChoice[]>;
 }
 
 /** The directory before teams exist: nobody administers a team. */
-export const NO_TEAMS: TeamDirectory = { adminTeamsOf: () => [] };
+export const NO_TEAMS: TeamDirectory = { adminTeamsOf: async () => [] };
 
 /** The value of the consent form's owner field for the personal account. */
 export const PERSONAL_OWNER = 'personal';
@@ -28,7 +28,7 @@ export const PERSONAL_OWNER = 'personal';
  * @returns null for the personal account, the team id for a team, undefined when the value is
  *          not one the user may choose.
  */
-export function resolveOwner(teams: TeamDirectory, accountId: string, value: string): string | null | undefined {
+export async function resolveOwner(teams: TeamDirectory, accountId: string, value: string): Promise<string | null | undefined> {
   if (value === '' || value === PERSONAL_OWNER) return null;
-  return teams.adminTeamsOf(accountId).find((t) => t.id === value)?.id;
+  return (await teams.adminTeamsOf(accountId)).find((t) => t.id === value)?.id;
 }

@@ -9,16 +9,19 @@
  */
 import type { Principal } from '../identity/authorizations.js';
 import { allows } from '../identity/scope.js';
-import { key, type Store } from '../store.js';
+import type { Store } from '../store.js';
+import { key, type MetadataReader } from '../storage/metadata.js';
 import type { AppRecord } from './records.js';
+import { memberships, teams } from './keyspaces.js';
 
 /** A caller's standing on an app, before scopes are considered. */
 export type AppRole = 'owner' | 'admin' | 'member' | 'team-token' | 'none';
 
-export function appRole(store: Store, p: Principal, app: AppRecord): AppRole {
+/** The caller's role on `app`: at most one read (the membership, for a team app and a personal token). */
+export async function appRole(metadata: MetadataReader, p: Principal, app: AppRecord): Promise<AppRole> {
   if (app.teamId !== null) {
     if (p.teamId !== null) return p.teamId === app.teamId ? 'team-token' : 'none';
-    return store.memberships.get(key(app.teamId, p.accountId))?.role ?? 'none';
+    return (await metadata.get(memberships, key(app.teamId, p.accountId)))?.role ?? 'none';
   }
   if (p.teamId !== null) return 'none';
   return app.ownerId === p.accountId ? 'owner' : 'none';
@@ -31,21 +34,27 @@ export function isOwnerLike(role: AppRole): boolean {
 
 /**
  * Why a third-party client's token may not reach this team app, or null when it may.
+ * Reads the team (platform, through the metadata contract) and the client (oauth; still through
+ * the store's client handle until the oauth domain exports a client look-up).
  */
-export function thirdPartyBlock(store: Store, p: Principal, app: AppRecord): string | null {
+export async function thirdPartyBlock(store: Store, p: Principal, app: AppRecord): Promise<string | null> {
   if (app.teamId === null || p.clientId === null) return null;
-  const team = store.teams.get(app.teamId);
+  const team = await store.metadata.get(teams, app.teamId);
   if (!team || team.thirdPartyOAuth) return null;
   const client = store.clients.get(p.clientId);
   if (client?.trusted) return null;
   return `Third-party OAuth access to the resources of team ${team.name} is turned off by a team admin; this token belongs to the third-party client "${client?.name ?? 'unknown'}".`;
 }
 
+/** True when the caller may reach `app` at all: a role, and no third-party block. */
+export async function mayReachApp(store: Store, p: Principal, app: AppRecord): Promise<boolean> {
+  return await appRole(store.metadata, p, app) !== 'none' && await thirdPartyBlock(store, p, app) === null;
+}
+
 /** Registry actions (distribution token scope actions). */
 export type RegistryAction = 'pull' | 'push' | 'delete';
 
 /** True when role, team setting and scopes permit `action` on the app's repositories. */
-export function mayUseRepository(store: Store, p: Principal, app: AppRecord, action: RegistryAction): boolean {
-  if (appRole(store, p, app) === 'none' || thirdPartyBlock(store, p, app) !== null) return false;
-  return allows(p.scope, action === 'pull' ? 'apps:read' : 'apps:write');
+export async function mayUseRepository(store: Store, p: Principal, app: AppRecord, action: RegistryAction): Promise<boolean> {
+  return await mayReachApp(store, p, app) && allows(p.scope, action === 'pull' ? 'apps:read' : 'apps:write');
 }

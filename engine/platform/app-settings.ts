@@ -4,13 +4,14 @@
  * runtime-new-layer-extract, shared runtime only), and owner updates (docs/rules.md What the service does 5: switching the
  * stack back to a curated stack is the owner's action).
  */
-import type { Store } from '../store.js';
+import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import { CONTAINER_STACK } from './apps.js';
 import { NEW_LAYER_EXTRACT } from './runtime-rules.js';
 import type { AppRecord, ReleaseRecord } from './records.js';
 import type { Releases } from './releases.js';
+import { apps, configVars } from './keyspaces.js';
 
 /** A labs feature an app can switch on. */
 export interface Feature {
@@ -36,10 +37,11 @@ const CONFIG_VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 export const MAX_CONFIG_BYTES = 32 * 1024;
 
 export class AppSettings {
-  constructor(readonly store: Store, readonly clock: Clock, readonly releases: Releases) {}
+  constructor(readonly metadata: MetadataStore, readonly clock: Clock, readonly releases: Releases) {}
 
-  configVars(app: AppRecord): Record<string, string> {
-    return this.store.configVars.get(app.id) ?? {};
+  /** The app's config vars (name → value); empty when none are set. */
+  async configVars(app: AppRecord): Promise<Record<string, string>> {
+    return await this.metadata.get(configVars, app.id) ?? {};
   }
 
   /**
@@ -117,13 +119,13 @@ export class AppSettings {
   }
 
   async #update(app: AppRecord, change: (a: AppRecord) => AppRecord): Promise<AppRecord> {
-    let updated!: AppRecord;
-    await this.store.env.transaction(() => {
-      const current = this.store.apps.get(app.id);
+    const now = this.clock.now();
+    return this.metadata.transact(async (tx) => {
+      const current = await tx.get(apps, app.id);
       if (!current) throw fail('NOT_FOUND', `Couldn't find that app.`, { resource: 'app' });
-      updated = { ...change(current), updatedAt: this.clock.now() };
-      this.store.apps.put(app.id, updated);
+      const updated = { ...change(current), updatedAt: now };
+      tx.put(apps, app.id, updated);
+      return updated;
     });
-    return updated;
   }
 }

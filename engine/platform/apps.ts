@@ -2,13 +2,14 @@
  * Apps (docs/platform-conventions.md 3.2). Names follow the platform pattern `^[a-z][a-z0-9-]{1,28}[a-z0-9]$`;
  * an app's registry repositories are `<app name>/<process type>`.
  */
-import type { Store } from '../store.js';
+import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import { newId } from '../identity/tokens.js';
 import { APP_NAME } from '../registry/names.js';
 import type { AppRecord, Generation } from './records.js';
 import { checkIdentifier } from '../identifiers.js';
+import { apps, appsByName } from './keyspaces.js';
 
 /** The curated stack new apps get. */
 export const DEFAULT_STACK = 'heroku-24';
@@ -25,7 +26,7 @@ export interface NewApp {
 }
 
 export class Apps {
-  constructor(readonly store: Store, readonly clock: Clock) {}
+  constructor(readonly metadata: MetadataStore, readonly clock: Clock) {}
 
   /**
    * Creates an app; a name is generated when none is given.
@@ -45,30 +46,33 @@ export class Apps {
       id: newId(), name, ownerId: a.ownerId, teamId: a.teamId ?? null, generation: a.generation ?? 'cedar',
       stack, buildStack: stack, space: a.space ?? null, createdAt: now, updatedAt: now,
     };
-    await this.store.env.transaction(() => {
-      if (this.store.appsByName.get(name) !== undefined) throw fail('CONFLICT', `Name ${name} is already taken`);
-      this.store.apps.put(app.id, app);
-      this.store.appsByName.put(name, app.id);
+    await this.metadata.transact(async (tx) => {
+      if (await tx.get(appsByName, name) !== undefined) throw fail('CONFLICT', `Name ${name} is already taken`);
+      tx.put(apps, app.id, app);
+      tx.put(appsByName, name, app.id);
     });
     return app;
   }
 
-  /** By id or name; undefined when absent. */
-  find(idOrName: string): AppRecord | undefined {
-    const id = this.store.appsByName.get(checkIdentifier('app', idOrName)) ?? idOrName;
-    return this.store.apps.get(id);
+  /**
+   * By id or name; undefined when absent. Two reads outside a transaction (name index, record).
+   * @throws INVALID_PARAMS for a malformed identifier (checkIdentifier).
+   */
+  async find(idOrName: string): Promise<AppRecord | undefined> {
+    const id = await this.metadata.get(appsByName, checkIdentifier('app', idOrName)) ?? idOrName;
+    return this.metadata.get(apps, id);
   }
 
   /** Every app, in id order (callers filter by access). */
-  *all(): Iterable<AppRecord> {
-    for (const { value } of this.store.apps.getRange()) yield value;
+  async all(): Promise<AppRecord[]> {
+    return (await this.metadata.range(apps)).map((e) => e.value);
   }
 
   /** Removes the app record and its name (registry data is removed by the caller's Registry). */
   async remove(app: AppRecord): Promise<void> {
-    await this.store.env.transaction(() => {
-      this.store.apps.remove(app.id);
-      this.store.appsByName.remove(app.name);
+    await this.metadata.transact((tx) => {
+      tx.remove(apps, app.id);
+      tx.remove(appsByName, app.name);
     });
   }
 }

@@ -8,9 +8,11 @@
  * on the platform, where a stopped dyno is replaced while its process type stays scaled.
  */
 import { fail } from '../errors.js';
-import { key, prefixRange, type Store } from '../store.js';
+import { key, type MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import type { AppRecord, FormationRecord } from './records.js';
+import { formations } from './keyspaces.js';
+import { formationOf } from './formation.js';
 
 /** The state every listed dyno reports: nothing runs here. */
 export const NOT_RUNNING = 'not running';
@@ -30,22 +32,20 @@ export interface Dyno {
 const DYNO_NAME = /^([a-z0-9][a-z0-9_-]{0,127})\.([1-9]\d{0,3})$/;
 
 export class Dynos {
-  constructor(readonly store: Store, readonly clock: Clock) {}
+  constructor(readonly metadata: MetadataStore, readonly clock: Clock) {}
 
-  /** The dynos of an app, by process type then number. */
-  list(appId: string): Dyno[] {
-    const out: Dyno[] = [];
-    for (const { value: f } of this.store.formations.getRange(prefixRange(appId))) out.push(...dynosOf(f));
-    return out;
+  /** The dynos of an app, by process type then number (one range read). */
+  async list(appId: string): Promise<Dyno[]> {
+    return (await formationOf(this.metadata, appId)).flatMap(dynosOf);
   }
 
   /**
    * One dyno by name (`web.1`).
    * @throws NOT_FOUND (resource `dyno`) for a malformed name, an unknown type or a number past the quantity.
    */
-  get(appId: string, name: string): Dyno {
+  async get(appId: string, name: string): Promise<Dyno> {
     const m = DYNO_NAME.exec(name);
-    const f = m ? this.store.formations.get(key(appId, m[1]!)) : undefined;
+    const f = m ? await this.metadata.get(formations, key(appId, m[1]!)) : undefined;
     if (!m || !f || Number(m[2]) > f.quantity) throw fail('NOT_FOUND', `Couldn't find that dyno.`, { resource: 'dyno' });
     return dynosOf(f)[Number(m[2]) - 1]!;
   }
@@ -57,15 +57,17 @@ export class Dynos {
    */
   async restart(app: AppRecord, types: string[] | null): Promise<void> {
     const now = this.clock.now();
-    await this.store.env.transaction(() => {
-      const entries = types === null
-        ? [...this.store.formations.getRange(prefixRange(app.id))].map((e) => e.value)
-        : types.map((t) => {
-          const f = this.store.formations.get(key(app.id, t));
+    await this.metadata.transact(async (tx) => {
+      const entries: FormationRecord[] = [];
+      if (types === null) entries.push(...await formationOf(tx, app.id));
+      else {
+        for (const t of types) {
+          const f = await tx.get(formations, key(app.id, t));
           if (!f) throw fail('NOT_FOUND', `Couldn't find that formation.`, { resource: 'formation' });
-          return f;
-        });
-      for (const f of entries) this.store.formations.put(key(app.id, f.type), { ...f, updatedAt: now });
+          entries.push(f);
+        }
+      }
+      for (const f of entries) tx.put(formations, key(app.id, f.type), { ...f, updatedAt: now });
     });
   }
 }

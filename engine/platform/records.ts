@@ -1,4 +1,4 @@
-/** Platform records (see engine/store.ts). */
+/** Platform records (stored in the keyspaces of keyspaces.ts). */
 
 /** App generations (docs/platform-conventions.md 3.2): only the older one, cedar, may use the registry (docs/rules.md What the service does 5). */
 export type Generation = 'cedar' | 'fir';

@@ -7,6 +7,15 @@ import type { ImageInfo } from '../registry/records.js';
 import { MAX_LAYERS_SHARED_RUNTIME } from '../registry/image-info.js';
 import type { AppRecord } from './records.js';
 
+/**
+ * The generation rule, in one place: only the older app generation (cedar) may use the container
+ * registry and container releases (docs/rules.md What the service does 5, Versioning 4). The
+ * registry's push check (server/registry/access.ts) and releases (releases.ts) both ask this.
+ */
+export function usesContainerRegistry(app: Pick<AppRecord, 'generation'>): boolean {
+  return app.generation === 'cedar';
+}
+
 /** Labs feature that fixes whiteout handling on the shared runtime (docs/rules.md What the service does 6). */
 export const NEW_LAYER_EXTRACT = 'runtime-new-layer-extract';
 

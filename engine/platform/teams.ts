@@ -4,7 +4,9 @@
  * team admins, expiring after 30, 60, 90 or 365 days), and the team setting "third-party OAuth
  * access" (on by default).
  */
-import { key, prefixRange, type Store } from '../store.js';
+import { prefixRange, type Store } from '../store.js';
+import { key, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
+import { apps, memberships, membershipsByAccount, teams, teamsByName } from './keyspaces.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import { newId } from '../identity/tokens.js';
@@ -39,8 +41,17 @@ export const TEAM_TOKEN_EXPIRY_DAYS: readonly number[] = [30, 60, 90, 365];
 
 const DAY_MS = 24 * 3600_000;
 
+/**
+ * Teams, memberships and team authorizations. Platform records go through the metadata contract
+ * (`store.metadata`); team authorizations are identity records, created and read through the
+ * identity domain's functions, which still take the store.
+ */
 export class Teams implements TeamDirectory {
-  constructor(readonly store: Store, readonly clock: Clock) {}
+  readonly metadata: MetadataStore;
+
+  constructor(readonly store: Store, readonly clock: Clock) {
+    this.metadata = store.metadata;
+  }
 
   /**
    * Creates a team with `creatorId` as its first admin.
@@ -50,32 +61,32 @@ export class Teams implements TeamDirectory {
     if (typeof name !== 'string' || !APP_NAME.test(name)) throw fail('INVALID_PARAMS', 'name must be 3-30 lowercase letters, digits and dashes, starting with a letter');
     const now = this.clock.now();
     const team: TeamRecord = { id: newId(), name, thirdPartyOAuth: true, createdAt: now, updatedAt: now };
-    await this.store.env.transaction(() => {
-      if (this.store.teamsByName.get(name) !== undefined) throw fail('CONFLICT', `Team name ${name} is already taken.`);
-      this.store.teams.put(team.id, team);
-      this.store.teamsByName.put(name, team.id);
-      this.#putMembership({ teamId: team.id, accountId: creatorId, role: 'admin', createdAt: now });
+    await this.metadata.transact(async (tx) => {
+      if (await tx.get(teamsByName, name) !== undefined) throw fail('CONFLICT', `Team name ${name} is already taken.`);
+      tx.put(teams, team.id, team);
+      tx.put(teamsByName, name, team.id);
+      putMembership(tx, { teamId: team.id, accountId: creatorId, role: 'admin', createdAt: now });
     });
     return team;
   }
 
-  /** By id or name. */
-  find(idOrName: string): TeamRecord | undefined {
-    return this.store.teams.get(this.store.teamsByName.get(checkIdentifier('team', idOrName)) ?? idOrName);
+  /** By id or name. @throws INVALID_PARAMS for a malformed identifier. */
+  async find(idOrName: string): Promise<TeamRecord | undefined> {
+    return this.metadata.get(teams, await this.metadata.get(teamsByName, checkIdentifier('team', idOrName)) ?? idOrName);
   }
 
   /** The caller's role in a team, or undefined. */
-  roleOf(teamId: string, accountId: string): TeamRole | undefined {
-    return this.store.memberships.get(key(teamId, accountId))?.role;
+  async roleOf(teamId: string, accountId: string): Promise<TeamRole | undefined> {
+    return (await this.metadata.get(memberships, key(teamId, accountId)))?.role;
   }
 
   /**
    * A team the account belongs to.
    * @throws NOT_FOUND otherwise (a non-member cannot tell a team exists).
    */
-  visible(idOrName: string, accountId: string): TeamRecord {
-    const team = this.find(idOrName);
-    if (!team || !this.roleOf(team.id, accountId)) throw fail('NOT_FOUND', "Couldn't find that team.", { resource: 'team' });
+  async visible(idOrName: string, accountId: string): Promise<TeamRecord> {
+    const team = await this.find(idOrName);
+    if (!team || !await this.roleOf(team.id, accountId)) throw fail('NOT_FOUND', "Couldn't find that team.", { resource: 'team' });
     return team;
   }
 
@@ -83,30 +94,31 @@ export class Teams implements TeamDirectory {
    * A team the account administers.
    * @throws NOT_FOUND when not a member, DENIED when a member but not an admin.
    */
-  administered(idOrName: string, accountId: string): TeamRecord {
-    const team = this.visible(idOrName, accountId);
-    if (this.roleOf(team.id, accountId) !== 'admin') throw fail('DENIED', `Only admins of team ${team.name} can do this.`);
+  async administered(idOrName: string, accountId: string): Promise<TeamRecord> {
+    const team = await this.visible(idOrName, accountId);
+    if (await this.roleOf(team.id, accountId) !== 'admin') throw fail('DENIED', `Only admins of team ${team.name} can do this.`);
     return team;
   }
 
   /** Teams of an account with its role in each. */
-  teamsOf(accountId: string): Array<{ team: TeamRecord; role: TeamRole }> {
+  async teamsOf(accountId: string): Promise<Array<{ team: TeamRecord; role: TeamRole }>> {
     const out: Array<{ team: TeamRecord; role: TeamRole }> = [];
-    for (const { key: k, value } of this.store.membershipsByAccount.getRange(prefixRange(accountId))) {
+    for (const { key: k, value } of await this.metadata.range(membershipsByAccount, { prefix: accountId })) {
       const role = value as TeamRole;
-      const team = this.store.teams.get(k.slice(accountId.length + 1));
+      const team = await this.metadata.get(teams, k.slice(accountId.length + 1));
       if (team) out.push({ team, role });
     }
     return out;
   }
 
   /** TeamDirectory for the consent page's team picker (docs/rules.md Endpoints 1, Authentication 9). */
-  adminTeamsOf(accountId: string): TeamChoice[] {
-    return this.teamsOf(accountId).filter((t) => t.role === 'admin').map(({ team }) => ({ id: team.id, name: team.name }));
+  async adminTeamsOf(accountId: string): Promise<TeamChoice[]> {
+    return (await this.teamsOf(accountId)).filter((t) => t.role === 'admin').map(({ team }) => ({ id: team.id, name: team.name }));
   }
 
-  members(team: TeamRecord): MembershipRecord[] {
-    return [...this.store.memberships.getRange(prefixRange(team.id))].map((e) => e.value);
+  /** Memberships of a team in account-id order. */
+  async members(team: TeamRecord): Promise<MembershipRecord[]> {
+    return membersOf(this.metadata, team.id);
   }
 
   /**
@@ -116,35 +128,37 @@ export class Teams implements TeamDirectory {
   async setMember(team: TeamRecord, accountId: string, role: unknown): Promise<MembershipRecord> {
     if (role !== 'admin' && role !== 'member') throw fail('INVALID_PARAMS', 'role must be "admin" or "member"');
     const now = this.clock.now();
-    let m!: MembershipRecord;
-    await this.store.env.transaction(() => {
-      const current = this.store.memberships.get(key(team.id, accountId));
-      if (current?.role === 'admin' && role === 'member') this.#requireAnotherAdmin(team, accountId);
-      m = { teamId: team.id, accountId, role, createdAt: current?.createdAt ?? now };
-      this.#putMembership(m);
+    return this.metadata.transact(async (tx) => {
+      const current = await tx.get(memberships, key(team.id, accountId));
+      if (current?.role === 'admin' && role === 'member') await requireAnotherAdmin(tx, team, accountId);
+      const m: MembershipRecord = { teamId: team.id, accountId, role, createdAt: current?.createdAt ?? now };
+      putMembership(tx, m);
+      return m;
     });
-    return m;
   }
 
   /** Removes a member. @throws NOT_FOUND, CONFLICT for the last admin. */
   async removeMember(team: TeamRecord, accountId: string): Promise<MembershipRecord> {
-    let m!: MembershipRecord;
-    await this.store.env.transaction(() => {
-      const current = this.store.memberships.get(key(team.id, accountId));
+    return this.metadata.transact(async (tx) => {
+      const current = await tx.get(memberships, key(team.id, accountId));
       if (!current) throw fail('NOT_FOUND', "Couldn't find that team member.", { resource: 'team-member' });
-      if (current.role === 'admin') this.#requireAnotherAdmin(team, accountId);
-      this.store.memberships.remove(key(team.id, accountId));
-      this.store.membershipsByAccount.remove(key(accountId, team.id));
-      m = current;
+      if (current.role === 'admin') await requireAnotherAdmin(tx, team, accountId);
+      tx.remove(memberships, key(team.id, accountId));
+      tx.remove(membershipsByAccount, key(accountId, team.id));
+      return current;
     });
-    return m;
   }
 
   /** Sets team preferences. */
   async setThirdPartyOAuth(team: TeamRecord, enabled: boolean): Promise<TeamRecord> {
-    const updated = { ...team, thirdPartyOAuth: enabled, updatedAt: this.clock.now() };
-    await this.store.teams.put(team.id, updated);
-    return updated;
+    const now = this.clock.now();
+    return this.metadata.transact(async (tx) => {
+      const current = await tx.get(teams, team.id);
+      if (!current) throw fail('NOT_FOUND', "Couldn't find that team.", { resource: 'team' });
+      const updated = { ...current, thirdPartyOAuth: enabled, updatedAt: now };
+      tx.put(teams, team.id, updated);
+      return updated;
+    });
   }
 
   /**
@@ -184,10 +198,10 @@ export class Teams implements TeamDirectory {
    * A team authorization any admin of its team may manage (regenerate, revoke).
    * @returns undefined when `id` is not a team authorization of a team `accountId` administers.
    */
-  manageableAuthorization(id: string, accountId: string): AuthorizationRecord | undefined {
+  async manageableAuthorization(id: string, accountId: string): Promise<AuthorizationRecord | undefined> {
     const a = this.store.authorizations.get(checkIdentifier('authorization', id));
     if (!a || a.teamId === null || a.revokedAt !== null) return undefined;
-    return this.roleOf(a.teamId, accountId) === 'admin' ? a : undefined;
+    return await this.roleOf(a.teamId, accountId) === 'admin' ? a : undefined;
   }
 
   /**
@@ -195,20 +209,32 @@ export class Teams implements TeamDirectory {
    * @throws DENIED otherwise.
    */
   async moveApp(app: AppRecord, team: TeamRecord, accountId: string): Promise<AppRecord> {
-    if (this.roleOf(team.id, accountId) !== 'admin') throw fail('DENIED', `Only admins of team ${team.name} can move apps into it.`);
-    const updated = { ...app, teamId: team.id, updatedAt: this.clock.now() };
-    await this.store.apps.put(app.id, updated);
-    return updated;
+    const now = this.clock.now();
+    return this.metadata.transact(async (tx) => {
+      if ((await tx.get(memberships, key(team.id, accountId)))?.role !== 'admin') throw fail('DENIED', `Only admins of team ${team.name} can move apps into it.`);
+      const current = await tx.get(apps, app.id);
+      if (!current) throw fail('NOT_FOUND', `Couldn't find that app.`, { resource: 'app' });
+      const updated = { ...current, teamId: team.id, updatedAt: now };
+      tx.put(apps, app.id, updated);
+      return updated;
+    });
   }
+}
 
-  #requireAnotherAdmin(team: TeamRecord, leaving: string): void {
-    if (!this.members(team).some((m) => m.role === 'admin' && m.accountId !== leaving)) {
-      throw fail('CONFLICT', `Team ${team.name} needs at least one admin.`);
-    }
-  }
+/** Memberships of team `teamId` in account-id order (one range read). */
+async function membersOf(reader: MetadataStore | MetadataTransaction, teamId: string): Promise<MembershipRecord[]> {
+  return (await reader.range(memberships, { prefix: teamId })).map((e) => e.value);
+}
 
-  #putMembership(m: MembershipRecord): void {
-    this.store.memberships.put(key(m.teamId, m.accountId), m);
-    this.store.membershipsByAccount.put(key(m.accountId, m.teamId), m.role);
+/** @throws CONFLICT when no admin other than `leaving` would remain. */
+async function requireAnotherAdmin(tx: MetadataTransaction, team: TeamRecord, leaving: string): Promise<void> {
+  if (!(await membersOf(tx, team.id)).some((m) => m.role === 'admin' && m.accountId !== leaving)) {
+    throw fail('CONFLICT', `Team ${team.name} needs at least one admin.`);
   }
+}
+
+/** Writes a membership and its by-account index entry. */
+function putMembership(tx: MetadataTransaction, m: MembershipRecord): void {
+  tx.put(memberships, key(m.teamId, m.accountId), m);
+  tx.put(membershipsByAccount, key(m.accountId, m.teamId), m.role);
 }

@@ -27,11 +27,20 @@ export const MAX_LAYERS_SHARED_RUNTIME = 40;
 const SUPPORTED_ARCHITECTURES = new Set(['amd64', 'x86_64']);
 
 /**
+ * The architecture rule, in one place: true when the runtime runs images of `architecture`
+ * (x86_64, which image configs name `amd64` or `x86_64`; docs/rules.md Errors 2). Checked at
+ * manifest PUT (checkPlatform) and again when an image is released (release-images.ts).
+ */
+export function isSupportedArchitecture(architecture: string): boolean {
+  return SUPPORTED_ARCHITECTURES.has(architecture);
+}
+
+/**
  * Refuses images the runtime cannot run.
  * @throws UNSUPPORTED_ARCHITECTURE naming the image's architecture or OS.
  */
 export function checkPlatform(c: ConfigSummary): void {
-  if (!SUPPORTED_ARCHITECTURES.has(c.architecture)) {
+  if (!isSupportedArchitecture(c.architecture)) {
     throw fail('UNSUPPORTED_ARCHITECTURE',
       `unsupported architecture "${c.architecture || 'unknown'}": only x86_64 (amd64) images are supported; build with --platform linux/amd64`,
       { architecture: c.architecture });

@@ -10,18 +10,17 @@
 import type { ApiCall, ApiContext } from './context.js';
 import { principalOf } from './authenticate.js';
 import { reply } from './respond.js';
-import { appResponse, visibleApp } from './apps.js';
+import { appResponse, visibleApp, visibleApps } from './apps.js';
 import { stableId } from './serialize.js';
 import { fail } from '../../engine/errors.js';
 import { isoTime } from '../../engine/clock.js';
-import { appRole, thirdPartyBlock } from '../../engine/platform/access.js';
 import type { AppRecord } from '../../engine/platform/records.js';
 
 /** Permissions listed for collaborators (docs/platform-conventions.md 3.5 permission names). */
 const OWNER_PERMISSIONS = ['view', 'deploy', 'operate', 'manage'].map((name) => ({ name, description: `${name} the app` }));
 
 export async function listAddons(ctx: ApiContext, call: ApiCall): Promise<void> {
-  if (call.params.app !== undefined) visibleApp(ctx, principalOf(call), call.params.app);
+  if (call.params.app !== undefined) await visibleApp(ctx, principalOf(call), call.params.app);
   reply(ctx, call, 200, []);
 }
 
@@ -38,11 +37,11 @@ function collaboratorJson(app: AppRecord, accountId: string, role: string, creat
 }
 
 export async function listCollaborators(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
   const out = [collaboratorJson(app, app.ownerId, 'owner', app.createdAt, ctx)];
-  const team = app.teamId ? ctx.teams.find(app.teamId) : undefined;
+  const team = app.teamId ? await ctx.teams.find(app.teamId) : undefined;
   if (team) {
-    for (const m of ctx.teams.members(team)) {
+    for (const m of await ctx.teams.members(team)) {
       if (m.accountId !== app.ownerId) out.push(collaboratorJson(app, m.accountId, m.role, m.createdAt, ctx));
     }
   }
@@ -50,13 +49,13 @@ export async function listCollaborators(ctx: ApiContext, call: ApiCall): Promise
 }
 
 export async function getPipelineCoupling(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
   throw fail('NOT_FOUND', `App ${app.name} is not connected to a pipeline: pipelines are not part of this service.`, { resource: 'pipeline-coupling' });
 }
 
 export async function getReleaseConfigVars(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
-  const r = ctx.releases.get(app.id, call.params.release!);
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
+  const r = await ctx.releases.get(app.id, call.params.release!);
   reply(ctx, call, 200, r.config ?? {}, { lastModified: r.createdAt });
 }
 
@@ -66,6 +65,6 @@ export async function listUserApps(ctx: ApiContext, call: ApiCall): Promise<void
   const me = ctx.accounts.get(p.accountId);
   const u = call.params.user!;
   if (u !== '~' && u !== p.accountId && u !== me?.email) throw fail('NOT_FOUND', `Couldn't find that user.`, { resource: 'user' });
-  const mine = [...ctx.apps.all()].filter((a) => a.ownerId === p.accountId && appRole(ctx.store, p, a) !== 'none' && thirdPartyBlock(ctx.store, p, a) === null);
-  reply(ctx, call, 200, mine.map((a) => appResponse(ctx, a)));
+  const mine = await visibleApps(ctx, p, (a) => a.ownerId === p.accountId);
+  reply(ctx, call, 200, await Promise.all(mine.map((a) => appResponse(ctx, a))));
 }

@@ -3,7 +3,7 @@ import type { ApiCall, ApiContext } from './context.js';
 import { principalOf } from './authenticate.js';
 import { appJson } from './serialize.js';
 import { fail } from '../../engine/errors.js';
-import { appRole, isOwnerLike, thirdPartyBlock } from '../../engine/platform/access.js';
+import { appRole, isOwnerLike, mayReachApp, thirdPartyBlock } from '../../engine/platform/access.js';
 import type { Principal } from '../../engine/identity/authorizations.js';
 import type { AppRecord } from '../../engine/platform/records.js';
 import { readJson, reply } from './respond.js';
@@ -12,22 +12,24 @@ import { paginate, parseRange } from './range.js';
 const RANGES = ['id', 'name', 'updated_at'] as const;
 
 /** The app named in the path, when the caller may see it. @throws NOT_FOUND otherwise. */
-export function visibleApp(ctx: ApiContext, p: Principal, idOrName: string): AppRecord {
-  const app = ctx.apps.find(idOrName);
-  if (!app || appRole(ctx.store, p, app) === 'none') throw fail('NOT_FOUND', `Couldn't find that app.`, { resource: 'app' });
-  const blocked = thirdPartyBlock(ctx.store, p, app);
+export async function visibleApp(ctx: ApiContext, p: Principal, idOrName: string): Promise<AppRecord> {
+  const app = await ctx.apps.find(idOrName);
+  if (!app || await appRole(ctx.store.metadata, p, app) === 'none') throw fail('NOT_FOUND', `Couldn't find that app.`, { resource: 'app' });
+  const blocked = await thirdPartyBlock(ctx.store, p, app);
   if (blocked) throw fail('DENIED', blocked);
   return app;
 }
 
 /** Every app `p` may see (role and third-party rule), in the store's order. */
-export function visibleApps(ctx: ApiContext, p: Principal): AppRecord[] {
-  return [...ctx.apps.all()].filter((a) => appRole(ctx.store, p, a) !== 'none' && thirdPartyBlock(ctx.store, p, a) === null);
+export async function visibleApps(ctx: ApiContext, p: Principal, filter: (a: AppRecord) => boolean = () => true): Promise<AppRecord[]> {
+  const out: AppRecord[] = [];
+  for (const a of await ctx.apps.all()) if (filter(a) && await mayReachApp(ctx.store, p, a)) out.push(a);
+  return out;
 }
 
 /** An app's representation, with its team when team-owned. */
-export function appResponse(ctx: ApiContext, app: AppRecord) {
-  const team = app.teamId ? ctx.teams.find(app.teamId) : undefined;
+export async function appResponse(ctx: ApiContext, app: AppRecord) {
+  const team = app.teamId ? await ctx.teams.find(app.teamId) : undefined;
   return appJson(app, ctx.accounts.get(app.ownerId), ctx.urls, ctx.webUrl(app.name), team);
 }
 const json = appResponse;
@@ -47,35 +49,35 @@ export async function createApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   let teamId: string | null = p.teamId;
   if (body.team !== undefined && body.team !== null) {
     if (typeof body.team !== 'string') throw fail('INVALID_PARAMS', 'team must be a team name');
-    const team = ctx.teams.visible(body.team, p.accountId);
+    const team = await ctx.teams.visible(body.team, p.accountId);
     if (p.teamId !== null && p.teamId !== team.id) throw fail('DENIED', 'A team token creates apps only in its own team.');
     teamId = team.id;
   }
   const app = await ctx.apps.create({
     name: name ?? undefined, ownerId: p.accountId, teamId, stack: stack ?? undefined, generation: generation as 'cedar' | 'fir' | undefined, space: space ?? null,
   });
-  reply(ctx, call, 201, json(ctx, app), { lastModified: app.updatedAt });
+  reply(ctx, call, 201, await json(ctx, app), { lastModified: app.updatedAt });
 }
 
 /** GET /apps: apps the caller may see, Range by id, name or updated_at. */
 export async function listApps(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
   const spec = parseRange(call.ex.header('range'), RANGES);
-  const page = paginate(visibleApps(ctx, p), spec, RANGES, (a, prop) => (prop === 'name' ? a.name : prop === 'updated_at' ? new Date(a.updatedAt).toISOString() : a.id));
+  const page = paginate(await visibleApps(ctx, p), spec, RANGES, (a, prop) => (prop === 'name' ? a.name : prop === 'updated_at' ? new Date(a.updatedAt).toISOString() : a.id));
   const lastModified = page.items.reduce((m, a) => Math.max(m, a.updatedAt), 0) || undefined;
-  reply(ctx, call, page.status, page.items.map((a) => json(ctx, a)), { headers: page.headers, lastModified });
+  reply(ctx, call, page.status, await Promise.all(page.items.map((a) => json(ctx, a))), { headers: page.headers, lastModified });
 }
 
 export async function getApp(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
-  reply(ctx, call, 200, json(ctx, app), { lastModified: app.updatedAt });
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
+  reply(ctx, call, 200, await json(ctx, app), { lastModified: app.updatedAt });
 }
 
 export async function deleteApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
-  const app = visibleApp(ctx, p, call.params.app!);
-  if (!isOwnerLike(appRole(ctx.store, p, app))) throw fail('DENIED', `Only the owner of ${app.name} (or an admin of its team) can delete it.`);
+  const app = await visibleApp(ctx, p, call.params.app!);
+  if (!isOwnerLike(await appRole(ctx.store.metadata, p, app))) throw fail('DENIED', `Only the owner of ${app.name} (or an admin of its team) can delete it.`);
   await ctx.registry.deleteRepositoriesOf(app.name);
   await ctx.apps.remove(app);
-  reply(ctx, call, 200, json(ctx, app));
+  reply(ctx, call, 200, await json(ctx, app));
 }

@@ -20,7 +20,7 @@ export async function authorizationResponse(ctx: ApiContext, a: AuthorizationRec
   const client = a.clientId ? await ctx.oauth.clients.get(a.clientId) : undefined;
   const body = authorizationJson(a, tokens ?? ctx.oauth.authorizations.tokensOf(a), ctx.accounts.get(a.accountId), client, ctx.clock.now(), issued);
   if (a.teamId === null) return body;
-  const team = ctx.teams.find(a.teamId);
+  const team = await ctx.teams.find(a.teamId);
   return { ...body, team: team ? { id: team.id, name: team.name } : null, expires_at: a.expiresAt === null ? null : new Date(a.expiresAt).toISOString() };
 }
 const json = authorizationResponse;
@@ -31,8 +31,8 @@ const json = authorizationResponse;
  * them, docs/rules.md Endpoints 5).
  * @throws NOT_FOUND otherwise; UNAUTHORIZED when the account is gone.
  */
-export function manageableAuthorization(ctx: ApiContext, accountId: string, id: string): AuthorizationRecord {
-  const team = ctx.teams.manageableAuthorization(id.toLowerCase(), accountId);
+export async function manageableAuthorization(ctx: ApiContext, accountId: string, id: string): Promise<AuthorizationRecord> {
+  const team = await ctx.teams.manageableAuthorization(id.toLowerCase(), accountId);
   if (team) return team;
   const account = ctx.accounts.get(accountId);
   if (!account) throw fail('UNAUTHORIZED', 'Invalid credentials provided.');
@@ -40,7 +40,7 @@ export function manageableAuthorization(ctx: ApiContext, accountId: string, id: 
 }
 
 /** The authorization named in the path. @throws NOT_FOUND (see manageableAuthorization). */
-function target(ctx: ApiContext, call: ApiCall): AuthorizationRecord {
+function target(ctx: ApiContext, call: ApiCall): Promise<AuthorizationRecord> {
   return manageableAuthorization(ctx, principalOf(call).accountId, call.params.id!);
 }
 
@@ -64,13 +64,13 @@ export async function listAuthorizations(ctx: ApiContext, call: ApiCall): Promis
 
 /** GET /oauth/authorizations/{id or ~} */
 export async function getAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const a = target(ctx, call);
+  const a = await target(ctx, call);
   reply(ctx, call, 200, await json(ctx, a), { lastModified: a.updatedAt });
 }
 
 /** PATCH /oauth/authorizations/{id} {description?} */
 export async function updateAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const a = target(ctx, call);
+  const a = await target(ctx, call);
   const body = await readJson(call.ex);
   const next = body.description === undefined ? a : await ctx.oauth.authorizations.updateDescription(a, body.description);
   reply(ctx, call, 200, await json(ctx, next), { lastModified: next.updatedAt });
@@ -78,13 +78,13 @@ export async function updateAuthorization(ctx: ApiContext, call: ApiCall): Promi
 
 /** POST /oauth/authorizations/{id}/actions/regenerate-tokens → 200 with the new token values. */
 export async function regenerateAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const issued = await ctx.oauth.authorizations.regenerate(target(ctx, call));
+  const issued = await ctx.oauth.authorizations.regenerate(await target(ctx, call));
   reply(ctx, call, 200, await json(ctx, issued.record, issued), { lastModified: issued.record.updatedAt });
 }
 
 /** DELETE /oauth/authorizations/{id} → 200 with the record as it was; all its tokens fail at once. */
 export async function revokeAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const a = target(ctx, call);
+  const a = await target(ctx, call);
   const before = ctx.oauth.authorizations.tokensOf(a);
   const revoked = await ctx.oauth.authorizations.revoke(a);
   reply(ctx, call, 200, await json(ctx, revoked, undefined, before), { lastModified: revoked.updatedAt });

@@ -30,40 +30,40 @@ function dynoJson(d: Dyno, app: AppRecord, release: ReleaseRecord | undefined) {
   };
 }
 
-function newestRelease(ctx: ApiContext, app: AppRecord): ReleaseRecord | undefined {
+async function newestRelease(ctx: ApiContext, app: AppRecord): Promise<ReleaseRecord | undefined> {
   return app.releaseVersion ? ctx.releases.get(app.id, String(app.releaseVersion)) : undefined;
 }
 
 export async function listDynos(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
-  const release = newestRelease(ctx, app);
-  reply(ctx, call, 200, ctx.dynos.list(app.id).map((d) => dynoJson(d, app, release)), { headers: WARNING });
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
+  const release = await newestRelease(ctx, app);
+  reply(ctx, call, 200, (await ctx.dynos.list(app.id)).map((d) => dynoJson(d, app, release)), { headers: WARNING });
 }
 
 export async function getDyno(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
-  const d = ctx.dynos.get(app.id, call.params.dyno!);
-  reply(ctx, call, 200, dynoJson(d, app, newestRelease(ctx, app)), { headers: WARNING, lastModified: d.updatedAt });
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
+  const d = await ctx.dynos.get(app.id, call.params.dyno!);
+  reply(ctx, call, 200, dynoJson(d, app, await newestRelease(ctx, app)), { headers: WARNING, lastModified: d.updatedAt });
 }
 
 /** DELETE /apps/{app}/dynos: restart every process type. */
 export async function restartAll(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
   await ctx.dynos.restart(app, null);
   reply(ctx, call, 202, {}, { headers: WARNING });
 }
 
 /** DELETE /apps/{app}/dynos/{dyno} and POST …/actions/stop: the dyno's process type restarts. */
 export async function restartDyno(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
-  const d = ctx.dynos.get(app.id, call.params.dyno!);
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
+  const d = await ctx.dynos.get(app.id, call.params.dyno!);
   await ctx.dynos.restart(app, [d.type]);
   reply(ctx, call, 202, {}, { headers: WARNING });
 }
 
 /** DELETE /apps/{app}/formations/{type} and POST …/actions/stop: every dyno of the type restarts. */
 export async function restartType(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
-  await ctx.dynos.restart(app, [ctx.releases.formationEntry(app.id, call.params.type!).type]);
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
+  await ctx.dynos.restart(app, [(await ctx.releases.formationEntry(app.id, call.params.type!)).type]);
   reply(ctx, call, 202, {}, { headers: WARNING });
 }

@@ -16,13 +16,13 @@ import type { ImageUpdate, ScaleUpdate } from '../../engine/platform/releases.js
 export const CONTAINER_VARIANTS: ReadonlySet<string> = new Set(['container-releases', 'docker-releases']);
 
 export async function listFormation(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
-  reply(ctx, call, 200, ctx.releases.formation(app.id).map((f) => formationJson(f, app)));
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
+  reply(ctx, call, 200, (await ctx.releases.formation(app.id)).map((f) => formationJson(f, app)));
 }
 
 export async function getFormation(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
-  const f = ctx.releases.formationEntry(app.id, call.params.type!);
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
+  const f = await ctx.releases.formationEntry(app.id, call.params.type!);
   reply(ctx, call, 200, formationJson(f, app), { lastModified: f.updatedAt });
 }
 
@@ -44,7 +44,7 @@ export function sizeOf(v: unknown, type: string): string | undefined {
 
 export async function updateFormation(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
-  const app = visibleApp(ctx, p, call.params.app!);
+  const app = await visibleApp(ctx, p, call.params.app!);
   const body = await readJson(call.ex);
   if (!Array.isArray(body.updates)) throw fail('INVALID_PARAMS', 'updates must be an array of {type, …} objects');
   const items = body.updates.map((u: unknown, i: number) => {
@@ -60,11 +60,11 @@ export async function updateFormation(ctx: ApiContext, call: ApiCall): Promise<v
       if (typeof u.docker_image !== 'string') throw fail('INVALID_PARAMS', `updates[${i}].docker_image must be a string of the form sha256:<hex>`);
       return { type: u.type, dockerImage: u.docker_image };
     });
-    const { formation } = await ctx.releases.release(app, p.accountId, updates);
-    const scaled = items.filter((u) => u.quantity !== undefined || u.size !== undefined);
-    if (scaled.length > 0) await ctx.releases.scale(app, scaled.map((u) => ({ type: u.type, quantity: quantityOf(u.quantity, u.type), size: sizeOf(u.size, u.type) })));
-    const fresh = ctx.apps.find(app.id) ?? app;
-    return reply(ctx, call, 200, (scaled.length > 0 ? ctx.releases.formation(app.id) : formation).map((f) => formationJson(f, fresh)));
+    // Release and scale are one engine call, one transaction: a bad scale item leaves no release.
+    const scale: ScaleUpdate[] = items.filter((u) => u.quantity !== undefined || u.size !== undefined)
+      .map((u) => ({ type: u.type, quantity: quantityOf(u.quantity, u.type), size: sizeOf(u.size, u.type) }));
+    const { formation, app: updated } = await ctx.releases.release(app, p.accountId, updates, scale);
+    return reply(ctx, call, 200, formation.map((f) => formationJson(f, updated)));
   }
   const updates: ScaleUpdate[] = items.map((u) => ({ type: u.type, quantity: quantityOf(u.quantity, u.type), size: sizeOf(u.size, u.type) }));
   const done = await ctx.releases.scale(app, updates);
@@ -72,14 +72,14 @@ export async function updateFormation(ctx: ApiContext, call: ApiCall): Promise<v
 }
 
 export async function updateFormationType(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
   const body = await readJson(call.ex);
-  const type = ctx.releases.formationEntry(app.id, call.params.type!).type;
+  const type = (await ctx.releases.formationEntry(app.id, call.params.type!)).type;
   const [f] = await ctx.releases.scale(app, [{ type, quantity: quantityOf(body.quantity, type), size: sizeOf(body.size, type) }]);
   reply(ctx, call, 200, formationJson(f!, app));
 }
 
 export async function deleteFormationType(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
   reply(ctx, call, 200, formationJson(await ctx.releases.removeFormation(app, call.params.type!), app));
 }

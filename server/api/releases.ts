@@ -10,25 +10,24 @@ import { fail } from '../../engine/errors.js';
 const RANGES = ['version', 'id'] as const;
 
 export async function listReleases(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
   const spec = parseRange(call.ex.header('range'), RANGES);
-  const page = paginate(ctx.releases.list(app.id), spec, RANGES, (r, prop) => (prop === 'id' ? r.id : String(r.version).padStart(10, '0')));
+  const page = paginate(await ctx.releases.list(app.id), spec, RANGES, (r, prop) => (prop === 'id' ? r.id : String(r.version).padStart(10, '0')));
   reply(ctx, call, page.status, page.items.map((r) => releaseJson(r, app, ctx.accounts.get(r.userId))), { headers: page.headers });
 }
 
 export async function getRelease(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = visibleApp(ctx, principalOf(call), call.params.app!);
-  const r = ctx.releases.get(app.id, call.params.release!);
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
+  const r = await ctx.releases.get(app.id, call.params.release!);
   reply(ctx, call, 200, releaseJson(r, app, ctx.accounts.get(r.userId)), { lastModified: r.createdAt });
 }
 
 export async function createRelease(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
-  const app = visibleApp(ctx, p, call.params.app!);
+  const app = await visibleApp(ctx, p, call.params.app!);
   const body = await readJson(call.ex);
   const target = typeof body.release === 'number' ? String(body.release) : body.release;
   if (typeof target !== 'string') throw fail('INVALID_PARAMS', 'release (the id or version to roll back to) is required; slug releases are not supported');
-  const { release } = await ctx.releases.rollback(app, p.accountId, target);
-  const fresh = ctx.apps.find(app.id) ?? app;
-  reply(ctx, call, 201, releaseJson(release, fresh, ctx.accounts.get(p.accountId)));
+  const { release, app: updated } = await ctx.releases.rollback(app, p.accountId, target);
+  reply(ctx, call, 201, releaseJson(release, updated, ctx.accounts.get(p.accountId)));
 }

@@ -32,8 +32,10 @@ export function memberAccount(ctx: ApiContext, who: string): Account {
 }
 
 /** The apps of `team` that `p` may see. */
-export function teamApps(ctx: ApiContext, p: Principal, team: TeamRecord): AppRecord[] {
-  return [...ctx.apps.all()].filter((a) => a.teamId === team.id && appRole(ctx.store, p, a) !== 'none');
+export async function teamApps(ctx: ApiContext, p: Principal, team: TeamRecord): Promise<AppRecord[]> {
+  const out: AppRecord[] = [];
+  for (const a of await ctx.apps.all()) if (a.teamId === team.id && await appRole(ctx.store.metadata, p, a) !== 'none') out.push(a);
+  return out;
 }
 
 function teamJson(t: TeamRecord, role: string | undefined) {
@@ -51,27 +53,27 @@ export async function createTeam(ctx: ApiContext, call: ApiCall): Promise<void> 
 }
 
 export async function listTeams(ctx: ApiContext, call: ApiCall): Promise<void> {
-  reply(ctx, call, 200, ctx.teams.teamsOf(principalOf(call).accountId).map(({ team, role }) => teamJson(team, role)));
+  reply(ctx, call, 200, (await ctx.teams.teamsOf(principalOf(call).accountId)).map(({ team, role }) => teamJson(team, role)));
 }
 
 export async function getTeam(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
-  const team = ctx.teams.visible(call.params.team!, p.accountId);
-  reply(ctx, call, 200, teamJson(team, ctx.teams.roleOf(team.id, p.accountId)));
+  const team = await ctx.teams.visible(call.params.team!, p.accountId);
+  reply(ctx, call, 200, teamJson(team, await ctx.teams.roleOf(team.id, p.accountId)));
 }
 
 /** GET /teams/{team}/features: empty (no team-level features, e.g. no invitation acceptance: members are added directly). */
 export async function listTeamFeatures(ctx: ApiContext, call: ApiCall): Promise<void> {
-  ctx.teams.visible(call.params.team!, principalOf(call).accountId);
+  await ctx.teams.visible(call.params.team!, principalOf(call).accountId);
   reply(ctx, call, 200, []);
 }
 
 export async function getPreferences(ctx: ApiContext, call: ApiCall): Promise<void> {
-  reply(ctx, call, 200, preferencesJson(ctx.teams.visible(call.params.team!, principalOf(call).accountId)));
+  reply(ctx, call, 200, preferencesJson(await ctx.teams.visible(call.params.team!, principalOf(call).accountId)));
 }
 
 export async function updatePreferences(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const team = ctx.teams.administered(call.params.team!, principalOf(call).accountId);
+  const team = await ctx.teams.administered(call.params.team!, principalOf(call).accountId);
   const body = await readJson(call.ex);
   const v = body['third-party-oauth-access'];
   if (typeof v !== 'boolean') throw fail('INVALID_PARAMS', 'third-party-oauth-access must be true or false');
@@ -79,8 +81,8 @@ export async function updatePreferences(ctx: ApiContext, call: ApiCall): Promise
 }
 
 export async function listMembers(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const team = ctx.teams.visible(call.params.team!, principalOf(call).accountId);
-  reply(ctx, call, 200, ctx.teams.members(team).map((m) => {
+  const team = await ctx.teams.visible(call.params.team!, principalOf(call).accountId);
+  reply(ctx, call, 200, (await ctx.teams.members(team)).map((m) => {
     const a = ctx.accounts.get(m.accountId);
     return { id: m.accountId, email: a?.email ?? null, role: m.role, user: { id: m.accountId, email: a?.email ?? null, name: a?.name ?? null }, created_at: isoTime(m.createdAt), updated_at: isoTime(m.createdAt) };
   }));
@@ -88,7 +90,7 @@ export async function listMembers(ctx: ApiContext, call: ApiCall): Promise<void>
 
 /** PUT /teams/{team}/members {email, role}: add a member or change a role (admins only). */
 export async function putMember(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const team = ctx.teams.administered(call.params.team!, principalOf(call).accountId);
+  const team = await ctx.teams.administered(call.params.team!, principalOf(call).accountId);
   const body = await readJson(call.ex);
   const account = newMemberAccount(ctx, body.email);
   const m = await ctx.teams.setMember(team, account.id, body.role);
@@ -96,7 +98,7 @@ export async function putMember(ctx: ApiContext, call: ApiCall): Promise<void> {
 }
 
 export async function removeMember(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const team = ctx.teams.administered(call.params.team!, principalOf(call).accountId);
+  const team = await ctx.teams.administered(call.params.team!, principalOf(call).accountId);
   const account = memberAccount(ctx, call.params.member!);
   const m = await ctx.teams.removeMember(team, account.id);
   reply(ctx, call, 200, { id: account.id, email: account.email, role: m.role });
@@ -104,20 +106,20 @@ export async function removeMember(ctx: ApiContext, call: ApiCall): Promise<void
 
 export async function listTeamApps(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
-  const team = ctx.teams.visible(call.params.team!, p.accountId);
-  reply(ctx, call, 200, teamApps(ctx, p, team).map((a) => appResponse(ctx, a)));
+  const team = await ctx.teams.visible(call.params.team!, p.accountId);
+  reply(ctx, call, 200, await Promise.all((await teamApps(ctx, p, team)).map((a) => appResponse(ctx, a))));
 }
 
 /** POST /teams/{team}/authorizations {description, scope?, expiry_days: 30|60|90|365}: admins only. */
 export async function createTeamAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
-  const team = ctx.teams.administered(call.params.team!, p.accountId);
+  const team = await ctx.teams.administered(call.params.team!, p.accountId);
   const issued = await ctx.teams.createAuthorization(team, p.accountId, await readJson(call.ex));
   reply(ctx, call, 201, await authorizationResponse(ctx, issued.record, issued));
 }
 
 /** GET /teams/{team}/authorizations: the team's live tokens (values never shown again). */
 export async function listTeamAuthorizations(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const team = ctx.teams.administered(call.params.team!, principalOf(call).accountId);
+  const team = await ctx.teams.administered(call.params.team!, principalOf(call).accountId);
   reply(ctx, call, 200, await Promise.all(ctx.teams.authorizations(team).map((a) => authorizationResponse(ctx, a))));
 }

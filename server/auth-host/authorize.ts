@@ -22,10 +22,10 @@ function errorPage(ctx: AuthContext, ex: Exchange, status: number, message: stri
 }
 
 /** Owner choices of the consent page: the personal account, then teams the user administers. */
-function owners(ctx: AuthContext, account: Account): Array<{ value: string; label: string }> {
+async function owners(ctx: AuthContext, account: Account): Promise<Array<{ value: string; label: string }>> {
   return [
     { value: PERSONAL_OWNER, label: `Personal account (${account.email})` },
-    ...ctx.oauth.teams.adminTeamsOf(account.id).map((t) => ({ value: t.id, label: `Team ${t.name}` })),
+    ...(await ctx.oauth.teams.adminTeamsOf(account.id)).map((t) => ({ value: t.id, label: `Team ${t.name}` })),
   ];
 }
 
@@ -37,7 +37,7 @@ async function issue(ctx: AuthContext, req: AuthorizeRequest, accountId: string,
   return codeRedirect(req, code);
 }
 
-function consentPage(ctx: AuthContext, ex: Exchange, browser: Browser, account: Account, req: AuthorizeRequest): void {
+async function consentPage(ctx: AuthContext, ex: Exchange, browser: Browser, account: Account, req: AuthorizeRequest): Promise<void> {
   const redirect = new URL(req.redirectUri);
   const html = ctx.views.render('consent', {
     title: `Authorize ${req.client.name}`,
@@ -46,7 +46,7 @@ function consentPage(ctx: AuthContext, ex: Exchange, browser: Browser, account: 
     redirectHost: redirect.host,
     scopes: req.scope.map((s) => ({ name: s, description: SCOPE_DESCRIPTIONS[s] })),
     hidden: req.params,
-    owners: owners(ctx, account),
+    owners: await owners(ctx, account),
     csrf: csrfToken(ctx, browser),
   });
   sendPage(ex, 200, html, browser.setCookie, redirect.origin);
@@ -63,10 +63,10 @@ export async function showAuthorize(ctx: AuthContext, ex: Exchange): Promise<voi
     return sendRedirect(ex, 302, '/login?' + new URLSearchParams({ return_to: '/oauth/authorize?' + query }).toString(), browser.setCookie);
   }
   const { account } = browser.signedIn;
-  if (req.client.trusted && ctx.oauth.teams.adminTeamsOf(account.id).length === 0) {
+  if (req.client.trusted && (await ctx.oauth.teams.adminTeamsOf(account.id)).length === 0) {
     return sendRedirect(ex, 302, await issue(ctx, req, account.id, null));
   }
-  consentPage(ctx, ex, browser, account, req);
+  await consentPage(ctx, ex, browser, account, req);
 }
 
 export async function submitAuthorize(ctx: AuthContext, ex: Exchange): Promise<void> {
@@ -84,7 +84,7 @@ export async function submitAuthorize(ctx: AuthContext, ex: Exchange): Promise<v
   if (decision === 'deny') return sendRedirect(ex, 303, errorRedirect(req, 'access_denied', 'The user denied the request.'));
   if (decision !== 'allow') return errorPage(ctx, ex, 400, 'Choose Allow or Deny.');
   const { account } = browser.signedIn;
-  const teamId = resolveOwner(ctx.oauth.teams, account.id, field(form, 'owner') ?? PERSONAL_OWNER);
+  const teamId = await resolveOwner(ctx.oauth.teams, account.id, field(form, 'owner') ?? PERSONAL_OWNER);
   if (teamId === undefined) return errorPage(ctx, ex, 400, 'You cannot choose that owner for the authorization.');
   ctx.log.info({ reqId: ex.id, accountId: account.id, clientId: req.client.id, scope: req.scope }, 'authorization approved');
   sendRedirect(ex, 303, await issue(ctx, req, account.id, teamId));

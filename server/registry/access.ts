@@ -14,6 +14,7 @@ import { verifyRegistryToken } from '../../engine/identity/registry-token.js';
 import { isSlipwayError, SlipwayError } from '../../engine/errors.js';
 import { parseRepositoryName } from '../../engine/registry/names.js';
 import { mayUseRepository, thirdPartyBlock, type RegistryAction } from '../../engine/platform/access.js';
+import { usesContainerRegistry } from '../../engine/platform/runtime-rules.js';
 import type { AppRecord } from '../../engine/platform/records.js';
 import { noteCaller } from '../ops/request-info.js';
 
@@ -111,18 +112,21 @@ export function basicPrincipal(ctx: RegistryContext, username: string, password:
 }
 
 /** The app owning a repository name, or undefined for a malformed name or a missing app. */
-export function appOfRepository(ctx: RegistryContext, repository: string): AppRecord | undefined {
+export async function appOfRepository(ctx: RegistryContext, repository: string): Promise<AppRecord | undefined> {
   try {
-    return ctx.apps.find(parseRepositoryName(repository).app);
+    return await ctx.apps.find(parseRepositoryName(repository).app);
   } catch {
     return undefined;
   }
 }
 
 /** Actions a caller may perform on a repository (what the token endpoint grants). */
-export function permittedActions(ctx: RegistryContext, p: Principal, repository: string): RegistryAction[] {
-  const app = appOfRepository(ctx, repository);
-  return app ? (['pull', 'push', 'delete'] as const).filter((a) => mayUseRepository(ctx.store, p, app, a)) : [];
+export async function permittedActions(ctx: RegistryContext, p: Principal, repository: string): Promise<RegistryAction[]> {
+  const app = await appOfRepository(ctx, repository);
+  if (!app) return [];
+  const out: RegistryAction[] = [];
+  for (const a of ['pull', 'push', 'delete'] as const) if (await mayUseRepository(ctx.store, p, app, a)) out.push(a);
+  return out;
 }
 
 /**
@@ -131,23 +135,23 @@ export function permittedActions(ctx: RegistryContext, p: Principal, repository:
  * @throws NAME_INVALID for a malformed name; Challenge (401) without credentials or when a
  *         registry token lacks the action; DENIED (403) when the caller may not act on the app.
  */
-export function authorize(ctx: RegistryContext, caller: Caller | null, repository: string, action: RegistryAction): AppRecord {
+export async function authorize(ctx: RegistryContext, caller: Caller | null, repository: string, action: RegistryAction): Promise<AppRecord> {
   const { app: appName } = parseRepositoryName(repository);
   const scope = `repository:${repository}:${action === 'push' ? 'pull,push' : action}`;
   if (!caller) throw new Challenge('authentication required', scope);
-  const app = ctx.apps.find(appName);
-  if (!app || !mayUseRepository(ctx.store, caller.principal, app, action)) {
-    const blocked = app && thirdPartyBlock(ctx.store, caller.principal, app);
+  const app = await ctx.apps.find(appName);
+  if (!app || !await mayUseRepository(ctx.store, caller.principal, app, action)) {
+    const blocked = app && await thirdPartyBlock(ctx.store, caller.principal, app);
     const why = !app
       ? `app "${appName}" does not exist or you do not have access to it`
       : blocked
         ? blocked
-        : mayUseRepository(ctx.store, caller.principal, app, 'pull')
+        : await mayUseRepository(ctx.store, caller.principal, app, 'pull')
         ? `the credentials' scope (${caller.principal.scope.join(', ')}) does not allow ${action}; use a token with write or global scope`
         : `you do not have access to app "${appName}"`;
     throw new SlipwayError('DENIED', `requested access to the resource is denied: ${why}`, { name: repository, action });
   }
-  if (action === 'push' && app.generation !== 'cedar') {
+  if (action === 'push' && !usesContainerRegistry(app)) {
     throw new SlipwayError('DENIED', `requested access to the resource is denied: app "${appName}" is a ${app.generation}-generation app; the container registry is available to cedar-generation apps only`, { name: repository, action });
   }
   if (caller.tokenAccess && !(caller.tokenAccess[repository] ?? []).includes(action)) {

@@ -45,7 +45,7 @@ export interface AdmissionTarget {
  *         token lacking the action; DENIED (403) when the caller may not act on the app;
  *         NAME_INVALID for a malformed repository name (after the credentials are read).
  */
-export function admit(ctx: RegistryContext, ex: Exchange, action: RouteAction, target: AdmissionTarget): Admission {
+export async function admit(ctx: RegistryContext, ex: Exchange, action: RouteAction, target: AdmissionTarget): Promise<Admission> {
   if (target.session !== undefined) {
     const state = ex.query.get('_state');
     if (state && ctx.keys.verify('upload-state', `${target.session}:${target.repository}`, state)) return { caller: null };
@@ -62,6 +62,6 @@ export function admit(ctx: RegistryContext, ex: Exchange, action: RouteAction, t
       if (!caller || caller.tokenAccess) throw new Challenge('send your e-mail or "_" and your API key with Basic authentication', undefined);
       return { caller };
     default:
-      return { caller, app: authorize(ctx, caller, target.repository, action) };
+      return { caller, app: await authorize(ctx, caller, target.repository, action) };
   }
 }

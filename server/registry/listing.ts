@@ -1,7 +1,7 @@
 /** Tag list and catalog with `n`/`last` pagination and RFC 5988 Link (distribution "Content discovery"). */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { appOfRepository } from './access.js';
+import { parseRepositoryName } from '../../engine/registry/names.js';
 import type { Admission } from './admission.js';
 import type { RouteParams } from './routes.js';
 import { mayUseRepository } from '../../engine/platform/access.js';
@@ -38,9 +38,20 @@ export async function listTags(ctx: RegistryContext, ex: Exchange, _admitted: Ad
 export async function listCatalog(ctx: RegistryContext, ex: Exchange, admitted: Admission): Promise<void> {
   const caller = admitted.caller!;
   const { n, last } = pageParams(ex);
-  const page = await ctx.registry.catalog((r) => {
-    const app = appOfRepository(ctx, r);
-    return app !== undefined && mayUseRepository(ctx.store, caller.principal, app, 'pull');
-  }, n, last);
+  // The apps whose repositories the caller may pull, decided once per app before the listing.
+  const pullable = new Set<string>();
+  for (const app of await ctx.apps.all()) {
+    if (await mayUseRepository(ctx.store, caller.principal, app, 'pull')) pullable.add(app.name);
+  }
+  const page = await ctx.registry.catalog((r) => pullable.has(appNameOf(r)), n, last);
   sendJson(ex, 200, { repositories: page.items }, { ...API_VERSION_HEADER, ...linkHeader(ex.path, n, page) });
+}
+
+/** The app part of a repository name, or '' for a malformed name (which no app owns). */
+function appNameOf(repository: string): string {
+  try {
+    return parseRepositoryName(repository).app;
+  } catch {
+    return '';
+  }
 }

@@ -139,7 +139,7 @@ async function dispatch(ctx: RegistryContext, ex: Exchange): Promise<void> {
   const candidates = REGISTRY_ROUTES.filter((r) => r.pattern === pattern);
   const route = candidates.find((r) => r.method === ex.method);
   if (!route) throw unsupported(ex.method, RESOURCE_NAMES[pattern], candidates.map((r) => r.method));
-  const admitted = admit(ctx, ex, route.action, { repository: params.name, session: route.session ? params.session : undefined });
+  const admitted = await admit(ctx, ex, route.action, { repository: params.name, session: route.session ? params.session : undefined });
   return route.handler(ctx, ex, admitted, params);
 }
 

@@ -23,7 +23,7 @@ export async function handleToken(ctx: RegistryContext, ex: Exchange, admitted: 
     const m = SCOPE.exec(s);
     if (!m) continue; // registry:catalog:* and unknown resource types grant nothing extra
     const [, repository, wanted] = m as unknown as [string, string, string];
-    const allowed = permittedActions(ctx, caller.principal, repository);
+    const allowed = await permittedActions(ctx, caller.principal, repository);
     const want = wanted.split(',');
     const granted = allowed.filter((a) => want.includes(a) || want.includes('*'));
     if (granted.length > 0) access[repository] = [...new Set([...(access[repository] ?? []), ...granted])];

@@ -92,7 +92,7 @@ export async function startUpload(ctx: RegistryContext, ex: Exchange, admitted: 
 /** Mounts when the caller may pull `from` and `from` has the blob; false means "upload instead". */
 async function tryMount(ctx: RegistryContext, ex: Exchange, caller: Caller, repository: string, digest: Digest, from: string): Promise<boolean> {
   try {
-    authorize(ctx, caller, from, 'pull');
+    await authorize(ctx, caller, from, 'pull');
   } catch {
     return false;
   }

@@ -12,6 +12,7 @@ import { api, createAccount, startTestServer } from '../helpers/oauth.js';
 import { basic, http } from '../helpers/http.js';
 import { key as storeKey } from '../../engine/store.js';
 import { releaseKey } from '../../engine/platform/releases.js';
+import * as platform from '../../engine/platform/keyspaces.js';
 
 const ts = await startTestServer();
 t.teardown(() => ts.stop());
@@ -38,16 +39,18 @@ const addMember = () => api(ts, 'PUT', '/teams/matrix-team/members', key, { emai
 // the store (what a container release writes; test/platform/releases.test.ts covers releasing).
 const { store } = ts.server;
 const seededAt = ts.clock.now();
-function seedFormation(type: string): string {
-  store.formations.putSync(storeKey(app, type), { id: `f-${type}`, appId: app, type, command: '/bin/sh -c run', quantity: 1, size: 'standard-1X', image: null, createdAt: seededAt, updatedAt: seededAt });
+async function seedFormation(type: string): Promise<string> {
+  await store.metadata.transact((tx) => tx.put(platform.formations, storeKey(app, type), { id: `f-${type}`, appId: app, type, command: '/bin/sh -c run', quantity: 1, size: 'standard-1X', image: null, createdAt: seededAt, updatedAt: seededAt }));
   return type;
 }
-seedFormation('web');
-store.releases.putSync(releaseKey(app, 1), {
-  id: 'r-1', appId: app, version: 1, description: 'seeded', userId: ts.server.bootstrap!.account.id, createdAt: seededAt, restarted: ['web'], releasePhase: false, rollbackOf: null,
-  images: { web: { configDigest: 'sha256:' + 'a'.repeat(64), manifestDigest: 'sha256:' + 'b'.repeat(64), repository: 'matrix-app/web', command: '/bin/sh -c run', workingDir: '/', warnings: [] } },
+await seedFormation('web');
+await store.metadata.transact(async (tx) => {
+  tx.put(platform.releases, releaseKey(app, 1), {
+    id: 'r-1', appId: app, version: 1, description: 'seeded', userId: ts.server.bootstrap!.account.id, createdAt: seededAt, restarted: ['web'], releasePhase: false, rollbackOf: null,
+    images: { web: { configDigest: 'sha256:' + 'a'.repeat(64), manifestDigest: 'sha256:' + 'b'.repeat(64), repository: 'matrix-app/web', command: '/bin/sh -c run', workingDir: '/', warnings: [] } },
+  });
+  tx.put(platform.apps, app, { ...(await tx.get(platform.apps, app))!, releaseVersion: 1 });
 });
-store.apps.putSync(app, { ...store.apps.get(app)!, releaseVersion: 1 });
 store.repositoryManifests.putSync(storeKey('matrix-app/web', 'sha256:' + 'b'.repeat(64)), seededAt); // the released image is stored
 
 /** Each route's request; fresh resources where a success would consume them. */
@@ -96,7 +99,7 @@ const CASES: Record<string, () => Promise<{ path: string; body?: unknown }>> = {
   'PATCH /apps/:app/formation': async () => ({ path: `/apps/${app}/formation`, body: { updates: [{ type: 'web', quantity: 1 }] } }),
   'GET /apps/:app/formation/:type': async () => ({ path: `/apps/${app}/formation/web` }),
   'PATCH /apps/:app/formation/:type': async () => ({ path: `/apps/${app}/formation/web`, body: { quantity: 2 } }),
-  'DELETE /apps/:app/formation/:type': async () => ({ path: `/apps/${app}/formation/${seedFormation(unique('old'))}` }),
+  'DELETE /apps/:app/formation/:type': async () => ({ path: `/apps/${app}/formation/${await seedFormation(unique('old'))}` }),
   'GET /apps/:app/releases': async () => ({ path: `/apps/${app}/releases` }),
   'POST /apps/:app/releases': async () => ({ path: `/apps/${app}/releases`, body: { release: 1 } }),
   'GET /apps/:app/releases/:release': async () => ({ path: `/apps/${app}/releases/1` }),

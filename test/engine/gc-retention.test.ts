@@ -18,6 +18,7 @@ import { releaseRetention } from '../../engine/platform/retention.js';
 import { subscribeEvent, type GcEvent } from '../../engine/events.js';
 import type { Digest } from '../../engine/digest.js';
 import type { ReleaseImage } from '../../engine/platform/records.js';
+import { releases } from '../../engine/platform/keyspaces.js';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -46,10 +47,11 @@ async function engine(t: { teardown(fn: () => unknown): void }) {
     for (const im of images) {
       byType[im.repository.split('/')[1]!] = { configDigest: im.config, manifestDigest: im.digest, repository: im.repository, command: '/bin/sh', workingDir: '/', warnings: [] };
     }
-    await store.releases.put(key(appId, String(version).padStart(10, '0')), {
+    const record = {
       id: randomBytes(8).toString('hex'), appId, version, description: `release ${version}`, userId: 'acct', createdAt: clock.now(),
       images: byType, restarted: Object.keys(byType), releasePhase: false, rollbackOf: null,
-    });
+    };
+    await store.metadata.transact((tx) => tx.put(releases, key(appId, String(version).padStart(10, '0')), record));
   }
   return { tmp, store, clock, blobs, uploads, registry, gc, upload, push, release };
 }

@@ -51,20 +51,20 @@ t.test('a team lists exactly its own authorizations', async (t) => {
     'one index entry per team authorization, none for personal ones');
   t.equal(store.authorizationsByTeam.get(key(acme.id, a30.id)), a30.createdAt, 'valued with the creation time');
 
-  const managed = teams.manageableAuthorization(a365.id, 'admin-1')!;
+  const managed = (await teams.manageableAuthorization(a365.id, 'admin-1'))!;
   const regenerated = await personal.regenerate(managed);
   check('regenerated', [a30.id, a365.id, web.id], [u.id]);
   t.same(ids(teams.authorizations(acme)).filter((id) => id === a365.id), [a365.id], 'regeneration keeps one entry, same id');
   const p = authenticateToken(store, regenerated.accessToken.token, clock.now());
   t.equal(typeof p === 'object' ? p.teamId : p, acme.id, 'the new token is a team token');
 
-  await personal.revoke(teams.manageableAuthorization(web.id, 'admin-1')!);
+  await personal.revoke((await teams.manageableAuthorization(web.id, 'admin-1'))!);
   check('revoked', [a30.id, a365.id], [u.id]);
-  t.equal(teams.manageableAuthorization(u.id, 'admin-1'), undefined, "acme's admin cannot manage umbrella's authorization");
+  t.equal(await teams.manageableAuthorization(u.id, 'admin-1'), undefined, "acme's admin cannot manage umbrella's authorization");
 
   clock.advance(31 * DAY);
   check('30-day one expired', [a365.id], [u.id]);
-  await personal.revoke(teams.manageableAuthorization(u.id, 'admin-2')!);
+  await personal.revoke((await teams.manageableAuthorization(u.id, 'admin-2'))!);
   check('umbrella revoked its only one', [a365.id], []);
   t.same(personal.listFor('admin-1').map((a) => a.description), ['mine'], 'the personal listing still has only the personal one');
 });

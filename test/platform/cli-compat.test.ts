@@ -10,6 +10,7 @@ import { basic, http } from '../helpers/http.js';
 import { loadConfig } from '../../server/config.js';
 import { webUrlOf } from '../../server/api/web-url.js';
 import { key as storeKey } from '../../engine/store.js';
+import { formations } from '../../engine/platform/keyspaces.js';
 
 const ts = await startTestServer();
 t.teardown(() => ts.stop());
@@ -99,7 +100,7 @@ t.test('dynos are derived from the formation and say that nothing runs', async (
   const { store } = ts.server;
   const app = (await api(ts, 'GET', '/apps/compat-app', key)).json.id;
   const at = ts.clock.now();
-  store.formations.putSync(storeKey(app, "web"), { id: 'f-web', appId: app, type: 'web', command: 'run', quantity: 2, size: 'standard-1X', image: null, createdAt: at, updatedAt: at });
+  await store.metadata.transact((tx) => tx.put(formations, storeKey(app, 'web'), { id: 'f-web', appId: app, type: 'web', command: 'run', quantity: 2, size: 'standard-1X', image: null, createdAt: at, updatedAt: at }));
   const list = await api(ts, 'GET', '/apps/compat-app/dynos', key);
   t.same(list.json.map((d: { name: string; state: string }) => [d.name, d.state]), [['web.1', 'not running'], ['web.2', 'not running']]);
   t.match(list.headers['warning-message'], /runs no dynos/);

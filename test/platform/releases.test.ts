@@ -141,4 +141,19 @@ t.test('container releases', { skip }, async (t) => {
     t.equal((await call('PATCH', '/apps/shipit/formation/worker', { quantity: -1 })).status, 422);
     t.equal((await call('GET', '/apps/shipit/formation/nope')).status, 404);
   });
+
+  t.test('release and scale in one PATCH: one transaction', async (t) => {
+    const count = async () => (await call('GET', '/apps/shipit/releases')).json.length as number;
+    const before = await count();
+    const bad = await call('PATCH', '/apps/shipit/formation', { updates: [{ type: 'web', docker_image: web.configDigest, quantity: 5000 }] }, containerAccept);
+    t.equal(bad.status, 422, bad.text);
+    t.equal(await count(), before, 'a refused scale item leaves no release behind');
+    const r = await call('PATCH', '/apps/shipit/formation', { updates: [{ type: 'web', docker_image: web.configDigest, quantity: 4, size: 'standard-2X' }] }, containerAccept);
+    t.equal(r.status, 200, r.text);
+    const webEntry = r.json.find((f: { type: string }) => f.type === 'web');
+    t.equal(webEntry.quantity, 4, 'the response shows the scaled formation');
+    t.equal(webEntry.size, 'standard-2X');
+    t.equal(await count(), before + 1, 'one release');
+    t.equal((await call('GET', '/apps/shipit/formation/web')).json.quantity, 4);
+  });
 });

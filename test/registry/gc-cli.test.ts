@@ -15,6 +15,7 @@ import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBlob, pushBuiltImage, type Target } from '../helpers/registry.js';
 import { key, openStore } from '../../engine/store.js';
+import * as platform from '../../engine/platform/keyspaces.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
 import type { Digest } from '../../engine/digest.js';
 
@@ -37,16 +38,16 @@ if ((await pushBlob(me, 'cliapp/web', stray)).status !== 201) throw new Error('s
 {
   const store = await openStore(tmp.dir);
   const now = Date.now();
-  const app = store.apps.get(store.appsByName.get('cliapp')!)!;
+  const app = (await store.metadata.get(platform.apps, (await store.metadata.get(platform.appsByName, 'cliapp'))!))!;
   await store.env.transaction(() => {
     store.repositoryManifests.put(key('cliapp/web', doomed.manifestDigest), now - 25 * HOUR);
     for (const { key: d, value } of store.blobs.getRange()) store.blobs.put(d, { ...value, createdAt: now - 2 * HOUR });
-    store.releases.put(key(app.id, '0000000001'), {
-      id: 'r1', appId: app.id, version: 1, description: 'test', userId: app.ownerId, createdAt: now,
-      images: { web: { configDigest: released.configDigest, manifestDigest: released.manifestDigest, repository: 'cliapp/web', command: '/bin/sh', workingDir: '/', warnings: [] } },
-      restarted: ['web'], releasePhase: false, rollbackOf: null,
-    });
   });
+  await store.metadata.transact((tx) => tx.put(platform.releases, key(app.id, '0000000001'), {
+    id: 'r1', appId: app.id, version: 1, description: 'test', userId: app.ownerId, createdAt: now,
+    images: { web: { configDigest: released.configDigest, manifestDigest: released.manifestDigest, repository: 'cliapp/web', command: '/bin/sh', workingDir: '/', warnings: [] } },
+    restarted: ['web'], releasePhase: false, rollbackOf: null,
+  }));
   await store.close();
 }
 const doomedBlobs = [doomed.configDigest, ...doomed.layers.map((l) => l.digest), sha256(stray)].sort();

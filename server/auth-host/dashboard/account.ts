@@ -91,7 +91,7 @@ export async function submitCreateAuthorization(ctx: AuthContext, ex: Exchange, 
 export async function submitRegenerate(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await submitted(ctx, ex, params);
   mirror(s, 'POST /oauth/authorizations/:id/actions/regenerate-tokens');
-  const a = manageableAuthorization(ctx, s.account.id, params.id!);
+  const a = await manageableAuthorization(ctx, s.account.id, params.id!);
   const section = sectionOf(s.form);
   const name = a.kind === 'api-key' ? 'your API key' : `"${a.description || a.id}"`;
   if (!confirmOr(ctx, s, section, { title: 'Regenerate token', message: `Regenerate the token of ${name}? The current token stops working at once; scripts using it must get the new one.`, button: 'Regenerate' })) return;
@@ -108,7 +108,7 @@ export async function submitRegenerate(ctx: AuthContext, ex: Exchange, params: R
 export async function submitRevoke(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await submitted(ctx, ex, params);
   mirror(s, 'DELETE /oauth/authorizations/:id');
-  const a = manageableAuthorization(ctx, s.account.id, params.id!);
+  const a = await manageableAuthorization(ctx, s.account.id, params.id!);
   const client = a.clientId ? await ctx.oauth.clients.get(a.clientId) : undefined;
   const name = client ? `the access of ${client.name}` : `"${a.description || a.id}"`;
   if (!confirmOr(ctx, s, sectionOf(s.form), { title: 'Revoke', message: `Revoke ${name}? Every token of it stops working at once. This cannot be undone.`, button: 'Revoke' })) return;

@@ -20,24 +20,29 @@ export async function showApps(ctx: AuthContext, ex: Exchange, params: Record<st
   mirror(s, 'GET /apps');
   sendDashboard(ctx, s, 200, 'apps', 'apps', {
     title: 'Apps',
-    apps: visibleApps(ctx, s.principal).map((a) => ({
-      name: a.name, stack: a.stack, generation: a.generation, team: a.teamId ? ctx.teams.find(a.teamId)?.name ?? '' : '', release: a.releaseVersion ?? 0, updated: when(a.updatedAt),
-    })),
+    apps: await Promise.all((await visibleApps(ctx, s.principal)).map(async (a) => ({
+      name: a.name, stack: a.stack, generation: a.generation, team: await teamName(ctx, a), release: a.releaseVersion ?? 0, updated: when(a.updatedAt),
+    }))),
   });
 }
 
-function renderApp(ctx: AuthContext, s: Signed, app: AppRecord, status: number, state: FormState | null): void {
-  const releases = ctx.releases.list(app.id).slice().reverse().map((r) => ({
+/** The name of the app's team, or '' for a personal app. */
+async function teamName(ctx: AuthContext, app: AppRecord): Promise<string> {
+  return app.teamId ? (await ctx.teams.find(app.teamId))?.name ?? '' : '';
+}
+
+async function renderApp(ctx: AuthContext, s: Signed, app: AppRecord, status: number, state: FormState | null): Promise<void> {
+  const releases = (await ctx.releases.list(app.id)).reverse().map((r) => ({
     version: r.version, description: r.description, current: r.version === (app.releaseVersion ?? 0), who: ctx.accounts.get(r.userId)?.email ?? r.userId,
     created: when(r.createdAt), status: 'succeeded', images: Object.entries(r.images).map(([type, i]) => ({ type, image: i.configDigest.slice(0, 19) })),
   }));
   const showConfig = allowed(s, 'GET /apps/:app/config-vars');
   sendDashboard(ctx, s, status, 'app', 'apps', {
     title: `App ${app.name}`, notice: noticeOf(s.ex),
-    app: { name: app.name, stack: app.stack, buildStack: app.buildStack, generation: app.generation, team: app.teamId ? ctx.teams.find(app.teamId)?.name ?? '' : '', maintenance: app.maintenance === true },
-    formation: ctx.releases.formation(app.id).map((f) => ({ type: f.type, quantity: f.quantity, size: f.size, command: f.command, image: f.image ? f.image.slice(0, 19) : '' })),
+    app: { name: app.name, stack: app.stack, buildStack: app.buildStack, generation: app.generation, team: await teamName(ctx, app), maintenance: app.maintenance === true },
+    formation: (await ctx.releases.formation(app.id)).map((f) => ({ type: f.type, quantity: f.quantity, size: f.size, command: f.command, image: f.image ? f.image.slice(0, 19) : '' })),
     releases,
-    config: showConfig ? Object.entries(ctx.settings.configVars(app)).map(([k, v]) => ({ key: k, value: v })) : null,
+    config: showConfig ? Object.entries(await ctx.settings.configVars(app)).map(([k, v]) => ({ key: k, value: v })) : null,
     state: state ?? { form: '', errors: {}, values: {} },
   });
 }
@@ -46,29 +51,29 @@ export async function showApp(ctx: AuthContext, ex: Exchange, params: Record<str
   const s = await signedInPage(ctx, ex, params);
   if (!s) return;
   mirror(s, 'GET /apps/:app');
-  renderApp(ctx, s, visibleApp(ctx, s.principal, params.app!), 200, null);
+  await renderApp(ctx, s, await visibleApp(ctx, s.principal, params.app!), 200, null);
 }
 
 export async function submitScale(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await submitted(ctx, ex, params);
   mirror(s, 'PATCH /apps/:app/formation/:type');
-  const app = visibleApp(ctx, s.principal, params.app!);
+  const app = await visibleApp(ctx, s.principal, params.app!);
   const values = { quantity: (s.form.get('quantity') ?? '').trim(), size: (s.form.get('size') ?? '').trim() };
   const r = await attempt(`scale-${params.type}`, ['quantity', 'size'], values, async () => {
-    const type = ctx.releases.formationEntry(app.id, params.type!).type;
+    const type = (await ctx.releases.formationEntry(app.id, params.type!)).type;
     return ctx.releases.scale(app, [{ type, quantity: quantityOf(values.quantity || undefined, type), size: sizeOf(values.size || undefined, type) }]);
   });
-  if (!r.ok) return renderApp(ctx, s, app, r.status, r.state);
+  if (!r.ok) return await renderApp(ctx, s, app, r.status, r.state);
   done(s, `/apps/${app.name}`, 'scaled');
 }
 
 export async function submitRollback(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await submitted(ctx, ex, params);
   mirror(s, 'POST /apps/:app/releases');
-  const app = visibleApp(ctx, s.principal, params.app!);
+  const app = await visibleApp(ctx, s.principal, params.app!);
   const version = s.form.get('release') ?? '';
   if (!confirmOr(ctx, s, 'apps', { title: 'Roll back', message: `Roll ${app.name} back to release v${version}? A new release is created that runs v${version}'s images, and every process restarts.`, button: 'Roll back' })) return;
   const r = await attempt('rollback', ['release'], { release: version }, () => ctx.releases.rollback(app, s.account.id, version));
-  if (!r.ok) return renderApp(ctx, s, app, r.status, r.state);
+  if (!r.ok) return await renderApp(ctx, s, app, r.status, r.state);
   done(s, `/apps/${app.name}`, 'rolled-back');
 }

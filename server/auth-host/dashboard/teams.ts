@@ -28,14 +28,14 @@ const EXPIRY_LABELS: Record<number, string> = { 30: '30 days', 60: '60 days', 90
 
 export async function showTeams(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await signedInPage(ctx, ex, params);
-  if (s) renderTeams(ctx, s, 200, null);
+  if (s) await renderTeams(ctx, s, 200, null);
 }
 
-function renderTeams(ctx: AuthContext, s: Signed, status: number, state: FormState | null): void {
+async function renderTeams(ctx: AuthContext, s: Signed, status: number, state: FormState | null): Promise<void> {
   mirror(s, 'GET /teams');
   sendDashboard(ctx, s, status, 'teams', 'teams', {
     title: 'Teams', notice: noticeOf(s.ex),
-    teams: ctx.teams.teamsOf(s.account.id).map(({ team, role }) => ({ name: team.name, role, created: when(team.createdAt) })),
+    teams: (await ctx.teams.teamsOf(s.account.id)).map(({ team, role }) => ({ name: team.name, role, created: when(team.createdAt) })),
     values: state?.values ?? {}, errors: state?.errors ?? {},
   });
 }
@@ -45,15 +45,15 @@ export async function submitCreateTeam(ctx: AuthContext, ex: Exchange, params: R
   mirror(s, 'POST /teams');
   const values = { name: (s.form.get('name') ?? '').trim() };
   const r = await attempt('create', ['name'], values, () => ctx.teams.create(values.name, s.account.id));
-  if (!r.ok) return renderTeams(ctx, s, r.status, r.state);
+  if (!r.ok) return await renderTeams(ctx, s, r.status, r.state);
   done(s, `/teams/${r.value.name}`, 'team-created');
 }
 
 async function renderTeam(ctx: AuthContext, s: Signed, team: TeamRecord, status: number, state: FormState | null): Promise<void> {
   mirror(s, 'GET /teams/:team');
-  const role = ctx.teams.roleOf(team.id, s.account.id);
+  const role = await ctx.teams.roleOf(team.id, s.account.id);
   const admin = role === 'admin';
-  const members = ctx.teams.members(team).map((m) => {
+  const members = (await ctx.teams.members(team)).map((m) => {
     const a = ctx.accounts.get(m.accountId);
     return { email: a?.email ?? m.accountId, role: m.role, you: m.accountId === s.account.id, since: when(m.createdAt) };
   });
@@ -71,7 +71,7 @@ async function renderTeam(ctx: AuthContext, s: Signed, team: TeamRecord, status:
   sendDashboard(ctx, s, status, 'team', 'teams', {
     title: `Team ${team.name}`, notice: noticeOf(s.ex), team: { name: team.name, thirdParty: team.thirdPartyOAuth }, role, admin, members,
     tokens: rows.filter((r) => !r.web), grants: rows.filter((r) => r.web),
-    apps: teamApps(ctx, s.principal, team).map((a) => ({ name: a.name, stack: a.stack })),
+    apps: (await teamApps(ctx, s.principal, team)).map((a) => ({ name: a.name, stack: a.stack })),
     state: state ?? { form: '', errors: {}, values: {} },
     expiries: TEAM_TOKEN_EXPIRY_DAYS.map((d) => ({ value: String(d), label: EXPIRY_LABELS[d] ?? `${d} days`, selected: (values.expiry_days ?? '90') === String(d) })),
     scopes: scopeChoices(values.scope ? values.scope.split(' ') : ['global']),
@@ -81,49 +81,49 @@ async function renderTeam(ctx: AuthContext, s: Signed, team: TeamRecord, status:
 
 export async function showTeam(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await signedInPage(ctx, ex, params);
-  if (s) await renderTeam(ctx, s, ctx.teams.visible(params.team!, s.account.id), 200, null);
+  if (s) await renderTeam(ctx, s, await ctx.teams.visible(params.team!, s.account.id), 200, null);
 }
 
 export async function submitMember(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await submitted(ctx, ex, params);
   mirror(s, 'PUT /teams/:team/members');
-  const team = ctx.teams.visible(params.team!, s.account.id);
+  const team = await ctx.teams.visible(params.team!, s.account.id);
   const values = { email: (s.form.get('email') ?? '').trim(), role: s.form.get('role') ?? '' };
   const r = await attempt(s.form.get('form') === 'role' ? 'role' : 'member', ['email', 'role'], values, async () => {
-    const administered = ctx.teams.administered(team.id, s.account.id);
+    const administered = await ctx.teams.administered(team.id, s.account.id);
     return ctx.teams.setMember(administered, newMemberAccount(ctx, values.email).id, values.role);
   });
-  if (!r.ok) return renderTeam(ctx, s, team, r.status, r.state);
+  if (!r.ok) return await renderTeam(ctx, s, team, r.status, r.state);
   done(s, `/teams/${team.name}`, 'member-saved');
 }
 
 export async function submitRemoveMember(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await submitted(ctx, ex, params);
   mirror(s, 'DELETE /teams/:team/members/:member');
-  const team = ctx.teams.visible(params.team!, s.account.id);
+  const team = await ctx.teams.visible(params.team!, s.account.id);
   const r = await attempt('remove', [], {}, async () => {
-    const administered = ctx.teams.administered(team.id, s.account.id);
+    const administered = await ctx.teams.administered(team.id, s.account.id);
     const account = memberAccount(ctx, params.member!);
     if (!confirmOr(ctx, s, 'teams', { title: 'Remove member', message: `Remove ${account.email} from team ${team.name}? They lose access to its apps at once.`, button: 'Remove member' })) return false;
     await ctx.teams.removeMember(administered, account.id);
     return true;
   });
-  if (!r.ok) return renderTeam(ctx, s, team, r.status, r.state);
+  if (!r.ok) return await renderTeam(ctx, s, team, r.status, r.state);
   if (r.value) done(s, `/teams/${team.name}`, 'member-removed');
 }
 
 export async function submitTeamAuthorization(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await submitted(ctx, ex, params);
   mirror(s, 'POST /teams/:team/authorizations');
-  const team = ctx.teams.visible(params.team!, s.account.id);
+  const team = await ctx.teams.visible(params.team!, s.account.id);
   const scope = s.form.getAll('scope');
   const values = { description: s.form.get('description') ?? '', expiry_days: s.form.get('expiry_days') ?? '', scope: scope.join(' ') };
   const r = await attempt('token', ['description', 'scope', 'expiry_days'], values, async () => {
-    const administered = ctx.teams.administered(team.id, s.account.id);
+    const administered = await ctx.teams.administered(team.id, s.account.id);
     if (!firstSubmission(ctx, s, 'teams')) return null;
     return ctx.teams.createAuthorization(administered, s.account.id, { description: values.description, scope, expiry_days: values.expiry_days || undefined });
   });
-  if (!r.ok) return renderTeam(ctx, s, team, r.status, r.state);
+  if (!r.ok) return await renderTeam(ctx, s, team, r.status, r.state);
   if (!r.value) return;
   const issued = r.value;
   showSecret(ctx, s, 'teams', {
@@ -137,7 +137,7 @@ export async function submitTeamAuthorization(ctx: AuthContext, ex: Exchange, pa
 export async function submitPreferences(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await submitted(ctx, ex, params);
   mirror(s, 'PATCH /teams/:team/preferences');
-  const team = ctx.teams.administered(params.team!, s.account.id);
+  const team = await ctx.teams.administered(params.team!, s.account.id);
   const on = s.form.get('third_party') === 'on';
   if (!on && !confirmOr(ctx, s, 'teams', {
     title: 'Turn off third-party access',

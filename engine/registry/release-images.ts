@@ -1,0 +1,61 @@
+/**
+ * The registry's answers to the platform when it releases images (docs/rules.md Endpoints 7-8,
+ * What the service does 6): which pushed image an image id names for an app, and whether a
+ * released image is still stored. The platform domain calls these instead of reading the
+ * registry's keyspaces (the image-id index, manifests, repository manifests).
+ */
+import { fail } from '../errors.js';
+import { isDigest } from '../digest.js';
+import { key, keyParts, type MetadataReader } from '../storage/metadata.js';
+import { images, manifests, repositoryManifests } from './keyspaces.js';
+import { isSupportedArchitecture } from './image-info.js';
+import type { ImageInfo } from './records.js';
+
+/** An image id resolved to the manifest that carried it. */
+export interface ResolvedImage {
+  /** The image id: the config blob digest (`sha256:<hex>`). */
+  configDigest: string;
+  manifestDigest: string;
+  /** Repository it was pushed to (`<app>/<type>` or another repository of the app). */
+  repository: string;
+  /** What inspection found in the image (entrypoint, cmd, layers, whiteouts…). */
+  info: ImageInfo;
+}
+
+/**
+ * Finds the image `imageId` among those pushed to the repositories of app `appName`,
+ * preferring `<app>/<type>`, then the newest push (docs/rules.md Endpoints 8.2: an image pushed
+ * without a process type in its tag is releasable only by its id). Reads one range of the
+ * image-id index and one manifest; usable outside or inside a transaction.
+ * @throws INVALID_PARAMS when the id is malformed, not pushed to the app, or not x86_64
+ *         (isSupportedArchitecture).
+ */
+export async function resolveImage(reader: MetadataReader, appName: string, type: string, imageId: string): Promise<ResolvedImage> {
+  if (!isDigest(imageId)) throw fail('INVALID_PARAMS', `docker_image must be an image id of the form sha256:<64 hex characters>, got "${imageId.slice(0, 80)}"`);
+  const preferredRepository = `${appName}/${type}`;
+  let best: { repository: string; manifestDigest: string; at: number } | undefined;
+  for (const { key: k, value: at } of await reader.range(images, { prefix: imageId })) {
+    const [, repository, manifestDigest] = keyParts(k) as [string, string, string];
+    if (!repository.startsWith(appName + '/')) continue;
+    const preferred = repository === preferredRepository;
+    const bestPreferred = best?.repository === preferredRepository;
+    if (!best || (preferred && !bestPreferred) || (preferred === bestPreferred && at > best.at)) best = { repository, manifestDigest, at };
+  }
+  const manifest = best && await reader.get(manifests, best.manifestDigest);
+  if (!best || !manifest) {
+    throw fail('INVALID_PARAMS', `docker_image ${imageId} is not an image pushed to app ${appName}; push it to <registry>/${preferredRepository} first`);
+  }
+  if (!isSupportedArchitecture(manifest.image.architecture)) {
+    throw fail('INVALID_PARAMS', `docker_image ${imageId}: unsupported architecture "${manifest.image.architecture}"; only x86_64 images are supported`);
+  }
+  return { configDigest: imageId, manifestDigest: best.manifestDigest, repository: best.repository, info: manifest.image };
+}
+
+/**
+ * True while manifest `manifestDigest` is still stored in `repository`. Read inside the
+ * releasing transaction, so a release and the GC or a manifest delete are ordered: a release
+ * never commits an image deleted under it (engine/registry/gc.ts).
+ */
+export async function imageStoredInTransaction(reader: MetadataReader, repository: string, manifestDigest: string): Promise<boolean> {
+  return (await reader.get(repositoryManifests, key(repository, manifestDigest))) !== undefined;
+}
