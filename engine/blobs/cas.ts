@@ -11,9 +11,11 @@
 import { promises as fsp, constants as fsc } from 'node:fs';
 import { join } from 'node:path';
 import { hexOf, type Digest } from '../digest.js';
+import type { BlobBackend } from './contract.js';
+import { FsBlobBackend } from './fs-backend.js';
 
-/** Where blob bytes live. */
-export interface BlobStore {
+/** Where blob bytes live: the blob contract, plus the upload path's file-level steps (being retired). */
+export interface BlobStore extends BlobBackend {
   /** Absolute path of a committed blob's file. */
   pathOf(digest: Digest): string;
   /**
@@ -28,9 +30,10 @@ export interface BlobStore {
 }
 
 /** Filesystem blob store rooted at `<data>/blobs`. */
-export class FileBlobStore implements BlobStore {
+export class FileBlobStore extends FsBlobBackend implements BlobStore {
   readonly root: string;
   constructor(dataDir: string) {
+    super(dataDir);
     this.root = join(dataDir, 'blobs', 'sha256');
   }
 
@@ -62,7 +65,7 @@ export class FileBlobStore implements BlobStore {
   }
 
   async remove(digest: Digest): Promise<void> {
-    await fsp.rm(this.pathOf(digest), { force: true });
+    await this.delete(digest);
   }
 }
 

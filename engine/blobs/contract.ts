@@ -78,6 +78,26 @@ export interface SessionInfo {
   startedAt: Date;
 }
 
+/**
+ * Positional reader of one committed blob, for senders that reuse one buffer per response (no
+ * allocation per chunk). The blob stays readable through an open reader even when GC deletes it
+ * meanwhile (filesystem: the open descriptor; S3: a read after the delete fails, never returns
+ * other bytes).
+ */
+export interface BlobReader {
+  readonly digest: Digest;
+  /** Bytes of the blob. */
+  readonly size: number;
+  /**
+   * Fills `into` with the blob's bytes from byte `position`; resolves with the count read, fewer
+   * than `into.byteLength` only at the end of the blob.
+   * @throws on I/O errors of the medium.
+   */
+  read(into: Uint8Array, position: number): Promise<number>;
+  /** Releases the reader. Idempotent. */
+  close(): Promise<void>;
+}
+
 /** Writer of one upload session. Calls are sequential: never two at once on one writer. */
 export interface BlobWriter {
   readonly id: string;
@@ -112,6 +132,17 @@ export interface BlobBackend {
    *   or after the end (an empty blob's whole read is fine).
    */
   read(digest: Digest, range?: ByteRange): Promise<Readable>;
+  /**
+   * A positional reader of a committed blob (the pull path).
+   * @throws SlipwayError BLOB_UNKNOWN when absent.
+   */
+  open(digest: Digest): Promise<BlobReader>;
+  /**
+   * The size of a committed blob answered without waiting, when the medium allows it (the
+   * filesystem: one `stat` of a cached inode); absent on media that need a round trip (S3).
+   * Lets a HEAD answer within its transport callback (pipelined keep-alive connections).
+   */
+  statSync?(digest: Digest): BlobStat | undefined;
   /** Deletes a committed blob; false when it was absent. */
   delete(digest: Digest): Promise<boolean>;
   /** Every committed digest, in no particular order (GC's sweep). */

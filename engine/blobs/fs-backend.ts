@@ -10,14 +10,14 @@
  * A crash at any step leaves either an unchanged session (re-hashed and re-committed, or
  * reaped) or a complete, verified blob.
  */
-import { createReadStream } from 'node:fs';
+import { createReadStream, statSync } from 'node:fs';
 import { promises as fsp, constants as fsc } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join, dirname } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
-import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobStat, type BlobWriter, type ByteRange, type CommitResult, type SessionInfo } from './contract.js';
+import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type CommitResult, type SessionInfo } from './contract.js';
 import { checkSessionId, hashBytes, resolveRange, verifyDigest, DigestLocks } from './backend-common.js';
 import { inlineHash, lostHash, type HashFactory, type RunningHash } from './running-hash.js';
 
@@ -93,6 +93,27 @@ export class FsBlobBackend implements BlobBackend {
       await h.close();
       throw e;
     }
+  }
+
+  async open(digest: Digest): Promise<BlobReader> {
+    let h: fsp.FileHandle;
+    try {
+      h = await fsp.open(this.#blobPath(digest), 'r');
+    } catch (e) {
+      if (isMissing(e)) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
+      throw e;
+    }
+    try {
+      return new FsReader(digest, h, (await h.stat()).size);
+    } catch (e) {
+      await h.close();
+      throw e;
+    }
+  }
+
+  statSync(digest: Digest): BlobStat | undefined {
+    const st = statSync(this.#blobPath(digest), { throwIfNoEntry: false });
+    return st && { digest, size: st.size };
   }
 
   async delete(digest: Digest): Promise<boolean> {
@@ -186,7 +207,7 @@ export class FsBlobBackend implements BlobBackend {
    * Step 3–5 of the commit order for a fully synced, verified session file.
    * @internal used by FsWriter.
    */
-  adopt(sessionPath: string, digest: Digest, size: number): Promise<CommitResult> {
+  adoptSession(sessionPath: string, digest: Digest, size: number): Promise<CommitResult> {
     return this.#locks.with(digest, async () => {
       const target = this.#blobPath(digest);
       await fsp.mkdir(dirname(target), { recursive: true });
@@ -206,6 +227,29 @@ export class FsBlobBackend implements BlobBackend {
   /** @internal */
   rehash(path: string): Promise<Digest> {
     return (this.options.rehash ?? hashFile)(path);
+  }
+}
+
+/** A committed blob's open descriptor: positional reads into the caller's buffer. */
+class FsReader implements BlobReader {
+  #closed = false;
+
+  constructor(readonly digest: Digest, readonly handle: fsp.FileHandle, readonly size: number) {}
+
+  async read(into: Uint8Array, position: number): Promise<number> {
+    let done = 0;
+    while (done < into.byteLength) {
+      const { bytesRead } = await this.handle.read(into, done, into.byteLength - done, position + done);
+      if (bytesRead === 0) break;
+      done += bytesRead;
+    }
+    return done;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.handle.close();
   }
 }
 
@@ -255,7 +299,7 @@ class FsWriter implements BlobWriter {
       await fsp.rm(this.path, { force: true });
       throw e;
     }
-    return this.backend.adopt(this.path, actual, this.size);
+    return this.backend.adoptSession(this.path, actual, this.size);
   }
 
   async abort(): Promise<void> {

@@ -9,14 +9,14 @@
  * deduplicated onto it (registry/gc.ts `GcSafeBlobStore.adopt`): the verified upload's bytes
  * replace the file and its commit rewrites the record (blobs/uploads.ts), which heals it.
  *
- * Used three ways: on every blob GET/HEAD (`sizeCheckSync`: one stat), once at start-up for blobs
+ * Used three ways: on every blob GET/HEAD (`sizeCheck`: one stat), once at start-up for blobs
  * written by a build before store schema 6 (`LegacyBlobCheck`: size, then sha256 in the worker
  * pool), and on demand by operators' tools (`verifyBlob` + `quarantineBlob`).
  */
-import { statSync } from 'node:fs';
 import type { Store } from '../store.js';
 import type { Digest } from '../digest.js';
 import type { BlobStore } from './cas.js';
+import type { BlobBackend, BlobStat } from './contract.js';
 import type { BlobRecord } from './records.js';
 import type { FileHasher } from './uploads.js';
 
@@ -61,14 +61,19 @@ export async function quarantineBlob(store: Store, digest: Digest, reason: strin
 }
 
 /**
- * The size check before a blob is served, synchronous (one `stat` of a cached inode, a few
- * microseconds) so a HEAD still answers within its uWS callback, which keeps pipelined
- * keep-alive connections working.
+ * The size check before a blob is served: the backend's stat of the bytes against the record.
+ * Synchronous when the backend has `statSync` (the filesystem: one `stat` of a cached inode, a
+ * few microseconds) so a HEAD still answers within its uWS callback, which keeps pipelined
+ * keep-alive connections working; a Promise otherwise (one round trip, S3).
  */
-export function sizeCheckSync(blobs: BlobStore, digest: Digest, rec: BlobRecord): BlobCheck {
-  const size = statSync(blobs.pathOf(digest), { throwIfNoEntry: false })?.size;
-  if (size === undefined) return { ok: false, reason: 'file missing' };
-  return size === rec.size ? { ok: true } : { ok: false, reason: `file has ${size} bytes, record says ${rec.size}` };
+export function sizeCheck(blobs: BlobBackend, digest: Digest, rec: BlobRecord): BlobCheck | Promise<BlobCheck> {
+  if (blobs.statSync) return checkSize(blobs.statSync(digest), rec);
+  return blobs.stat(digest).then((st) => checkSize(st, rec));
+}
+
+function checkSize(st: BlobStat | undefined, rec: BlobRecord): BlobCheck {
+  if (st === undefined) return { ok: false, reason: 'file missing' };
+  return st.size === rec.size ? { ok: true } : { ok: false, reason: `file has ${st.size} bytes, record says ${rec.size}` };
 }
 
 /** What the start-up pass found. */

@@ -35,7 +35,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Readable } from 'node:stream';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
-import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobStat, type BlobWriter, type ByteRange, type CommitResult, type SessionInfo } from './contract.js';
+import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type CommitResult, type SessionInfo } from './contract.js';
 import { checkSessionId, hashBytes, resolveRange, verifyDigest, DigestLocks } from './backend-common.js';
 import { inlineHash, type HashFactory, type RunningHash } from './running-hash.js';
 
@@ -140,6 +140,29 @@ export class S3BlobBackend implements BlobBackend {
       if (status(e) === 416) throw fail('RANGE_NOT_SATISFIABLE', `range starts at byte ${range?.offset}, past the end of ${digest}`);
       throw e;
     }
+  }
+
+  /** One HEAD for the size; each read is a ranged GET into the caller's buffer. */
+  async open(digest: Digest): Promise<BlobReader> {
+    const st = await this.stat(digest);
+    if (!st) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
+    return {
+      digest,
+      size: st.size,
+      read: async (into, position) => {
+        const length = Math.min(into.byteLength, st.size - position);
+        if (length <= 0) return 0;
+        let done = 0;
+        for await (const chunk of await this.read(digest, { offset: position, length })) {
+          const c = chunk as Buffer;
+          const n = Math.min(c.length, length - done);
+          into.set(c.subarray(0, n), done);
+          done += n;
+        }
+        return done;
+      },
+      close: async () => {},
+    };
   }
 
   async delete(digest: Digest): Promise<boolean> {

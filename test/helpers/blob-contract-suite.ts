@@ -118,6 +118,29 @@ export function blobContractSuite(t: Test, opts: SuiteOptions): void {
     await rejectsCode(t, backend.read(sha(Buffer.from('absent')), { offset: 0 }), 'BLOB_UNKNOWN', 'absent blob');
   });
 
+  t.test('positional reader', async (t) => {
+    const { backend } = await opts.fresh();
+    const bytes = randomBytes(P + 4097);
+    const d = sha(bytes);
+    await (await upload(backend, bytes)).commit(d);
+    const r = await backend.open(d);
+    t.equal(r.size, bytes.length, 'size');
+    const buf = Buffer.alloc(P);
+    const parts: Buffer[] = [];
+    for (let at = 0; at < r.size;) {
+      const n = await r.read(buf, at);
+      t.ok(n > 0, `bytes at ${at}`);
+      parts.push(Buffer.from(buf.subarray(0, n)));
+      at += n;
+    }
+    t.ok(Buffer.concat(parts).equals(bytes), 'read back identical, reusing one buffer');
+    t.equal(await r.read(buf, r.size), 0, 'nothing past the end');
+    await r.close();
+    await r.close();
+    if (backend.statSync) t.same(backend.statSync(d), { digest: d, size: bytes.length }, 'statSync');
+    await rejectsCode(t, backend.open(sha(Buffer.from('absent'))), 'BLOB_UNKNOWN', 'absent blob');
+  });
+
   t.test('dedupe: a second commit of a digest keeps the first object', async (t) => {
     const { backend } = await opts.fresh();
     for (const size of [100, P + 1]) {
