@@ -15,10 +15,9 @@
  */
 import type { Store } from '../store.js';
 import type { Digest } from '../digest.js';
-import type { BlobStore } from './cas.js';
 import type { BlobBackend, BlobStat } from './contract.js';
 import type { BlobRecord } from './records.js';
-import type { FileHasher } from './uploads.js';
+import type { BlobHasher } from './hash-blob.js';
 
 /** Outcome of a check: ok, or the reason the bytes are not the record's. */
 export type BlobCheck = { ok: true } | { ok: false; reason: string };
@@ -27,16 +26,14 @@ export type BlobCheck = { ok: true } | { ok: false; reason: string };
 export const LEGACY_CHECK_KEY = 'blobs-to-verify';
 
 /**
- * Checks one blob's bytes against `rec` (its record): the file exists and has `rec.size` bytes;
- * with `hasher`, also that their sha256 is `digest` (reads the whole file, in a worker).
- * Never throws for a bad blob; I/O errors other than a missing file are thrown.
+ * Checks one blob's bytes against `rec` (its record): the backend has them, `rec.size` bytes;
+ * with `hasher`, also that their sha256 is `digest` (reads every byte through the contract,
+ * hash-blob.ts). Never throws for a bad blob; I/O errors other than a missing blob are thrown.
  */
-export async function verifyBlob(blobs: BlobStore, digest: Digest, rec: BlobRecord, hasher?: FileHasher): Promise<BlobCheck> {
-  const size = await blobs.sizeOf(digest);
-  if (size === undefined) return { ok: false, reason: 'file missing' };
-  if (size !== rec.size) return { ok: false, reason: `file has ${size} bytes, record says ${rec.size}` };
-  if (!hasher) return { ok: true };
-  const hashed = await hasher(blobs.pathOf(digest));
+export async function verifyBlob(blobs: BlobBackend, digest: Digest, rec: BlobRecord, hasher?: BlobHasher): Promise<BlobCheck> {
+  const check = checkSize(await blobs.stat(digest), rec);
+  if (!check.ok || !hasher) return check;
+  const hashed = await hasher(digest);
   if (hashed.digest !== digest) return { ok: false, reason: `bytes hash to ${hashed.digest}` };
   if (hashed.size !== rec.size) return { ok: false, reason: `hashed ${hashed.size} bytes, record says ${rec.size}` };
   return { ok: true };
@@ -96,7 +93,8 @@ export class LegacyBlobCheck {
   readonly #running = new Map<Digest, Promise<void>>();
   readonly #done = new Set<Digest>();
 
-  constructor(readonly store: Store, readonly blobs: BlobStore, readonly hasher: FileHasher) {}
+  /** @param hasher re-hashes a blob of `blobs` (hash-blob.ts `blobHasher`). */
+  constructor(readonly store: Store, readonly blobs: BlobBackend, readonly hasher: BlobHasher) {}
 
   /** True when blobs of an older build await verification. */
   get needed(): boolean {

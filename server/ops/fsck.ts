@@ -19,6 +19,9 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { KEY_SEPARATOR, key, type Store } from '../../engine/store.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
+import { blobKey } from '../../engine/blobs/contract.js';
+import { hashBlob } from '../../engine/blobs/hash-blob.js';
+import type { HashFactory } from '../../engine/blobs/running-hash.js';
 import { GarbageCollector } from '../../engine/registry/gc.js';
 import { Uploads } from '../../engine/blobs/uploads.js';
 import type { Clock } from '../../engine/clock.js';
@@ -50,6 +53,9 @@ export interface FsckOptions {
   uploadTtlMs: number;
   /** Orphan files younger than this are left alone by the repair (ms; the GC grace). */
   orphanGraceMs: number;
+  /** Running hashes for `full` (default: on the calling thread). */
+  newHash?: HashFactory;
+  /** Re-hashes a session's file when an upload must be completed by the repair (worker pool). */
   hashFile(path: string): Promise<{ digest: Digest; size: number }>;
 }
 
@@ -83,8 +89,8 @@ export async function fsck(store: Store, dataDir: string, clock: Clock, o: FsckO
   for (const { key: digest, value } of store.blobs.getRange()) {
     checked.blobs++;
     const d = digest as Digest;
-    const size = await files.sizeOf(d);
-    if (size === undefined) add('blob-missing', d, `recorded (${value.size} bytes) but its file ${files.pathOf(d)} is missing`);
+    const size = (await files.stat(d))?.size;
+    if (size === undefined) add('blob-missing', d, `recorded (${value.size} bytes) but its file ${blobKey(d)} is missing`);
     else if (size !== value.size) add('blob-size', d, `recorded as ${value.size} bytes, file has ${size}`);
     else if (o.full) toHash.push({ digest: d, size });
   }
@@ -92,7 +98,7 @@ export async function fsck(store: Store, dataDir: string, clock: Clock, o: FsckO
   await Promise.all(Array.from({ length: HASH_CONCURRENCY }, async () => {
     while (next < toHash.length) {
       const b = toHash[next++]!;
-      const got = await o.hashFile(files.pathOf(b.digest));
+      const got = await hashBlob(files, b.digest, o.newHash);
       checked.hashed++;
       if (got.digest !== b.digest) add('blob-digest', b.digest, `file bytes hash to ${got.digest}`);
     }
