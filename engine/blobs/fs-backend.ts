@@ -42,6 +42,27 @@ async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
+function statOf(digest: Digest, st: { size: number; ino: number; mtime: Date }): BlobStat {
+  return { digest, size: st.size, version: String(st.ino), modifiedAt: st.mtime };
+}
+
+/** Puts a trash file back at `target` (hard link; an existing file there has the same bytes). */
+async function restore(trash: string, target: string): Promise<void> {
+  await fsp.mkdir(dirname(target), { recursive: true });
+  await fsp.link(trash, target).catch((e: NodeJS.ErrnoException) => { if (e.code !== 'EEXIST') throw e; });
+  await fsp.rm(trash, { force: true });
+}
+
+function pidAlive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 async function hashFile(path: string): Promise<Digest> {
   const h = createHash('sha256');
   for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
@@ -53,11 +74,13 @@ export class FsBlobBackend implements BlobBackend {
   readonly kind = 'fs';
   readonly #data: string;
   readonly #uploads: string;
+  readonly #trash: string;
   readonly #locks = new DigestLocks();
 
   constructor(dataDir: string, readonly options: FsBackendOptions = {}) {
     this.#data = dataDir;
     this.#uploads = join(dataDir, 'uploads');
+    this.#trash = join(dataDir, 'blobs', 'gc-trash');
   }
 
   #blobPath(digest: Digest): string {
@@ -70,7 +93,7 @@ export class FsBlobBackend implements BlobBackend {
 
   async stat(digest: Digest): Promise<BlobStat | undefined> {
     try {
-      return { digest, size: (await fsp.stat(this.#blobPath(digest))).size };
+      return statOf(digest, await fsp.stat(this.#blobPath(digest)));
     } catch (e) {
       if (isMissing(e)) return undefined;
       throw e;
@@ -113,16 +136,51 @@ export class FsBlobBackend implements BlobBackend {
 
   statSync(digest: Digest): BlobStat | undefined {
     const st = statSync(this.#blobPath(digest), { throwIfNoEntry: false });
-    return st && { digest, size: st.size };
+    return st && statOf(digest, st);
   }
 
-  async delete(digest: Digest): Promise<boolean> {
+  /**
+   * Without `ifVersion`, an unlink. With it: the file is renamed into `blobs/gc-trash/` (atomic),
+   * then unlinked only if it is still that inode; another inode is a commit made meanwhile and is
+   * linked back at once. A crash in between leaves a trash file for `recover`.
+   */
+  async delete(digest: Digest, ifVersion?: string): Promise<boolean> {
+    const target = this.#blobPath(digest);
+    if (ifVersion === undefined) {
+      try {
+        await fsp.unlink(target);
+        return true;
+      } catch (e) {
+        if (isMissing(e)) return false;
+        throw e;
+      }
+    }
+    await fsp.mkdir(this.#trash, { recursive: true });
+    const trash = join(this.#trash, `${digest.slice(7)}.${process.pid}.${Math.random().toString(36).slice(2, 10)}`);
     try {
-      await fsp.unlink(this.#blobPath(digest));
-      return true;
+      await fsp.rename(target, trash);
     } catch (e) {
       if (isMissing(e)) return false;
       throw e;
+    }
+    if (String((await fsp.stat(trash)).ino) !== ifVersion) {
+      await restore(trash, target);
+      return false;
+    }
+    await fsp.unlink(trash);
+    return true;
+  }
+
+  /** Trash files of a process that died mid-delete (its pid is gone). */
+  async recover(keep: (digest: Digest) => boolean): Promise<void> {
+    const names = await fsp.readdir(this.#trash).catch(() => [] as string[]);
+    for (const name of names) {
+      const m = /^([a-f0-9]{64})\.(\d+)\./.exec(name);
+      if (!m || pidAlive(Number(m[2]))) continue;
+      const digest = `sha256:${m[1]}` as Digest;
+      const path = join(this.#trash, name);
+      if (keep(digest) && (await this.stat(digest)) === undefined) await restore(path, this.#blobPath(digest));
+      else await fsp.rm(path, { force: true });
     }
   }
 

@@ -122,7 +122,7 @@ export class S3BlobBackend implements BlobBackend {
   async stat(digest: Digest): Promise<BlobStat | undefined> {
     try {
       const r = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest) }));
-      return { digest, size: r.ContentLength ?? 0 };
+      return { digest, size: r.ContentLength ?? 0, ...(r.ETag ? { version: r.ETag } : {}), ...(r.LastModified ? { modifiedAt: r.LastModified } : {}) };
     } catch (e) {
       if (isNotFound(e)) return undefined;
       throw e;
@@ -165,8 +165,9 @@ export class S3BlobBackend implements BlobBackend {
     };
   }
 
-  async delete(digest: Digest): Promise<boolean> {
-    if (!(await this.stat(digest))) return false;
+  async delete(digest: Digest, ifVersion?: string): Promise<boolean> {
+    const st = await this.stat(digest);
+    if (!st || (ifVersion !== undefined && st.version !== ifVersion)) return false;
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest) }));
     return true;
   }
