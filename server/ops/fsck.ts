@@ -15,8 +15,6 @@
  * Reads are not one snapshot across databases: run it on a stopped server or a copy for exact
  * results; while serving, a push committing during the run can show a transient mismatch.
  */
-import { promises as fsp } from 'node:fs';
-import { join } from 'node:path';
 import { KEY_SEPARATOR, key, type Store } from '../../engine/store.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
 import { blobKey } from '../../engine/blobs/contract.js';
@@ -105,14 +103,11 @@ export async function fsck(store: Store, dataDir: string, clock: Clock, o: FsckO
   }));
   for (const p of problems) if (o.repair && (p.kind === 'blob-size' || p.kind === 'blob-digest')) p.repaired = repairCorruptBlob(p);
 
-  // Blob files without a record.
+  // Committed blobs without a record.
   const orphans: Problem[] = [];
-  for (const dir of await fsp.readdir(files.root).catch(() => [] as string[])) {
-    for (const hex of await fsp.readdir(join(files.root, dir)).catch(() => [] as string[])) {
-      checked.files++;
-      const digest = `sha256:${hex}`;
-      if (!store.blobs.get(digest)) orphans.push(add('orphan-file', digest, `file ${join(files.root, dir, hex)} has no blob record`));
-    }
+  for await (const digest of files.list()) {
+    checked.files++;
+    if (!store.blobs.get(digest)) orphans.push(add('orphan-file', digest, `file ${blobKey(digest)} has no blob record`));
   }
 
   // Repository manifests, their blobs and links; the counts the records keep.
