@@ -1,7 +1,8 @@
 /**
- * Content-addressed blob files: `<data>/blobs/sha256/<first two hex>/<hex>`, immutable once
- * renamed into place. This is the filesystem `BlobStore`; an object-storage store can replace it
- * behind the same interface (docs/storage.md (The blob contract)).
+ * The server's filesystem blob store: the filesystem backend of the blob contract
+ * (fs-backend.ts, whose header documents the layout and commit order) plus the steps the upload
+ * path still takes on files directly (`adopt` of a verified session file, `pathOf`), which are
+ * being moved onto the contract's writer.
  *
  * Durability order (docs/storage.md (Blob commit order)): bytes fsynced in `uploads/`, digest verified, file
  * renamed into `blobs/`, directory fsynced, and only then the LMDB record is committed by the

@@ -1,14 +1,23 @@
 /**
  * The filesystem blob backend (contract.ts), in the data directory's layout:
- * `<data>/blobs/sha256/<2 hex>/<hex>` for committed blobs and `<data>/uploads/<id>` for sessions.
  *
- * Commit order (each step only after the previous one): the bytes are fdatasynced in
- * `uploads/<id>`; the digest is verified (the running hash, or the file re-hashed when the
- * session was resumed after a restart); the file is hard-linked to its final name — `link`
- * fails when the name exists, so a committed blob is never replaced (dedupe); the blob
- * directory is fsynced; the session file is removed. The caller records the blob afterwards.
- * A crash at any step leaves either an unchanged session (re-hashed and re-committed, or
- * reaped) or a complete, verified blob.
+ *   `<data>/blobs/sha256/<2 hex>/<64 hex>`   committed blob, immutable (a hard link of its session file)
+ *   `<data>/uploads/<id>`                    an upload session's bytes
+ *   `<data>/blobs/gc-trash/<hex>.<pid>.<r>`  a blob being deleted by version (`delete(d, ifVersion)`)
+ *
+ * Commit order (each step only after the previous one): the bytes are written to
+ * `uploads/<id>` and fdatasynced; the digest is verified (the running hash, or the file
+ * re-hashed when the session was resumed after a restart); the file is hard-linked to its final
+ * name — `link` fails when the name exists, so a committed blob is never replaced (dedupe); the
+ * blob directory is fsynced; the session file is removed. The caller records the blob
+ * afterwards. A crash at any step leaves either an unchanged session (re-hashed and
+ * re-committed, or reaped) or a complete, verified blob.
+ *
+ * Delete by version: the blob is renamed into `gc-trash/` (atomic) and unlinked only if it is
+ * still the inode the caller saw; another inode (a commit made meanwhile) is linked back at once.
+ * `recover` settles the trash of a process that died in between.
+ *
+ * No path leaves this file: readers, writers, stat, delete and listings are the contract's.
  */
 import { createReadStream, statSync } from 'node:fs';
 import { promises as fsp, constants as fsc } from 'node:fs';
