@@ -12,6 +12,7 @@ import { systemClock, type Clock } from '../engine/clock.js';
 import { openStore, type Store } from '../engine/store.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { GarbageCollector, GcSafeBlobStore } from '../engine/registry/gc.js';
+import { blobHasher } from '../engine/blobs/hash-blob.js';
 import { EVENT_KINDS, subscribeEvent } from '../engine/events.js';
 import { Uploads } from '../engine/blobs/uploads.js';
 import { UploadMemory } from '../engine/blobs/upload-memory.js';
@@ -110,7 +111,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   });
   await uploads.init();
   // Blobs written before store schema 6: sizes checked before serving, sha256 in the background.
-  const legacyCheck = new LegacyBlobCheck(store, blobs, (p) => pool.hashFile(p));
+  const legacyCheck = new LegacyBlobCheck(store, blobs, blobHasher(blobs, hashThread.create));
   if (legacyCheck.needed) {
     await legacyCheck.sizes();
     void legacyCheck.hashes().then(

@@ -1,7 +1,8 @@
 /**
- * Content-addressed blob files: `<data>/blobs/sha256/<first two hex>/<hex>`, immutable once
- * renamed into place. This is the filesystem `BlobStore`; an object-storage store can replace it
- * behind the same interface (docs/storage.md (The blob contract)).
+ * The server's filesystem blob store: the filesystem backend of the blob contract
+ * (fs-backend.ts, whose header documents the layout and commit order) plus the steps the upload
+ * path still takes on files directly (`adopt` of a verified session file, `pathOf`), which are
+ * being moved onto the contract's writer.
  *
  * Durability order (docs/storage.md (Blob commit order)): bytes fsynced in `uploads/`, digest verified, file
  * renamed into `blobs/`, directory fsynced, and only then the LMDB record is committed by the
@@ -11,9 +12,11 @@
 import { promises as fsp, constants as fsc } from 'node:fs';
 import { join } from 'node:path';
 import { hexOf, type Digest } from '../digest.js';
+import type { BlobBackend } from './contract.js';
+import { FsBlobBackend } from './fs-backend.js';
 
-/** Where blob bytes live. */
-export interface BlobStore {
+/** Where blob bytes live: the blob contract, plus the upload path's file-level steps (being retired). */
+export interface BlobStore extends BlobBackend {
   /** Absolute path of a committed blob's file. */
   pathOf(digest: Digest): string;
   /**
@@ -28,9 +31,10 @@ export interface BlobStore {
 }
 
 /** Filesystem blob store rooted at `<data>/blobs`. */
-export class FileBlobStore implements BlobStore {
+export class FileBlobStore extends FsBlobBackend implements BlobStore {
   readonly root: string;
   constructor(dataDir: string) {
+    super(dataDir);
     this.root = join(dataDir, 'blobs', 'sha256');
   }
 
@@ -62,7 +66,7 @@ export class FileBlobStore implements BlobStore {
   }
 
   async remove(digest: Digest): Promise<void> {
-    await fsp.rm(this.pathOf(digest), { force: true });
+    await this.delete(digest);
   }
 }
 

@@ -20,8 +20,11 @@
  *   the caller record it. A crash between the two leaves an unrecorded but correct blob (found by
  *   GC's sweep of `list()`), never a record without bytes.
  * - **Delete.** `delete` removes a committed blob; deleting an absent one is not an error. The
- *   caller (GC) must already have removed every record of it and must guarantee no commit of the
- *   same digest races the delete (the grace period of the GC safety argument).
+ *   caller (GC) must already have removed every record of it. A commit of the same digest that
+ *   races the delete is protected by passing the `version` GC saw before removing the record:
+ *   the filesystem then deletes only that inode (a replacement committed meanwhile stays; an
+ *   interruption is settled by `recover`); S3 compares the ETag just before deleting (a window of
+ *   one round trip remains, covered by the grace period of the GC safety argument).
  * - **Upload sessions.** A session holds the bytes of one in-progress upload, identified by an
  *   id chosen by the caller (`[A-Za-z0-9_-]{1,128}`). Appends are strictly sequential (one call
  *   at a time per session; the caller serialises). Memory held per session is bounded by the
@@ -60,6 +63,13 @@ export interface BlobStat {
   digest: Digest;
   /** Bytes. */
   size: number;
+  /**
+   * Identifies this commit of the blob: a later commit of the same digest that replaced the
+   * bytes has another (filesystem: the inode number; S3: the ETag). For `delete(digest, version)`.
+   */
+  version?: string;
+  /** When the bytes were committed (filesystem: mtime; S3: LastModified). */
+  modifiedAt?: Date;
 }
 
 /** The result of committing an upload session. */
@@ -76,6 +86,26 @@ export interface SessionInfo {
   id: string;
   /** When the session started (filesystem: last write; S3: multipart initiation). */
   startedAt: Date;
+}
+
+/**
+ * Positional reader of one committed blob, for senders that reuse one buffer per response (no
+ * allocation per chunk). The blob stays readable through an open reader even when GC deletes it
+ * meanwhile (filesystem: the open descriptor; S3: a read after the delete fails, never returns
+ * other bytes).
+ */
+export interface BlobReader {
+  readonly digest: Digest;
+  /** Bytes of the blob. */
+  readonly size: number;
+  /**
+   * Fills `into` with the blob's bytes from byte `position`; resolves with the count read, fewer
+   * than `into.byteLength` only at the end of the blob.
+   * @throws on I/O errors of the medium.
+   */
+  read(into: Uint8Array, position: number): Promise<number>;
+  /** Releases the reader. Idempotent. */
+  close(): Promise<void>;
 }
 
 /** Writer of one upload session. Calls are sequential: never two at once on one writer. */
@@ -112,8 +142,28 @@ export interface BlobBackend {
    *   or after the end (an empty blob's whole read is fine).
    */
   read(digest: Digest, range?: ByteRange): Promise<Readable>;
-  /** Deletes a committed blob; false when it was absent. */
-  delete(digest: Digest): Promise<boolean>;
+  /**
+   * A positional reader of a committed blob (the pull path).
+   * @throws SlipwayError BLOB_UNKNOWN when absent.
+   */
+  open(digest: Digest): Promise<BlobReader>;
+  /**
+   * The size of a committed blob answered without waiting, when the medium allows it (the
+   * filesystem: one `stat` of a cached inode); absent on media that need a round trip (S3).
+   * Lets a HEAD answer within its transport callback (pipelined keep-alive connections).
+   */
+  statSync?(digest: Digest): BlobStat | undefined;
+  /**
+   * Deletes a committed blob; false when it was absent. With `ifVersion` (a `BlobStat.version`),
+   * only when the blob is still that version: false, and the blob untouched, otherwise.
+   */
+  delete(digest: Digest, ifVersion?: string): Promise<boolean>;
+  /**
+   * Settles what deletes interrupted by a crash left behind (filesystem: files moved aside and
+   * not yet unlinked): a blob `keep` says is still recorded and is absent goes back, the rest is
+   * removed. Absent on media whose delete is one call (S3).
+   */
+  recover?(keep: (digest: Digest) => boolean | Promise<boolean>): Promise<void>;
   /** Every committed digest, in no particular order (GC's sweep). */
   list(): AsyncIterable<Digest>;
   /**

@@ -1,23 +1,32 @@
 /**
  * The filesystem blob backend (contract.ts), in the data directory's layout:
- * `<data>/blobs/sha256/<2 hex>/<hex>` for committed blobs and `<data>/uploads/<id>` for sessions.
  *
- * Commit order (each step only after the previous one): the bytes are fdatasynced in
- * `uploads/<id>`; the digest is verified (the running hash, or the file re-hashed when the
- * session was resumed after a restart); the file is hard-linked to its final name — `link`
- * fails when the name exists, so a committed blob is never replaced (dedupe); the blob
- * directory is fsynced; the session file is removed. The caller records the blob afterwards.
- * A crash at any step leaves either an unchanged session (re-hashed and re-committed, or
- * reaped) or a complete, verified blob.
+ *   `<data>/blobs/sha256/<2 hex>/<64 hex>`   committed blob, immutable (a hard link of its session file)
+ *   `<data>/uploads/<id>`                    an upload session's bytes
+ *   `<data>/blobs/gc-trash/<hex>.<pid>.<r>`  a blob being deleted by version (`delete(d, ifVersion)`)
+ *
+ * Commit order (each step only after the previous one): the bytes are written to
+ * `uploads/<id>` and fdatasynced; the digest is verified (the running hash, or the file
+ * re-hashed when the session was resumed after a restart); the file is hard-linked to its final
+ * name — `link` fails when the name exists, so a committed blob is never replaced (dedupe); the
+ * blob directory is fsynced; the session file is removed. The caller records the blob
+ * afterwards. A crash at any step leaves either an unchanged session (re-hashed and
+ * re-committed, or reaped) or a complete, verified blob.
+ *
+ * Delete by version: the blob is renamed into `gc-trash/` (atomic) and unlinked only if it is
+ * still the inode the caller saw; another inode (a commit made meanwhile) is linked back at once.
+ * `recover` settles the trash of a process that died in between.
+ *
+ * No path leaves this file: readers, writers, stat, delete and listings are the contract's.
  */
-import { createReadStream } from 'node:fs';
+import { createReadStream, statSync } from 'node:fs';
 import { promises as fsp, constants as fsc } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join, dirname } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
-import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobStat, type BlobWriter, type ByteRange, type CommitResult, type SessionInfo } from './contract.js';
+import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type CommitResult, type SessionInfo } from './contract.js';
 import { checkSessionId, hashBytes, resolveRange, verifyDigest, DigestLocks } from './backend-common.js';
 import { inlineHash, lostHash, type HashFactory, type RunningHash } from './running-hash.js';
 
@@ -42,6 +51,27 @@ async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
+function statOf(digest: Digest, st: { size: number; ino: number; mtime: Date }): BlobStat {
+  return { digest, size: st.size, version: String(st.ino), modifiedAt: st.mtime };
+}
+
+/** Puts a trash file back at `target` (hard link; an existing file there has the same bytes). */
+async function restore(trash: string, target: string): Promise<void> {
+  await fsp.mkdir(dirname(target), { recursive: true });
+  await fsp.link(trash, target).catch((e: NodeJS.ErrnoException) => { if (e.code !== 'EEXIST') throw e; });
+  await fsp.rm(trash, { force: true });
+}
+
+function pidAlive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 async function hashFile(path: string): Promise<Digest> {
   const h = createHash('sha256');
   for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
@@ -53,11 +83,13 @@ export class FsBlobBackend implements BlobBackend {
   readonly kind = 'fs';
   readonly #data: string;
   readonly #uploads: string;
+  readonly #trash: string;
   readonly #locks = new DigestLocks();
 
   constructor(dataDir: string, readonly options: FsBackendOptions = {}) {
     this.#data = dataDir;
     this.#uploads = join(dataDir, 'uploads');
+    this.#trash = join(dataDir, 'blobs', 'gc-trash');
   }
 
   #blobPath(digest: Digest): string {
@@ -70,7 +102,7 @@ export class FsBlobBackend implements BlobBackend {
 
   async stat(digest: Digest): Promise<BlobStat | undefined> {
     try {
-      return { digest, size: (await fsp.stat(this.#blobPath(digest))).size };
+      return statOf(digest, await fsp.stat(this.#blobPath(digest)));
     } catch (e) {
       if (isMissing(e)) return undefined;
       throw e;
@@ -95,13 +127,69 @@ export class FsBlobBackend implements BlobBackend {
     }
   }
 
-  async delete(digest: Digest): Promise<boolean> {
+  async open(digest: Digest): Promise<BlobReader> {
+    let h: fsp.FileHandle;
     try {
-      await fsp.unlink(this.#blobPath(digest));
-      return true;
+      h = await fsp.open(this.#blobPath(digest), 'r');
+    } catch (e) {
+      if (isMissing(e)) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
+      throw e;
+    }
+    try {
+      return new FsReader(digest, h, (await h.stat()).size);
+    } catch (e) {
+      await h.close();
+      throw e;
+    }
+  }
+
+  statSync(digest: Digest): BlobStat | undefined {
+    const st = statSync(this.#blobPath(digest), { throwIfNoEntry: false });
+    return st && statOf(digest, st);
+  }
+
+  /**
+   * Without `ifVersion`, an unlink. With it: the file is renamed into `blobs/gc-trash/` (atomic),
+   * then unlinked only if it is still that inode; another inode is a commit made meanwhile and is
+   * linked back at once. A crash in between leaves a trash file for `recover`.
+   */
+  async delete(digest: Digest, ifVersion?: string): Promise<boolean> {
+    const target = this.#blobPath(digest);
+    if (ifVersion === undefined) {
+      try {
+        await fsp.unlink(target);
+        return true;
+      } catch (e) {
+        if (isMissing(e)) return false;
+        throw e;
+      }
+    }
+    await fsp.mkdir(this.#trash, { recursive: true });
+    const trash = join(this.#trash, `${digest.slice(7)}.${process.pid}.${Math.random().toString(36).slice(2, 10)}`);
+    try {
+      await fsp.rename(target, trash);
     } catch (e) {
       if (isMissing(e)) return false;
       throw e;
+    }
+    if (String((await fsp.stat(trash)).ino) !== ifVersion) {
+      await restore(trash, target);
+      return false;
+    }
+    await fsp.unlink(trash);
+    return true;
+  }
+
+  /** Trash files of a process that died mid-delete (its pid is gone). */
+  async recover(keep: (digest: Digest) => boolean | Promise<boolean>): Promise<void> {
+    const names = await fsp.readdir(this.#trash).catch(() => [] as string[]);
+    for (const name of names) {
+      const m = /^([a-f0-9]{64})\.(\d+)\./.exec(name);
+      if (!m || pidAlive(Number(m[2]))) continue;
+      const digest = `sha256:${m[1]}` as Digest;
+      const path = join(this.#trash, name);
+      if ((await keep(digest)) && (await this.stat(digest)) === undefined) await restore(path, this.#blobPath(digest));
+      else await fsp.rm(path, { force: true });
     }
   }
 
@@ -186,7 +274,7 @@ export class FsBlobBackend implements BlobBackend {
    * Step 3–5 of the commit order for a fully synced, verified session file.
    * @internal used by FsWriter.
    */
-  adopt(sessionPath: string, digest: Digest, size: number): Promise<CommitResult> {
+  adoptSession(sessionPath: string, digest: Digest, size: number): Promise<CommitResult> {
     return this.#locks.with(digest, async () => {
       const target = this.#blobPath(digest);
       await fsp.mkdir(dirname(target), { recursive: true });
@@ -206,6 +294,29 @@ export class FsBlobBackend implements BlobBackend {
   /** @internal */
   rehash(path: string): Promise<Digest> {
     return (this.options.rehash ?? hashFile)(path);
+  }
+}
+
+/** A committed blob's open descriptor: positional reads into the caller's buffer. */
+class FsReader implements BlobReader {
+  #closed = false;
+
+  constructor(readonly digest: Digest, readonly handle: fsp.FileHandle, readonly size: number) {}
+
+  async read(into: Uint8Array, position: number): Promise<number> {
+    let done = 0;
+    while (done < into.byteLength) {
+      const { bytesRead } = await this.handle.read(into, done, into.byteLength - done, position + done);
+      if (bytesRead === 0) break;
+      done += bytesRead;
+    }
+    return done;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.handle.close();
   }
 }
 
@@ -255,7 +366,7 @@ class FsWriter implements BlobWriter {
       await fsp.rm(this.path, { force: true });
       throw e;
     }
-    return this.backend.adopt(this.path, actual, this.size);
+    return this.backend.adoptSession(this.path, actual, this.size);
   }
 
   async abort(): Promise<void> {

@@ -9,16 +9,15 @@
  * deduplicated onto it (registry/gc.ts `GcSafeBlobStore.adopt`): the verified upload's bytes
  * replace the file and its commit rewrites the record (blobs/uploads.ts), which heals it.
  *
- * Used three ways: on every blob GET/HEAD (`sizeCheckSync`: one stat), once at start-up for blobs
+ * Used three ways: on every blob GET/HEAD (`sizeCheck`: one stat), once at start-up for blobs
  * written by a build before store schema 6 (`LegacyBlobCheck`: size, then sha256 in the worker
  * pool), and on demand by operators' tools (`verifyBlob` + `quarantineBlob`).
  */
-import { statSync } from 'node:fs';
 import type { Store } from '../store.js';
 import type { Digest } from '../digest.js';
-import type { BlobStore } from './cas.js';
+import type { BlobBackend, BlobStat } from './contract.js';
 import type { BlobRecord } from './records.js';
-import type { FileHasher } from './uploads.js';
+import type { BlobHasher } from './hash-blob.js';
 import { LEGACY_CHECK_KEY } from './migrations.js';
 
 /** Outcome of a check: ok, or the reason the bytes are not the record's. */
@@ -26,16 +25,14 @@ export type BlobCheck = { ok: true } | { ok: false; reason: string };
 
 
 /**
- * Checks one blob's bytes against `rec` (its record): the file exists and has `rec.size` bytes;
- * with `hasher`, also that their sha256 is `digest` (reads the whole file, in a worker).
- * Never throws for a bad blob; I/O errors other than a missing file are thrown.
+ * Checks one blob's bytes against `rec` (its record): the backend has them, `rec.size` bytes;
+ * with `hasher`, also that their sha256 is `digest` (reads every byte through the contract,
+ * hash-blob.ts). Never throws for a bad blob; I/O errors other than a missing blob are thrown.
  */
-export async function verifyBlob(blobs: BlobStore, digest: Digest, rec: BlobRecord, hasher?: FileHasher): Promise<BlobCheck> {
-  const size = await blobs.sizeOf(digest);
-  if (size === undefined) return { ok: false, reason: 'file missing' };
-  if (size !== rec.size) return { ok: false, reason: `file has ${size} bytes, record says ${rec.size}` };
-  if (!hasher) return { ok: true };
-  const hashed = await hasher(blobs.pathOf(digest));
+export async function verifyBlob(blobs: BlobBackend, digest: Digest, rec: BlobRecord, hasher?: BlobHasher): Promise<BlobCheck> {
+  const check = checkSize(await blobs.stat(digest), rec);
+  if (!check.ok || !hasher) return check;
+  const hashed = await hasher(digest);
   if (hashed.digest !== digest) return { ok: false, reason: `bytes hash to ${hashed.digest}` };
   if (hashed.size !== rec.size) return { ok: false, reason: `hashed ${hashed.size} bytes, record says ${rec.size}` };
   return { ok: true };
@@ -60,14 +57,19 @@ export async function quarantineBlob(store: Store, digest: Digest, reason: strin
 }
 
 /**
- * The size check before a blob is served, synchronous (one `stat` of a cached inode, a few
- * microseconds) so a HEAD still answers within its uWS callback, which keeps pipelined
- * keep-alive connections working.
+ * The size check before a blob is served: the backend's stat of the bytes against the record.
+ * Synchronous when the backend has `statSync` (the filesystem: one `stat` of a cached inode, a
+ * few microseconds) so a HEAD still answers within its uWS callback, which keeps pipelined
+ * keep-alive connections working; a Promise otherwise (one round trip, S3).
  */
-export function sizeCheckSync(blobs: BlobStore, digest: Digest, rec: BlobRecord): BlobCheck {
-  const size = statSync(blobs.pathOf(digest), { throwIfNoEntry: false })?.size;
-  if (size === undefined) return { ok: false, reason: 'file missing' };
-  return size === rec.size ? { ok: true } : { ok: false, reason: `file has ${size} bytes, record says ${rec.size}` };
+export function sizeCheck(blobs: BlobBackend, digest: Digest, rec: BlobRecord): BlobCheck | Promise<BlobCheck> {
+  if (blobs.statSync) return checkSize(blobs.statSync(digest), rec);
+  return blobs.stat(digest).then((st) => checkSize(st, rec));
+}
+
+function checkSize(st: BlobStat | undefined, rec: BlobRecord): BlobCheck {
+  if (st === undefined) return { ok: false, reason: 'file missing' };
+  return st.size === rec.size ? { ok: true } : { ok: false, reason: `file has ${st.size} bytes, record says ${rec.size}` };
 }
 
 /** What the start-up pass found. */
@@ -90,7 +92,8 @@ export class LegacyBlobCheck {
   readonly #running = new Map<Digest, Promise<void>>();
   readonly #done = new Set<Digest>();
 
-  constructor(readonly store: Store, readonly blobs: BlobStore, readonly hasher: FileHasher) {}
+  /** @param hasher re-hashes a blob of `blobs` (hash-blob.ts `blobHasher`). */
+  constructor(readonly store: Store, readonly blobs: BlobBackend, readonly hasher: BlobHasher) {}
 
   /** True when blobs of an older build await verification. */
   get needed(): boolean {

@@ -35,7 +35,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Readable } from 'node:stream';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
-import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobStat, type BlobWriter, type ByteRange, type CommitResult, type SessionInfo } from './contract.js';
+import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type CommitResult, type SessionInfo } from './contract.js';
 import { checkSessionId, hashBytes, resolveRange, verifyDigest, DigestLocks } from './backend-common.js';
 import { inlineHash, type HashFactory, type RunningHash } from './running-hash.js';
 
@@ -122,7 +122,7 @@ export class S3BlobBackend implements BlobBackend {
   async stat(digest: Digest): Promise<BlobStat | undefined> {
     try {
       const r = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest) }));
-      return { digest, size: r.ContentLength ?? 0 };
+      return { digest, size: r.ContentLength ?? 0, ...(r.ETag ? { version: r.ETag } : {}), ...(r.LastModified ? { modifiedAt: r.LastModified } : {}) };
     } catch (e) {
       if (isNotFound(e)) return undefined;
       throw e;
@@ -142,8 +142,32 @@ export class S3BlobBackend implements BlobBackend {
     }
   }
 
-  async delete(digest: Digest): Promise<boolean> {
-    if (!(await this.stat(digest))) return false;
+  /** One HEAD for the size; each read is a ranged GET into the caller's buffer. */
+  async open(digest: Digest): Promise<BlobReader> {
+    const st = await this.stat(digest);
+    if (!st) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
+    return {
+      digest,
+      size: st.size,
+      read: async (into, position) => {
+        const length = Math.min(into.byteLength, st.size - position);
+        if (length <= 0) return 0;
+        let done = 0;
+        for await (const chunk of await this.read(digest, { offset: position, length })) {
+          const c = chunk as Buffer;
+          const n = Math.min(c.length, length - done);
+          into.set(c.subarray(0, n), done);
+          done += n;
+        }
+        return done;
+      },
+      close: async () => {},
+    };
+  }
+
+  async delete(digest: Digest, ifVersion?: string): Promise<boolean> {
+    const st = await this.stat(digest);
+    if (!st || (ifVersion !== undefined && st.version !== ifVersion)) return false;
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest) }));
     return true;
   }

@@ -370,7 +370,7 @@ export class Uploads {
     this.#end(rec);
     try {
       await this.store.uploads.remove(rec.id);
-      await fsp.rm(this.pathOf(rec.id), { force: true });
+      await this.blobs.abortSession(rec.id);
     } finally {
       this.#done(own);
     }
@@ -399,13 +399,13 @@ export class Uploads {
   }
 
   /**
-   * Start-up recovery, before any request is served: deletes session files without a record
-   * (crash between file and record), drops sessions whose acknowledged bytes did not reach the
-   * disk, truncates bytes past the acknowledged offset, then reaps stale sessions.
+   * Start-up recovery, before any request is served: aborts the blob backend's sessions without
+   * a record (crash between bytes and record), drops sessions whose acknowledged bytes did not
+   * reach the disk, truncates bytes past the acknowledged offset, then reaps stale sessions.
    */
   async #recover(): Promise<void> {
-    for (const name of await fsp.readdir(this.dir)) {
-      if (!this.store.uploads.get(name)) await fsp.rm(join(this.dir, name), { force: true, recursive: true });
+    for await (const { id } of this.blobs.sessions()) {
+      if (!this.store.uploads.get(id)) await this.blobs.abortSession(id);
     }
     for (const { value: rec } of this.store.uploads.getRange()) {
       const size = await fsp.stat(this.pathOf(rec.id)).then((s) => s.size, () => -1);

@@ -35,11 +35,11 @@
  *   after the session reached its final size, so GC keeps that record until the upload's commit).
  *   With no record it renames its own file into place even if a file is there, because that
  *   file may be one GC is about to remove.
- * - File removal: GC notes the file's inode before its transaction, then renames the path into
- *   `blobs/gc-trash/` (atomic) and unlinks it only if it is still that inode. A different inode
- *   is an upload's fresh copy (written after GC's transaction): it is linked back at once. A
- *   crash in between leaves a trash file that the next run (or start) puts back if a record
- *   needs it.
+ * - Byte removal: GC notes the blob's version (`BlobStat.version`, the inode on the filesystem)
+ *   before its transaction, and deletes through the blob contract only that version
+ *   (engine/blobs/contract.ts `delete(digest, ifVersion)`): another version is an upload's fresh
+ *   copy (committed after GC's transaction) and stays. What a crash interrupts is settled by the
+ *   backend's `recover` at the next run (or start), which puts back bytes a record needs.
  * This needs every upload to go through Uploads (session) and `GcSafeBlobStore` (server/main.ts
  * wires it); a plain FileBlobStore dedupes by file and is not safe against online GC.
  * What can still fail, by design, and never loses an accepted manifest: a manifest PUT whose
@@ -51,9 +51,9 @@
  */
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
+import type { BlobBackend, BlobStat } from '../blobs/contract.js';
 import { performance } from 'node:perf_hooks';
-import { hexOf, type Digest } from '../digest.js';
-import type { Store } from '../store.js';
+import type { Digest } from '../digest.js';
 import { key, KEY_SEPARATOR, type MetadataReader, type MetadataStore } from '../storage/metadata.js';
 import { scanKeyspace } from '../storage/scan.js';
 import type { Clock } from '../clock.js';
@@ -122,12 +122,13 @@ interface ImageCandidate { repository: string; digest: Digest; pushedAt: number;
  * record exists; otherwise the upload's own file replaces whatever is at the path (see header).
  */
 export class GcSafeBlobStore extends FileBlobStore {
-  constructor(dataDir: string, readonly store: Store) {
+  /** @param store anything holding the metadata store (blob records are read through engine/blobs/refs.ts). */
+  constructor(dataDir: string, readonly store: { metadata: MetadataReader }) {
     super(dataDir);
   }
 
   override async adopt(tmpPath: string, digest: Digest): Promise<boolean> {
-    const rec = this.store.blobs.get(digest);
+    const rec = await blobRecord(this.store.metadata, digest);
     // Never onto quarantined bytes (blobs/quarantine.ts): the verified upload replaces them.
     // nor onto a file whose size is not the record's (the commit then corrects the record).
     if (rec && !rec.quarantined && (await this.sizeOf(digest)) === rec.size) {
@@ -152,15 +153,14 @@ function emptyReport(dryRun: boolean, startedAt: number): GcReport {
 
 export class GarbageCollector {
   readonly options: GcOptions;
-  readonly trashDir: string;
 
   /**
    * @param metadata the metadata store (registry records, blob records through engine/blobs/refs.ts)
+   * @param blobs the blob bytes (the blob contract)
    * @param retention what the releases keep (the platform's `releaseRetention`)
    */
-  constructor(readonly metadata: MetadataStore, readonly blobs: FileBlobStore, readonly clock: Clock, readonly retention: ImageRetention, options: Partial<GcOptions> = {}) {
+  constructor(readonly metadata: MetadataStore, readonly blobs: BlobBackend, readonly clock: Clock, readonly retention: ImageRetention, options: Partial<GcOptions> = {}) {
     this.options = { ...DEFAULT_GC_OPTIONS, ...options };
-    this.trashDir = join(blobs.root, '..', 'gc-trash');
   }
 
   /**
@@ -252,9 +252,9 @@ export class GarbageCollector {
         }
         continue;
       }
-      const inodes = new Map<Digest, number | undefined>();
-      await inParallel(batch, 16, async (d) => { inodes.set(d, await inodeOf(this.blobs.pathOf(d))); });
-      // The body only reads and writes records; files go after the commit (#removeFile).
+      const stats = new Map<Digest, BlobStat | undefined>();
+      await inParallel(batch, 16, async (d) => { stats.set(d, await this.blobs.stat(d)); });
+      // The body only reads and writes records; bytes go after the commit (#removeBytes).
       const deleted = await this.metadata.transact(async (tx) => {
         const busy = await uploadSessionSizes(tx);
         const gone: Array<{ digest: Digest; size: number }> = [];
@@ -268,9 +268,8 @@ export class GarbageCollector {
         return gone;
       });
       report.blobs.kept += batch.length - deleted.length;
-      await fsp.mkdir(this.trashDir, { recursive: true });
       await inParallel(deleted, 16, async (b) => {
-        const freed = (await this.#removeFile(b.digest, inodes.get(b.digest))) ?? 0;
+        const freed = (await this.#removeBytes(stats.get(b.digest))) ?? 0;
         report.blobs.deleted++;
         report.blobs.bytes += freed;
         report.deletedBlobs.push({ digest: b.digest, size: freed });
@@ -290,89 +289,44 @@ export class GarbageCollector {
     return report.deletedOrphans;
   }
 
-  /** Phase 3: files under blobs/ with no record and no matching session, older than the grace. */
+  /** Phase 3: committed blobs (the backend's `list`) with no record and no matching session, older than the grace. */
   async #orphans(o: GcOptions, now: number, report: GcReport): Promise<void> {
-    const dirs = await fsp.readdir(this.blobs.root).catch(() => [] as string[]);
-    for (const dir of dirs) {
-      if (!/^[a-f0-9]{2}$/.test(dir)) continue;
-      const names = await fsp.readdir(join(this.blobs.root, dir)).catch(() => [] as string[]);
-      const files: Array<{ digest: Digest; size: number; ino: number }> = [];
-      for (const hex of names) {
-        if (!/^[a-f0-9]{64}$/.test(hex) || !hex.startsWith(dir)) continue;
-        const digest = `sha256:${hex}` as Digest;
-        if (await blobRecord(this.metadata, digest)) continue; // the common case: no syscall
-        const st = await fsp.stat(this.blobs.pathOf(digest)).catch(() => undefined);
-        if (st && now - st.mtimeMs >= o.graceMs) files.push({ digest, size: st.size, ino: st.ino });
-      }
-      if (files.length === 0) continue;
-      // Read after the stats: a file an upload is committing has a record or a session of its size.
-      const busy = await uploadSessionSizes(this.metadata);
-      for (const f of files) {
-        if ((await blobRecord(this.metadata, f.digest)) || busy.has(f.size)) continue;
-        if (!o.dryRun) await fsp.mkdir(this.trashDir, { recursive: true });
-        const freed = o.dryRun ? f.size : await this.#removeFile(f.digest, f.ino);
-        if (freed === undefined) continue;
-        report.orphans.deleted++;
-        report.orphans.bytes += freed;
-        report.deletedOrphans.push({ digest: f.digest, size: freed });
-      }
+    const found: BlobStat[] = [];
+    for await (const digest of this.blobs.list()) {
+      if (await blobRecord(this.metadata, digest)) continue; // the common case: one read
+      const st = await this.blobs.stat(digest);
+      if (st && now - (st.modifiedAt?.getTime() ?? now) >= o.graceMs) found.push(st);
+      if (found.length >= 256) await this.#removeOrphans(o, found.splice(0), report);
+    }
+    await this.#removeOrphans(o, found, report);
+  }
+
+  async #removeOrphans(o: GcOptions, found: BlobStat[], report: GcReport): Promise<void> {
+    if (found.length === 0) return;
+    // Read after the stats: bytes an upload is committing have a record or a session of their size.
+    const busy = await uploadSessionSizes(this.metadata);
+    for (const f of found) {
+      if ((await blobRecord(this.metadata, f.digest)) || busy.has(f.size)) continue;
+      const freed = o.dryRun ? f.size : await this.#removeBytes(f);
+      if (freed === undefined) continue;
+      report.orphans.deleted++;
+      report.orphans.bytes += freed;
+      report.deletedOrphans.push({ digest: f.digest, size: freed });
     }
   }
 
   /**
-   * Removes a blob file if it is still inode `ino` (noted before the record was deleted); a new
-   * inode at the path is an upload's fresh copy and is put back. Returns bytes freed.
+   * Deletes a blob's bytes if they are still the version `seen` (stat before the record was
+   * deleted); another version is an upload's fresh copy and stays. Returns bytes freed.
    */
-  async #removeFile(digest: Digest, ino: number | undefined): Promise<number | undefined> {
-    if (ino === undefined) return undefined;
-    const target = this.blobs.pathOf(digest);
-    const trash = join(this.trashDir, `${hexOf(digest)}.${process.pid}.${Math.random().toString(36).slice(2, 10)}`);
-    try {
-      await fsp.rename(target, trash);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw e;
-    }
-    const st = await fsp.stat(trash);
-    if (st.ino !== ino) {
-      await restore(trash, target);
-      return undefined;
-    }
-    await fsp.unlink(trash);
-    return st.size;
+  async #removeBytes(seen: BlobStat | undefined): Promise<number | undefined> {
+    if (!seen) return undefined;
+    return (await this.blobs.delete(seen.digest, seen.version)) ? seen.size : undefined;
   }
 
-  /**
-   * Settles trash files left by a process that died mid-removal (its pid is gone): a file whose
-   * record exists and whose path is empty goes back; the rest are deleted.
-   */
+  /** Settles deletes a crash interrupted (the backend's `recover`): recorded blobs come back. */
   async recoverTrash(): Promise<void> {
-    const names = await fsp.readdir(this.trashDir).catch(() => [] as string[]);
-    for (const name of names) {
-      const m = /^([a-f0-9]{64})\.(\d+)\./.exec(name);
-      if (!m || pidAlive(Number(m[2]))) continue;
-      const digest = `sha256:${m[1]}` as Digest;
-      const path = join(this.trashDir, name);
-      if ((await blobRecord(this.metadata, digest)) && (await this.blobs.sizeOf(digest)) === undefined) await restore(path, this.blobs.pathOf(digest));
-      else await fsp.rm(path, { force: true });
-    }
-  }
-}
-
-/** Puts a trash file back at `target` (hard link; an existing file there has the same bytes). */
-async function restore(trash: string, target: string): Promise<void> {
-  await fsp.mkdir(join(target, '..'), { recursive: true });
-  await fsp.link(trash, target).catch((e: NodeJS.ErrnoException) => { if (e.code !== 'EEXIST') throw e; });
-  await fsp.rm(trash, { force: true });
-}
-
-function pidAlive(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
+    await this.blobs.recover?.(async (digest) => (await blobRecord(this.metadata, digest)) !== undefined);
   }
 }
 
@@ -382,8 +336,4 @@ async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
     while (next < items.length) await fn(items[next++]!);
   }));
-}
-
-async function inodeOf(path: string): Promise<number | undefined> {
-  return fsp.stat(path).then((s) => s.ino, () => undefined);
 }

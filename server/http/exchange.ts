@@ -57,8 +57,12 @@ export interface Exchange {
   pipeBody(sink: BodySink): Promise<number>;
   /** Sends a complete response. `headLength` is the Content-Length a HEAD response reports. */
   send(status: number, headers: ResponseHeaders, body?: string | Buffer, headLength?: number): void;
-  /** Streams `length` bytes of a file from `start`, with backpressure; resolves when done or aborted. */
-  sendFile(status: number, headers: ResponseHeaders, path: string, start: number, length: number): Promise<void>;
+  /**
+   * Streams `length` bytes of `source` from byte `start`, with backpressure; resolves when done
+   * or aborted. The caller closes `source` afterwards. A read error cuts the body short (the
+   * client sees a short body, never a wrong one).
+   */
+  sendBytes(status: number, headers: ResponseHeaders, source: ByteSource, start: number, length: number): Promise<void>;
 }
 
 /**
@@ -82,5 +86,13 @@ export async function collectBody(declared: string, pipeBody: (sink: BodySink) =
   return parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
 }
 
-/** Handles one exchange; must always end in `send`/`sendFile` (or the client aborting). */
+/**
+ * Bytes a response streams by position (a blob reader, engine/blobs/contract.ts `BlobReader`):
+ * `read` fills `into` from byte `position` and resolves with the count (fewer only at the end).
+ */
+export interface ByteSource {
+  read(into: Uint8Array, position: number): Promise<number>;
+}
+
+/** Handles one exchange; must always end in `send`/`sendBytes` (or the client aborting). */
 export type Handler = (ex: Exchange) => Promise<void>;

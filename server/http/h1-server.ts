@@ -11,9 +11,8 @@
  */
 import { createServer, Socket, type Server } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
-import { createReadStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { collectBody, type BodySink, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
+import { collectBody, type BodySink, type ByteSource, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
 import { Connection, DEFAULT_TIMEOUTS, type ConnectionTimeouts } from './h1-connection.js';
 import type { RequestHead } from './h1-head.js';
 import { fail } from '../../engine/errors.js';
@@ -134,21 +133,23 @@ class H1Exchange implements Exchange {
     this.#conn.writeHead(status, headers, head ? (headLength ?? 0) : buf?.length ?? 0, head ? undefined : buf);
   }
 
-  async sendFile(status: number, headers: ResponseHeaders, path: string, start: number, length: number): Promise<void> {
+  async sendBytes(status: number, headers: ResponseHeaders, source: ByteSource, start: number, length: number): Promise<void> {
     if (!this.#begin(status)) return;
     const conn = this.#conn;
     conn.writeHead(status, headers, length, undefined, false);
     if (length > 0 && this.method !== 'HEAD') {
-      const stream = createReadStream(path, { start, end: start + length - 1, highWaterMark: FILE_CHUNK_BYTES });
       try {
-        for await (const chunk of stream) {
+        for (let pos = 0; pos < length && !this.#aborted;) {
+          // A fresh buffer per chunk: the socket holds it until written.
+          const chunk = Buffer.allocUnsafe(Math.min(FILE_CHUNK_BYTES, length - pos));
+          const n = await source.read(chunk, start + pos);
+          if (n !== chunk.length) throw new Error(`short read at byte ${start + pos}`);
+          pos += n;
           if (this.#aborted) break;
-          if (!conn.write(chunk as Buffer)) await conn.drained();
+          if (!conn.write(chunk)) await conn.drained();
         }
       } catch {
         conn.socket.destroy(); // the client sees a short body, never a wrong one
-      } finally {
-        stream.destroy();
       }
     }
     if (this.#aborted) return;

@@ -5,11 +5,10 @@
  * with tryEnd/onWritable so a slow reader pauses the disk reads.
  */
 import { createRequire } from 'node:module';
-import { promises as fsp } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { collectBody, type BodySink, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
+import { collectBody, type BodySink, type ByteSource, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
 import { fail } from '../../engine/errors.js';
 
 const require = createRequire(import.meta.url);
@@ -201,60 +200,54 @@ class UwsExchange implements Exchange {
     });
   }
 
-  async sendFile(status: number, headers: ResponseHeaders, path: string, start: number, length: number): Promise<void> {
+  async sendBytes(status: number, headers: ResponseHeaders, source: ByteSource, start: number, length: number): Promise<void> {
     if (this.aborted || this.responded) return;
-    const fh = await fsp.open(path, 'r');
-    try {
-      if (this.aborted) return;
-      this.responded = true;
-      this.status = status;
-      const res = this.#res;
+    this.responded = true;
+    this.status = status;
+    const res = this.#res;
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      for (const k in headers) res.writeHeader(k, headers[k]!);
+    });
+    if (length === 0) {
+      res.cork(() => res.end());
+      return;
+    }
+    let pos = 0;
+    // One buffer per response, reused: each chunk is fully handed to uWS before the next read
+    // (a fresh 1 MiB buffer per read cost page faults and GC on every MiB pulled).
+    const buf = Buffer.allocUnsafeSlow(Math.min(READ_CHUNK, length));
+    const read = async (): Promise<Buffer> => {
+      const n = Math.min(READ_CHUNK, length - pos);
+      const chunk = n === buf.length ? buf : buf.subarray(0, n);
+      if (await source.read(chunk, start + pos) !== n) throw new Error(`short read at byte ${start + pos}`);
+      pos += n;
+      return chunk;
+    };
+    // One read at a time, then the write: a read-ahead overlapping the wait for onWritable made
+    // this build stop calling onWritable (measured: a 100 MB/s reader stalled after ~40 MB).
+    while (pos < length && !this.aborted) {
+      const chunk = await read();
+      if (this.aborted) break;
+      let lastOffset = 0;
+      let ok = false;
+      let done = false;
       res.cork(() => {
-        res.writeStatus(statusLine(status));
-        for (const k in headers) res.writeHeader(k, headers[k]!);
+        lastOffset = res.getWriteOffset();
+        [ok, done] = res.tryEnd(chunk, length);
       });
-      if (length === 0) {
-        res.cork(() => res.end());
-        return;
-      }
-      let pos = 0;
-      // One buffer per response, reused: each chunk is fully handed to uWS before the next read
-      // (a fresh 1 MiB buffer per read cost page faults and GC on every MiB pulled).
-      const buf = Buffer.allocUnsafeSlow(Math.min(READ_CHUNK, length));
-      const read = async (): Promise<Buffer> => {
-        const n = Math.min(READ_CHUNK, length - pos);
-        const { bytesRead } = await fh.read(buf, 0, n, start + pos);
-        if (bytesRead !== n) throw new Error(`short read of ${path}`);
-        pos += n;
-        return n === buf.length ? buf : buf.subarray(0, n);
-      };
-      // One read at a time, then the write: a read-ahead overlapping the wait for onWritable made
-      // this build stop calling onWritable (measured: a 100 MB/s reader stalled after ~40 MB).
-      while (pos < length && !this.aborted) {
-        const chunk = await read();
-        if (this.aborted) break;
-        let lastOffset = 0;
-        let ok = false;
-        let done = false;
-        res.cork(() => {
-          lastOffset = res.getWriteOffset();
-          [ok, done] = res.tryEnd(chunk, length);
-        });
-        if (done) break;
-        if (!ok) {
-          await new Promise<void>((resolve) => {
-            this.#abortWaiters.push(resolve);
-            res.onWritable((offset) => {
-              if (this.aborted) { resolve(); return true; }
-              const [ok2, done2] = res.tryEnd(chunk.subarray(offset - lastOffset), length);
-              if (ok2 || done2) resolve();
-              return ok2;
-            });
+      if (done) break;
+      if (!ok) {
+        await new Promise<void>((resolve) => {
+          this.#abortWaiters.push(resolve);
+          res.onWritable((offset) => {
+            if (this.aborted) { resolve(); return true; }
+            const [ok2, done2] = res.tryEnd(chunk.subarray(offset - lastOffset), length);
+            if (ok2 || done2) resolve();
+            return ok2;
           });
-        }
+        });
       }
-    } finally {
-      await fh.close();
     }
   }
 }

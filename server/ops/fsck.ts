@@ -15,10 +15,11 @@
  * Reads are not one snapshot across databases: run it on a stopped server or a copy for exact
  * results; while serving, a push committing during the run can show a transient mismatch.
  */
-import { promises as fsp } from 'node:fs';
-import { join } from 'node:path';
 import type { Store } from '../../engine/store.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
+import { blobKey } from '../../engine/blobs/contract.js';
+import { hashBlob } from '../../engine/blobs/hash-blob.js';
+import type { HashFactory } from '../../engine/blobs/running-hash.js';
 import { GarbageCollector } from '../../engine/registry/gc.js';
 import { checkRegistryRecords, type RegistryProblemKind } from '../../engine/registry/consistency.js';
 import { releaseRetention } from '../../engine/platform/retention.js';
@@ -49,6 +50,9 @@ export interface FsckOptions {
   uploadTtlMs: number;
   /** Orphan files younger than this are left alone by the repair (ms; the GC grace). */
   orphanGraceMs: number;
+  /** Running hashes for `full` (default: on the calling thread). */
+  newHash?: HashFactory;
+  /** Re-hashes a session's file when an upload must be completed by the repair (worker pool). */
   hashFile(path: string): Promise<{ digest: Digest; size: number }>;
 }
 
@@ -80,8 +84,8 @@ export async function fsck(store: Store, dataDir: string, clock: Clock, o: FsckO
   for (const { key: digest, value } of store.blobs.getRange()) {
     checked.blobs++;
     const d = digest as Digest;
-    const size = await files.sizeOf(d);
-    if (size === undefined) add('blob-missing', d, `recorded (${value.size} bytes) but its file ${files.pathOf(d)} is missing`);
+    const size = (await files.stat(d))?.size;
+    if (size === undefined) add('blob-missing', d, `recorded (${value.size} bytes) but its file ${blobKey(d)} is missing`);
     else if (size !== value.size) add('blob-size', d, `recorded as ${value.size} bytes, file has ${size}`);
     else if (o.full) toHash.push({ digest: d, size });
   }
@@ -89,21 +93,18 @@ export async function fsck(store: Store, dataDir: string, clock: Clock, o: FsckO
   await Promise.all(Array.from({ length: HASH_CONCURRENCY }, async () => {
     while (next < toHash.length) {
       const b = toHash[next++]!;
-      const got = await o.hashFile(files.pathOf(b.digest));
+      const got = await hashBlob(files, b.digest, o.newHash);
       checked.hashed++;
       if (got.digest !== b.digest) add('blob-digest', b.digest, `file bytes hash to ${got.digest}`);
     }
   }));
   for (const p of problems) if (o.repair && (p.kind === 'blob-size' || p.kind === 'blob-digest')) p.repaired = repairCorruptBlob(p);
 
-  // Blob files without a record.
+  // Committed blobs without a record.
   const orphans: Problem[] = [];
-  for (const dir of await fsp.readdir(files.root).catch(() => [] as string[])) {
-    for (const hex of await fsp.readdir(join(files.root, dir)).catch(() => [] as string[])) {
-      checked.files++;
-      const digest = `sha256:${hex}`;
-      if (!store.blobs.get(digest)) orphans.push(add('orphan-file', digest, `file ${join(files.root, dir, hex)} has no blob record`));
-    }
+  for await (const digest of files.list()) {
+    checked.files++;
+    if (!store.blobs.get(digest)) orphans.push(add('orphan-file', digest, `file ${blobKey(digest)} has no blob record`));
   }
 
   // Manifests, links, tags and their indexes (the registry's own checks).

@@ -7,7 +7,7 @@
  * (no query string, so no `_state`, `code` or token parameter), headers are not logged, and the
  * caller appears only as account and authorization ids (server/ops/request-info.ts).
  */
-import type { BodySink, Exchange, Handler, ResponseHeaders } from '../http/exchange.js';
+import type { BodySink, ByteSource, Exchange, Handler, ResponseHeaders } from '../http/exchange.js';
 import { collectBody } from '../http/exchange.js';
 import type { Logger } from '../log.js';
 import { statusClass, type Metrics } from './metrics.js';
@@ -80,8 +80,8 @@ class ObservedExchange implements Exchange {
     this.#inner.send(status, this.#withId(headers), body, headLength);
   }
 
-  async sendFile(status: number, headers: ResponseHeaders, path: string, start: number, length: number): Promise<void> {
-    await this.#inner.sendFile(status, this.#withId(headers), path, start, length);
+  async sendBytes(status: number, headers: ResponseHeaders, source: ByteSource, start: number, length: number): Promise<void> {
+    await this.#inner.sendBytes(status, this.#withId(headers), source, start, length);
     if (this.responded && !this.aborted) this.bytesOut += length;
   }
 }

@@ -6,7 +6,7 @@ import type { RouteParams } from './routes.js';
 import { parseDigest } from '../../engine/digest.js';
 import { fail } from '../../engine/errors.js';
 import { API_VERSION_HEADER } from './context.js';
-import { quarantineBlob, sizeCheckSync } from '../../engine/blobs/quarantine.js';
+import { quarantineBlob, sizeCheck } from '../../engine/blobs/quarantine.js';
 
 /** GET/HEAD of a blob (admitted for pull), with one `bytes=` Range. */
 export async function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, digest: digestParam }: RouteParams): Promise<void> {
@@ -19,7 +19,8 @@ export async function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Adm
     await pending;
     blob = await ctx.registry.statBlob(repository, digest);
   }
-  const check = sizeCheckSync(ctx.blobs, digest, blob);
+  const quick = sizeCheck(ctx.blobs, digest, blob);
+  const check = quick instanceof Promise ? await quick : quick;
   if (!check.ok) {
     await quarantineBlob(ctx.store, digest, check.reason, blob);
     throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
@@ -35,7 +36,13 @@ export async function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Adm
   if (ex.method === 'HEAD') return ex.send(200, headers, undefined, blob.size);
   const range = parseRange(ex.header('range'), blob.size);
   if (range) headers['content-range'] = `bytes ${range.start}-${range.start + range.length - 1}/${blob.size}`;
-  await ex.sendFile(range ? 206 : 200, headers, ctx.blobs.pathOf(digest), range?.start ?? 0, range?.length ?? blob.size);
+  // A blob GC deletes meanwhile is still read through the open reader (contract.ts BlobReader).
+  const reader = await ctx.blobs.open(digest);
+  try {
+    await ex.sendBytes(range ? 206 : 200, headers, reader, range?.start ?? 0, range?.length ?? blob.size);
+  } finally {
+    await reader.close();
+  }
 }
 
 /** DELETE of a blob's link to the repository (admitted for delete). */

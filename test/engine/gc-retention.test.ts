@@ -241,20 +241,20 @@ t.test('a file replaced by an upload while GC removes it is put back', async (t)
   const bytes = layer();
   const d = await e.upload('race/web', bytes);
   e.clock.advance(2 * HOUR);
-  // Hook: the moment GC resolves the path to remove the file (after its transaction deleted the
-  // record), an upload finishes: its session reaches the blob's size and, seeing no record, it
-  // renames its own copy into place, as GcSafeBlobStore does; its commit comes later.
-  let calls = 0;
+  // Hook: the moment GC deletes the bytes (after its transaction deleted the record), an upload
+  // finishes: its session reaches the blob's size and, seeing no record, it renames its own copy
+  // into place, as GcSafeBlobStore does; its commit comes later.
   const blobs = new GcSafeBlobStore(e.tmp.dir, e.store);
-  blobs.pathOf = (digest: Digest) => {
-    const p = GcSafeBlobStore.prototype.pathOf.call(blobs, digest);
-    if (digest === d && ++calls === 2) {
+  const del = blobs.delete.bind(blobs);
+  blobs.delete = async (digest: Digest, ifVersion?: string) => {
+    if (digest === d) {
+      const p = blobs.pathOf(digest);
       const now = e.clock.now();
       e.store.uploads.putSync('f'.repeat(32), { id: 'f'.repeat(32), repository: 'race/web', accountId: 'acct', offset: bytes.length, createdAt: now, updatedAt: now });
       writeFileSync(p + '.up', bytes);
       renameSync(p + '.up', p);
     }
-    return p;
+    return del(digest, ifVersion);
   };
   const gc = new GarbageCollector(e.store.metadata, blobs, e.clock, releaseRetention);
   const r = await gc.run();
