@@ -6,13 +6,14 @@
 import t from 'tap';
 import net from 'node:net';
 import { createHash, randomBytes } from 'node:crypto';
-import { startServer, tempDir } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { startUpload, type Target } from '../helpers/registry.js';
 import { sha256 } from '../helpers/image.js';
 
 const tmp = tempDir();
-const server = await startServer(tmp.dir);
+const server = await startInProcess({ dataDir: tmp.dir });
 t.teardown(async () => { await server.stop(); tmp.cleanup(); });
 await createApp(server.urls.api, server.apiKey!, 'wire');
 const target: Target = { registry: server.urls.registry, auth: basic('_', server.apiKey!) };
@@ -199,7 +200,7 @@ t.test('a chunked upload past the background-sync interval commits intact', asyn
 
 t.test('the upload host over TLS (SLIPWAY_UPLOAD_TLS=on)', async (t) => {
   const dir = tempDir();
-  const secure = await startServer(dir.dir, { SLIPWAY_UPLOAD_TLS: 'on' });
+  const secure = await startInProcess({ dataDir: dir.dir, env: { SLIPWAY_UPLOAD_TLS: 'on' } });
   t.teardown(async () => { await secure.stop(); dir.cleanup(); });
   await createApp(secure.urls.api, secure.apiKey!, 'wire');
   const tgt: Target = { registry: secure.urls.registry, auth: basic('_', secure.apiKey!) };

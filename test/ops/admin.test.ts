@@ -4,7 +4,8 @@
  */
 import t from 'tap';
 import { join } from 'node:path';
-import { startServer, tempDir } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { buildImage, sampleSpec } from '../helpers/image.js';
 import { pushBuiltImage } from '../helpers/registry.js';
@@ -12,7 +13,7 @@ import { promtoolCheck, sampleSum, scrape } from '../helpers/metrics.js';
 
 t.test('admin listener: probes and metrics', async (t) => {
   const tmp = tempDir();
-  const server = await startServer(tmp.dir);
+  const server = await startInProcess({ dataDir: tmp.dir });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   const admin = server.urls.admin;
   t.match(admin, /^http:\/\/127\.0\.0\.1:\d+$/, 'admin listener on loopback');
@@ -61,7 +62,7 @@ t.test('admin listener: probes and metrics', async (t) => {
 
 t.test('readiness fails with a reason when free disk is below the threshold', async (t) => {
   const tmp = tempDir();
-  const server = await startServer(tmp.dir, { SLIPWAY_MIN_FREE_DISK_MB: String(1024 ** 3) }); // 1 EiB
+  const server = await startInProcess({ dataDir: tmp.dir, env: { SLIPWAY_MIN_FREE_DISK_MB: String(1024 ** 3) } }); // 1 EiB
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   const ready = await http('GET', `${server.urls.admin}/readyz`);
   t.equal(ready.status, 503);

@@ -13,7 +13,8 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { startServer, tempDir, type ChildServer } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startSpawned, type SpawnedSlipway } from '../helpers/harness.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { buildImage } from '../helpers/image.js';
 import { startUpload, withDigest } from '../helpers/registry.js';
@@ -53,7 +54,7 @@ const skip = skopeoSkip();
 
 t.test('SIGTERM while skopeo pushes a 200 MB layer: the push completes, exit 0', { skip }, async (t) => {
   const tmp = tempDir();
-  let server: ChildServer = await startServer(tmp.dir);
+  let server: SpawnedSlipway = await startSpawned({ dataDir: tmp.dir });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   const key = server.apiKey!;
   await createApp(server.urls.api, key, 'drained');
@@ -79,7 +80,7 @@ t.test('SIGTERM while skopeo pushes a 200 MB layer: the push completes, exit 0',
   t.match(server.output(), /SIGTERM received, draining/);
   t.match(server.output(), /drained, stopped/);
 
-  server = await startServer(tmp.dir);
+  server = await startSpawned({ dataDir: tmp.dir });
   const back = join(tmp.dir, 'back');
   const pull = await skopeo(['copy', '--src-creds', `_:${key}`, '--src-tls-verify=false', `docker://${new URL(server.urls.registry).host}/drained/web:latest`, `dir:${back}`]);
   t.equal(pull.code, 0, pull.stderr);
@@ -104,7 +105,7 @@ function stalledPatch(location: string, first: Buffer, stalled: Promise<void>) {
 
 t.test('an upload still running at the drain deadline is cut and resumes after restart', async (t) => {
   const tmp = tempDir();
-  let server: ChildServer = await startServer(tmp.dir, { SLIPWAY_DRAIN_SECONDS: '0.5' });
+  let server: SpawnedSlipway = await startSpawned({ dataDir: tmp.dir, env: { SLIPWAY_DRAIN_SECONDS: '0.5' } });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   const auth = basic('_', server.apiKey!);
   await createApp(server.urls.api, server.apiKey!, 'cut');
@@ -127,7 +128,7 @@ t.test('an upload still running at the drain deadline is cut and resumes after r
   t.not(await second, 202, 'the running chunk was not acknowledged');
   release();
 
-  server = await startServer(tmp.dir);
+  server = await startSpawned({ dataDir: tmp.dir });
   const resumed = loc2.replace(/^https?:\/\/[^/]+/, server.urls.upload);
   const status = await http('GET', resumed);
   t.equal(status.status, 204, `session survived: ${status.text}`);
@@ -142,7 +143,7 @@ t.test('an upload still running at the drain deadline is cut and resumes after r
 
 t.test('a second signal exits at once', async (t) => {
   const tmp = tempDir();
-  const server = await startServer(tmp.dir, { SLIPWAY_DRAIN_SECONDS: '600' });
+  const server = await startSpawned({ dataDir: tmp.dir, env: { SLIPWAY_DRAIN_SECONDS: '600' } });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   await createApp(server.urls.api, server.apiKey!, 'twice');
   const loc = await startUpload({ registry: server.urls.registry, auth: basic('_', server.apiKey!) }, 'twice/web');

@@ -8,7 +8,8 @@ import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, tempDir, type ChildServer } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startSpawned, type SpawnedSlipway } from '../helpers/harness.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBlob, putManifest, startUpload, withDigest, type Target } from '../helpers/registry.js';
@@ -35,7 +36,7 @@ async function* slowBody(total: number, hash: ReturnType<typeof createHash>) {
   }
 }
 
-async function chaos(server: ChildServer, target: Target, round: number): Promise<void> {
+async function chaos(server: SpawnedSlipway, target: Target, round: number): Promise<void> {
   const img = await buildImage(join(tmp.dir, `img-${round}`), sampleSpec());
   for (const b of [img.config, ...img.layers.map((l) => l.bytes)]) await pushBlob(target, 'crashapp/web', b);
   const inflight: Array<Promise<unknown>> = [];
@@ -80,13 +81,13 @@ function blobFiles(dir: string): string[] {
 }
 
 t.test('SIGKILL during uploads and manifest PUTs leaves a consistent store', async (t) => {
-  let server = await startServer(tmp.dir);
+  let server = await startSpawned({ dataDir: tmp.dir });
   const key = server.apiKey!;
   await createApp(server.urls.api, key, 'crashapp');
   for (let round = 0; round < 3; round++) {
     const target: Target = { registry: server.urls.registry, auth: basic('_', key) };
     await chaos(server, target, round);
-    server = await startServer(tmp.dir);
+    server = await startSpawned({ dataDir: tmp.dir });
   }
   t.teardown(() => server.stop());
   const target: Target = { registry: server.urls.registry, auth: basic('_', key) };

@@ -10,7 +10,8 @@ import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, tempDir, CLI } from '../helpers/server.js';
+import { tempDir, CLI } from '../helpers/server.js';
+import { startSpawned } from '../helpers/harness.js';
 import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBlob, pushBuiltImage, type Target } from '../helpers/registry.js';
@@ -20,7 +21,7 @@ import type { Digest } from '../../engine/digest.js';
 
 const HOUR = 3600_000;
 const tmp = tempDir();
-const server = await startServer(tmp.dir);
+const server = await startSpawned({ dataDir: tmp.dir });
 t.teardown(async () => { await server.stop(); tmp.cleanup(); });
 const me: Target = { registry: server.urls.registry, auth: basic('_', server.apiKey!) };
 await createApp(server.urls.api, server.apiKey!, 'cliapp');

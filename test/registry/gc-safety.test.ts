@@ -18,7 +18,8 @@
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
-import { startServer, tempDir, type ChildServer } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startSpawned, type SpawnedSlipway } from '../helpers/harness.js';
 import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { pushBlob, putManifest, startUpload, withDigest, type Target } from '../helpers/registry.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
@@ -34,8 +35,8 @@ const gcRuns = { count: 0, blobsDeleted: 0 };
 let me!: Target;
 
 /** Starts the child server with GC every 5 ms and the given grace; counts its GC log lines. */
-async function start(grace: string): Promise<ChildServer> {
-  const server = await startServer(tmp.dir, { SLIPWAY_GC_INTERVAL: '0.005', SLIPWAY_GC_GRACE: grace, SLIPWAY_LOG_LEVEL: 'info' });
+async function start(grace: string): Promise<SpawnedSlipway> {
+  const server = await startSpawned({ dataDir: tmp.dir, env: { SLIPWAY_GC_INTERVAL: '0.005', SLIPWAY_GC_GRACE: grace, SLIPWAY_LOG_LEVEL: 'info' } });
   let partial = '';
   server.proc.stdout!.on('data', (d: Buffer) => {
     const lines = (partial + d.toString()).split('\n');

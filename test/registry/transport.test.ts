@@ -6,13 +6,14 @@ import t from 'tap';
 import tls from 'node:tls';
 import { createHash, randomBytes } from 'node:crypto';
 import { request } from 'undici';
-import { startServer, tempDir } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, createApp } from '../helpers/http.js';
 import { pushBlob, type Target } from '../helpers/registry.js';
 import { sha256 } from '../helpers/image.js';
 
 const tmp = tempDir();
-const server = await startServer(tmp.dir);
+const server = await startInProcess({ dataDir: tmp.dir });
 t.teardown(async () => { await server.stop(); tmp.cleanup(); });
 await createApp(server.urls.api, server.apiKey!, 'wire');
 const target: Target = { registry: server.urls.registry, auth: basic('_', server.apiKey!) };

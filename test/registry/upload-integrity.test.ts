@@ -11,13 +11,14 @@ import { existsSync, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { http, basic, createApp, errCode, type Reply } from '../helpers/http.js';
-import { startTestServer, createAccount, type TestServer } from '../helpers/oauth.js';
+import { createAccount, type TestServer } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { startUpload, withDigest, type Target } from '../helpers/registry.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBuiltImage } from '../helpers/registry.js';
 import { openRequest } from '../helpers/uploads.js';
 
-const ts: TestServer = await startTestServer();
+const ts: TestServer = await startInProcess();
 t.teardown(() => ts.stop());
 const urls = ts.server.urls;
 const dataDir = ts.server.config.dataDir;
