@@ -11,6 +11,8 @@
  * happen is `waitFor` (a condition polled with a deadline), never a fixed sleep.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { ManualClock } from '../../engine/clock.js';
 import { loadConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/main.js';
@@ -103,6 +105,18 @@ export async function startInProcess(opts: StartOptions & { clock?: ManualClock 
     },
     stop: () => (stopped ??= server.close().then(() => tmp?.cleanup())),
   };
+}
+
+/**
+ * Bytes in the largest upload-session file of a data directory (0 when none): how far the
+ * upload in flight has come, for a `waitFor` condition.
+ */
+export function largestUploadFile(dataDir: string): number {
+  let max = 0;
+  try {
+    for (const f of readdirSync(join(dataDir, 'uploads'))) max = Math.max(max, statSync(join(dataDir, 'uploads', f)).size);
+  } catch { /* no uploads directory yet */ }
+  return max;
 }
 
 const children = new Set<ChildProcess>();

@@ -160,7 +160,7 @@ t.test('race: concurrent polls around the approval get the token exactly once', 
   for (let i = 0; i < rounds; i++) {
     const description = `race ${i}`;
     const s = await start(description);
-    const jitter = () => new Promise((r) => setTimeout(r, Math.random() * 15));
+    const jitter = () => new Promise((r) => setTimeout(r, Math.random() * 15)); // deliberate: random interleaving (the race)
     const polls = Array.from({ length: 4 }, async () => { await jitter(); return poll(s); });
     const approval = (async () => { await jitter(); return answer(b, s, 'allow'); })();
     const replies = await Promise.all(polls);

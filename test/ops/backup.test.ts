@@ -7,7 +7,7 @@ import t from 'tap';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { runCli as cli, tempDir } from '../helpers/server.js';
-import { startSpawned, type SpawnedSlipway } from '../helpers/harness.js';
+import { startSpawned, waitFor, type SpawnedSlipway } from '../helpers/harness.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { buildImage, type BuiltImage } from '../helpers/image.js';
 import { pushBuiltImage, type Target } from '../helpers/registry.js';
@@ -34,7 +34,7 @@ t.test('online backup during 20 pushes, restore, pull byte-identical', async (t)
   const pushes = images.map((img, i) => pushBuiltImage(target, `saved/p${i % 5}`, `t${i}`, img).then(() => {
     done.push({ repo: `saved/p${i % 5}`, img, beforeBackup: !backupStarted });
   }));
-  while (done.length < 3) await new Promise((r) => setTimeout(r, 10));
+  await waitFor('three pushes done before the backup', () => done.length >= 3, { intervalMs: 10 });
   backupStarted = true;
   const backupDir = join(tmp.dir, 'backup');
   const b = await cli(['backup', '--data', data, '--to', backupDir, '--json']);

@@ -8,7 +8,7 @@
 import t, { type Test } from 'tap';
 import { createHash, randomBytes, randomInt } from 'node:crypto';
 import { runCli, tempDir } from '../helpers/server.js';
-import { startSpawned, type SpawnedSlipway } from '../helpers/harness.js';
+import { startSpawned, waitFor, type SpawnedSlipway } from '../helpers/harness.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { startUpload, withDigest } from '../helpers/registry.js';
 
@@ -40,7 +40,7 @@ async function upload(c: Client, registry: string, auth: Record<string, string>,
       c.acked += len;
       c.inFlight = 0;
       c.location = r.headers.location!;
-      await sleep(randomInt(0, 30));
+      await sleep(randomInt(0, 30)); // deliberate: clients pause at random between chunks (the race)
     }
     const put = await http('PUT', withDigest(c.location, c.digest));
     c.done = put.status === 201;
@@ -92,8 +92,8 @@ t.test('SIGTERM at random moments during chunked uploads', async (t) => {
       return { blob, digest: 'sha256:' + createHash('sha256').update(blob).digest('hex'), acked: 0, inFlight: 0, done: false };
     });
     const running = clients.map((c, i) => upload(c, server.urls.registry, auth, `racing/p${i % 3}`));
-    while (!clients.some((c) => c.acked > 0)) await sleep(5);
-    await sleep(randomInt(0, 300));
+    await waitFor('a first acknowledged chunk', () => clients.some((c) => c.acked > 0), { intervalMs: 5 });
+    await sleep(randomInt(0, 300)); // deliberate: SIGTERM lands at a random point of the pushes (the subject)
     server.proc.kill('SIGTERM');
     t.equal(await server.exited, 0, `round ${round}: exit 0`);
     await Promise.all(running);

@@ -82,7 +82,7 @@ t.test('race: concurrent config-var changes each make exactly one release, numbe
     const before = (await api(ts, 'GET', '/apps/race-app/releases', key, undefined, { range: 'version ..; max=1000' })).json.length;
     const n = 12;
     const results = await Promise.all(Array.from({ length: n }, async (_, i) => {
-      await new Promise((r) => setTimeout(r, Math.random() * 5));
+      await new Promise((r) => setTimeout(r, Math.random() * 5)); // deliberate: random interleaving (the race)
       return api(ts, 'PATCH', '/apps/race-app/config-vars', key, { [`K${round}_${i}`]: String(i) });
     }));
     t.ok(results.every((r) => r.status === 200), `round ${round}: every change accepted`);

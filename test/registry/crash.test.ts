@@ -32,7 +32,7 @@ async function* slowBody(total: number, hash: ReturnType<typeof createHash>) {
     const b = randomBytes(Math.min(chunk, total - sent));
     hash.update(b);
     yield b;
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 5)); // deliberate: a slow body, so the kill lands mid-stream
   }
 }
 
@@ -63,10 +63,11 @@ async function chaos(server: SpawnedSlipway, target: Target, round: number): Pro
   })());
   // Kill once manifests are being stored, a little later each round, with everything in flight.
   await firstStored;
-  await new Promise((r) => setTimeout(r, 100 + round * 200));
+  await new Promise((r) => setTimeout(r, 100 + round * 200)); // deliberate: the kill's timing is the subject
   killing = true;
   await server.kill();
   await Promise.allSettled(inflight);
+  // Kept: socket errors of the killed connections may still arrive; there is no condition to wait on.
   await new Promise((r) => setTimeout(r, 200));
   killing = false;
 }

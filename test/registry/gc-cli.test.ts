@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir, CLI } from '../helpers/server.js';
-import { startSpawned } from '../helpers/harness.js';
+import { startSpawned, waitFor } from '../helpers/harness.js';
 import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBlob, pushBuiltImage, type Target } from '../helpers/registry.js';
@@ -98,7 +98,7 @@ t.test('a GET of an unreferenced blob keeps it for the grace period', async (t) 
   await store.close();
   t.equal((await http('GET', `${me.registry}/v2/cliapp/web/blobs/${sha256(late)}`, { headers: me.auth })).status, 200);
   store = await openStore(tmp.dir);
-  for (let i = 0; i < 100 && store.blobs.get(sha256(late))?.touchedAt === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+  await waitFor('the touch to be recorded', () => store.blobs.get(sha256(late))?.touchedAt !== undefined, { timeoutMs: 5_000, intervalMs: 10 });
   t.ok(store.blobs.get(sha256(late))!.touchedAt! > Date.now() - 60_000, 'touched');
   await store.close();
   const report = JSON.parse(gc('--json'));

@@ -19,7 +19,7 @@ import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
 import { tempDir } from '../helpers/server.js';
-import { startSpawned, type SpawnedSlipway } from '../helpers/harness.js';
+import { startSpawned, waitFor, type SpawnedSlipway } from '../helpers/harness.js';
 import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { pushBlob, putManifest, startUpload, withDigest, type Target } from '../helpers/registry.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
@@ -153,7 +153,7 @@ t.test('phase 2: 240 pushes, GC every 5 ms with a 3 s grace', async (t) => {
   kept.push(...r.kept);
   t.same((await Promise.all(kept.map(verify))).flat(), [], `every accepted manifest of both phases (${kept.length}) pullable, every blob matching its digest`);
   const settled = gcRuns.count;
-  while (gcRuns.count < settled + 20) await new Promise((res) => setTimeout(res, 20));
+  await waitFor('20 more GC runs', () => gcRuns.count >= settled + 20, { intervalMs: 20 });
   t.same((await Promise.all(kept.map(verify))).flat(), [], 'still all there after 20 more GC runs');
 });
 

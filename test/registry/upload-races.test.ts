@@ -42,6 +42,7 @@ function bytes(n: number): Buffer {
   for (let i = 0; i < n; i++) b[i] = Math.floor(rand() * 256);
   return b;
 }
+/** Deliberate random pauses between steps: the interleaving is the subject. */
 const pause = () => new Promise((r) => setTimeout(r, between(0, 12)));
 
 const ts = await startInProcess({ env: { SLIPWAY_UPLOAD_TTL: '1' } });
