@@ -18,8 +18,10 @@ import { loadConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/main.js';
 import { createLogger } from '../../server/log.js';
 import { CLI, tempDir } from './server.js';
+import { http } from './http.js';
+import { waitFor } from './daemons.js';
 
-export { waitFor } from './daemons.js';
+export { waitFor };
 
 /** Where a started server listens. */
 export interface Urls { registry: string; api: string; auth: string; upload: string; admin: string }
@@ -77,8 +79,11 @@ export const TEST_EPOCH = Date.UTC(2026, 0, 5, 9, 0, 0);
 const PORTS = { 'registry-port': '0', 'api-port': '0', 'auth-port': '0', 'upload-port': '0', 'admin-port': '0' };
 
 /**
- * Starts Slipway in this process. Logging is off unless `env` sets SLIPWAY_LOG_LEVEL (to a
- * SLIPWAY_LOG_FILE: stdout belongs to tap).
+ * Starts Slipway in this process and waits until its worker pool and hash thread answer (the
+ * admin host's readiness checks): worker threads of the test process load tap's module hooks and
+ * can take seconds to start on a busy machine, which would otherwise land on a test's first
+ * upload. Logging is off unless `env` sets SLIPWAY_LOG_LEVEL (to a SLIPWAY_LOG_FILE: stdout
+ * belongs to tap).
  * @throws what `startServer` throws (bad settings, an unusable key file), after removing a temporary data directory.
  */
 export async function startInProcess(opts: StartOptions & { clock?: ManualClock } = {}): Promise<InProcessSlipway> {
@@ -94,8 +99,18 @@ export async function startInProcess(opts: StartOptions & { clock?: ManualClock 
     tmp?.cleanup();
     throw e;
   }
-  const b = server.bootstrap;
   let stopped: Promise<void> | undefined;
+  const stop = () => (stopped ??= server.close().then(() => tmp?.cleanup()));
+  try {
+    await waitFor('the worker pool and the hash thread to answer', async () => {
+      const checks = (await http('GET', `${server.urls.admin}/readyz`)).json?.checks;
+      return checks?.workerPool === 'ok' && checks?.hashThread === 'ok';
+    }, { timeoutMs: 120_000, intervalMs: 50 });
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const b = server.bootstrap;
   return {
     dataDir, urls: server.urls, server, clock, api: server.urls.api, auth: server.urls.auth,
     apiKey: b?.apiKey, email: b?.account.email, totpSecret: b?.totpSecret, password: b?.generatedPassword ?? undefined,
@@ -103,7 +118,7 @@ export async function startInProcess(opts: StartOptions & { clock?: ManualClock 
       if (!b) throw new Error('no operator created by this start: the data directory already had accounts');
       return { email: b.account.email, password: b.generatedPassword!, totpSecret: b.totpSecret, apiKey: b.apiKey };
     },
-    stop: () => (stopped ??= server.close().then(() => tmp?.cleanup())),
+    stop,
   };
 }
 
