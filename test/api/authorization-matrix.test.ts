@@ -8,13 +8,14 @@
 import t from 'tap';
 import { API_ROUTES } from '../../server/api/routes.js';
 import { allows, SCOPES } from '../../engine/identity/scope.js';
-import { api, createAccount, startTestServer } from '../helpers/oauth.js';
+import { api, createAccount } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, http } from '../helpers/http.js';
 import { key as storeKey } from '../../engine/store.js';
 import { releaseKey } from '../../engine/platform/releases.js';
 import * as platform from '../../engine/platform/keyspaces.js';
 
-const ts = await startTestServer();
+const ts = await startInProcess();
 t.teardown(() => ts.stop());
 const key = ts.operator.apiKey;
 let serial = 0;

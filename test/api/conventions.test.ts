@@ -4,11 +4,12 @@
  * per-account rate limit, and `{id, message}` errors.
  */
 import t from 'tap';
-import { api, startTestServer, V3 } from '../helpers/oauth.js';
+import { api, V3 } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { http } from '../helpers/http.js';
 
-const ts = await startTestServer();
-const small = await startTestServer({ SLIPWAY_RATE_LIMIT_POOL: '5', SLIPWAY_RATE_LIMIT_PER_MINUTE: '75' });
+const ts = await startInProcess();
+const small = await startInProcess({ env: { SLIPWAY_RATE_LIMIT_POOL: '5', SLIPWAY_RATE_LIMIT_PER_MINUTE: '75' } });
 t.teardown(async () => { await ts.stop(); await small.stop(); });
 const key = ts.operator.apiKey;
 for (const name of ['page-c', 'page-a', 'page-e', 'page-b', 'page-d']) await api(ts, 'POST', '/apps', key, { name });

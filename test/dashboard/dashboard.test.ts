@@ -7,7 +7,8 @@
 import t from 'tap';
 import { join } from 'node:path';
 import type { Page, Response } from 'playwright-core';
-import { api, Browser, createAccount, startTestServer, walkAuthorization, type Credentials, type TestServer } from '../helpers/oauth.js';
+import { api, Browser, createAccount, walkAuthorization, type Credentials, type TestServer } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { chromiumSkip, launchBrowser, screenshotDir, seriousViolations, type TestBrowser } from '../helpers/browser.js';
 import { totpCode, TOTP_STEP_SECONDS } from '../../engine/identity/totp.js';
 import { basic, http } from '../helpers/http.js';
@@ -19,7 +20,7 @@ const CONTAINER = 'application/vnd.slipway+json; version=3.container-releases';
 const DAY = 86_400;
 
 t.test('dashboard in Chromium', { skip }, async (t) => {
-  const ts = await startTestServer();
+  const ts = await startInProcess();
   t.teardown(() => ts.stop());
   const shots = screenshotDir('dashboard');
   t.comment(`screenshots: ${shots}`);

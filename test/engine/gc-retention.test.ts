@@ -8,6 +8,7 @@
  */
 import t from 'tap';
 import { images, manifests, repositoryBlobs, repositoryManifests, tags } from '../../engine/registry/keyspaces.js';
+import { waitFor } from '../helpers/harness.js';
 import { engineFixture } from '../helpers/engine.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync, statSync, utimesSync } from 'node:fs';
@@ -168,7 +169,7 @@ t.test('grace period, touches and upload sessions keep unreferenced blobs', asyn
   e.clock.advance(59 * 60_000);
   t.equal((await e.gc.run()).blobs.deleted, 0, 'committed 59 min ago: kept');
   await e.registry.statBlob('grace/web', lone); // a client HEADs it: it will reference it soon
-  for (let i = 0; i < 100 && !e.store.blobs.get(lone)!.touchedAt; i++) await new Promise((r) => setTimeout(r, 5));
+  await waitFor('the touch to be recorded', () => e.store.blobs.get(lone)!.touchedAt, { timeoutMs: 5_000, intervalMs: 5 });
   t.equal(e.store.blobs.get(lone)!.touchedAt, e.clock.now(), 'touched');
   e.clock.advance(2 * 60_000);
   let r = await e.gc.run();

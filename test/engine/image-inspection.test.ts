@@ -6,7 +6,8 @@
 import t from 'tap';
 import { images, manifests } from '../../engine/registry/keyspaces.js';
 import { join } from 'node:path';
-import { startServer, tempDir } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, createApp } from '../helpers/http.js';
 import { buildImage } from '../helpers/image.js';
 import { pushBlob, putManifest, type Target } from '../helpers/registry.js';
@@ -15,7 +16,7 @@ import { key, openStore } from '../../engine/store.js';
 t.test('warnings recorded on the image', async (t) => {
   const tmp = tempDir();
   t.teardown(() => tmp.cleanup());
-  const server = await startServer(tmp.dir);
+  const server = await startInProcess({ dataDir: tmp.dir });
   await createApp(server.urls.api, server.apiKey!, 'scanapp');
   const target: Target = { registry: server.urls.registry, auth: basic('_', server.apiKey!) };
   const layers = Array.from({ length: 41 }, (_, i) => ({ files: { [`layer${i}/file`]: `content ${i}` } as Record<string, string> }));

@@ -231,7 +231,7 @@ export function blobContractSuite(t: Test, opts: SuiteOptions): void {
       const d = sha(bytes);
       const writers = await Promise.all(Array.from({ length: 4 }, () => upload(backend, bytes, 0, newId(), true)));
       const results = await Promise.all(writers.map(async (w) => {
-        await new Promise((r) => setTimeout(r, Math.random() * 5));
+        await new Promise((r) => setTimeout(r, Math.random() * 5)); // deliberate: random interleaving (the race)
         return w.commit(d);
       }));
       t.equal(results.filter((r) => r.created).length, 1, `round ${round}: exactly one commit created the blob`);

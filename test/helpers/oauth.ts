@@ -1,54 +1,25 @@
 /**
- * Test helpers for the OAuth service: an in-process server on a ManualClock (so tests can move
- * time past the 8-hour token lifetime), a tiny browser with a cookie jar, and a form walker
+ * Test helpers for the OAuth service against an in-process server (test/helpers/harness.ts, on a
+ * ManualClock so tests can move time past the 8-hour token lifetime): a tiny browser with a cookie jar, and a form walker
  * that signs in (computing the TOTP code from the account's secret with engine/identity/totp.ts)
  * and answers the consent page the way a person would.
  */
 import { request } from 'undici';
-import { ManualClock } from '../../engine/clock.js';
+import type { ManualClock } from '../../engine/clock.js';
 import { totpCode, TOTP_STEP_SECONDS } from '../../engine/identity/totp.js';
-import { loadConfig } from '../../server/config.js';
-import { startServer, type RunningServer } from '../../server/main.js';
-import { createLogger } from '../../server/log.js';
-import { tempDir } from './server.js';
+import type { InProcessSlipway } from './harness.js';
 import { http, type Reply } from './http.js';
 
 /** The vendor media type every API call sends unless a test says otherwise. */
 export const V3 = 'application/vnd.slipway+json; version=3';
 
-export interface TestServer {
-  server: RunningServer;
-  clock: ManualClock;
-  api: string;
-  auth: string;
-  /** The operator's credentials. */
-  operator: Credentials & { apiKey: string };
-  stop(): Promise<void>;
-}
+/** A server started in this process (test/helpers/harness.ts `startInProcess`). */
+export type TestServer = InProcessSlipway;
 
 export interface Credentials {
   email: string;
   password: string;
   totpSecret: string;
-}
-
-/** Starts Slipway in this process on free ports with a fresh data directory and a ManualClock. */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
-  const tmp = tempDir('slipway-oauth-');
-  const config = loadConfig({ SLIPWAY_DATA: tmp.dir, SLIPWAY_LOG_LEVEL: 'silent', ...env }, {
-    'registry-port': '0', 'api-port': '0', 'auth-port': '0', 'upload-port': '0', 'admin-port': '0',
-  });
-  const clock = new ManualClock(Date.UTC(2026, 0, 5, 9, 0, 0));
-  const server = await startServer(config, { clock, log: createLogger('silent') });
-  const b = server.bootstrap!;
-  return {
-    server, clock, api: server.urls.api, auth: server.urls.auth,
-    operator: { email: b.account.email, password: b.generatedPassword!, totpSecret: b.totpSecret, apiKey: b.apiKey },
-    async stop() {
-      await server.close();
-      tmp.cleanup();
-    },
-  };
 }
 
 /** Creates another account directly in the engine; returns its credentials and API key. */

@@ -7,7 +7,8 @@ import t from 'tap';
 import { chmodSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { startServer, tempDir } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, bearer, createApp, http } from '../helpers/http.js';
 import { pushBlob, startUpload } from '../helpers/registry.js';
 
@@ -28,7 +29,7 @@ t.test('a fresh data directory: 0700 directories, 0600 files', async (t) => {
   const tmp = tempDir();
   t.teardown(tmp.cleanup);
   const data = join(tmp.dir, 'data');
-  const server = await startServer(data);
+  const server = await startInProcess({ dataDir: data });
   t.teardown(() => server.stop());
   const key = server.apiKey!;
   t.equal((await createApp(server.urls.api, key, 'perms')).status, 201);
@@ -50,11 +51,11 @@ t.test('a fresh data directory: 0700 directories, 0600 files', async (t) => {
 t.test('an existing 0755/0644 directory is corrected at start', async (t) => {
   const tmp = tempDir();
   t.teardown(tmp.cleanup);
-  const first = await startServer(tmp.dir);
+  const first = await startInProcess({ dataDir: tmp.dir });
   await first.stop();
   for (const p of [tmp.dir, join(tmp.dir, 'lmdb'), join(tmp.dir, 'keys'), join(tmp.dir, 'blobs'), join(tmp.dir, 'uploads')]) if (existsSync(p)) chmodSync(p, 0o755);
   for (const p of [join(tmp.dir, 'lmdb', 'data.mdb'), join(tmp.dir, 'keys', 'server.key')]) chmodSync(p, 0o644);
-  const again = await startServer(tmp.dir);
+  const again = await startInProcess({ dataDir: tmp.dir });
   t.teardown(() => again.stop());
   t.equal(mode(tmp.dir), '700');
   t.equal(mode(join(tmp.dir, 'lmdb')), '700');
@@ -69,7 +70,7 @@ t.test('SLIPWAY_KEY_FILE keeps the server key outside the data directory', async
   t.teardown(() => { tmp.cleanup(); elsewhere.cleanup(); });
   const keyFile = join(elsewhere.dir, 'slipway.key');
   const env = { SLIPWAY_KEY_FILE: keyFile };
-  const first = await startServer(tmp.dir, env);
+  const first = await startInProcess({ dataDir: tmp.dir, env: env });
   t.equal(readFileSync(keyFile).length, 32, 'created at first start');
   t.equal(mode(keyFile), '600');
   t.notOk(existsSync(join(tmp.dir, 'keys', 'server.key')), 'no key in the data directory');
@@ -79,11 +80,11 @@ t.test('SLIPWAY_KEY_FILE keeps the server key outside the data directory', async
   t.equal(tok.status, 200);
   const keyBytes = readFileSync(keyFile);
   await first.stop();
-  const second = await startServer(tmp.dir, env);
+  const second = await startInProcess({ dataDir: tmp.dir, env: env });
   t.teardown(() => second.stop());
   t.same(readFileSync(keyFile), keyBytes, 'the key is read, not replaced');
   t.equal((await http('GET', `${second.urls.registry}/v2/`, { headers: bearer(tok.json.token) })).status, 200, 'a token from before the restart is still valid');
   const bad = join(elsewhere.dir, 'short.key');
   writeFileSync(bad, 'too short');
-  await t.rejects(startServer(tmp.dir, { SLIPWAY_KEY_FILE: bad }), /must hold exactly 32 random bytes/);
+  await t.rejects(startInProcess({ dataDir: tmp.dir, env: { SLIPWAY_KEY_FILE: bad } }), /must hold exactly 32 random bytes/);
 });

@@ -5,12 +5,13 @@
  * target buffer"). Through the real HTTP interface, against a spawned server; nothing changes.
  */
 import t from 'tap';
-import { startServer, tempDir } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, bearer, createApp, errCode, errMessage, http } from '../helpers/http.js';
 import { snapshot } from '../helpers/snapshot.js';
 
 const tmp = tempDir();
-const server = await startServer(tmp.dir);
+const server = await startInProcess({ dataDir: tmp.dir });
 t.teardown(async () => { await server.stop(); tmp.cleanup(); });
 const key = server.apiKey!;
 const { registry: reg, api } = server.urls;

@@ -6,13 +6,14 @@
  */
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
-import { startServer, tempDir, CLI } from '../helpers/server.js';
+import { tempDir, CLI } from '../helpers/server.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { sha256 } from '../helpers/image.js';
 import { putManifest } from '../helpers/registry.js';
 
 const tmp = tempDir();
-const server = await startServer(tmp.dir);
+const server = await startInProcess({ dataDir: tmp.dir });
 t.teardown(async () => { await server.stop(); tmp.cleanup(); });
 const key = server.apiKey!;
 const reg = server.urls.registry;

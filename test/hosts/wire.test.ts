@@ -6,15 +6,16 @@
  * by the uWebSockets.js listener (SLIPWAY_LISTENER=uws).
  */
 import t from 'tap';
-import { startServer, tempDir, type ChildServer } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startInProcess, type InProcessSlipway } from '../helpers/harness.js';
 import { rawExchange } from '../helpers/raw.js';
 
 const tmp = tempDir();
-const server = await startServer(tmp.dir);
+const server = await startInProcess({ dataDir: tmp.dir });
 t.teardown(async () => { await server.stop(); tmp.cleanup(); });
 
 /** A path on each host that exists, with the methods it allows. */
-const HOSTS = (s: ChildServer) => [
+const HOSTS = (s: InProcessSlipway) => [
   { name: 'registry', url: s.urls.registry, path: '/v2/', allow: /GET, HEAD/ },
   { name: 'API', url: s.urls.api, path: '/apps', allow: /GET, POST|POST, GET/ },
   { name: 'auth', url: s.urls.auth, path: '/login', allow: /GET, POST|POST, GET/ },
@@ -60,7 +61,7 @@ for (const h of HOSTS(server)) {
 
 t.test('the uWebSockets.js listener refuses the same smuggling attempt', async (t) => {
   const dir = tempDir();
-  const uws = await startServer(dir.dir, { SLIPWAY_LISTENER: 'uws' });
+  const uws = await startInProcess({ dataDir: dir.dir, env: { SLIPWAY_LISTENER: 'uws' } });
   t.teardown(async () => { await uws.stop(); dir.cleanup(); });
   for (const h of HOSTS(uws).slice(0, 3)) {
     const dup = await rawExchange(h.url, smuggle(h.url, h.path));

@@ -4,6 +4,7 @@
  * never idle; an idle keep-alive connection is closed; a prompt request is answered.
  */
 import t from 'tap';
+import { waitFor } from '../helpers/harness.js';
 import net from 'node:net';
 import { createH1Server } from '../../server/http/h1-server.js';
 
@@ -25,7 +26,7 @@ function connect(): { socket: net.Socket; closed: Promise<number>; text: () => s
 t.test('a prompt request is answered and the connection kept', async (t) => {
   const c = connect();
   c.socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
-  await new Promise((r) => setTimeout(r, 100));
+  await waitFor('the answer', () => /\r\n\r\n/.test(c.text()), { timeoutMs: 5_000, intervalMs: 10 });
   t.match(c.text(), /^HTTP\/1\.1 200 OK/);
   t.match(c.text(), /keep-alive: timeout=\d+/i, 'advertises the keep-alive idle time');
   t.notOk(c.socket.destroyed);

@@ -6,13 +6,16 @@
 import t from 'tap';
 import net from 'node:net';
 import { createHash, randomBytes } from 'node:crypto';
-import { startServer, tempDir } from '../helpers/server.js';
-import { basic, createApp, http } from '../helpers/http.js';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from '../helpers/server.js';
+import { startInProcess, waitFor } from '../helpers/harness.js';
+import { basic, createApp, http, type Reply } from '../helpers/http.js';
 import { startUpload, type Target } from '../helpers/registry.js';
 import { sha256 } from '../helpers/image.js';
 
 const tmp = tempDir();
-const server = await startServer(tmp.dir);
+const server = await startInProcess({ dataDir: tmp.dir });
 t.teardown(async () => { await server.stop(); tmp.cleanup(); });
 await createApp(server.urls.api, server.apiKey!, 'wire');
 const target: Target = { registry: server.urls.registry, auth: basic('_', server.apiKey!) };
@@ -36,18 +39,24 @@ class Raw {
     return [...this.text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]!);
   }
   async until(pred: () => boolean, ms = 5000): Promise<void> {
-    const end = Date.now() + ms;
-    while (!pred()) {
-      if (Date.now() > end) throw new Error(`timed out; received: ${this.text.slice(0, 500)}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await waitFor('the upload host', pred, { timeoutMs: ms, intervalMs: 10 }).catch((e: Error) => {
+      throw new Error(`${e.message}; received: ${this.text.slice(0, 500)}`);
+    });
   }
   async writeSlowly(bytes: Buffer, step: number): Promise<void> {
     for (let i = 0; i < bytes.length; i += step) {
       this.socket.write(bytes.subarray(i, i + step));
-      if (i % (step * 8) === 0) await new Promise((r) => setTimeout(r, 1));
+      if (i % (step * 8) === 0) await new Promise((r) => setTimeout(r, 1)); // deliberate: a slow writer (partial reads are the subject)
     }
   }
+}
+
+/** The session's status once it no longer answers 204 (still open), within 10 s. */
+function sessionGone(path: string): Promise<Reply> {
+  return waitFor('the session to be discarded', async () => {
+    const r = await http('GET', `${upload.origin}${path}`, {});
+    return r.status !== 204 && r;
+  }, { timeoutMs: 10_000, intervalMs: 20 });
 }
 
 /** A fresh session's path (with `_state`) on the upload host. */
@@ -152,8 +161,7 @@ t.test('a bad chunk mid-body discards the session', async (t) => {
   raw.socket.write(`PATCH ${path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX`);
   await raw.until(() => raw.closed);
   t.same(raw.statuses(), ['400']);
-  await new Promise((r) => setTimeout(r, 100));
-  const status = await http('GET', `${upload.origin}${path}`, {});
+  const status = await sessionGone(path);
   t.equal(status.status, 404, 'session gone: its bytes could not be trusted');
 });
 
@@ -161,10 +169,10 @@ t.test('a client cut off mid-body discards the session', async (t) => {
   const path = await sessionPath();
   const raw = new Raw();
   raw.socket.write(Buffer.concat([Buffer.from(`PATCH ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n`), randomBytes(50_000)]));
-  await new Promise((r) => setTimeout(r, 100));
+  const file = join(tmp.dir, 'uploads', path.split('?')[0]!.split('/').pop()!);
+  await waitFor('the PATCH to reach the session file', () => existsSync(file) && statSync(file).size > 0, { timeoutMs: 10_000, intervalMs: 10 });
   raw.socket.destroy();
-  await new Promise((r) => setTimeout(r, 200));
-  const status = await http('GET', `${upload.origin}${path}`, {});
+  const status = await sessionGone(path);
   t.equal(status.status, 404);
 });
 
@@ -199,7 +207,7 @@ t.test('a chunked upload past the background-sync interval commits intact', asyn
 
 t.test('the upload host over TLS (SLIPWAY_UPLOAD_TLS=on)', async (t) => {
   const dir = tempDir();
-  const secure = await startServer(dir.dir, { SLIPWAY_UPLOAD_TLS: 'on' });
+  const secure = await startInProcess({ dataDir: dir.dir, env: { SLIPWAY_UPLOAD_TLS: 'on' } });
   t.teardown(async () => { await secure.stop(); dir.cleanup(); });
   await createApp(secure.urls.api, secure.apiKey!, 'wire');
   const tgt: Target = { registry: secure.urls.registry, auth: basic('_', secure.apiKey!) };
@@ -222,7 +230,7 @@ t.test('interleaved chunked uploads on several connections keep their bytes apar
   // Small pieces, round robin: reads of every connection go through the shared scratch buffer.
   for (let off = 0; wires.some((w) => off < w.length); off += 997) {
     wires.forEach((w, i) => { if (off < w.length) raws[i]!.socket.write(w.subarray(off, off + 997)); });
-    if (off % (997 * 8) === 0) await new Promise((r) => setTimeout(r, 1));
+    if (off % (997 * 8) === 0) await new Promise((r) => setTimeout(r, 1)); // deliberate: trickled pieces (the subject)
   }
   await Promise.all(raws.map((r) => r.until(() => r.statuses().length === 1)));
   for (let i = 0; i < bodies.length; i++) {

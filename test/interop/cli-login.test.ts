@@ -10,7 +10,8 @@ import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { api, startTestServer } from '../helpers/oauth.js';
+import { api } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { chromiumSkip, launchBrowser, screenshotDir, seriousViolations } from '../helpers/browser.js';
 import { heroku, herokuLogin } from '../helpers/platform-cli.js';
 import { totpCode, TOTP_STEP_SECONDS } from '../../engine/identity/totp.js';
@@ -20,7 +21,7 @@ const DESCRIPTION = `Heroku CLI login from ${hostname()}`;
 
 t.test('heroku login in the browser', { skip }, async (t) => {
   // A poll waits up to 20 s; the CLI polls four times, so a slow machine still has 80 s.
-  const ts = await startTestServer({ SLIPWAY_CLI_LOGIN_POLL_WAIT: '20' });
+  const ts = await startInProcess({ env: { SLIPWAY_CLI_LOGIN_POLL_WAIT: '20' } });
   t.teardown(() => ts.stop());
   const shots = screenshotDir('cli-login');
   const browser = await launchBrowser();

@@ -9,14 +9,15 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { buildImage, sampleSpec } from '../helpers/image.js';
-import { CLI, startServer, tempDir, type ChildServer } from '../helpers/server.js';
+import { CLI, tempDir } from '../helpers/server.js';
+import { startSpawned, type SpawnedSlipway } from '../helpers/harness.js';
 import { bearer, http } from '../helpers/http.js';
 import { skopeo, skopeoSkip } from '../helpers/skopeo.js';
 import { heroku, type CliTarget } from '../helpers/platform-cli.js';
 
 const tmp = tempDir();
 // The CLI speaks to `registry.<HEROKU_HOST>` with the API's scheme (http here): registry TLS off.
-const server: ChildServer = await startServer(tmp.dir, { SLIPWAY_REGISTRY_TLS: 'off' });
+const server: SpawnedSlipway = await startSpawned({ dataDir: tmp.dir, env: { SLIPWAY_REGISTRY_TLS: 'off' } });
 t.teardown(async () => { await server.stop(); tmp.cleanup(); });
 const key = server.apiKey!;
 const registryHost = new URL(server.urls.registry).host;

@@ -5,10 +5,11 @@
  */
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
-import { api, Browser, createAccount, currentCode, findForm, registerClient, signIn, startTestServer, walkAuthorization } from '../helpers/oauth.js';
+import { api, Browser, createAccount, currentCode, findForm, registerClient, signIn, walkAuthorization } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { http } from '../helpers/http.js';
 
-const ts = await startTestServer();
+const ts = await startInProcess();
 t.teardown(() => ts.stop());
 const client = await registerClient(ts, ts.operator.apiKey, 'Dash <b>&</b> "Co"', 'https://app.example.test/cb');
 const authorizeUrl = (params: Record<string, string>) => `/oauth/authorize?${new URLSearchParams({ client_id: client.id, response_type: 'code', scope: 'identity', ...params })}`;

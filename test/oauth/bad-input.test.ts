@@ -6,10 +6,11 @@
 import t from 'tap';
 import { Readable } from 'node:stream';
 import { request } from 'undici';
-import { api, Browser, findForm, registerClient, signIn, startTestServer, walkAuthorization } from '../helpers/oauth.js';
+import { api, Browser, findForm, registerClient, signIn, walkAuthorization } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { http, type Reply } from '../helpers/http.js';
 
-const ts = await startTestServer();
+const ts = await startInProcess();
 t.teardown(() => ts.stop());
 const key = ts.operator.apiKey;
 const client = await registerClient(ts, key);

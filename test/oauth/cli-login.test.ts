@@ -5,7 +5,8 @@
  * race test: concurrent polls around the approval get the token exactly once.
  */
 import t from 'tap';
-import { api, Browser, findForm, signIn, startTestServer } from '../helpers/oauth.js';
+import { api, Browser, findForm, signIn } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { http, type Reply } from '../helpers/http.js';
 import { totpCode, TOTP_STEP_SECONDS } from '../../engine/identity/totp.js';
 import { loadConfig } from '../../server/config.js';
@@ -13,7 +14,7 @@ import { ManualClock } from '../../engine/clock.js';
 import { CliLogins } from '../../engine/oauth/cli-logins.js';
 
 // Polls wait at most 0.3 s here, so "pending" answers come quickly.
-const ts = await startTestServer({ SLIPWAY_CLI_LOGIN_POLL_WAIT: '0.3' });
+const ts = await startInProcess({ env: { SLIPWAY_CLI_LOGIN_POLL_WAIT: '0.3' } });
 t.teardown(() => ts.stop());
 const key = ts.operator.apiKey;
 
@@ -159,7 +160,7 @@ t.test('race: concurrent polls around the approval get the token exactly once', 
   for (let i = 0; i < rounds; i++) {
     const description = `race ${i}`;
     const s = await start(description);
-    const jitter = () => new Promise((r) => setTimeout(r, Math.random() * 15));
+    const jitter = () => new Promise((r) => setTimeout(r, Math.random() * 15)); // deliberate: random interleaving (the race)
     const polls = Array.from({ length: 4 }, async () => { await jitter(); return poll(s); });
     const approval = (async () => { await jitter(); return answer(b, s, 'allow'); })();
     const replies = await Promise.all(polls);

@@ -4,11 +4,12 @@
  * (the old secret fails at once), deletion revoking every authorization issued to the client.
  */
 import t from 'tap';
-import { api, Browser, createAccount, startTestServer, walkAuthorization } from '../helpers/oauth.js';
+import { api, Browser, createAccount, walkAuthorization } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { http } from '../helpers/http.js';
 import { clients } from '../../engine/oauth/keyspaces.js';
 
-const ts = await startTestServer();
+const ts = await startInProcess();
 t.teardown(() => ts.stop());
 const key = ts.operator.apiKey;
 

@@ -4,11 +4,12 @@
  * (every token fails at once), Bearer only, legacy unprefixed tokens.
  */
 import t from 'tap';
-import { api, createAccount, startTestServer } from '../helpers/oauth.js';
+import { api, createAccount } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, http } from '../helpers/http.js';
 import { subscribeEvent, type AuthorizationEvent } from '../../engine/events.js';
 
-const ts = await startTestServer();
+const ts = await startInProcess();
 t.teardown(() => ts.stop());
 const key = ts.operator.apiKey;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -6,10 +6,11 @@
  */
 import t from 'tap';
 import { AuthorizationCode } from 'simple-oauth2';
-import { api, Browser, registerClient, startTestServer, walkAuthorization } from '../helpers/oauth.js';
+import { api, Browser, registerClient, walkAuthorization } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { http } from '../helpers/http.js';
 
-const ts = await startTestServer();
+const ts = await startInProcess();
 t.teardown(() => ts.stop());
 const client = await registerClient(ts, ts.operator.apiKey, 'Example CI', 'http://127.0.0.1:9/callback?keep=1');
 

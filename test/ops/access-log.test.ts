@@ -8,14 +8,15 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { startServer, tempDir } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, bearer, createApp, http } from '../helpers/http.js';
 import { startUpload } from '../helpers/registry.js';
 
 t.test('access log lines carry ids, never secrets', async (t) => {
   const tmp = tempDir();
   const logFile = join(tmp.dir, 'logs', 'slipway.log');
-  const server = await startServer(join(tmp.dir, 'data'), { SLIPWAY_LOG_LEVEL: 'info', SLIPWAY_LOG_FILE: logFile });
+  const server = await startInProcess({ dataDir: join(tmp.dir, 'data'), env: { SLIPWAY_LOG_LEVEL: 'info', SLIPWAY_LOG_FILE: logFile } });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   const key = server.apiKey!;
   const secrets: string[] = [key, Buffer.from(`_:${key}`).toString('base64')];

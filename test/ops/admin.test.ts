@@ -4,7 +4,8 @@
  */
 import t from 'tap';
 import { join } from 'node:path';
-import { startServer, tempDir } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startInProcess, waitFor } from '../helpers/harness.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { buildImage, sampleSpec } from '../helpers/image.js';
 import { pushBuiltImage } from '../helpers/registry.js';
@@ -12,7 +13,7 @@ import { promtoolCheck, sampleSum, scrape } from '../helpers/metrics.js';
 
 t.test('admin listener: probes and metrics', async (t) => {
   const tmp = tempDir();
-  const server = await startServer(tmp.dir);
+  const server = await startInProcess({ dataDir: tmp.dir });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   const admin = server.urls.admin;
   t.match(admin, /^http:\/\/127\.0\.0\.1:\d+$/, 'admin listener on loopback');
@@ -37,11 +38,10 @@ t.test('admin listener: probes and metrics', async (t) => {
   t.match(pull.headers['request-id'], /\S/, 'Request-Id on the registry host');
 
   // Store sizes are re-read at most every few seconds: wait for them to show the push.
-  let after = await scrape(admin);
-  for (let i = 0; i < 100 && sampleSum(after, 'slipway_store_manifests') < 1; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    after = await scrape(admin);
-  }
+  const after = await waitFor('the store sizes to show the push', async () => {
+    const m = await scrape(admin);
+    return sampleSum(m, 'slipway_store_manifests') >= 1 && m;
+  }, { timeoutMs: 10_000, intervalMs: 100 });
   t.equal((await promtoolCheck(after)).code, 0, 'promtool accepts the metrics after traffic');
   const delta = (name: string, ...labels: string[]) => sampleSum(after, name, ...labels) - sampleSum(before, name, ...labels);
   t.equal(delta('slipway_http_received_bytes_total', 'route="/v2/<name>/blobs/uploads/"'), blobBytes, 'blob bytes received = pushed blob bytes');
@@ -61,7 +61,7 @@ t.test('admin listener: probes and metrics', async (t) => {
 
 t.test('readiness fails with a reason when free disk is below the threshold', async (t) => {
   const tmp = tempDir();
-  const server = await startServer(tmp.dir, { SLIPWAY_MIN_FREE_DISK_MB: String(1024 ** 3) }); // 1 EiB
+  const server = await startInProcess({ dataDir: tmp.dir, env: { SLIPWAY_MIN_FREE_DISK_MB: String(1024 ** 3) } }); // 1 EiB
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   const ready = await http('GET', `${server.urls.admin}/readyz`);
   t.equal(ready.status, 503);

@@ -6,7 +6,8 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { runCli as cli, startServer, tempDir, type ChildServer } from '../helpers/server.js';
+import { runCli as cli, tempDir } from '../helpers/server.js';
+import { startSpawned, waitFor, type SpawnedSlipway } from '../helpers/harness.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { buildImage, type BuiltImage } from '../helpers/image.js';
 import { pushBuiltImage, type Target } from '../helpers/registry.js';
@@ -16,7 +17,7 @@ const smallImage = (dir: string) => buildImage(dir, { layers: [{ files: { 'data.
 t.test('online backup during 20 pushes, restore, pull byte-identical', async (t) => {
   const tmp = tempDir();
   const data = join(tmp.dir, 'data');
-  let server: ChildServer = await startServer(data);
+  let server: SpawnedSlipway = await startSpawned({ dataDir: data });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   const key = server.apiKey!;
   await createApp(server.urls.api, key, 'saved');
@@ -33,7 +34,7 @@ t.test('online backup during 20 pushes, restore, pull byte-identical', async (t)
   const pushes = images.map((img, i) => pushBuiltImage(target, `saved/p${i % 5}`, `t${i}`, img).then(() => {
     done.push({ repo: `saved/p${i % 5}`, img, beforeBackup: !backupStarted });
   }));
-  while (done.length < 3) await new Promise((r) => setTimeout(r, 10));
+  await waitFor('three pushes done before the backup', () => done.length >= 3, { intervalMs: 10 });
   backupStarted = true;
   const backupDir = join(tmp.dir, 'backup');
   const b = await cli(['backup', '--data', data, '--to', backupDir, '--json']);
@@ -53,7 +54,7 @@ t.test('online backup during 20 pushes, restore, pull byte-identical', async (t)
   const restored = join(tmp.dir, 'restored');
   const r = await cli(['restore', '--from', backupDir, '--data', restored]);
   t.equal(r.code, 0, r.stderr + r.stdout);
-  server = await startServer(restored);
+  server = await startSpawned({ dataDir: restored });
   const auth = basic('_', key);
   t.equal((await http('GET', `${server.urls.registry}/v2/`, { headers: auth })).status, 200, 'the operator API key still works');
   for (const { repo, img } of acknowledged) {

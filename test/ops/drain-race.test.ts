@@ -7,7 +7,8 @@
  */
 import t, { type Test } from 'tap';
 import { createHash, randomBytes, randomInt } from 'node:crypto';
-import { runCli, startServer, tempDir, type ChildServer } from '../helpers/server.js';
+import { runCli, tempDir } from '../helpers/server.js';
+import { startSpawned, waitFor, type SpawnedSlipway } from '../helpers/harness.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { startUpload, withDigest } from '../helpers/registry.js';
 
@@ -39,7 +40,7 @@ async function upload(c: Client, registry: string, auth: Record<string, string>,
       c.acked += len;
       c.inFlight = 0;
       c.location = r.headers.location!;
-      await sleep(randomInt(0, 30));
+      await sleep(randomInt(0, 30)); // deliberate: clients pause at random between chunks (the race)
     }
     const put = await http('PUT', withDigest(c.location, c.digest));
     c.done = put.status === 201;
@@ -54,7 +55,7 @@ const rebase = (url: string, origin: string) => url.replace(/^https?:\/\/[^/]+/,
  * Finishes an upload the shutdown interrupted, from where the restarted server says it stands.
  * Returns true when the blob is now stored (fails the test otherwise).
  */
-async function resume(t: Test, c: Client, server: ChildServer, repo: string, who: string): Promise<boolean> {
+async function resume(t: Test, c: Client, server: SpawnedSlipway, repo: string, who: string): Promise<boolean> {
   const auth = basic('_', key);
   const loc = rebase(c.location!, server.urls.upload);
   const status = await http('GET', loc);
@@ -81,7 +82,7 @@ async function resume(t: Test, c: Client, server: ChildServer, repo: string, who
 t.test('SIGTERM at random moments during chunked uploads', async (t) => {
   for (let round = 0; round < ROUNDS; round++) {
     const tmp = tempDir();
-    let server: ChildServer = await startServer(tmp.dir, { SLIPWAY_DRAIN_SECONDS: '0.3' });
+    let server: SpawnedSlipway = await startSpawned({ dataDir: tmp.dir, env: { SLIPWAY_DRAIN_SECONDS: '0.3' } });
     t.teardown(async () => { await server.stop(); tmp.cleanup(); });
     key = server.apiKey!;
     const auth = basic('_', key);
@@ -91,14 +92,14 @@ t.test('SIGTERM at random moments during chunked uploads', async (t) => {
       return { blob, digest: 'sha256:' + createHash('sha256').update(blob).digest('hex'), acked: 0, inFlight: 0, done: false };
     });
     const running = clients.map((c, i) => upload(c, server.urls.registry, auth, `racing/p${i % 3}`));
-    while (!clients.some((c) => c.acked > 0)) await sleep(5);
-    await sleep(randomInt(0, 300));
+    await waitFor('a first acknowledged chunk', () => clients.some((c) => c.acked > 0), { intervalMs: 5 });
+    await sleep(randomInt(0, 300)); // deliberate: SIGTERM lands at a random point of the pushes (the subject)
     server.proc.kill('SIGTERM');
     t.equal(await server.exited, 0, `round ${round}: exit 0`);
     await Promise.all(running);
     const finished = clients.filter((c) => c.done).length;
 
-    server = await startServer(tmp.dir);
+    server = await startSpawned({ dataDir: tmp.dir });
     for (const [i, c] of clients.entries()) {
       const repo = `racing/p${i % 3}`;
       if (!c.done && c.location && c.acked > 0) c.done = await resume(t, c, server, repo, `round ${round} client ${i}`);

@@ -9,35 +9,16 @@
  */
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { startServer, tempDir, type ChildServer } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { largestUploadFile, startSpawned, waitFor, type SpawnedSlipway } from '../helpers/harness.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { buildImage } from '../helpers/image.js';
 import { startUpload, withDigest } from '../helpers/registry.js';
 import { skopeo, skopeoSkip } from '../helpers/skopeo.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Waits until `cond` holds, checking every 20 ms, at most `ms`. */
-async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
-/** Bytes in the largest upload-session file of a data directory (0 when none). */
-function largestUpload(dataDir: string): number {
-  let max = 0;
-  try {
-    for (const f of readdirSync(join(dataDir, 'uploads'))) max = Math.max(max, statSync(join(dataDir, 'uploads', f)).size);
-  } catch { /* no uploads directory yet */ }
-  return max;
-}
 
 /** Resolves with the error code of a new TCP connection to `url` ('' when it connected). */
 function tryConnect(url: string): Promise<string> {
@@ -53,7 +34,7 @@ const skip = skopeoSkip();
 
 t.test('SIGTERM while skopeo pushes a 200 MB layer: the push completes, exit 0', { skip }, async (t) => {
   const tmp = tempDir();
-  let server: ChildServer = await startServer(tmp.dir);
+  let server: SpawnedSlipway = await startSpawned({ dataDir: tmp.dir });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   const key = server.apiKey!;
   await createApp(server.urls.api, key, 'drained');
@@ -63,10 +44,10 @@ t.test('SIGTERM while skopeo pushes a 200 MB layer: the push completes, exit 0',
   const ref = `docker://${new URL(server.urls.registry).host}/drained/web:latest`;
 
   const push = skopeo(['copy', '--dest-creds', `_:${key}`, '--dest-tls-verify=false', `dir:${img.dir}`, ref]);
-  await until(() => largestUpload(tmp.dir) > 8 * 1024 * 1024, 120_000, 'the layer upload to be under way');
+  await waitFor('the layer upload to be under way', () => largestUploadFile(tmp.dir) > 8 * 1024 * 1024, { timeoutMs: 120_000, intervalMs: 20 });
   server.proc.kill('SIGTERM');
-  await until(() => /draining/.test(server.output()), 20_000, 'the drain to start');
-  t.ok(largestUpload(tmp.dir) < big.bytes.length, 'the drain started mid-stream');
+  await waitFor('the drain to start', () => /draining/.test(server.output()), { timeoutMs: 20_000, intervalMs: 20 });
+  t.ok(largestUploadFile(tmp.dir) < big.bytes.length, 'the drain started mid-stream');
   const readyz = await http('GET', `${server.urls.admin}/readyz`);
   t.equal(readyz.status, 503, 'readiness fails while draining');
   t.match(readyz.json.checks.draining, /draining/);
@@ -79,7 +60,7 @@ t.test('SIGTERM while skopeo pushes a 200 MB layer: the push completes, exit 0',
   t.match(server.output(), /SIGTERM received, draining/);
   t.match(server.output(), /drained, stopped/);
 
-  server = await startServer(tmp.dir);
+  server = await startSpawned({ dataDir: tmp.dir });
   const back = join(tmp.dir, 'back');
   const pull = await skopeo(['copy', '--src-creds', `_:${key}`, '--src-tls-verify=false', `docker://${new URL(server.urls.registry).host}/drained/web:latest`, `dir:${back}`]);
   t.equal(pull.code, 0, pull.stderr);
@@ -104,7 +85,7 @@ function stalledPatch(location: string, first: Buffer, stalled: Promise<void>) {
 
 t.test('an upload still running at the drain deadline is cut and resumes after restart', async (t) => {
   const tmp = tempDir();
-  let server: ChildServer = await startServer(tmp.dir, { SLIPWAY_DRAIN_SECONDS: '0.5' });
+  let server: SpawnedSlipway = await startSpawned({ dataDir: tmp.dir, env: { SLIPWAY_DRAIN_SECONDS: '0.5' } });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   const auth = basic('_', server.apiKey!);
   await createApp(server.urls.api, server.apiKey!, 'cut');
@@ -120,14 +101,14 @@ t.test('an upload still running at the drain deadline is cut and resumes after r
   const loc2 = first.headers.location!;
   const second = stalledPatch(loc2, blob.subarray(1024 * 1024, 4 * 1024 * 1024), stalled);
   // The upload writer flushes in 1 MiB buffers: wait until part of the second chunk is on disk.
-  await until(() => largestUpload(tmp.dir) >= 2 * 1024 * 1024, 20_000, 'the second chunk to arrive');
+  await waitFor('the second chunk to arrive', () => largestUploadFile(tmp.dir) >= 2 * 1024 * 1024, { timeoutMs: 20_000, intervalMs: 20 });
   server.proc.kill('SIGTERM');
   t.equal(await server.exited, 0, 'exit 0 after cutting');
   t.match(server.output(), /drain deadline reached/);
   t.not(await second, 202, 'the running chunk was not acknowledged');
   release();
 
-  server = await startServer(tmp.dir);
+  server = await startSpawned({ dataDir: tmp.dir });
   const resumed = loc2.replace(/^https?:\/\/[^/]+/, server.urls.upload);
   const status = await http('GET', resumed);
   t.equal(status.status, 204, `session survived: ${status.text}`);
@@ -142,16 +123,16 @@ t.test('an upload still running at the drain deadline is cut and resumes after r
 
 t.test('a second signal exits at once', async (t) => {
   const tmp = tempDir();
-  const server = await startServer(tmp.dir, { SLIPWAY_DRAIN_SECONDS: '600' });
+  const server = await startSpawned({ dataDir: tmp.dir, env: { SLIPWAY_DRAIN_SECONDS: '600' } });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   await createApp(server.urls.api, server.apiKey!, 'twice');
   const loc = await startUpload({ registry: server.urls.registry, auth: basic('_', server.apiKey!) }, 'twice/web');
   let release!: () => void;
   const stalled = new Promise<void>((r) => { release = r; });
   const patch = stalledPatch(loc, randomBytes(3 * 1024 * 1024), stalled);
-  await until(() => largestUpload(tmp.dir) >= 1024 * 1024, 20_000, 'the chunk to arrive');
+  await waitFor('the chunk to arrive', () => largestUploadFile(tmp.dir) >= 1024 * 1024, { timeoutMs: 20_000, intervalMs: 20 });
   server.proc.kill('SIGTERM');
-  await until(() => /draining/.test(server.output()), 20_000, 'the drain to start');
+  await waitFor('the drain to start', () => /draining/.test(server.output()), { timeoutMs: 20_000, intervalMs: 20 });
   server.proc.kill('SIGTERM');
   t.equal(await server.exited, 1, 'exited on the second signal without waiting for the 600 s deadline');
   t.match(server.output(), /second SIGTERM received, exiting now/);

@@ -7,7 +7,8 @@ import t from 'tap';
 import { cpSync, openSync, readSync, statSync, truncateSync, unlinkSync, utimesSync, writeFileSync, writeSync, closeSync, mkdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { runCli, startServer, tempDir } from '../helpers/server.js';
+import { runCli, tempDir } from '../helpers/server.js';
+import { startSpawned } from '../helpers/harness.js';
 import { basic, createApp } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBuiltImage } from '../helpers/registry.js';
@@ -25,7 +26,7 @@ const blobPath = (data: string, digest: string) => join(data, 'blobs', 'sha256',
 t.test('fsck', async (t) => {
   const tmp = tempDir();
   const clean = join(tmp.dir, 'clean');
-  const server = await startServer(clean);
+  const server = await startSpawned({ dataDir: clean });
   t.teardown(() => tmp.cleanup());
   await createApp(server.urls.api, server.apiKey!, 'checked');
   const target = { registry: server.urls.registry, auth: basic('_', server.apiKey!) };

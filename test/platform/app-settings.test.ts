@@ -4,9 +4,10 @@
  * stack). Scope enforcement of these routes is in test/api/authorization-matrix.test.ts.
  */
 import t from 'tap';
-import { api, startTestServer } from '../helpers/oauth.js';
+import { api } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 
-const ts = await startTestServer();
+const ts = await startInProcess();
 t.teardown(() => ts.stop());
 const key = ts.operator.apiKey;
 for (const [name, space] of [['settings-app', null], ['space-app', 'secure-space']] as const) {

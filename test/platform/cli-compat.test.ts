@@ -5,14 +5,15 @@
  * web_url, registry login with an empty user name, and the settings' validation.
  */
 import t from 'tap';
-import { api, startTestServer } from '../helpers/oauth.js';
+import { api } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, http } from '../helpers/http.js';
 import { loadConfig } from '../../server/config.js';
 import { webUrlOf } from '../../server/api/web-url.js';
 import { key as storeKey } from '../../engine/store.js';
 import { formations } from '../../engine/platform/keyspaces.js';
 
-const ts = await startTestServer();
+const ts = await startInProcess();
 t.teardown(() => ts.stop());
 const key = ts.operator.apiKey;
 const created = await api(ts, 'POST', '/apps', key, { name: 'compat-app' });
@@ -27,7 +28,7 @@ t.test('Accept: the CLI\'s vendor and variants are served; other versions and ve
   t.equal(v2.status, 406);
   t.equal(v2.json.id, 'not_acceptable');
   t.equal((await api(ts, 'GET', '/account', key, undefined, { accept: 'application/vnd.other+json; version=3' })).status, 406);
-  const strict = await startTestServer({ SLIPWAY_ACCEPT_VENDORS: 'none' });
+  const strict = await startInProcess({ env: { SLIPWAY_ACCEPT_VENDORS: 'none' } });
   t.teardown(() => strict.stop());
   t.equal((await api(strict, 'GET', '/account', strict.operator.apiKey, undefined, { accept: 'application/vnd.heroku+json; version=3' })).status, 406, 'none: only SLIPWAY_VENDOR');
   t.equal((await api(strict, 'GET', '/account', strict.operator.apiKey)).status, 200);
@@ -47,7 +48,7 @@ t.test('web_url', async (t) => {
   t.equal(webUrlOf(undefined, 'https://paas.example.org:8443')('web1'), 'https://web1.paas.example.org/');
   t.equal(webUrlOf('https://{app}.run.example/', 'https://api.example.com')('web1'), 'https://web1.run.example/');
   t.equal((await api(ts, 'GET', '/apps/compat-app', key)).json.web_url, 'http://compat-app.localhost/');
-  const custom = await startTestServer({ SLIPWAY_APP_URL_TEMPLATE: 'https://{app}.run.example/' });
+  const custom = await startInProcess({ env: { SLIPWAY_APP_URL_TEMPLATE: 'https://{app}.run.example/' } });
   t.teardown(() => custom.stop());
   t.equal((await api(custom, 'POST', '/apps', custom.operator.apiKey, { name: 'tmpl-app' })).json.web_url, 'https://tmpl-app.run.example/');
 });
@@ -82,7 +83,7 @@ t.test('race: concurrent config-var changes each make exactly one release, numbe
     const before = (await api(ts, 'GET', '/apps/race-app/releases', key, undefined, { range: 'version ..; max=1000' })).json.length;
     const n = 12;
     const results = await Promise.all(Array.from({ length: n }, async (_, i) => {
-      await new Promise((r) => setTimeout(r, Math.random() * 5));
+      await new Promise((r) => setTimeout(r, Math.random() * 5)); // deliberate: random interleaving (the race)
       return api(ts, 'PATCH', '/apps/race-app/config-vars', key, { [`K${round}_${i}`]: String(i) });
     }));
     t.ok(results.every((r) => r.status === 200), `round ${round}: every change accepted`);

@@ -7,7 +7,8 @@
  */
 import t from 'tap';
 import { join } from 'node:path';
-import { startServer, tempDir } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startInProcess } from '../helpers/harness.js';
 import { bearer, createApp, http, basic } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { skopeo, skopeoSkip } from '../helpers/skopeo.js';
@@ -17,7 +18,7 @@ const skip = skopeoSkip();
 
 t.test('container releases', { skip }, async (t) => {
   const tmp = tempDir();
-  const server = await startServer(tmp.dir);
+  const server = await startInProcess({ dataDir: tmp.dir });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   const key = server.apiKey!;
   const api = server.urls.api;

@@ -5,11 +5,12 @@
  * and the registry, and the consent page's team picker.
  */
 import t from 'tap';
-import { api, createAccount, registerClient, startTestServer, walkAuthorization, Browser } from '../helpers/oauth.js';
+import { api, createAccount, registerClient, walkAuthorization, Browser } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, http } from '../helpers/http.js';
 import { createAuthorizationInTransaction } from '../../engine/identity/authorizations.js';
 
-const ts = await startTestServer();
+const ts = await startInProcess();
 t.teardown(() => ts.stop());
 const admin = ts.operator.apiKey;
 const bob = await createAccount(ts, 'bob@example.com');

@@ -8,7 +8,8 @@ import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, tempDir, type ChildServer } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startSpawned, type SpawnedSlipway } from '../helpers/harness.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBlob, putManifest, startUpload, withDigest, type Target } from '../helpers/registry.js';
@@ -31,11 +32,11 @@ async function* slowBody(total: number, hash: ReturnType<typeof createHash>) {
     const b = randomBytes(Math.min(chunk, total - sent));
     hash.update(b);
     yield b;
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 5)); // deliberate: a slow body, so the kill lands mid-stream
   }
 }
 
-async function chaos(server: ChildServer, target: Target, round: number): Promise<void> {
+async function chaos(server: SpawnedSlipway, target: Target, round: number): Promise<void> {
   const img = await buildImage(join(tmp.dir, `img-${round}`), sampleSpec());
   for (const b of [img.config, ...img.layers.map((l) => l.bytes)]) await pushBlob(target, 'crashapp/web', b);
   const inflight: Array<Promise<unknown>> = [];
@@ -62,10 +63,11 @@ async function chaos(server: ChildServer, target: Target, round: number): Promis
   })());
   // Kill once manifests are being stored, a little later each round, with everything in flight.
   await firstStored;
-  await new Promise((r) => setTimeout(r, 100 + round * 200));
+  await new Promise((r) => setTimeout(r, 100 + round * 200)); // deliberate: the kill's timing is the subject
   killing = true;
   await server.kill();
   await Promise.allSettled(inflight);
+  // Kept: socket errors of the killed connections may still arrive; there is no condition to wait on.
   await new Promise((r) => setTimeout(r, 200));
   killing = false;
 }
@@ -80,13 +82,13 @@ function blobFiles(dir: string): string[] {
 }
 
 t.test('SIGKILL during uploads and manifest PUTs leaves a consistent store', async (t) => {
-  let server = await startServer(tmp.dir);
+  let server = await startSpawned({ dataDir: tmp.dir });
   const key = server.apiKey!;
   await createApp(server.urls.api, key, 'crashapp');
   for (let round = 0; round < 3; round++) {
     const target: Target = { registry: server.urls.registry, auth: basic('_', key) };
     await chaos(server, target, round);
-    server = await startServer(tmp.dir);
+    server = await startSpawned({ dataDir: tmp.dir });
   }
   t.teardown(() => server.stop());
   const target: Target = { registry: server.urls.registry, auth: basic('_', key) };

@@ -10,7 +10,8 @@ import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, tempDir, CLI } from '../helpers/server.js';
+import { tempDir, CLI } from '../helpers/server.js';
+import { startSpawned, waitFor } from '../helpers/harness.js';
 import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBlob, pushBuiltImage, type Target } from '../helpers/registry.js';
@@ -21,7 +22,7 @@ import type { Digest } from '../../engine/digest.js';
 
 const HOUR = 3600_000;
 const tmp = tempDir();
-const server = await startServer(tmp.dir);
+const server = await startSpawned({ dataDir: tmp.dir });
 t.teardown(async () => { await server.stop(); tmp.cleanup(); });
 const me: Target = { registry: server.urls.registry, auth: basic('_', server.apiKey!) };
 await createApp(server.urls.api, server.apiKey!, 'cliapp');
@@ -98,7 +99,7 @@ t.test('a GET of an unreferenced blob keeps it for the grace period', async (t) 
   await store.close();
   t.equal((await http('GET', `${me.registry}/v2/cliapp/web/blobs/${sha256(late)}`, { headers: me.auth })).status, 200);
   store = await openStore(tmp.dir);
-  for (let i = 0; i < 100 && store.blobs.get(sha256(late))?.touchedAt === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+  await waitFor('the touch to be recorded', () => store.blobs.get(sha256(late))?.touchedAt !== undefined, { timeoutMs: 5_000, intervalMs: 10 });
   t.ok(store.blobs.get(sha256(late))!.touchedAt! > Date.now() - 60_000, 'touched');
   await store.close();
   const report = JSON.parse(gc('--json'));

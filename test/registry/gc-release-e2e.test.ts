@@ -7,7 +7,8 @@
  */
 import t from 'tap';
 import { join } from 'node:path';
-import { startTestServer, api } from '../helpers/oauth.js';
+import { api } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, http } from '../helpers/http.js';
 import { buildImage, sha256, type BuiltImage } from '../helpers/image.js';
 import { pushBuiltImage, type Target } from '../helpers/registry.js';
@@ -19,7 +20,7 @@ const HOUR = 3600_000;
 const DAY = 24 * HOUR;
 const CONTAINER = 'application/vnd.slipway+json; version=3.container-releases';
 
-const ts = await startTestServer({ SLIPWAY_GC_INTERVAL: '0' });
+const ts = await startInProcess({ env: { SLIPWAY_GC_INTERVAL: '0' } });
 t.teardown(() => ts.stop());
 const key = ts.operator.apiKey;
 const me: Target = { registry: ts.server.urls.registry, auth: basic('_', key) };

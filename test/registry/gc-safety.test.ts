@@ -19,7 +19,8 @@ import t from 'tap';
 import { manifests, repositoryManifests } from '../../engine/registry/keyspaces.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
-import { startServer, tempDir, type ChildServer } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startSpawned, waitFor, type SpawnedSlipway } from '../helpers/harness.js';
 import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { pushBlob, putManifest, startUpload, withDigest, type Target } from '../helpers/registry.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
@@ -35,8 +36,8 @@ const gcRuns = { count: 0, blobsDeleted: 0 };
 let me!: Target;
 
 /** Starts the child server with GC every 5 ms and the given grace; counts its GC log lines. */
-async function start(grace: string): Promise<ChildServer> {
-  const server = await startServer(tmp.dir, { SLIPWAY_GC_INTERVAL: '0.005', SLIPWAY_GC_GRACE: grace, SLIPWAY_LOG_LEVEL: 'info' });
+async function start(grace: string): Promise<SpawnedSlipway> {
+  const server = await startSpawned({ dataDir: tmp.dir, env: { SLIPWAY_GC_INTERVAL: '0.005', SLIPWAY_GC_GRACE: grace, SLIPWAY_LOG_LEVEL: 'info' } });
   let partial = '';
   server.proc.stdout!.on('data', (d: Buffer) => {
     const lines = (partial + d.toString()).split('\n');
@@ -153,7 +154,7 @@ t.test('phase 2: 240 pushes, GC every 5 ms with a 3 s grace', async (t) => {
   kept.push(...r.kept);
   t.same((await Promise.all(kept.map(verify))).flat(), [], `every accepted manifest of both phases (${kept.length}) pullable, every blob matching its digest`);
   const settled = gcRuns.count;
-  while (gcRuns.count < settled + 20) await new Promise((res) => setTimeout(res, 20));
+  await waitFor('20 more GC runs', () => gcRuns.count >= settled + 20, { intervalMs: 20 });
   t.same((await Promise.all(kept.map(verify))).flat(), [], 'still all there after 20 more GC runs');
 });
 

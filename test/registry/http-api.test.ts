@@ -8,13 +8,14 @@ import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, tempDir, CLI } from '../helpers/server.js';
+import { tempDir, CLI } from '../helpers/server.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, bearer, createApp, errCode, errMessage, http } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBlob, pushBuiltImage, putManifest, startUpload, withDigest, type Target } from '../helpers/registry.js';
 
 const tmp = tempDir();
-const server = await startServer(tmp.dir);
+const server = await startInProcess({ dataDir: tmp.dir });
 t.teardown(async () => { await server.stop(); tmp.cleanup(); });
 const key = server.apiKey!;
 const reg = server.urls.registry;

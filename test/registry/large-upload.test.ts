@@ -8,7 +8,8 @@
  */
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
-import { startServer, tempDir } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startSpawned } from '../helpers/harness.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { startUpload, withDigest, type Target } from '../helpers/registry.js';
 import { readFileSync } from 'node:fs';
@@ -32,7 +33,7 @@ function digestOf(size: number): string {
 
 t.test('≥1 GB single-request uploads', { skip }, async (t) => {
   const tmp = tempDir();
-  const server = await startServer(tmp.dir);
+  const server = await startSpawned({ dataDir: tmp.dir });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   await createApp(server.urls.api, server.apiKey!, 'bigapp');
   const target: Target = { registry: server.urls.registry, auth: basic('_', server.apiKey!) };
@@ -66,7 +67,7 @@ t.test('≥1 GB single-request uploads', { skip }, async (t) => {
 
 t.test('skopeo pushes and pulls back a 64 MiB layer byte-identical', { skip: skip || skopeoSkip() }, async (t) => {
   const tmp = tempDir();
-  const server = await startServer(tmp.dir);
+  const server = await startSpawned({ dataDir: tmp.dir });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   await createApp(server.urls.api, server.apiKey!, 'bigapp');
   const img = await buildImage(join(tmp.dir, 'img'), { layers: [{ files: { 'data.bin': randomBytes(64 * 1024 * 1024) } }, { files: { 'etc/motd': 'hi\n' } }] });

@@ -9,14 +9,15 @@ import t from 'tap';
 import { readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { startServer, tempDir, type ChildServer } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startInProcess, type InProcessSlipway } from '../helpers/harness.js';
 import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBlob, pushBuiltImage, type Target } from '../helpers/registry.js';
 import { openStore } from '../../engine/store.js';
 
 const tmp = tempDir();
-let server: ChildServer = await startServer(tmp.dir);
+let server: InProcessSlipway = await startInProcess({ dataDir: tmp.dir });
 t.teardown(async () => { await server.stop(); tmp.cleanup(); });
 const key = server.apiKey!;
 await createApp(server.urls.api, key, 'quar');
@@ -39,7 +40,7 @@ t.test('planted bad files are quarantined at the restart that migrates an older 
   const store = await openStore(tmp.dir);
   store.meta.putSync('schema', 5);
   await store.close();
-  server = await startServer(tmp.dir);
+  server = await startInProcess({ dataDir: tmp.dir });
 
   for (const layer of [small, big]) {
     const r = await get(layer.digest);

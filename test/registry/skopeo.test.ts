@@ -6,7 +6,8 @@ import t from 'tap';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildImage, sampleSpec } from '../helpers/image.js';
-import { startServer, tempDir, type ChildServer } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startSpawned, type SpawnedSlipway } from '../helpers/harness.js';
 import { createApp, http, basic } from '../helpers/http.js';
 import { skopeo, skopeoSkip } from '../helpers/skopeo.js';
 
@@ -14,7 +15,7 @@ const skip = skopeoSkip();
 
 t.test('skopeo', { skip }, async (t) => {
   const tmp = tempDir();
-  const server: ChildServer = await startServer(tmp.dir);
+  const server: SpawnedSlipway = await startSpawned({ dataDir: tmp.dir });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   const key = server.apiKey!;
   const host = new URL(server.urls.registry).host;

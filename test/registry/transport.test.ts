@@ -6,13 +6,14 @@ import t from 'tap';
 import tls from 'node:tls';
 import { createHash, randomBytes } from 'node:crypto';
 import { request } from 'undici';
-import { startServer, tempDir } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
+import { startInProcess, waitFor } from '../helpers/harness.js';
 import { basic, createApp } from '../helpers/http.js';
 import { pushBlob, type Target } from '../helpers/registry.js';
 import { sha256 } from '../helpers/image.js';
 
 const tmp = tempDir();
-const server = await startServer(tmp.dir);
+const server = await startInProcess({ dataDir: tmp.dir });
 t.teardown(async () => { await server.stop(); tmp.cleanup(); });
 await createApp(server.urls.api, server.apiKey!, 'wire');
 const target: Target = { registry: server.urls.registry, auth: basic('_', server.apiKey!) };
@@ -32,7 +33,7 @@ t.test('a slow reader gets the whole blob', async (t) => {
     sinceNap += (chunk as Buffer).length;
     if (sinceNap >= 2 * 1024 * 1024) { // about 40 MB/s: the server must wait for the reader
       sinceNap = 0;
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 50)); // deliberate: the slow reader is the subject
     }
   }
   t.equal(got, blob.length);
@@ -47,10 +48,11 @@ t.test('HEAD keeps the connection alive', async (t) => {
   socket.on('data', (d) => { text += d.toString('latin1'); });
   const auth = target.auth.authorization!;
   const req = (method: string) => `${method} /v2/wire/web/blobs/${digest} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: ${auth}\r\n\r\n`;
+  const answers = () => [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].length;
   socket.write(req('HEAD') + req('HEAD'));
-  await new Promise((r) => setTimeout(r, 300));
+  await waitFor('both HEAD answers', () => answers() >= 2, { timeoutMs: 10_000, intervalMs: 10 });
   socket.write(`GET /v2/ HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: ${auth}\r\n\r\n`);
-  await new Promise((r) => setTimeout(r, 300));
+  await waitFor('the GET answer on the same connection', () => answers() >= 3 || socket.destroyed, { timeoutMs: 10_000, intervalMs: 10 });
   t.notOk(socket.destroyed, 'still connected');
   socket.destroy();
   const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => m[1]);

@@ -11,13 +11,14 @@ import { existsSync, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { http, basic, createApp, errCode, type Reply } from '../helpers/http.js';
-import { startTestServer, createAccount, type TestServer } from '../helpers/oauth.js';
+import { createAccount, type TestServer } from '../helpers/oauth.js';
+import { startInProcess, waitFor } from '../helpers/harness.js';
 import { startUpload, withDigest, type Target } from '../helpers/registry.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBuiltImage } from '../helpers/registry.js';
 import { openRequest } from '../helpers/uploads.js';
 
-const ts: TestServer = await startTestServer();
+const ts: TestServer = await startInProcess();
 t.teardown(() => ts.stop());
 const urls = ts.server.urls;
 const dataDir = ts.server.config.dataDir;
@@ -28,15 +29,6 @@ const hexOf = (d: string) => d.slice('sha256:'.length);
 const blobFile = (digest: string) => join(dataDir, 'blobs', 'sha256', hexOf(digest).slice(0, 2), hexOf(digest));
 const idOf = (location: string) => new URL(location).pathname.split('/').pop()!;
 
-/** Waits until `pred` holds (polling; no fixed sleep). */
-async function until(pred: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await pred())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 /**
  * Starts a PATCH of `total` bytes and sends `first` (at least 1 MiB) of them; resolves once the
  * server has written 300,000 of them past `already` (the session's offset before).
@@ -45,7 +37,7 @@ async function patchInFlight(location: string, total: number, first: Buffer, alr
   const req = openRequest('PATCH', location, { 'content-type': 'application/octet-stream', 'content-length': String(total) });
   await req.send(first);
   const file = join(dataDir, 'uploads', idOf(location));
-  await until(() => existsSync(file) && statSync(file).size >= already + 300_000, 'the PATCH to reach the session file');
+  await waitFor('the PATCH to reach the session file', () => existsSync(file) && statSync(file).size >= already + 300_000, { timeoutMs: 10_000, intervalMs: 5 });
   return req;
 }
 
@@ -167,9 +159,9 @@ t.test('defect 2 (the old race): a cancelled session is not brought back by a PA
   t.equal((await http('DELETE', loc, {})).status, 409);
   patch.abort();
   t.equal((await patch.response).status, 0, 'the PATCH connection was cut');
-  await until(async () => (await http('GET', loc, {})).status === 404, 'the interrupted session to be discarded');
+  await waitFor('the interrupted session to be discarded', async () => (await http('GET', loc, {})).status === 404, { timeoutMs: 10_000, intervalMs: 5 });
   // The session ends (404) before its record and file are removed, a moment later.
-  await until(async () => ts.server.store.uploads.get(idOf(loc)) === undefined && !existsSync(join(dataDir, 'uploads', idOf(loc))), 'the session record and file to be removed');
+  await waitFor('the session record and file to be removed', async () => ts.server.store.uploads.get(idOf(loc)) === undefined && !existsSync(join(dataDir, 'uploads', idOf(loc))), { timeoutMs: 10_000, intervalMs: 5 });
   t.equal(ts.server.store.uploads.get(idOf(loc)), undefined, 'no record');
   t.notOk(existsSync(join(dataDir, 'uploads', idOf(loc))), 'no file');
 });

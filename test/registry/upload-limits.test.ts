@@ -8,12 +8,13 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { basic, createApp, errCode, http } from '../helpers/http.js';
-import { startTestServer, createAccount } from '../helpers/oauth.js';
+import { createAccount } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { startUpload, withDigest, type Target } from '../helpers/registry.js';
 import { sha256 } from '../helpers/image.js';
 import { openRequest } from '../helpers/uploads.js';
 
-const ts = await startTestServer({ SLIPWAY_UPLOAD_SESSIONS: '3', SLIPWAY_UPLOAD_MIN_RATE: '8', SLIPWAY_UPLOAD_RATE_WINDOW: '0.3', SLIPWAY_UPLOAD_MEMORY: '1' });
+const ts = await startInProcess({ env: { SLIPWAY_UPLOAD_SESSIONS: '3', SLIPWAY_UPLOAD_MIN_RATE: '8', SLIPWAY_UPLOAD_RATE_WINDOW: '0.3', SLIPWAY_UPLOAD_MEMORY: '1' } });
 t.teardown(() => ts.stop());
 const urls = ts.server.urls;
 const owner: Target = { registry: urls.registry, auth: basic('_', ts.operator.apiKey) };

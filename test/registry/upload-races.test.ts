@@ -16,7 +16,8 @@ import type { Test } from 'tap';
 import { readFileSync, statSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { basic, createApp, errCode, http, type Reply } from '../helpers/http.js';
-import { startTestServer, createAccount } from '../helpers/oauth.js';
+import { createAccount } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { startUpload, withDigest, pushBuiltImage, type Target } from '../helpers/registry.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { openRequest } from '../helpers/uploads.js';
@@ -41,9 +42,10 @@ function bytes(n: number): Buffer {
   for (let i = 0; i < n; i++) b[i] = Math.floor(rand() * 256);
   return b;
 }
+/** Deliberate random pauses between steps: the interleaving is the subject. */
 const pause = () => new Promise((r) => setTimeout(r, between(0, 12)));
 
-const ts = await startTestServer({ SLIPWAY_UPLOAD_TTL: '1' });
+const ts = await startInProcess({ env: { SLIPWAY_UPLOAD_TTL: '1' } });
 t.teardown(() => ts.stop());
 const urls = ts.server.urls;
 const dataDir = ts.server.config.dataDir;

@@ -1,0 +1,190 @@
+/**
+ * The one way tests start Slipway, with two entry points returning the same shape:
+ *
+ * - `startInProcess`: `startServer` (server/main.ts) in the test process on a ManualClock, so the
+ *   server code a test drives counts towards coverage and the test can move time. The default.
+ * - `startSpawned`: `slipway serve` as a child process, the way a user runs it. Only for what
+ *   needs a separate process: a crash (SIGKILL), signals and drain (SIGTERM), the operator CLI
+ *   on a running server, skopeo interop, large uploads, and the server's own output.
+ *
+ * Both listen on 127.0.0.1 port 0 with a fresh or given data directory. Waiting for something to
+ * happen is `waitFor` (a condition polled with a deadline), never a fixed sleep.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { ManualClock } from '../../engine/clock.js';
+import { loadConfig } from '../../server/config.js';
+import { startServer, type RunningServer } from '../../server/main.js';
+import { createLogger } from '../../server/log.js';
+import { CLI, tempDir } from './server.js';
+import { http } from './http.js';
+import { waitFor } from './daemons.js';
+
+export { waitFor };
+
+/** Where a started server listens. */
+export interface Urls { registry: string; api: string; auth: string; upload: string; admin: string }
+
+/** The operator account's secrets, as printed (spawned) or returned (in-process) at first start. */
+export interface Operator { email: string; password: string; totpSecret: string; apiKey: string }
+
+/** What both entry points return. */
+export interface Slipway {
+  dataDir: string;
+  urls: Urls;
+  /** The operator's API key, when this start created the operator (first start on the data directory). */
+  apiKey?: string;
+  email?: string;
+  totpSecret?: string;
+  password?: string;
+  /** Stops the server (spawned: SIGTERM, which drains; in-process: immediate close) and waits; idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Options of both entry points. */
+export interface StartOptions {
+  /** Data directory; default a new temporary one, removed by `stop()`. */
+  dataDir?: string;
+  /** SLIPWAY_* settings (server/config.ts). */
+  env?: Record<string, string>;
+}
+
+/** A server in the test process. */
+export interface InProcessSlipway extends Slipway {
+  server: RunningServer;
+  /** The clock every expiry and retention rule reads; `clock.advance(ms)` moves it. */
+  clock: ManualClock;
+  /** The operator created by this start (throws when the data directory already had accounts). */
+  operator: Operator;
+  /** Shorthands for `urls.api` and `urls.auth`. */
+  api: string;
+  auth: string;
+}
+
+/** A `slipway serve` child process. */
+export interface SpawnedSlipway extends Slipway {
+  proc: ChildProcess;
+  /** Resolves with the exit code (null when killed by a signal) once the process ended. */
+  exited: Promise<number | null>;
+  /** Everything the server printed so far (stdout and stderr). */
+  output(): string;
+  /** SIGKILL (crash) and wait. */
+  kill(): Promise<void>;
+}
+
+/** Where the in-process clock starts unless a test gives one: a fixed Monday 09:00 UTC. */
+export const TEST_EPOCH = Date.UTC(2026, 0, 5, 9, 0, 0);
+
+const PORTS = { 'registry-port': '0', 'api-port': '0', 'auth-port': '0', 'upload-port': '0', 'admin-port': '0' };
+
+/**
+ * Starts Slipway in this process and waits until its worker pool and hash thread answer (the
+ * admin host's readiness checks): worker threads of the test process load tap's module hooks and
+ * can take seconds to start on a busy machine, which would otherwise land on a test's first
+ * upload. Logging is off unless `env` sets SLIPWAY_LOG_LEVEL (to a SLIPWAY_LOG_FILE: stdout
+ * belongs to tap).
+ * @throws what `startServer` throws (bad settings, an unusable key file), after removing a temporary data directory.
+ */
+export async function startInProcess(opts: StartOptions & { clock?: ManualClock } = {}): Promise<InProcessSlipway> {
+  const tmp = opts.dataDir === undefined ? tempDir() : undefined;
+  const dataDir = opts.dataDir ?? tmp!.dir;
+  const env = { SLIPWAY_LOG_LEVEL: 'silent', ...opts.env, SLIPWAY_DATA: dataDir };
+  const clock = opts.clock ?? new ManualClock(TEST_EPOCH);
+  let server: RunningServer;
+  try {
+    const config = loadConfig(env, PORTS);
+    server = await startServer(config, { clock, log: createLogger(config.logLevel, config.logFile) });
+  } catch (e) {
+    tmp?.cleanup();
+    throw e;
+  }
+  let stopped: Promise<void> | undefined;
+  const stop = () => (stopped ??= server.close().then(() => tmp?.cleanup()));
+  try {
+    await waitFor('the worker pool and the hash thread to answer', async () => {
+      const checks = (await http('GET', `${server.urls.admin}/readyz`)).json?.checks;
+      return checks?.workerPool === 'ok' && checks?.hashThread === 'ok';
+    }, { timeoutMs: 120_000, intervalMs: 50 });
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const b = server.bootstrap;
+  return {
+    dataDir, urls: server.urls, server, clock, api: server.urls.api, auth: server.urls.auth,
+    apiKey: b?.apiKey, email: b?.account.email, totpSecret: b?.totpSecret, password: b?.generatedPassword ?? undefined,
+    get operator(): Operator {
+      if (!b) throw new Error('no operator created by this start: the data directory already had accounts');
+      return { email: b.account.email, password: b.generatedPassword!, totpSecret: b.totpSecret, apiKey: b.apiKey };
+    },
+    stop,
+  };
+}
+
+/**
+ * Bytes in the largest upload-session file of a data directory (0 when none): how far the
+ * upload in flight has come, for a `waitFor` condition.
+ */
+export function largestUploadFile(dataDir: string): number {
+  let max = 0;
+  try {
+    for (const f of readdirSync(join(dataDir, 'uploads'))) max = Math.max(max, statSync(join(dataDir, 'uploads', f)).size);
+  } catch { /* no uploads directory yet */ }
+  return max;
+}
+
+const children = new Set<ChildProcess>();
+let hooked = false;
+/** Child servers die with the test process, also when tap ends it on a timeout (SIGTERM). */
+function trackChild(proc: ChildProcess): void {
+  children.add(proc);
+  proc.once('exit', () => children.delete(proc));
+  if (hooked) return;
+  hooked = true;
+  const killAll = () => { for (const c of children) c.kill('SIGKILL'); };
+  process.once('exit', killAll);
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => { killAll(); process.exit(1); });
+}
+
+/**
+ * Starts `slipway serve` as a child process and reads its URLs and the operator's one-time
+ * secrets from its output. Log level: SLIPWAY_TEST_LOG_LEVEL, default warn, unless `env` sets one.
+ * @throws Error with the server's output when it exits before listening or does not listen within 20 s.
+ */
+export function startSpawned(opts: StartOptions = {}): Promise<SpawnedSlipway> {
+  const tmp = opts.dataDir === undefined ? tempDir() : undefined;
+  const dataDir = opts.dataDir ?? tmp!.dir;
+  const flags = Object.entries(PORTS).flatMap(([k, v]) => [`--${k}`, v]);
+  const proc = spawn(process.execPath, [CLI, 'serve', '--data', dataDir, ...flags], {
+    env: { ...process.env, SLIPWAY_LOG_LEVEL: process.env.SLIPWAY_TEST_LOG_LEVEL ?? 'warn', ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  void exited.then(() => tmp?.cleanup());
+  trackChild(proc);
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const fields: Record<string, string> = {};
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 20_000);
+    proc.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
+    proc.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      for (const line of out.split('\n')) {
+        const kv = /^\s+(api_key|email|totp_secret|password)\s+(\S+)$/.exec(line);
+        if (kv) fields[kv[1]!] = kv[2]!;
+        const m = /^slipway listening registry=(\S+) api=(\S+) auth=(\S+) upload=(\S+) admin=(\S+)/.exec(line);
+        if (m) {
+          clearTimeout(timer);
+          resolve({
+            dataDir, urls: { registry: m[1]!, api: m[2]!, auth: m[3]!, upload: m[4]!, admin: m[5]! },
+            apiKey: fields.api_key, email: fields.email, totpSecret: fields.totp_secret, password: fields.password, proc, exited, output: () => out,
+            stop: async () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM'); await exited; },
+            kill: async () => { proc.kill('SIGKILL'); await exited; },
+          });
+        }
+      }
+    });
+    proc.once('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited with ${code}:\n${out}`)); });
+  });
+}
