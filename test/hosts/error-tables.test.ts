@@ -12,7 +12,7 @@ import { REGISTRY_ERRORS } from '../../server/registry/error-codes.js';
 import { API_ERRORS } from '../../server/api/error-codes.js';
 import { OAUTH_ERRORS } from '../../server/auth-host/oauth-errors.js';
 import { PAGE_ERRORS } from '../../server/auth-host/page-errors.js';
-import { startServer, tempDir } from '../helpers/server.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { pushBlob, startUpload, type Target } from '../helpers/registry.js';
 import { sha256 } from '../helpers/image.js';
@@ -50,9 +50,8 @@ t.test('renamed conditions keep their wire codes', async (t) => {
 });
 
 t.test('through HTTP', async (t) => {
-  const tmp = tempDir();
-  const server = await startServer(tmp.dir);
-  t.teardown(async () => { await server.stop(); tmp.cleanup(); });
+  const server = await startInProcess();
+  t.teardown(() => server.stop());
   const key = server.apiKey!;
   const reg = server.urls.registry;
   const me: Target = { registry: reg, auth: basic('_', key) };

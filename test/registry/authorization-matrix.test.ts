@@ -20,14 +20,15 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { REGISTRY_ROUTES, type RegistryRoute } from '../../server/registry/routes.js';
 import type { RouteAction } from '../../server/registry/admission.js';
-import { api, createAccount, registerClient, startTestServer } from '../helpers/oauth.js';
+import { api, createAccount, registerClient } from '../helpers/oauth.js';
+import { startInProcess } from '../helpers/harness.js';
 import { basic, bearer, errCode, http, type Reply } from '../helpers/http.js';
 import { buildImage, sha256 } from '../helpers/image.js';
 import { pushBlob, pushBuiltImage, startUpload, type Target } from '../helpers/registry.js';
 import { tempDir } from '../helpers/server.js';
 import { createAuthorizationInTransaction } from '../../engine/identity/authorizations.js';
 
-const ts = await startTestServer();
+const ts = await startInProcess();
 const tmp = tempDir('slipway-matrix-');
 t.teardown(async () => { await ts.stop(); tmp.cleanup(); });
 const admin = ts.operator.apiKey;
