@@ -8,11 +8,11 @@ import { key, prefixRange, type Store } from '../store.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import { hashToken, newId, newSecret, secretMatches } from '../identity/tokens.js';
-import { revokeAuthorizationInTransaction } from '../identity/authorizations.js';
+import { revokeClientAuthorizationsInTransaction } from '../identity/authorizations.js';
+import { clients, clientsByOwner } from './keyspaces.js';
 import type { ClientRecord } from './records.js';
 import { validateRedirectUri } from './redirect-uri.js';
 import { MAX_CLIENT_NAME_LENGTH } from './limits.js';
-import type { AuthorizationRecord } from '../identity/records.js';
 import { announceAuthorization } from './announce.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -110,15 +110,11 @@ export class Clients {
    */
   async remove(client: ClientRecord): Promise<number> {
     const now = this.clock.now();
-    const revoked: AuthorizationRecord[] = [];
-    await this.store.env.transaction(() => {
-      for (const { key: k } of this.store.authorizationsByClient.getRange(prefixRange(client.id))) {
-        const a = this.store.authorizations.get(k.slice(client.id.length + 1));
-        if (a && a.revokedAt === null) revoked.push(revokeAuthorizationInTransaction(this.store, a, now));
-        this.store.authorizationsByClient.remove(k);
-      }
-      this.store.clients.remove(client.id);
-      this.store.clientsByOwner.remove(key(client.ownerId, client.id));
+    const revoked = await this.store.metadata.transact(async (tx) => {
+      const out = await revokeClientAuthorizationsInTransaction(tx, client.id, now);
+      tx.remove(clients, client.id);
+      tx.remove(clientsByOwner, key(client.ownerId, client.id));
+      return out;
     });
     for (const a of revoked) announceAuthorization('revoked', a);
     return revoked.length;

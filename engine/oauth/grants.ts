@@ -9,7 +9,8 @@ import type { Store } from '../store.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import { hashToken, newId, newSecret } from '../identity/tokens.js';
-import { createAuthorizationInTransaction, revokeAuthorizationInTransaction, type IssuedTokens } from '../identity/authorizations.js';
+import { createAuthorizationInTransaction, revokeAuthorizationByIdInTransaction, type IssuedTokens } from '../identity/authorizations.js';
+import { grants } from './keyspaces.js';
 import type { Clients } from './clients.js';
 import type { GrantRecord } from './records.js';
 import { authenticateClientFor, type ClientCredentials } from './client-auth.js';
@@ -64,7 +65,7 @@ export class Grants {
     const grant = this.store.grants.get(codeHash);
     if (!grant || (grant.usedAt === null && now >= grant.expiresAt)) throw fail('INVALID_GRANT', 'The authorization code is invalid or expired.');
     if (grant.usedAt !== null) {
-      const revoked = await this.store.env.transaction(() => this.#revokeIssued(grant, now));
+      const revoked = grant.authorizationId ? await this.store.metadata.transact((tx) => revokeAuthorizationByIdInTransaction(tx, grant.authorizationId!, now)) : undefined;
       if (revoked) announceAuthorization('revoked', revoked);
       throw fail('INVALID_GRANT', 'The authorization code was already used; the tokens issued for it have been revoked.');
     }
@@ -80,19 +81,20 @@ export class Grants {
     }
     // Re-read inside the write transaction: of two concurrent exchanges only one succeeds.
     let replayRevoked: AuthorizationRecord | undefined;
-    const outcome = await this.store.env.transaction((): GrantResult | 'used' | 'gone' => {
-      const current = this.store.grants.get(codeHash);
+    const outcome = await this.store.metadata.transact(async (tx): Promise<GrantResult | 'used' | 'gone'> => {
+      replayRevoked = undefined;
+      const current = await tx.get(grants, codeHash);
       if (!current) return 'gone';
       if (current.usedAt !== null) {
-        replayRevoked = this.#revokeIssued(current, now);
+        replayRevoked = current.authorizationId ? await revokeAuthorizationByIdInTransaction(tx, current.authorizationId, now) : undefined;
         return 'used';
       }
       const sessionNonce = newSecret();
-      const issued = createAuthorizationInTransaction(this.store, {
+      const issued = createAuthorizationInTransaction(tx, {
         kind: 'web', accountId: current.accountId, teamId: current.teamId, clientId: client.id, description: client.name,
         scope: current.scope, accessTokenTtlMs: WEB_ACCESS_TOKEN_TTL_MS, withRefreshToken: true, sessionNonce,
       }, now);
-      this.store.grants.put(codeHash, { ...current, usedAt: now, authorizationId: issued.record.id });
+      tx.put(grants, codeHash, { ...current, usedAt: now, authorizationId: issued.record.id });
       return { issued, sessionNonce };
     });
     if (replayRevoked) announceAuthorization('revoked', replayRevoked);
@@ -119,11 +121,5 @@ export class Grants {
       }
     });
     return n;
-  }
-
-  /** Revokes what a code issued, inside a write transaction. @returns the revoked record, if one was live. */
-  #revokeIssued(grant: GrantRecord, now: number): AuthorizationRecord | undefined {
-    const a = grant.authorizationId ? this.store.authorizations.get(grant.authorizationId) : undefined;
-    return a && a.revokedAt === null ? revokeAuthorizationInTransaction(this.store, a, now) : undefined;
   }
 }

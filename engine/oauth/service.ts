@@ -36,7 +36,7 @@ export function createOAuth(store: Store, clock: Clock, accounts: Accounts, team
   const cliLogins = new CliLogins(clock);
   return {
     clients, grants, sessions, signIn, teams, cliLogins,
-    authorizations: new Authorizations(store, clock),
+    authorizations: new Authorizations(store.metadata, clock),
     async prune() {
       return (await grants.prune()) + (await sessions.prune()) + (await signIn.prune()) + cliLogins.prune();
     },

@@ -41,7 +41,7 @@ export class SignIn {
     const address = normalizeEmail(email);
     const state = this.#state(address);
     if (state.lockedUntil !== null && this.clock.now() < state.lockedUntil) return { ok: false, reason: 'locked', until: state.lockedUntil };
-    const account = this.accounts.byEmail(address);
+    const account = await this.accounts.byEmail(address);
     // Unknown address: spend the same scrypt time so response timing does not reveal it.
     const passwordOk = account
       ? await verifyPassword(password, account.passwordHash)

@@ -9,6 +9,7 @@ import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import { newId } from '../identity/tokens.js';
 import { createAuthorizationInTransaction, type IssuedTokens } from '../identity/authorizations.js';
+import { authorizationsOfTeam, getAuthorization } from '../identity/authorization-queries.js';
 import type { AuthorizationRecord } from '../identity/records.js';
 import type { TeamChoice, TeamDirectory } from '../oauth/owners.js';
 import { parseDescription, parseScopeArray } from '../oauth/authorizations.js';
@@ -158,7 +159,7 @@ export class Teams implements TeamDirectory {
     const description = parseDescription(input.description);
     const scope = parseScopeArray(input.scope);
     const now = this.clock.now();
-    return this.store.env.transaction(() => createAuthorizationInTransaction(this.store, {
+    return this.store.metadata.transact((tx) => createAuthorizationInTransaction(tx, {
       kind: 'direct', accountId: adminId, teamId: team.id, description, scope,
       expiresAt: now + days * DAY_MS, accessTokenTtlMs: days * DAY_MS, withRefreshToken: false,
     }, now));
@@ -167,25 +168,21 @@ export class Teams implements TeamDirectory {
   /**
    * Live (not revoked, not expired at the clock's now) authorizations of a team, in id order
    * (listed only when the team is named, docs/rules.md Endpoints 6). Reads the team's entries of the
-   * `authorizationsByTeam` index (written with each record, auth/authorizations.ts), not every
+   * `authorizations-by-team` index (written with each record, engine/identity/authorizations.ts), not every
    * authorization.
    */
-  authorizations(team: TeamRecord): AuthorizationRecord[] {
+  async authorizations(team: TeamRecord): Promise<AuthorizationRecord[]> {
     const now = this.clock.now();
-    const out: AuthorizationRecord[] = [];
-    for (const k of this.store.authorizationsByTeam.getKeys(prefixRange(team.id))) {
-      const a = this.store.authorizations.get(k.slice(team.id.length + 1));
-      if (a && a.teamId === team.id && a.revokedAt === null && (a.expiresAt === null || a.expiresAt > now)) out.push(a);
-    }
-    return out;
+    const all = await authorizationsOfTeam(this.store.metadata, team.id);
+    return all.filter((a) => a.teamId === team.id && a.revokedAt === null && (a.expiresAt === null || a.expiresAt > now));
   }
 
   /**
    * A team authorization any admin of its team may manage (regenerate, revoke).
    * @returns undefined when `id` is not a team authorization of a team `accountId` administers.
    */
-  manageableAuthorization(id: string, accountId: string): AuthorizationRecord | undefined {
-    const a = this.store.authorizations.get(checkIdentifier('authorization', id));
+  async manageableAuthorization(id: string, accountId: string): Promise<AuthorizationRecord | undefined> {
+    const a = await getAuthorization(this.store.metadata, checkIdentifier('authorization', id));
     if (!a || a.teamId === null || a.revokedAt !== null) return undefined;
     return this.roleOf(a.teamId, accountId) === 'admin' ? a : undefined;
   }

@@ -32,7 +32,7 @@ export async function updateApp(ctx: ApiContext, call: ApiCall): Promise<void> {
     if (appRole(ctx.store, p, app) !== 'owner') throw fail('DENIED', `Only the owner of ${app.name} can move it into a team.`);
     updated = await ctx.teams.moveApp(updated, ctx.teams.visible(body.team, p.accountId), p.accountId);
   }
-  reply(ctx, call, 200, appResponse(ctx, updated), { lastModified: updated.updatedAt });
+  reply(ctx, call, 200, await appResponse(ctx, updated), { lastModified: updated.updatedAt });
 }
 
 export async function getConfigVars(ctx: ApiContext, call: ApiCall): Promise<void> {

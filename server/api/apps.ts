@@ -26,9 +26,9 @@ export function visibleApps(ctx: ApiContext, p: Principal): AppRecord[] {
 }
 
 /** An app's representation, with its team when team-owned. */
-export function appResponse(ctx: ApiContext, app: AppRecord) {
+export async function appResponse(ctx: ApiContext, app: AppRecord) {
   const team = app.teamId ? ctx.teams.find(app.teamId) : undefined;
-  return appJson(app, ctx.accounts.get(app.ownerId), ctx.urls, ctx.webUrl(app.name), team);
+  return appJson(app, await ctx.accounts.get(app.ownerId), ctx.urls, ctx.webUrl(app.name), team);
 }
 const json = appResponse;
 
@@ -54,7 +54,7 @@ export async function createApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   const app = await ctx.apps.create({
     name: name ?? undefined, ownerId: p.accountId, teamId, stack: stack ?? undefined, generation: generation as 'cedar' | 'fir' | undefined, space: space ?? null,
   });
-  reply(ctx, call, 201, json(ctx, app), { lastModified: app.updatedAt });
+  reply(ctx, call, 201, await json(ctx, app), { lastModified: app.updatedAt });
 }
 
 /** GET /apps: apps the caller may see, Range by id, name or updated_at. */
@@ -63,12 +63,12 @@ export async function listApps(ctx: ApiContext, call: ApiCall): Promise<void> {
   const spec = parseRange(call.ex.header('range'), RANGES);
   const page = paginate(visibleApps(ctx, p), spec, RANGES, (a, prop) => (prop === 'name' ? a.name : prop === 'updated_at' ? new Date(a.updatedAt).toISOString() : a.id));
   const lastModified = page.items.reduce((m, a) => Math.max(m, a.updatedAt), 0) || undefined;
-  reply(ctx, call, page.status, page.items.map((a) => json(ctx, a)), { headers: page.headers, lastModified });
+  reply(ctx, call, page.status, await Promise.all(page.items.map((a) => json(ctx, a))), { headers: page.headers, lastModified });
 }
 
 export async function getApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   const app = visibleApp(ctx, principalOf(call), call.params.app!);
-  reply(ctx, call, 200, json(ctx, app), { lastModified: app.updatedAt });
+  reply(ctx, call, 200, await json(ctx, app), { lastModified: app.updatedAt });
 }
 
 export async function deleteApp(ctx: ApiContext, call: ApiCall): Promise<void> {
@@ -77,5 +77,5 @@ export async function deleteApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   if (!isOwnerLike(appRole(ctx.store, p, app))) throw fail('DENIED', `Only the owner of ${app.name} (or an admin of its team) can delete it.`);
   await ctx.registry.deleteRepositoriesOf(app.name);
   await ctx.apps.remove(app);
-  reply(ctx, call, 200, json(ctx, app));
+  reply(ctx, call, 200, await json(ctx, app));
 }

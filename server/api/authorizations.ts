@@ -16,9 +16,10 @@ import type { AuthorizationTokens } from '../../engine/oauth/authorizations.js';
 const RANGES = ['id'] as const;
 
 /** The Authorization record; team-owned ones also carry `team` and `expires_at` (ours: not shown in the spec). */
-export function authorizationResponse(ctx: ApiContext, a: AuthorizationRecord, issued?: IssuedTokens, tokens?: AuthorizationTokens) {
+export async function authorizationResponse(ctx: ApiContext, a: AuthorizationRecord, issued?: IssuedTokens, tokens?: AuthorizationTokens) {
   const client = a.clientId ? ctx.oauth.clients.get(a.clientId) : undefined;
-  const body = authorizationJson(a, tokens ?? ctx.oauth.authorizations.tokensOf(a), ctx.accounts.get(a.accountId), client, ctx.clock.now(), issued);
+  const [current, account] = await Promise.all([tokens ?? ctx.oauth.authorizations.tokensOf(a), ctx.accounts.get(a.accountId)]);
+  const body = authorizationJson(a, current, account, client, ctx.clock.now(), issued);
   if (a.teamId === null) return body;
   const team = ctx.teams.find(a.teamId);
   return { ...body, team: team ? { id: team.id, name: team.name } : null, expires_at: a.expiresAt === null ? null : new Date(a.expiresAt).toISOString() };
@@ -31,16 +32,16 @@ const json = authorizationResponse;
  * them, docs/rules.md Endpoints 5).
  * @throws NOT_FOUND otherwise; UNAUTHORIZED when the account is gone.
  */
-export function manageableAuthorization(ctx: ApiContext, accountId: string, id: string): AuthorizationRecord {
-  const team = ctx.teams.manageableAuthorization(id.toLowerCase(), accountId);
+export async function manageableAuthorization(ctx: ApiContext, accountId: string, id: string): Promise<AuthorizationRecord> {
+  const team = await ctx.teams.manageableAuthorization(id.toLowerCase(), accountId);
   if (team) return team;
-  const account = ctx.accounts.get(accountId);
+  const account = await ctx.accounts.get(accountId);
   if (!account) throw fail('UNAUTHORIZED', 'Invalid credentials provided.');
   return ctx.oauth.authorizations.find(accountId, id, account.apiKeyAuthorizationId);
 }
 
 /** The authorization named in the path. @throws NOT_FOUND (see manageableAuthorization). */
-function target(ctx: ApiContext, call: ApiCall): AuthorizationRecord {
+function target(ctx: ApiContext, call: ApiCall): Promise<AuthorizationRecord> {
   return manageableAuthorization(ctx, principalOf(call).accountId, call.params.id!);
 }
 
@@ -49,43 +50,43 @@ export async function createAuthorization(ctx: ApiContext, call: ApiCall): Promi
   const p = principalOf(call);
   const body = await readJson(call.ex);
   const issued = await ctx.oauth.authorizations.createDirect(p.accountId, body);
-  reply(ctx, call, 201, json(ctx, issued.record, issued), { lastModified: issued.record.updatedAt });
+  reply(ctx, call, 201, await json(ctx, issued.record, issued), { lastModified: issued.record.updatedAt });
 }
 
 /** GET /oauth/authorizations: the caller's personal authorizations, Range by id. */
 export async function listAuthorizations(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
   const spec = parseRange(call.ex.header('range'), RANGES);
-  const all = ctx.oauth.authorizations.listFor(p.accountId);
+  const all = await ctx.oauth.authorizations.listFor(p.accountId);
   const page = paginate(all, spec, RANGES, (a) => a.id);
   const lastModified = page.items.reduce((m, a) => Math.max(m, a.updatedAt), 0) || undefined;
-  reply(ctx, call, page.status, page.items.map((a) => json(ctx, a)), { headers: page.headers, lastModified });
+  reply(ctx, call, page.status, await Promise.all(page.items.map((a) => json(ctx, a))), { headers: page.headers, lastModified });
 }
 
 /** GET /oauth/authorizations/{id or ~} */
 export async function getAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const a = target(ctx, call);
-  reply(ctx, call, 200, json(ctx, a), { lastModified: a.updatedAt });
+  const a = await target(ctx, call);
+  reply(ctx, call, 200, await json(ctx, a), { lastModified: a.updatedAt });
 }
 
 /** PATCH /oauth/authorizations/{id} {description?} */
 export async function updateAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const a = target(ctx, call);
+  const a = await target(ctx, call);
   const body = await readJson(call.ex);
   const next = body.description === undefined ? a : await ctx.oauth.authorizations.updateDescription(a, body.description);
-  reply(ctx, call, 200, json(ctx, next), { lastModified: next.updatedAt });
+  reply(ctx, call, 200, await json(ctx, next), { lastModified: next.updatedAt });
 }
 
 /** POST /oauth/authorizations/{id}/actions/regenerate-tokens → 200 with the new token values. */
 export async function regenerateAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const issued = await ctx.oauth.authorizations.regenerate(target(ctx, call));
-  reply(ctx, call, 200, json(ctx, issued.record, issued), { lastModified: issued.record.updatedAt });
+  const issued = await ctx.oauth.authorizations.regenerate(await target(ctx, call));
+  reply(ctx, call, 200, await json(ctx, issued.record, issued), { lastModified: issued.record.updatedAt });
 }
 
 /** DELETE /oauth/authorizations/{id} → 200 with the record as it was; all its tokens fail at once. */
 export async function revokeAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const a = target(ctx, call);
-  const before = ctx.oauth.authorizations.tokensOf(a);
+  const a = await target(ctx, call);
+  const before = await ctx.oauth.authorizations.tokensOf(a);
   const revoked = await ctx.oauth.authorizations.revoke(a);
-  reply(ctx, call, 200, json(ctx, revoked, undefined, before), { lastModified: revoked.updatedAt });
+  reply(ctx, call, 200, await json(ctx, revoked, undefined, before), { lastModified: revoked.updatedAt });
 }

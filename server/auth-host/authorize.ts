@@ -57,7 +57,7 @@ export async function showAuthorize(ctx: AuthContext, ex: Exchange): Promise<voi
   if (check.kind === 'page') return errorPage(ctx, ex, 400, check.message);
   if (check.kind === 'redirect') return sendRedirect(ex, 302, check.location);
   const req = check.request;
-  const browser = browserOf(ctx, ex, true);
+  const browser = await browserOf(ctx, ex, true);
   if (!browser.signedIn) {
     const query = new URLSearchParams(req.params).toString();
     return sendRedirect(ex, 302, '/login?' + new URLSearchParams({ return_to: '/oauth/authorize?' + query }).toString(), browser.setCookie);
@@ -71,7 +71,7 @@ export async function showAuthorize(ctx: AuthContext, ex: Exchange): Promise<voi
 
 export async function submitAuthorize(ctx: AuthContext, ex: Exchange): Promise<void> {
   const form = await readForm(ex);
-  const browser = browserOf(ctx, ex, false);
+  const browser = await browserOf(ctx, ex, false);
   if (!csrfValid(ctx, browser, field(form, '_csrf'))) {
     return errorPage(ctx, ex, 403, 'This consent form expired or came from another site. Go back to the application and start again.');
   }

@@ -110,7 +110,7 @@ export async function pollCliLogin(ctx: AuthContext, ex: Exchange, params: Param
 
 /** Creates the login's authorization and sends its access token (this poll won the claim). */
 async function deliver(ctx: AuthContext, ex: Exchange, login: CliLogin, accountId: string): Promise<void> {
-  const account = ctx.accounts.get(accountId);
+  const account = await ctx.accounts.get(accountId);
   if (!account) return cliError(ex, 410, 'expired_token', `The account that confirmed this login no longer exists. ${AGAIN}`);
   const issued = await ctx.oauth.authorizations.createDirect(accountId, {
     description: login.description, scope: ['global'], expires_in: CLI_LOGIN_TOKEN_TTL_SECONDS,
@@ -148,7 +148,7 @@ function answerable(ctx: AuthContext, ex: Exchange, id: string): CliLogin | unde
 export async function showCliLogin(ctx: AuthContext, ex: Exchange, params: Params): Promise<void> {
   const login = answerable(ctx, ex, params.id!);
   if (!login) return;
-  const browser = browserOf(ctx, ex, true);
+  const browser = await browserOf(ctx, ex, true);
   if (!browser.signedIn) {
     return sendRedirect(ex, 302, '/login?' + new URLSearchParams({ return_to: cliLoginPaths(login.id).browser }).toString(), browser.setCookie);
   }
@@ -163,7 +163,7 @@ export async function showCliLogin(ctx: AuthContext, ex: Exchange, params: Param
 /** POST /auth/cli/browser/{id} {_csrf, decision}: approves or denies the login. */
 export async function submitCliLogin(ctx: AuthContext, ex: Exchange, params: Params): Promise<void> {
   const form = await readForm(ex);
-  const browser = browserOf(ctx, ex, false);
+  const browser = await browserOf(ctx, ex, false);
   if (!csrfValid(ctx, browser, field(form, '_csrf'))) {
     return messagePage(ctx, ex, 403, 'Not confirmed', 'This confirmation form expired or came from another site. Open the link the CLI printed again.');
   }

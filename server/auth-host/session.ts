@@ -24,7 +24,7 @@ export interface Browser {
  * Reads the browser's cookie and session.
  * @param assign give a browser without a cookie a fresh value (pages with forms need one for CSRF)
  */
-export function browserOf(ctx: AuthContext, ex: Exchange, assign: boolean): Browser {
+export async function browserOf(ctx: AuthContext, ex: Exchange, assign: boolean): Promise<Browser> {
   const name = cookieName(ctx.secureCookies);
   let value = readCookie(ex, name);
   let set: Record<string, string> = {};
@@ -33,7 +33,7 @@ export function browserOf(ctx: AuthContext, ex: Exchange, assign: boolean): Brow
     set = { 'set-cookie': setCookie(name, value, ctx.secureCookies, null) };
   }
   const session = value ? ctx.oauth.sessions.resolve(value) : undefined;
-  const account = session ? ctx.accounts.get(session.accountId) : undefined;
+  const account = session ? await ctx.accounts.get(session.accountId) : undefined;
   return { value, setCookie: set, signedIn: session && account ? { session, account } : null };
 }
 

@@ -28,7 +28,7 @@ function signInPage(ctx: AuthContext, ex: Exchange, browser: Browser, status: nu
 }
 
 export async function showSignIn(ctx: AuthContext, ex: Exchange): Promise<void> {
-  const browser = browserOf(ctx, ex, true);
+  const browser = await browserOf(ctx, ex, true);
   const returnTo = safeReturnTo(ex.query.get('return_to'));
   if (browser.signedIn) return sendRedirect(ex, 302, returnTo);
   signInPage(ctx, ex, browser, 200, { returnTo });
@@ -39,7 +39,7 @@ function minutes(ms: number): number {
 }
 
 export async function submitSignIn(ctx: AuthContext, ex: Exchange): Promise<void> {
-  const browser = browserOf(ctx, ex, true);
+  const browser = await browserOf(ctx, ex, true);
   const form = await readForm(ex);
   const returnTo = safeReturnTo(field(form, 'return_to'));
   if (!csrfValid(ctx, browser, field(form, '_csrf'))) {
@@ -73,7 +73,7 @@ export async function submitSignIn(ctx: AuthContext, ex: Exchange): Promise<void
 }
 
 export async function showHome(ctx: AuthContext, ex: Exchange): Promise<void> {
-  const browser = browserOf(ctx, ex, true);
+  const browser = await browserOf(ctx, ex, true);
   if (!browser.signedIn) return sendRedirect(ex, 302, '/login');
   const csrf = csrfToken(ctx, browser);
   const html = ctx.views.render('home', { title: 'Dashboard', email: browser.signedIn.account.email, nav: { section: '', email: browser.signedIn.account.email, csrf } });
@@ -85,7 +85,7 @@ export async function showSignOut(ctx: AuthContext, ex: Exchange): Promise<void>
 }
 
 export async function submitSignOut(ctx: AuthContext, ex: Exchange): Promise<void> {
-  const browser = browserOf(ctx, ex, false);
+  const browser = await browserOf(ctx, ex, false);
   const form = await readForm(ex);
   if (!csrfValid(ctx, browser, field(form, '_csrf'))) {
     const html = ctx.views.render('message', { title: 'Not signed out', heading: 'Not signed out', message: 'This sign-out form expired or came from another site.', error: true, link: { href: '/', text: 'Back' } });

@@ -8,7 +8,7 @@ import { API_VERSION_HEADER } from './context.js';
 import { quarantineBlob, sizeCheckSync } from '../../engine/blobs/quarantine.js';
 
 export async function getBlob(ctx: RegistryContext, ex: Exchange, repository: string, digestParam: string): Promise<void> {
-  authorize(ctx, authenticate(ctx, ex), repository, 'pull');
+  authorize(ctx, await authenticate(ctx, ex), repository, 'pull');
   const digest = parseDigest(digestParam);
   let blob = ctx.registry.statBlob(repository, digest);
   // Never serve bytes that are not the record's: wait for a pending start-up verification, and
@@ -38,7 +38,7 @@ export async function getBlob(ctx: RegistryContext, ex: Exchange, repository: st
 }
 
 export async function deleteBlob(ctx: RegistryContext, ex: Exchange, repository: string, digestParam: string): Promise<void> {
-  authorize(ctx, authenticate(ctx, ex), repository, 'delete');
+  authorize(ctx, await authenticate(ctx, ex), repository, 'delete');
   await ctx.registry.unlinkBlob(repository, parseDigest(digestParam));
   ex.send(202, { ...API_VERSION_HEADER });
 }

@@ -25,7 +25,7 @@ function linkHeader(path: string, n: number, page: Page): Record<string, string>
 }
 
 export async function listTags(ctx: RegistryContext, ex: Exchange, repository: string): Promise<void> {
-  authorize(ctx, authenticate(ctx, ex), repository, 'pull');
+  authorize(ctx, await authenticate(ctx, ex), repository, 'pull');
   const { n, last } = pageParams(ex);
   if (!ctx.registry.hasRepository(repository)) throw fail('NAME_UNKNOWN', `repository name not known to registry: ${repository}`, { name: repository });
   const page = ctx.registry.listTags(repository, n, last);
@@ -33,7 +33,7 @@ export async function listTags(ctx: RegistryContext, ex: Exchange, repository: s
 }
 
 export async function listCatalog(ctx: RegistryContext, ex: Exchange): Promise<void> {
-  const caller = authenticate(ctx, ex);
+  const caller = await authenticate(ctx, ex);
   if (!caller) throw new Challenge('authentication required', 'registry:catalog:*');
   const { n, last } = pageParams(ex);
   const page = ctx.registry.catalog((r) => {

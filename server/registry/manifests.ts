@@ -9,7 +9,7 @@ import { parseDigest } from '../../engine/digest.js';
 import { sendJson } from '../http/respond.js';
 
 export async function putManifest(ctx: RegistryContext, ex: Exchange, repository: string, reference: string): Promise<void> {
-  const app = authorize(ctx, authenticate(ctx, ex), repository, 'push');
+  const app = authorize(ctx, await authenticate(ctx, ex), repository, 'push');
   let body: Buffer;
   try {
     body = await ex.body(MAX_MANIFEST_BYTES);
@@ -27,7 +27,7 @@ export async function putManifest(ctx: RegistryContext, ex: Exchange, repository
  * to such a reference stays 400 MANIFEST_INVALID). A malformed digest stays 400 DIGEST_INVALID.
  */
 export async function getManifest(ctx: RegistryContext, ex: Exchange, repository: string, reference: string): Promise<void> {
-  authorize(ctx, authenticate(ctx, ex), repository, 'pull');
+  authorize(ctx, await authenticate(ctx, ex), repository, 'pull');
   let content;
   try {
     content = ctx.registry.manifestContent(repository, reference);
@@ -59,7 +59,7 @@ export const IMAGE_INDEX_MEDIA_TYPE = 'application/vnd.oci.image.index.v1+json';
  * @throws DENIED/UNAUTHORIZED as a pull would; DIGEST_INVALID for a malformed digest.
  */
 export async function listReferrers(ctx: RegistryContext, ex: Exchange, repository: string, digest: string): Promise<void> {
-  authorize(ctx, authenticate(ctx, ex), repository, 'pull');
+  authorize(ctx, await authenticate(ctx, ex), repository, 'pull');
   parseDigest(digest);
   const headers: Record<string, string> = { ...API_VERSION_HEADER };
   if (ex.query.has('artifactType')) headers['oci-filters-applied'] = 'artifactType';
@@ -67,7 +67,7 @@ export async function listReferrers(ctx: RegistryContext, ex: Exchange, reposito
 }
 
 export async function deleteManifest(ctx: RegistryContext, ex: Exchange, repository: string, reference: string): Promise<void> {
-  authorize(ctx, authenticate(ctx, ex), repository, 'delete');
+  authorize(ctx, await authenticate(ctx, ex), repository, 'delete');
   await ctx.registry.deleteManifest(repository, reference);
   ex.send(202, { ...API_VERSION_HEADER });
 }

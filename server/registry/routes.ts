@@ -58,7 +58,7 @@ async function route(ctx: RegistryContext, ex: Exchange): Promise<void> {
   }
   if (path === '/v2/' || path === '/v2') {
     if (method !== 'GET' && method !== 'HEAD') throw unsupported(method, '/v2/', ['GET', 'HEAD']);
-    if (!authenticate(ctx, ex)) throw new Challenge('authentication required', undefined);
+    if (!await authenticate(ctx, ex)) throw new Challenge('authentication required', undefined);
     return sendJson(ex, 200, {}, API_VERSION_HEADER);
   }
   if (path === '/v2/_catalog') {

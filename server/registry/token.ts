@@ -14,7 +14,7 @@ import { isoTime } from '../../engine/clock.js';
 const SCOPE = /^repository:([^:]+):([a-z*,]+)$/;
 
 export async function handleToken(ctx: RegistryContext, ex: Exchange): Promise<void> {
-  const caller = authenticate(ctx, ex);
+  const caller = await authenticate(ctx, ex);
   if (!caller || caller.tokenAccess) throw new Challenge('send your e-mail or "_" and your API key with Basic authentication', undefined);
   const access: Record<string, string[]> = {};
   const requested = ex.query.getAll('scope').flatMap((s) => s.split(' ')).filter(Boolean);

@@ -68,7 +68,7 @@ async function owning<T>(ctx: RegistryContext, rec: UploadRecord, op: string, fn
 }
 
 export async function startUpload(ctx: RegistryContext, ex: Exchange, repository: string): Promise<void> {
-  const caller = authenticate(ctx, ex);
+  const caller = await authenticate(ctx, ex);
   authorize(ctx, caller, repository, 'push');
   const mount = ex.query.get('mount');
   const from = ex.query.get('from');
@@ -100,10 +100,10 @@ async function tryMount(ctx: RegistryContext, ex: Exchange, caller: Caller, repo
 }
 
 /** The session a request addresses, authorised by `_state` or by push credentials. */
-function session(ctx: RegistryContext, ex: Exchange, repository: string, id: string): UploadRecord {
+async function session(ctx: RegistryContext, ex: Exchange, repository: string, id: string): Promise<UploadRecord> {
   const state = ex.query.get('_state');
   if (!(state && ctx.keys.verify('upload-state', `${id}:${repository}`, state))) {
-    authorize(ctx, authenticate(ctx, ex), repository, 'push');
+    authorize(ctx, await authenticate(ctx, ex), repository, 'push');
   }
   return ctx.uploads.get(id, repository);
 }
@@ -111,7 +111,7 @@ function session(ctx: RegistryContext, ex: Exchange, repository: string, id: str
 const CONTENT_RANGE = /^(?:bytes )?(\d+)-(\d+)(?:\/(\d+|\*))?$/;
 
 export async function patchUpload(ctx: RegistryContext, ex: Exchange, repository: string, id: string): Promise<void> {
-  const rec = session(ctx, ex, repository, id);
+  const rec = await session(ctx, ex, repository, id);
   const cr = ex.header('content-range');
   let start: number | undefined;
   if (cr) {
@@ -132,7 +132,7 @@ export async function patchUpload(ctx: RegistryContext, ex: Exchange, repository
 }
 
 export async function completeUpload(ctx: RegistryContext, ex: Exchange, repository: string, id: string): Promise<void> {
-  const rec = session(ctx, ex, repository, id);
+  const rec = await session(ctx, ex, repository, id);
   const digestParam = ex.query.get('digest');
   if (!digestParam) throw fail('DIGEST_INVALID', 'the digest query parameter is required to complete an upload');
   const digest = parseDigest(digestParam);
@@ -143,11 +143,11 @@ export async function completeUpload(ctx: RegistryContext, ex: Exchange, reposit
 }
 
 export async function uploadStatus(ctx: RegistryContext, ex: Exchange, repository: string, id: string): Promise<void> {
-  ex.send(204, sessionHeaders(ctx, session(ctx, ex, repository, id)));
+  ex.send(204, sessionHeaders(ctx, await session(ctx, ex, repository, id)));
 }
 
 export async function cancelUpload(ctx: RegistryContext, ex: Exchange, repository: string, id: string): Promise<void> {
-  const rec = session(ctx, ex, repository, id);
+  const rec = await session(ctx, ex, repository, id);
   await owning(ctx, rec, 'DELETE', (lease) => ctx.uploads.cancel(rec, lease));
   ex.send(204, { ...API_VERSION_HEADER });
 }

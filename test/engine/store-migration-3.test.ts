@@ -72,8 +72,8 @@ t.test('schema 2 → 3', async (t) => {
   const clock = new ManualClock(now);
   const teams = new Teams(store, clock);
   const team = (id: string): TeamRecord => ({ id, name: id, thirdPartyOAuth: true, createdAt: now, updatedAt: now });
-  t.same(teams.authorizations(team('team-1')).map((a) => a.id), ['auth-t1-live'], "team listing reads the migrated index: only the team's live one");
-  t.same(teams.authorizations(team('team-2')).map((a) => a.id), ['auth-t2']);
+  t.same((await teams.authorizations(team('team-1'))).map((a) => a.id), ['auth-t1-live'], "team listing reads the migrated index: only the team's live one");
+  t.same((await teams.authorizations(team('team-2'))).map((a) => a.id), ['auth-t2']);
 
   const gc = new GarbageCollector(store, new GcSafeBlobStore(tmp.dir, store), clock);
   const r = await gc.run();

@@ -34,26 +34,26 @@ function sectionOf(form: URLSearchParams): Section {
   return backTo(form).startsWith('/teams') ? 'teams' : 'applications';
 }
 
-function rowOf(ctx: AuthContext, a: AuthorizationRecord) {
-  const tokens = ctx.oauth.authorizations.tokensOf(a);
+async function rowOf(ctx: AuthContext, a: AuthorizationRecord) {
+  const [tokens, used] = await Promise.all([ctx.oauth.authorizations.tokensOf(a), lastUsed(ctx.store.metadata, a.id)]);
   const client = a.clientId ? ctx.oauth.clients.get(a.clientId) : undefined;
   return {
     id: a.id, description: a.description, scope: a.scope.join(', '), created: when(a.createdAt),
     expires: when(a.expiresAt ?? tokens.access?.expiresAt ?? null) || 'Never',
-    lastUsed: when(lastUsed(ctx.store, a.id)) || 'Never', hint: tokens.access?.hint ?? '', client: client?.name ?? 'Deleted client',
+    lastUsed: when(used) || 'Never', hint: tokens.access?.hint ?? '', client: client?.name ?? 'Deleted client',
   };
 }
 
-function render(ctx: AuthContext, s: Signed, status: number, state: FormState | null): void {
-  const all = ctx.oauth.authorizations.listFor(s.account.id);
+async function render(ctx: AuthContext, s: Signed, status: number, state: FormState | null): Promise<void> {
+  const all = await ctx.oauth.authorizations.listFor(s.account.id);
   const apiKey = all.find((a) => a.id === s.account.apiKeyAuthorizationId);
   const values = state?.values ?? {};
   sendDashboard(ctx, s, status, 'applications', 'applications', {
     title: 'Applications',
     notice: noticeOf(s.ex),
-    grants: all.filter((a) => a.kind === 'web').map((a) => rowOf(ctx, a)),
-    direct: all.filter((a) => a.kind === 'direct').map((a) => rowOf(ctx, a)),
-    apiKey: apiKey ? rowOf(ctx, apiKey) : null,
+    grants: await Promise.all(all.filter((a) => a.kind === 'web').map((a) => rowOf(ctx, a))),
+    direct: await Promise.all(all.filter((a) => a.kind === 'direct').map((a) => rowOf(ctx, a))),
+    apiKey: apiKey ? await rowOf(ctx, apiKey) : null,
     scopes: scopeChoices(values.scope ? values.scope.split(' ') : ['global']),
     expiries: DIRECT_EXPIRY_CHOICES.map(([label, value]) => ({ label, value, selected: (values.expires_in ?? '') === value })),
     description: values.description ?? '',
@@ -63,8 +63,8 @@ function render(ctx: AuthContext, s: Signed, status: number, state: FormState | 
 }
 
 export async function showApplications(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = signedInPage(ctx, ex, params);
-  if (s) render(ctx, s, 200, null);
+  const s = await signedInPage(ctx, ex, params);
+  if (s) await render(ctx, s, 200, null);
 }
 
 export async function submitCreateAuthorization(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
@@ -77,7 +77,7 @@ export async function submitCreateAuthorization(ctx: AuthContext, ex: Exchange, 
     if (!firstSubmission(ctx, s, 'applications')) return null;
     return ctx.oauth.authorizations.createDirect(s.account.id, { description: values.description, scope: scope.length ? scope : [], expires_in: values.expires_in || null });
   });
-  if (!r.ok) return render(ctx, s, r.status, r.state);
+  if (!r.ok) return await render(ctx, s, r.status, r.state);
   if (!r.value) return;
   const issued = r.value;
   showSecret(ctx, s, 'applications', {
@@ -91,7 +91,7 @@ export async function submitCreateAuthorization(ctx: AuthContext, ex: Exchange, 
 export async function submitRegenerate(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await submitted(ctx, ex, params);
   mirror(s, 'POST /oauth/authorizations/:id/actions/regenerate-tokens');
-  const a = manageableAuthorization(ctx, s.account.id, params.id!);
+  const a = await manageableAuthorization(ctx, s.account.id, params.id!);
   const section = sectionOf(s.form);
   const name = a.kind === 'api-key' ? 'your API key' : `"${a.description || a.id}"`;
   if (!confirmOr(ctx, s, section, { title: 'Regenerate token', message: `Regenerate the token of ${name}? The current token stops working at once; scripts using it must get the new one.`, button: 'Regenerate' })) return;
@@ -108,7 +108,7 @@ export async function submitRegenerate(ctx: AuthContext, ex: Exchange, params: R
 export async function submitRevoke(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await submitted(ctx, ex, params);
   mirror(s, 'DELETE /oauth/authorizations/:id');
-  const a = manageableAuthorization(ctx, s.account.id, params.id!);
+  const a = await manageableAuthorization(ctx, s.account.id, params.id!);
   const client = a.clientId ? ctx.oauth.clients.get(a.clientId) : undefined;
   const name = client ? `the access of ${client.name}` : `"${a.description || a.id}"`;
   if (!confirmOr(ctx, s, sectionOf(s.form), { title: 'Revoke', message: `Revoke ${name}? Every token of it stops working at once. This cannot be undone.`, button: 'Revoke' })) return;

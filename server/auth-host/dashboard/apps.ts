@@ -15,7 +15,7 @@ import { quantityOf, sizeOf } from '../../api/formation.js';
 import { attempt, allowed, confirmOr, done, mirror, noticeOf, sendDashboard, signedInPage, submitted, when, type FormState, type Signed } from './page.js';
 
 export async function showApps(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = signedInPage(ctx, ex, params);
+  const s = await signedInPage(ctx, ex, params);
   if (!s) return;
   mirror(s, 'GET /apps');
   sendDashboard(ctx, s, 200, 'apps', 'apps', {
@@ -26,11 +26,11 @@ export async function showApps(ctx: AuthContext, ex: Exchange, params: Record<st
   });
 }
 
-function renderApp(ctx: AuthContext, s: Signed, app: AppRecord, status: number, state: FormState | null): void {
-  const releases = ctx.releases.list(app.id).slice().reverse().map((r) => ({
-    version: r.version, description: r.description, current: r.version === (app.releaseVersion ?? 0), who: ctx.accounts.get(r.userId)?.email ?? r.userId,
+async function renderApp(ctx: AuthContext, s: Signed, app: AppRecord, status: number, state: FormState | null): Promise<void> {
+  const releases = await Promise.all(ctx.releases.list(app.id).slice().reverse().map(async (r) => ({
+    version: r.version, description: r.description, current: r.version === (app.releaseVersion ?? 0), who: (await ctx.accounts.get(r.userId))?.email ?? r.userId,
     created: when(r.createdAt), status: 'succeeded', images: Object.entries(r.images).map(([type, i]) => ({ type, image: i.configDigest.slice(0, 19) })),
-  }));
+  })));
   const showConfig = allowed(s, 'GET /apps/:app/config-vars');
   sendDashboard(ctx, s, status, 'app', 'apps', {
     title: `App ${app.name}`, notice: noticeOf(s.ex),
@@ -43,10 +43,10 @@ function renderApp(ctx: AuthContext, s: Signed, app: AppRecord, status: number, 
 }
 
 export async function showApp(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = signedInPage(ctx, ex, params);
+  const s = await signedInPage(ctx, ex, params);
   if (!s) return;
   mirror(s, 'GET /apps/:app');
-  renderApp(ctx, s, visibleApp(ctx, s.principal, params.app!), 200, null);
+  await renderApp(ctx, s, visibleApp(ctx, s.principal, params.app!), 200, null);
 }
 
 export async function submitScale(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
@@ -58,7 +58,7 @@ export async function submitScale(ctx: AuthContext, ex: Exchange, params: Record
     const type = ctx.releases.formationEntry(app.id, params.type!).type;
     return ctx.releases.scale(app, [{ type, quantity: quantityOf(values.quantity || undefined, type), size: sizeOf(values.size || undefined, type) }]);
   });
-  if (!r.ok) return renderApp(ctx, s, app, r.status, r.state);
+  if (!r.ok) return await renderApp(ctx, s, app, r.status, r.state);
   done(s, `/apps/${app.name}`, 'scaled');
 }
 
@@ -69,6 +69,6 @@ export async function submitRollback(ctx: AuthContext, ex: Exchange, params: Rec
   const version = s.form.get('release') ?? '';
   if (!confirmOr(ctx, s, 'apps', { title: 'Roll back', message: `Roll ${app.name} back to release v${version}? A new release is created that runs v${version}'s images, and every process restarts.`, button: 'Roll back' })) return;
   const r = await attempt('rollback', ['release'], { release: version }, () => ctx.releases.rollback(app, s.account.id, version));
-  if (!r.ok) return renderApp(ctx, s, app, r.status, r.state);
+  if (!r.ok) return await renderApp(ctx, s, app, r.status, r.state);
   done(s, `/apps/${app.name}`, 'rolled-back');
 }

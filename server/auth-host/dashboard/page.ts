@@ -55,8 +55,8 @@ export function sessionPrincipal(account: Account, sessionId: string): Principal
  * The signed-in person of a page request, or null after redirecting to sign-in (which comes back
  * here afterwards).
  */
-export function signedInPage(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Signed | null {
-  const browser = browserOf(ctx, ex, true);
+export async function signedInPage(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<Signed | null> {
+  const browser = await browserOf(ctx, ex, true);
   if (!browser.signedIn) {
     const back = ex.path + (ex.query.size > 0 ? '?' + ex.query.toString() : '');
     sendRedirect(ex, 302, '/login?' + new URLSearchParams({ return_to: back }).toString(), browser.setCookie);
@@ -80,7 +80,7 @@ export interface Submitted extends Signed {
  */
 export async function submitted(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<Submitted> {
   const form = await readForm(ex);
-  const browser = browserOf(ctx, ex, false);
+  const browser = await browserOf(ctx, ex, false);
   if (!csrfValid(ctx, browser, field(form, '_csrf'))) throw fail('DENIED', 'This form expired or came from another site. Go back, reload the page and try again.');
   if (!browser.signedIn) throw fail('UNAUTHORIZED', 'Your session has ended. Sign in again and repeat the action.');
   const { account, session } = browser.signedIn;

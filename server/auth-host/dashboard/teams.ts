@@ -27,7 +27,7 @@ import {
 const EXPIRY_LABELS: Record<number, string> = { 30: '30 days', 60: '60 days', 90: '90 days', 365: '1 year' };
 
 export async function showTeams(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = signedInPage(ctx, ex, params);
+  const s = await signedInPage(ctx, ex, params);
   if (s) renderTeams(ctx, s, 200, null);
 }
 
@@ -49,24 +49,24 @@ export async function submitCreateTeam(ctx: AuthContext, ex: Exchange, params: R
   done(s, `/teams/${r.value.name}`, 'team-created');
 }
 
-function renderTeam(ctx: AuthContext, s: Signed, team: TeamRecord, status: number, state: FormState | null): void {
+async function renderTeam(ctx: AuthContext, s: Signed, team: TeamRecord, status: number, state: FormState | null): Promise<void> {
   mirror(s, 'GET /teams/:team');
   const role = ctx.teams.roleOf(team.id, s.account.id);
   const admin = role === 'admin';
-  const members = ctx.teams.members(team).map((m) => {
-    const a = ctx.accounts.get(m.accountId);
+  const members = await Promise.all(ctx.teams.members(team).map(async (m) => {
+    const a = await ctx.accounts.get(m.accountId);
     return { email: a?.email ?? m.accountId, role: m.role, you: m.accountId === s.account.id, since: when(m.createdAt) };
-  });
-  const live = admin ? ctx.teams.authorizations(team) : [];
-  const rows = live.map((a) => {
-    const tokens = ctx.oauth.authorizations.tokensOf(a);
+  }));
+  const live = admin ? await ctx.teams.authorizations(team) : [];
+  const rows = await Promise.all(live.map(async (a) => {
+    const [tokens, creator, used] = await Promise.all([ctx.oauth.authorizations.tokensOf(a), ctx.accounts.get(a.accountId), lastUsed(ctx.store.metadata, a.id)]);
     const client = a.clientId ? ctx.oauth.clients.get(a.clientId) : undefined;
     return {
       id: a.id, description: a.description, scope: a.scope.join(', '), created: when(a.createdAt), expires: when(a.expiresAt) || 'Never',
-      creator: ctx.accounts.get(a.accountId)?.email ?? '', client: client?.name ?? '', lastUsed: when(lastUsed(ctx.store, a.id)) || 'Never', hint: tokens.access?.hint ?? '',
+      creator: creator?.email ?? '', client: client?.name ?? '', lastUsed: when(used) || 'Never', hint: tokens.access?.hint ?? '',
       web: a.kind === 'web',
     };
-  });
+  }));
   const values = state?.values ?? {};
   sendDashboard(ctx, s, status, 'team', 'teams', {
     title: `Team ${team.name}`, notice: noticeOf(s.ex), team: { name: team.name, thirdParty: team.thirdPartyOAuth }, role, admin, members,
@@ -80,8 +80,8 @@ function renderTeam(ctx: AuthContext, s: Signed, team: TeamRecord, status: numbe
 }
 
 export async function showTeam(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = signedInPage(ctx, ex, params);
-  if (s) renderTeam(ctx, s, ctx.teams.visible(params.team!, s.account.id), 200, null);
+  const s = await signedInPage(ctx, ex, params);
+  if (s) await renderTeam(ctx, s, ctx.teams.visible(params.team!, s.account.id), 200, null);
 }
 
 export async function submitMember(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
@@ -91,9 +91,9 @@ export async function submitMember(ctx: AuthContext, ex: Exchange, params: Recor
   const values = { email: (s.form.get('email') ?? '').trim(), role: s.form.get('role') ?? '' };
   const r = await attempt(s.form.get('form') === 'role' ? 'role' : 'member', ['email', 'role'], values, async () => {
     const administered = ctx.teams.administered(team.id, s.account.id);
-    return ctx.teams.setMember(administered, newMemberAccount(ctx, values.email).id, values.role);
+    return ctx.teams.setMember(administered, (await newMemberAccount(ctx, values.email)).id, values.role);
   });
-  if (!r.ok) return renderTeam(ctx, s, team, r.status, r.state);
+  if (!r.ok) return await renderTeam(ctx, s, team, r.status, r.state);
   done(s, `/teams/${team.name}`, 'member-saved');
 }
 
@@ -103,12 +103,12 @@ export async function submitRemoveMember(ctx: AuthContext, ex: Exchange, params:
   const team = ctx.teams.visible(params.team!, s.account.id);
   const r = await attempt('remove', [], {}, async () => {
     const administered = ctx.teams.administered(team.id, s.account.id);
-    const account = memberAccount(ctx, params.member!);
+    const account = await memberAccount(ctx, params.member!);
     if (!confirmOr(ctx, s, 'teams', { title: 'Remove member', message: `Remove ${account.email} from team ${team.name}? They lose access to its apps at once.`, button: 'Remove member' })) return false;
     await ctx.teams.removeMember(administered, account.id);
     return true;
   });
-  if (!r.ok) return renderTeam(ctx, s, team, r.status, r.state);
+  if (!r.ok) return await renderTeam(ctx, s, team, r.status, r.state);
   if (r.value) done(s, `/teams/${team.name}`, 'member-removed');
 }
 
@@ -123,7 +123,7 @@ export async function submitTeamAuthorization(ctx: AuthContext, ex: Exchange, pa
     if (!firstSubmission(ctx, s, 'teams')) return null;
     return ctx.teams.createAuthorization(administered, s.account.id, { description: values.description, scope, expiry_days: values.expiry_days || undefined });
   });
-  if (!r.ok) return renderTeam(ctx, s, team, r.status, r.state);
+  if (!r.ok) return await renderTeam(ctx, s, team, r.status, r.state);
   if (!r.value) return;
   const issued = r.value;
   showSecret(ctx, s, 'teams', {
