@@ -153,11 +153,11 @@ export async function authenticateToken(db: MetadataReader, value: string, now: 
   const auth = await db.get(authorizations, rec.authorizationId);
   if (!auth || auth.revokedAt !== null) return 'revoked';
   if (auth.expiresAt !== null && now >= auth.expiresAt) return 'expired';
-  return principalOf(auth);
+  return principalOfAuthorization(auth);
 }
 
 /** The principal an authorization record stands for. */
-export function principalOf(auth: AuthorizationRecord): Principal {
+export function principalOfAuthorization(auth: AuthorizationRecord): Principal {
   return {
     accountId: auth.accountId,
     authorizationId: auth.id,

@@ -80,14 +80,11 @@ export class Grants {
       throw fail('INVALID_GRANT', 'code_verifier was sent but the authorization request carried no code_challenge.');
     }
     // Re-read inside the write transaction: of two concurrent exchanges only one succeeds.
-    let replayRevoked: AuthorizationRecord | undefined;
-    const outcome = await this.store.metadata.transact(async (tx): Promise<GrantResult | 'used' | 'gone'> => {
-      replayRevoked = undefined;
+    const outcome = await this.store.metadata.transact(async (tx): Promise<GrantResult | { replayRevoked: AuthorizationRecord | undefined } | 'gone'> => {
       const current = await tx.get(grants, codeHash);
       if (!current) return 'gone';
       if (current.usedAt !== null) {
-        replayRevoked = current.authorizationId ? await revokeAuthorizationByIdInTransaction(tx, current.authorizationId, now) : undefined;
-        return 'used';
+        return { replayRevoked: current.authorizationId ? await revokeAuthorizationByIdInTransaction(tx, current.authorizationId, now) : undefined };
       }
       const sessionNonce = newSecret();
       const issued = createAuthorizationInTransaction(tx, {
@@ -97,9 +94,11 @@ export class Grants {
       tx.put(grants, codeHash, { ...current, usedAt: now, authorizationId: issued.record.id });
       return { issued, sessionNonce };
     });
-    if (replayRevoked) announceAuthorization('revoked', replayRevoked);
     if (outcome === 'gone') throw fail('INVALID_GRANT', 'The authorization code is invalid or expired.');
-    if (outcome === 'used') throw fail('INVALID_GRANT', 'The authorization code was already used; the tokens issued for it have been revoked.');
+    if ('replayRevoked' in outcome) {
+      if (outcome.replayRevoked) announceAuthorization('revoked', outcome.replayRevoked);
+      throw fail('INVALID_GRANT', 'The authorization code was already used; the tokens issued for it have been revoked.');
+    }
     announceAuthorization('created', outcome.issued.record);
     return outcome;
   }

@@ -8,7 +8,7 @@
  */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { authenticateToken, isAuthorizationLive, principalOf, type Principal } from '../../engine/identity/authorizations.js';
+import { authenticateToken, isAuthorizationLive, principalOfAuthorization, type Principal } from '../../engine/identity/authorizations.js';
 import { recordUse } from '../../engine/identity/usage.js';
 import { verifyRegistryToken } from '../../engine/identity/registry-token.js';
 import { isSlipwayError, SlipwayError } from '../../engine/errors.js';
@@ -75,7 +75,7 @@ async function readCaller(ctx: RegistryContext, ex: Exchange): Promise<Caller | 
       if (!claims || !auth) throw new Challenge('registry token is invalid, expired or revoked', undefined);
       recordUse(ctx.store.metadata, auth.id, now);
       return {
-        principal: principalOf(auth),
+        principal: principalOfAuthorization(auth),
         tokenAccess: claims.access,
       };
     }
