@@ -3,8 +3,8 @@
  * Writing on every request would put a commit on every API and registry call, so a use is
  * recorded at most once per `USE_RESOLUTION_MS` per authorization per process: a Map look-up on
  * the hot path, and a one-put transaction that nobody awaits (off the request's critical path)
- * once a minute per authorization in use. "Last used" is therefore exact to the minute; a crash loses at most the
- * last minute of it, which changes nothing else.
+ * once a minute per authorization in use. "Last used" is therefore exact to the minute; a crash
+ * loses at most the last minute of it, which changes nothing else.
  */
 import type { MetadataStore } from '../storage/metadata.js';
 import { authorizationUse } from './keyspaces.js';
