@@ -9,7 +9,7 @@ import type { MetadataStore } from './storage/metadata.js';
 import { meta } from './storage/meta-keyspace.js';
 import { indexAllAuthorizations, type AuthorizationIndex } from './identity/migrations.js';
 import { indexBlobLinks, indexManifestTags } from './registry/migrations.js';
-import { LEGACY_CHECK_KEY } from './blobs/quarantine.js';
+import { markLegacyBlobsForVerification } from './blobs/migrations.js';
 
 /**
  * Current schema version; bump with an ordered step in `migrate()`.
@@ -45,7 +45,7 @@ export async function migrate(metadata: MetadataStore): Promise<void> {
     if (version < 3) await indexBlobLinks(tx);
     if (version < 4) await indexManifestTags(tx);
     // Older builds could record a blob whose bytes disagree with it: verify them once.
-    if (version < 6) tx.put(meta, LEGACY_CHECK_KEY, true);
+    if (version < 6) markLegacyBlobsForVerification(tx);
     tx.put(meta, 'schema', SCHEMA_VERSION);
   });
 }

@@ -18,14 +18,14 @@ export function checkSessionId(id: string): void {
 /**
  * Resolves `range` against a blob of `size` bytes to inclusive `[start, end]` (end clamped to the
  * last byte, as HTTP Range does), or undefined for the whole blob.
- * @throws SlipwayError RANGE_INVALID for a negative offset or a length < 1;
+ * @throws SlipwayError BYTE_RANGE_INVALID for a negative offset or a length < 1;
  *   RANGE_NOT_SATISFIABLE when the offset is at or past the end.
  */
 export function resolveRange(size: number, range: ByteRange | undefined): { start: number; end: number } | undefined {
   if (!range) return undefined;
   const { offset, length } = range;
   if (!Number.isSafeInteger(offset) || offset < 0 || (length !== undefined && (!Number.isSafeInteger(length) || length < 1))) {
-    throw fail('RANGE_INVALID', `invalid byte range (offset ${offset}, length ${length})`);
+    throw fail('BYTE_RANGE_INVALID', `invalid byte range (offset ${offset}, length ${length})`);
   }
   if (offset >= size) throw fail('RANGE_NOT_SATISFIABLE', `range starts at byte ${offset} but the blob has ${size} bytes`, { size });
   return { start: offset, end: Math.min(size, length === undefined ? size : offset + length) - 1 };

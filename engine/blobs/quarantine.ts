@@ -19,12 +19,11 @@ import type { Digest } from '../digest.js';
 import type { BlobStore } from './cas.js';
 import type { BlobRecord } from './records.js';
 import type { FileHasher } from './uploads.js';
+import { LEGACY_CHECK_KEY } from './migrations.js';
 
 /** Outcome of a check: ok, or the reason the bytes are not the record's. */
 export type BlobCheck = { ok: true } | { ok: false; reason: string };
 
-/** Meta key set by the schema 6 migration while blobs of older builds await verification. */
-export const LEGACY_CHECK_KEY = 'blobs-to-verify';
 
 /**
  * Checks one blob's bytes against `rec` (its record): the file exists and has `rec.size` bytes;

@@ -215,13 +215,13 @@ export class Uploads {
    * Starts appending to a session at `start` bytes (the Content-Range start, or the current
    * offset when the client sent none). The caller streams the body into the returned writer
    * and then calls `finishAppend`. Without `lease`, the session is claimed until finishAppend.
-   * @throws RANGE_INVALID when `start` is not the current offset (the client gets 416);
+   * @throws CHUNK_RANGE_MISMATCH when `start` is not the current offset (the client gets 416);
    *         UPLOAD_BUSY when another request holds the session; UNAVAILABLE (503) when the
    *         upload buffer memory is spent.
    */
   beginAppend(rec: UploadRecord, start: number | undefined, lease?: Lease): UploadWriter {
     if (start !== undefined && start !== rec.offset) {
-      throw fail('RANGE_INVALID', `upload chunk must start at offset ${rec.offset}, not ${start}`, { offset: rec.offset });
+      throw fail('CHUNK_RANGE_MISMATCH', `upload chunk must start at offset ${rec.offset}, not ${start}`, { offset: rec.offset });
     }
     if (!this.memory.canTake(MIN_BUFFER_BYTES)) {
       throw fail('UNAVAILABLE', 'the registry is receiving as many upload bytes as it can buffer; retry shortly', { retryAfter: 2 });

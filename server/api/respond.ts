@@ -136,5 +136,5 @@ export function sendApiError(ctx: ApiContext, ex: Exchange, e: unknown, remainin
   if (e.code === 'UNAUTHORIZED') headers['www-authenticate'] = 'Bearer realm="slipway"';
   const allow = (e.detail as { allow?: unknown } | undefined)?.allow;
   if (Array.isArray(allow)) headers.allow = allow.join(', ');
-  sendApi(ctx, ex, wire.status, { id: wire.id, message: e.message, ...extra }, { remaining, headers });
+  sendApi(ctx, ex, wire.status, { id: wire.code, message: e.message, ...extra }, { remaining, headers });
 }

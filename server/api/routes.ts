@@ -143,7 +143,7 @@ export async function handleApi(ctx: ApiContext, ex: Exchange): Promise<void> {
     const method = methodOf(ex);
     const m = apiRouter.match(method, ex.path);
     if (m.kind === 'not-found') throw fail('NOT_FOUND', `No such endpoint: ${method} ${ex.path.slice(0, 200)}`);
-    if (m.kind === 'method-not-allowed') throw fail('UNSUPPORTED', `${method} is not allowed here; allowed: ${m.allowed.join(', ')}`, { allow: m.allowed });
+    if (m.kind === 'method-not-allowed') throw fail('METHOD_NOT_ALLOWED', `${method} is not allowed here; allowed: ${m.allowed.join(', ')}`, { allow: m.allowed });
     const route = m.value;
     const { variant } = negotiate(ex.header('accept'), ctx.vendor, ctx.acceptVendors);
     const principal = await readCredentials(ctx, ex, route.bearerOnly === true);

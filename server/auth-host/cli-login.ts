@@ -41,7 +41,7 @@ function cliError(ex: Exchange, status: number, id: string, message: string, hea
 
 function cliFailure(ctx: AuthContext, ex: Exchange, e: unknown): void {
   if (ex.responded || ex.aborted) return;
-  if (isSlipwayError(e)) return cliError(ex, API_ERRORS[e.code].status, API_ERRORS[e.code].id, e.message);
+  if (isSlipwayError(e)) return cliError(ex, API_ERRORS[e.code].status, API_ERRORS[e.code].code, e.message);
   ctx.log.error({ err: e, reqId: ex.id, path: ex.path }, 'CLI login request failed');
   cliError(ex, 500, 'internal_server_error', 'Something went wrong on our side. Please try again.');
 }

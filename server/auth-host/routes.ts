@@ -6,7 +6,7 @@ import type { Exchange } from '../http/exchange.js';
 import type { AuthContext } from './context.js';
 import { Router } from '../http/router.js';
 import { isSlipwayError } from '../../engine/errors.js';
-import { API_ERRORS } from '../api/error-codes.js';
+import { PAGE_ERRORS } from './page-errors.js';
 import { sendJson } from '../http/respond.js';
 import { sendPage } from './views.js';
 import { showHome, showSignIn, showSignOut, submitSignIn, submitSignOut } from './sign-in.js';
@@ -54,14 +54,15 @@ addDashboardRoutes(authRouter);
 export function sendAuthError(ctx: AuthContext, ex: Exchange, e: unknown): void {
   if (ex.responded || ex.aborted) return;
   let status = 500;
+  let heading = 'Request refused';
   let message = 'Something went wrong on our side. Please try again.';
   if (isSlipwayError(e)) {
-    status = API_ERRORS[e.code].status;
+    ({ status, heading } = PAGE_ERRORS[e.code]);
     message = e.message;
   } else {
     ctx.log.error({ err: e, reqId: ex.id, path: ex.path }, 'auth request failed');
   }
-  const html = ctx.views.render('message', { title: 'Error', heading: status === 404 ? 'Not found' : 'Request refused', message, error: true, requestId: ex.id });
+  const html = ctx.views.render('message', { title: 'Error', heading, message, error: true, requestId: ex.id });
   sendPage(ex, status, html);
 }
 

@@ -107,7 +107,7 @@ async function refreshToken(ctx: AuthContext, ex: Exchange, form: URLSearchParam
 /** POST /oauth/token; every failure is an RFC 6749 §5.2 error. */
 export async function handleToken(ctx: AuthContext, ex: Exchange): Promise<void> {
   try {
-    if (ex.method !== 'POST') throw fail('UNSUPPORTED', 'The token endpoint accepts POST only.');
+    if (ex.method !== 'POST') throw fail('METHOD_NOT_ALLOWED', 'The token endpoint accepts POST only.');
     const form = await readForm(ex);
     const grantType = field(form, 'grant_type');
     if (grantType === 'authorization_code') return await authorizationCode(ctx, ex, form);

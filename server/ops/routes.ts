@@ -3,23 +3,20 @@
  * every variable part (repository name, digest, tag, session id, app) replaced by a placeholder,
  * so label cardinality stays bounded whatever clients send.
  */
-import { ROUTE } from '../registry/routes.js';
+import { matchRegistryPath } from '../registry/routes.js';
 import { apiRouter } from '../api/routes.js';
 import { authRouter } from '../auth-host/routes.js';
 
 /** The four public hosts. */
 export type HostName = 'registry' | 'upload' | 'api' | 'auth';
 
-/** Template of a registry (and upload host) path. */
+/**
+ * Template of a registry (and upload host) path: its REGISTRY_ROUTES pattern with `:param`
+ * written `<param>` (`/v2/<name>/referrers/<digest>`).
+ */
 function registryTemplate(path: string): string {
-  if (path === '/token' || path === '/v2/_catalog') return path;
-  if (path === '/v2/' || path === '/v2') return '/v2/';
-  const m = ROUTE.exec(path);
-  if (!m) return 'unmatched';
-  if (m[2]) return '/v2/<name>/tags/list';
-  if (m[3] !== undefined) return '/v2/<name>/manifests/<reference>';
-  if (m[4] !== undefined) return m[5] ? '/v2/<name>/blobs/uploads/<session>' : '/v2/<name>/blobs/uploads/';
-  return '/v2/<name>/blobs/<digest>';
+  const m = matchRegistryPath(path);
+  return m ? m.pattern.replace(/:([a-z]+)/g, '<$1>') : 'unmatched';
 }
 
 /** The route template of `path` on `host`; `unmatched` for paths no route serves. */

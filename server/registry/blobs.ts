@@ -1,14 +1,15 @@
 /** Blob GET (with Range), HEAD and DELETE (distribution spec "Pulling blobs", "Deleting blobs"). */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { authenticate, authorize } from './access.js';
+import type { Admission } from './admission.js';
+import type { RouteParams } from './routes.js';
 import { parseDigest } from '../../engine/digest.js';
 import { fail } from '../../engine/errors.js';
 import { API_VERSION_HEADER } from './context.js';
 import { quarantineBlob, sizeCheckSync } from '../../engine/blobs/quarantine.js';
 
-export async function getBlob(ctx: RegistryContext, ex: Exchange, repository: string, digestParam: string): Promise<void> {
-  authorize(ctx, await authenticate(ctx, ex), repository, 'pull');
+/** GET/HEAD of a blob (admitted for pull), with one `bytes=` Range. */
+export async function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, digest: digestParam }: RouteParams): Promise<void> {
   const digest = parseDigest(digestParam);
   let blob = ctx.registry.statBlob(repository, digest);
   // Never serve bytes that are not the record's: wait for a pending start-up verification, and
@@ -37,8 +38,8 @@ export async function getBlob(ctx: RegistryContext, ex: Exchange, repository: st
   await ex.sendFile(range ? 206 : 200, headers, ctx.blobs.pathOf(digest), range?.start ?? 0, range?.length ?? blob.size);
 }
 
-export async function deleteBlob(ctx: RegistryContext, ex: Exchange, repository: string, digestParam: string): Promise<void> {
-  authorize(ctx, await authenticate(ctx, ex), repository, 'delete');
+/** DELETE of a blob's link to the repository (admitted for delete). */
+export async function deleteBlob(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, digest: digestParam }: RouteParams): Promise<void> {
   await ctx.registry.unlinkBlob(repository, parseDigest(digestParam));
   ex.send(202, { ...API_VERSION_HEADER });
 }

@@ -1,48 +1,70 @@
 /**
- * The registry's one wire table: domain error code → distribution error code and HTTP status
- * (distribution spec "Error Codes"; body `{"errors":[{"code","message","detail"}]}`).
+ * The registry's one error table: engine condition → distribution error code and HTTP status
+ * (distribution spec "Error Codes"; body `{"errors":[{"code","message","detail"}]}`;
+ * docs/architecture.md "Errors"). Headers that depend on the condition (Allow, Range,
+ * Content-Range, Retry-After) are added by `sendRegistryError` (routes.ts).
  */
-import type { ErrorCode } from '../../engine/errors.js';
+import type { ErrorDescriptor, ErrorTable } from '../http/error-table.js';
 
-export interface WireError {
-  code: string;
-  status: number;
-}
+/** What each distribution code sent here tells the client (the spec's descriptions). */
+const MEANING = {
+  BLOB_UNKNOWN: 'blob unknown to registry',
+  BLOB_UPLOAD_INVALID: 'blob upload invalid: the upload cannot proceed as sent',
+  BLOB_UPLOAD_UNKNOWN: 'blob upload unknown to registry',
+  DIGEST_INVALID: 'provided digest did not match uploaded content',
+  MANIFEST_BLOB_UNKNOWN: 'manifest references a blob unknown to registry',
+  MANIFEST_INVALID: 'manifest invalid',
+  MANIFEST_UNKNOWN: 'manifest unknown to registry',
+  NAME_INVALID: 'invalid repository name',
+  NAME_UNKNOWN: 'repository name not known to registry',
+  SIZE_INVALID: 'provided length did not match content length, or the content is too large',
+  RANGE_INVALID: 'requested range is invalid or not satisfiable',
+  PAGINATION_NUMBER_INVALID: 'invalid number of results requested',
+  UNSUPPORTED: 'the operation is unsupported',
+  UNAUTHORIZED: 'authentication required',
+  DENIED: 'requested access to the resource is denied',
+  TOOMANYREQUESTS: 'too many requests',
+} as const;
 
-export const REGISTRY_ERRORS: Record<ErrorCode, WireError> = {
-  BLOB_UNKNOWN: { code: 'BLOB_UNKNOWN', status: 404 },
-  BLOB_UPLOAD_INVALID: { code: 'BLOB_UPLOAD_INVALID', status: 400 },
-  BLOB_UPLOAD_UNKNOWN: { code: 'BLOB_UPLOAD_UNKNOWN', status: 404 },
+type RegistryCode = keyof typeof MEANING;
+
+const row = (code: RegistryCode, status: number): ErrorDescriptor => ({ code, status, description: MEANING[code] });
+
+/** Every engine condition → its distribution `code` and status. */
+export const REGISTRY_ERRORS: ErrorTable = {
+  BLOB_UNKNOWN: row('BLOB_UNKNOWN', 404),
+  BLOB_UPLOAD_INVALID: row('BLOB_UPLOAD_INVALID', 400),
+  BLOB_UPLOAD_UNKNOWN: row('BLOB_UPLOAD_UNKNOWN', 404),
+  DIGEST_INVALID: row('DIGEST_INVALID', 400),
+  MANIFEST_BLOB_UNKNOWN: row('MANIFEST_BLOB_UNKNOWN', 400),
+  MANIFEST_INVALID: row('MANIFEST_INVALID', 400),
+  MANIFEST_UNKNOWN: row('MANIFEST_UNKNOWN', 404),
+  NAME_INVALID: row('NAME_INVALID', 400),
+  NAME_UNKNOWN: row('NAME_UNKNOWN', 404),
   // An out-of-order chunk: 416 with the current Range (distribution spec "Pushing a blob in chunks").
-  RANGE_INVALID: { code: 'BLOB_UPLOAD_INVALID', status: 416 },
-  RANGE_NOT_SATISFIABLE: { code: 'RANGE_INVALID', status: 416 },
-  DIGEST_INVALID: { code: 'DIGEST_INVALID', status: 400 },
-  MANIFEST_BLOB_UNKNOWN: { code: 'MANIFEST_BLOB_UNKNOWN', status: 400 },
-  MANIFEST_INVALID: { code: 'MANIFEST_INVALID', status: 400 },
-  MANIFEST_UNKNOWN: { code: 'MANIFEST_UNKNOWN', status: 404 },
-  MANIFEST_TOO_LARGE: { code: 'SIZE_INVALID', status: 413 },
+  CHUNK_RANGE_MISMATCH: row('BLOB_UPLOAD_INVALID', 416),
+  BYTE_RANGE_INVALID: row('BLOB_UPLOAD_INVALID', 416),
+  RANGE_NOT_SATISFIABLE: row('RANGE_INVALID', 416),
+  MANIFEST_TOO_LARGE: row('SIZE_INVALID', 413),
   // Terminal on purpose: MANIFEST_INVALID would make containers/image retry other formats.
-  UNSUPPORTED_ARCHITECTURE: { code: 'DENIED', status: 403 },
-  NAME_INVALID: { code: 'NAME_INVALID', status: 400 },
-  NAME_UNKNOWN: { code: 'NAME_UNKNOWN', status: 404 },
-  SIZE_INVALID: { code: 'SIZE_INVALID', status: 400 },
-  PAGINATION_INVALID: { code: 'PAGINATION_NUMBER_INVALID', status: 400 },
-  UNSUPPORTED: { code: 'UNSUPPORTED', status: 405 },
-  UPLOAD_BUSY: { code: 'BLOB_UPLOAD_INVALID', status: 409 },
-  TOO_SLOW: { code: 'BLOB_UPLOAD_INVALID', status: 408 },
-  UNAVAILABLE: { code: 'TOOMANYREQUESTS', status: 503 },
-  UNAUTHORIZED: { code: 'UNAUTHORIZED', status: 401 },
-  DENIED: { code: 'DENIED', status: 403 },
-  NOT_FOUND: { code: 'NAME_UNKNOWN', status: 404 },
-  CONFLICT: { code: 'DENIED', status: 409 },
-  INVALID_PARAMS: { code: 'UNSUPPORTED', status: 400 },
-  BAD_REQUEST: { code: 'UNSUPPORTED', status: 400 },
-  BODY_TOO_LARGE: { code: 'SIZE_INVALID', status: 413 },
-  RATE_LIMITED: { code: 'TOOMANYREQUESTS', status: 429 },
-  // OAuth and platform API codes; the registry does not raise them, the rows keep the table exhaustive.
-  NOT_ACCEPTABLE: { code: 'UNSUPPORTED', status: 406 },
-  INVALID_CLIENT: { code: 'UNAUTHORIZED', status: 401 },
-  INVALID_GRANT: { code: 'UNAUTHORIZED', status: 401 },
-  INVALID_SCOPE: { code: 'DENIED', status: 403 },
-  UNSUPPORTED_GRANT_TYPE: { code: 'UNSUPPORTED', status: 400 },
+  UNSUPPORTED_ARCHITECTURE: row('DENIED', 403),
+  PAGINATION_INVALID: row('PAGINATION_NUMBER_INVALID', 400),
+  UPLOAD_BUSY: row('BLOB_UPLOAD_INVALID', 409),
+  TOO_SLOW: row('BLOB_UPLOAD_INVALID', 408),
+  UNAVAILABLE: row('TOOMANYREQUESTS', 503),
+  METHOD_NOT_ALLOWED: row('UNSUPPORTED', 405),
+  UNAUTHORIZED: row('UNAUTHORIZED', 401),
+  DENIED: row('DENIED', 403),
+  NOT_FOUND: row('NAME_UNKNOWN', 404),
+  CONFLICT: row('DENIED', 409),
+  INVALID_PARAMS: row('UNSUPPORTED', 400),
+  BAD_REQUEST: row('UNSUPPORTED', 400),
+  BODY_TOO_LARGE: row('SIZE_INVALID', 413),
+  RATE_LIMITED: row('TOOMANYREQUESTS', 429),
+  // Platform API and OAuth conditions; the registry does not raise them, the rows keep the table complete.
+  NOT_ACCEPTABLE: row('UNSUPPORTED', 406),
+  INVALID_CLIENT: row('UNAUTHORIZED', 401),
+  INVALID_GRANT: row('UNAUTHORIZED', 401),
+  INVALID_SCOPE: row('DENIED', 403),
+  UNSUPPORTED_GRANT_TYPE: row('UNSUPPORTED', 400),
 };

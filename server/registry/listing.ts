@@ -1,7 +1,9 @@
 /** Tag list and catalog with `n`/`last` pagination and RFC 5988 Link (distribution "Content discovery"). */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { appOfRepository, authenticate, authorize, Challenge } from './access.js';
+import { appOfRepository } from './access.js';
+import type { Admission } from './admission.js';
+import type { RouteParams } from './routes.js';
 import { mayUseRepository } from '../../engine/platform/access.js';
 import { fail } from '../../engine/errors.js';
 import { sendJson } from '../http/respond.js';
@@ -24,17 +26,17 @@ function linkHeader(path: string, n: number, page: Page): Record<string, string>
   return { link: `<${path}?n=${n}&last=${encodeURIComponent(page.next)}>; rel="next"` };
 }
 
-export async function listTags(ctx: RegistryContext, ex: Exchange, repository: string): Promise<void> {
-  authorize(ctx, await authenticate(ctx, ex), repository, 'pull');
+/** GET/HEAD of a repository's tags (admitted for pull). */
+export async function listTags(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository }: RouteParams): Promise<void> {
   const { n, last } = pageParams(ex);
   if (!ctx.registry.hasRepository(repository)) throw fail('NAME_UNKNOWN', `repository name not known to registry: ${repository}`, { name: repository });
   const page = ctx.registry.listTags(repository, n, last);
   sendJson(ex, 200, { name: repository, tags: page.items }, { ...API_VERSION_HEADER, ...linkHeader(ex.path, n, page) });
 }
 
-export async function listCatalog(ctx: RegistryContext, ex: Exchange): Promise<void> {
-  const caller = await authenticate(ctx, ex);
-  if (!caller) throw new Challenge('authentication required', 'registry:catalog:*');
+/** GET/HEAD of the catalog: the repositories the admitted caller may pull. */
+export async function listCatalog(ctx: RegistryContext, ex: Exchange, admitted: Admission): Promise<void> {
+  const caller = admitted.caller!;
   const { n, last } = pageParams(ex);
   const page = ctx.registry.catalog((r) => {
     const app = appOfRepository(ctx, r);

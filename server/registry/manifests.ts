@@ -1,15 +1,17 @@
 /** Manifest PUT/GET/HEAD/DELETE by tag or digest (distribution spec "Pushing/Pulling manifests"). */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { authenticate, authorize } from './access.js';
+import type { Admission } from './admission.js';
+import type { RouteParams } from './routes.js';
 import { fail } from '../../engine/errors.js';
 import { MAX_MANIFEST_BYTES } from '../../engine/registry/registry.js';
 import { API_VERSION_HEADER } from './context.js';
 import { parseDigest } from '../../engine/digest.js';
 import { sendJson } from '../http/respond.js';
 
-export async function putManifest(ctx: RegistryContext, ex: Exchange, repository: string, reference: string): Promise<void> {
-  const app = authorize(ctx, await authenticate(ctx, ex), repository, 'push');
+/** PUT of a manifest by tag or digest (admitted for push: `admitted.app` owns the repository). */
+export async function putManifest(ctx: RegistryContext, ex: Exchange, admitted: Admission, { name: repository, reference }: RouteParams): Promise<void> {
+  const app = admitted.app!;
   let body: Buffer;
   try {
     body = await ex.body(MAX_MANIFEST_BYTES);
@@ -26,8 +28,7 @@ export async function putManifest(ctx: RegistryContext, ex: Exchange, repository
  * 404 MANIFEST_UNKNOWN (the distribution spec's conformance suite expects that for GET/HEAD; a PUT
  * to such a reference stays 400 MANIFEST_INVALID). A malformed digest stays 400 DIGEST_INVALID.
  */
-export async function getManifest(ctx: RegistryContext, ex: Exchange, repository: string, reference: string): Promise<void> {
-  authorize(ctx, await authenticate(ctx, ex), repository, 'pull');
+export async function getManifest(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, reference }: RouteParams): Promise<void> {
   let content;
   try {
     content = ctx.registry.manifestContent(repository, reference);
@@ -54,20 +55,19 @@ export const IMAGE_INDEX_MEDIA_TYPE = 'application/vnd.oci.image.index.v1+json';
  * GET /v2/<name>/referrers/<digest> (OCI distribution spec 1.1): the manifests whose `subject`
  * is `digest`. Slipway stores only Docker v2 schema 2 manifests, which have no subject, so the
  * answer is always an empty image index (200, not 404, so clients know the API exists). Access
- * is that of a pull; the digest must be well formed. An `artifactType` filter is trivially
+ * is that of a pull (admitted by the dispatcher); the digest must be well formed. An `artifactType` filter is trivially
  * applied to the empty list and reported in `OCI-Filters-Applied`.
  * @throws DENIED/UNAUTHORIZED as a pull would; DIGEST_INVALID for a malformed digest.
  */
-export async function listReferrers(ctx: RegistryContext, ex: Exchange, repository: string, digest: string): Promise<void> {
-  authorize(ctx, await authenticate(ctx, ex), repository, 'pull');
+export async function listReferrers(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { digest }: RouteParams): Promise<void> {
   parseDigest(digest);
   const headers: Record<string, string> = { ...API_VERSION_HEADER };
   if (ex.query.has('artifactType')) headers['oci-filters-applied'] = 'artifactType';
   sendJson(ex, 200, { schemaVersion: 2, mediaType: IMAGE_INDEX_MEDIA_TYPE, manifests: [] }, { ...headers, 'content-type': IMAGE_INDEX_MEDIA_TYPE });
 }
 
-export async function deleteManifest(ctx: RegistryContext, ex: Exchange, repository: string, reference: string): Promise<void> {
-  authorize(ctx, await authenticate(ctx, ex), repository, 'delete');
+/** DELETE of a manifest by tag or digest (admitted for delete). */
+export async function deleteManifest(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, reference }: RouteParams): Promise<void> {
   await ctx.registry.deleteManifest(repository, reference);
   ex.send(202, { ...API_VERSION_HEADER });
 }

@@ -2,12 +2,15 @@
  * The registry router: `/v2/` paths of the distribution spec plus `/token`. Repository names
  * contain a slash, so paths are matched here rather than by the transport's router. The same
  * router serves the registry host (uWS) and the upload host (own HTTP/1.1 listener, server/http/h1-server.ts).
+ * Every route declares the action it requires, and the dispatcher admits the request before the
+ * handler runs (admission.ts; docs/architecture.md "Registry routing").
  */
 import type { Exchange } from '../http/exchange.js';
 import { API_VERSION_HEADER, type RegistryContext } from './context.js';
 import { fail, isSlipwayError } from '../../engine/errors.js';
 import { REGISTRY_ERRORS } from './error-codes.js';
-import { authenticate, Challenge, challengeHeader } from './access.js';
+import { Challenge, challengeHeader } from './access.js';
+import { admit, type Admission, type RouteAction } from './admission.js';
 import { handleToken } from './token.js';
 import { deleteBlob, getBlob } from './blobs.js';
 import { cancelUpload, completeUpload, patchUpload, startUpload, uploadStatus } from './uploads.js';
@@ -16,98 +19,133 @@ import { listCatalog, listTags } from './listing.js';
 import { sendJson } from '../http/respond.js';
 
 
+/** Path parameters of a registry route; a part the route's pattern lacks is ''. */
+export interface RouteParams {
+  /** The repository name, `<app>/<process-type>`. */
+  name: string;
+  /** A manifest's tag or digest. */
+  reference: string;
+  /** A blob's digest, or the subject digest of a referrers request (not yet validated). */
+  digest: string;
+  /** An upload session id. */
+  session: string;
+}
+
+/** A registry handler: runs after admission, with what admission found (admission.ts). */
+export type RegistryHandler = (ctx: RegistryContext, ex: Exchange, admitted: Admission, params: RouteParams) => Promise<void>;
+
+/** The registry's path patterns (`:name` is `<app>/<process-type>` and contains a slash). */
+export type RegistryPattern =
+  | '/token' | '/v2/' | '/v2/_catalog' | '/v2/:name/tags/list' | '/v2/:name/manifests/:reference'
+  | '/v2/:name/blobs/:digest' | '/v2/:name/blobs/uploads/' | '/v2/:name/blobs/uploads/:session'
+  | '/v2/:name/referrers/:digest';
+
+/** One endpoint of the registry and upload hosts. */
+export interface RegistryRoute {
+  method: 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  pattern: RegistryPattern;
+  /** What the caller needs; the dispatcher admits the request (admission.ts `admit`) before the handler runs. */
+  action: RouteAction;
+  /** An upload-session route: its `_state` capability admits it as well as push credentials. */
+  session?: boolean;
+  handler: RegistryHandler;
+}
+
+const versionCheck: RegistryHandler = async (_ctx, ex) => sendJson(ex, 200, {}, API_VERSION_HEADER);
+
 /**
- * The registry's endpoints as method and pattern (`:name` is `<app>/<process-type>`), for
- * documentation and the fuzz test; `route` below is the matcher.
+ * Every registry endpoint with the action it requires. The dispatcher below serves only these,
+ * admitting each request by its route's action first; a method not listed for a matched pattern
+ * is 405 with the pattern's methods in `Allow` (in this order). The authorization matrix test
+ * (test/registry/authorization-matrix.test.ts) walks this table; the fuzz test and the metrics'
+ * route templates (server/ops/routes.ts) read it too.
  */
-export const REGISTRY_ROUTES: ReadonlyArray<{ method: string; pattern: string }> = [
-  { method: 'GET', pattern: '/token' },
-  { method: 'GET', pattern: '/v2/' },
-  { method: 'GET', pattern: '/v2/_catalog' },
-  { method: 'GET', pattern: '/v2/:name/tags/list' },
-  { method: 'GET', pattern: '/v2/:name/manifests/:reference' },
-  { method: 'PUT', pattern: '/v2/:name/manifests/:reference' },
-  { method: 'DELETE', pattern: '/v2/:name/manifests/:reference' },
-  { method: 'GET', pattern: '/v2/:name/blobs/:digest' },
-  { method: 'DELETE', pattern: '/v2/:name/blobs/:digest' },
-  { method: 'POST', pattern: '/v2/:name/blobs/uploads/' },
-  { method: 'GET', pattern: '/v2/:name/blobs/uploads/:uuid' },
-  { method: 'PATCH', pattern: '/v2/:name/blobs/uploads/:uuid' },
-  { method: 'PUT', pattern: '/v2/:name/blobs/uploads/:uuid' },
-  { method: 'DELETE', pattern: '/v2/:name/blobs/uploads/:uuid' },
-  { method: 'GET', pattern: '/v2/:name/referrers/:digest' },
+export const REGISTRY_ROUTES: readonly RegistryRoute[] = [
+  { method: 'GET', pattern: '/token', action: 'token', handler: handleToken },
+  { method: 'HEAD', pattern: '/token', action: 'token', handler: handleToken },
+  { method: 'GET', pattern: '/v2/', action: 'check', handler: versionCheck },
+  { method: 'HEAD', pattern: '/v2/', action: 'check', handler: versionCheck },
+  { method: 'GET', pattern: '/v2/_catalog', action: 'catalog', handler: listCatalog },
+  { method: 'HEAD', pattern: '/v2/_catalog', action: 'catalog', handler: listCatalog },
+  { method: 'GET', pattern: '/v2/:name/tags/list', action: 'pull', handler: listTags },
+  { method: 'HEAD', pattern: '/v2/:name/tags/list', action: 'pull', handler: listTags },
+  { method: 'GET', pattern: '/v2/:name/manifests/:reference', action: 'pull', handler: getManifest },
+  { method: 'HEAD', pattern: '/v2/:name/manifests/:reference', action: 'pull', handler: getManifest },
+  { method: 'PUT', pattern: '/v2/:name/manifests/:reference', action: 'push', handler: putManifest },
+  { method: 'DELETE', pattern: '/v2/:name/manifests/:reference', action: 'delete', handler: deleteManifest },
+  { method: 'GET', pattern: '/v2/:name/blobs/:digest', action: 'pull', handler: getBlob },
+  { method: 'HEAD', pattern: '/v2/:name/blobs/:digest', action: 'pull', handler: getBlob },
+  { method: 'DELETE', pattern: '/v2/:name/blobs/:digest', action: 'delete', handler: deleteBlob },
+  { method: 'POST', pattern: '/v2/:name/blobs/uploads/', action: 'push', handler: startUpload },
+  { method: 'GET', pattern: '/v2/:name/blobs/uploads/:session', action: 'push', session: true, handler: uploadStatus },
+  { method: 'PATCH', pattern: '/v2/:name/blobs/uploads/:session', action: 'push', session: true, handler: patchUpload },
+  { method: 'PUT', pattern: '/v2/:name/blobs/uploads/:session', action: 'push', session: true, handler: completeUpload },
+  { method: 'DELETE', pattern: '/v2/:name/blobs/uploads/:session', action: 'push', session: true, handler: cancelUpload },
+  { method: 'GET', pattern: '/v2/:name/referrers/:digest', action: 'pull', handler: listReferrers },
+  { method: 'HEAD', pattern: '/v2/:name/referrers/:digest', action: 'pull', handler: listReferrers },
 ];
 
-/** Registry endpoint paths; also names the access log's and metrics' route templates (server/ops/routes.ts). */
-export const ROUTE = /^\/v2\/(.+)\/(?:(tags\/list)|manifests\/([^/]+)|blobs\/(uploads)\/?([^/]*)|blobs\/([^/]+)|referrers\/([^/]+))$/;
+/** What a 405 calls each pattern's resource. */
+const RESOURCE_NAMES: Record<RegistryPattern, string> = {
+  '/token': '/token',
+  '/v2/': '/v2/',
+  '/v2/_catalog': 'the catalog',
+  '/v2/:name/tags/list': 'tags',
+  '/v2/:name/manifests/:reference': 'manifests',
+  '/v2/:name/blobs/:digest': 'blobs',
+  '/v2/:name/blobs/uploads/': 'blob uploads',
+  '/v2/:name/blobs/uploads/:session': 'upload sessions',
+  '/v2/:name/referrers/:digest': 'referrers',
+};
+
+/** Repository paths; the repository name is greedy, so the last recognised suffix decides. */
+const REPOSITORY_PATH = /^\/v2\/(.+)\/(?:(tags\/list)|manifests\/([^/]+)|blobs\/(uploads)\/?([^/]*)|blobs\/([^/]+)|referrers\/([^/]+))$/;
+
+/**
+ * The pattern a path matches and its parameters, or undefined when no registry route serves it.
+ * `/v2` is `/v2/`; `…/blobs/uploads` (no slash) is the upload-start pattern.
+ */
+export function matchRegistryPath(path: string): { pattern: RegistryPattern; params: RouteParams } | undefined {
+  const params: RouteParams = { name: '', reference: '', digest: '', session: '' };
+  if (path === '/token' || path === '/v2/_catalog') return { pattern: path, params };
+  if (path === '/v2/' || path === '/v2') return { pattern: '/v2/', params };
+  const m = REPOSITORY_PATH.exec(path);
+  if (!m) return undefined;
+  const [, name, tags, reference, uploads, session, digest, subject] = m as unknown as Array<string | undefined>;
+  params.name = name!;
+  if (subject !== undefined) return { pattern: '/v2/:name/referrers/:digest', params: { ...params, digest: subject } };
+  if (tags) return { pattern: '/v2/:name/tags/list', params };
+  if (reference !== undefined) return { pattern: '/v2/:name/manifests/:reference', params: { ...params, reference } };
+  if (uploads !== undefined) {
+    return session ? { pattern: '/v2/:name/blobs/uploads/:session', params: { ...params, session } } : { pattern: '/v2/:name/blobs/uploads/', params };
+  }
+  return { pattern: '/v2/:name/blobs/:digest', params: { ...params, digest: digest! } };
+}
 
 /** Handles one registry request, including its errors. */
 export async function handleRegistry(ctx: RegistryContext, ex: Exchange): Promise<void> {
   try {
-    await route(ctx, ex);
+    await dispatch(ctx, ex);
   } catch (e) {
     sendRegistryError(ctx, ex, e);
   }
 }
 
-async function route(ctx: RegistryContext, ex: Exchange): Promise<void> {
-  const { method, path } = ex;
-  if (path === '/token') {
-    if (method !== 'GET' && method !== 'HEAD') throw unsupported(method, '/token', ['GET', 'HEAD']);
-    return handleToken(ctx, ex);
-  }
-  if (path === '/v2/' || path === '/v2') {
-    if (method !== 'GET' && method !== 'HEAD') throw unsupported(method, '/v2/', ['GET', 'HEAD']);
-    if (!await authenticate(ctx, ex)) throw new Challenge('authentication required', undefined);
-    return sendJson(ex, 200, {}, API_VERSION_HEADER);
-  }
-  if (path === '/v2/_catalog') {
-    if (method !== 'GET' && method !== 'HEAD') throw unsupported(method, 'the catalog', ['GET', 'HEAD']);
-    return listCatalog(ctx, ex);
-  }
-  const m = ROUTE.exec(path);
-  if (!m) throw fail('NOT_FOUND', `no registry endpoint at ${path.slice(0, 200)}`);
-  const [, name, tags, reference, uploads, uploadId, digest, subject] = m as unknown as Array<string | undefined>;
-  const repository = name!;
-  if (subject !== undefined) {
-    if (method !== 'GET' && method !== 'HEAD') throw unsupported(method, 'referrers', ['GET', 'HEAD']);
-    return listReferrers(ctx, ex, repository, subject);
-  }
-  if (tags) {
-    if (method !== 'GET' && method !== 'HEAD') throw unsupported(method, 'tags', ['GET', 'HEAD']);
-    return listTags(ctx, ex, repository);
-  }
-  if (reference !== undefined) {
-    switch (method) {
-      case 'GET': case 'HEAD': return getManifest(ctx, ex, repository, reference);
-      case 'PUT': return putManifest(ctx, ex, repository, reference);
-      case 'DELETE': return deleteManifest(ctx, ex, repository, reference);
-      default: throw unsupported(method, 'manifests', ['GET', 'HEAD', 'PUT', 'DELETE']);
-    }
-  }
-  if (uploads !== undefined) {
-    if (!uploadId) {
-      if (method !== 'POST') throw unsupported(method, 'blob uploads', ['POST']);
-      return startUpload(ctx, ex, repository);
-    }
-    switch (method) {
-      case 'PATCH': return patchUpload(ctx, ex, repository, uploadId);
-      case 'PUT': return completeUpload(ctx, ex, repository, uploadId);
-      case 'GET': return uploadStatus(ctx, ex, repository, uploadId);
-      case 'DELETE': return cancelUpload(ctx, ex, repository, uploadId);
-      default: throw unsupported(method, 'upload sessions', ['GET', 'PATCH', 'PUT', 'DELETE']);
-    }
-  }
-  switch (method) {
-    case 'GET': case 'HEAD': return getBlob(ctx, ex, repository, digest!);
-    case 'DELETE': return deleteBlob(ctx, ex, repository, digest!);
-    default: throw unsupported(method, 'blobs', ['GET', 'HEAD', 'DELETE']);
-  }
+/** Route (404 / 405) → admission by the route's action (401 / 403) → handler. */
+async function dispatch(ctx: RegistryContext, ex: Exchange): Promise<void> {
+  const matched = matchRegistryPath(ex.path);
+  if (!matched) throw fail('NOT_FOUND', `no registry endpoint at ${ex.path.slice(0, 200)}`);
+  const { pattern, params } = matched;
+  const candidates = REGISTRY_ROUTES.filter((r) => r.pattern === pattern);
+  const route = candidates.find((r) => r.method === ex.method);
+  if (!route) throw unsupported(ex.method, RESOURCE_NAMES[pattern], candidates.map((r) => r.method));
+  const admitted = await admit(ctx, ex, route.action, { repository: params.name, session: route.session ? params.session : undefined });
+  return route.handler(ctx, ex, admitted, params);
 }
 
-/** 405 UNSUPPORTED naming the methods `what` allows (sent as `Allow`, RFC 9110 "405 Method Not Allowed"). */
+/** METHOD_NOT_ALLOWED (405 UNSUPPORTED) naming the methods `what` allows (sent as `Allow`, RFC 9110 "405 Method Not Allowed"). */
 function unsupported(method: string, what: string, allow: string[]) {
-  return fail('UNSUPPORTED', `${method.slice(0, 40)} is not supported on ${what}; allowed: ${allow.join(', ')}`, { allow });
+  return fail('METHOD_NOT_ALLOWED', `${method.slice(0, 40)} is not supported on ${what}; allowed: ${allow.join(', ')}`, { allow });
 }
 
 /** Writes the distribution error envelope for `e`; unknown errors are logged and hidden. */
@@ -124,9 +162,9 @@ export function sendRegistryError(ctx: RegistryContext, ex: Exchange, e: unknown
   const headers: Record<string, string> = { ...API_VERSION_HEADER };
   if (e instanceof Challenge) headers['www-authenticate'] = challengeHeader(ctx, e);
   const allow = (e.detail as { allow?: unknown } | undefined)?.allow;
-  if (e.code === 'UNSUPPORTED' && Array.isArray(allow)) headers.allow = allow.join(', ');
+  if (e.code === 'METHOD_NOT_ALLOWED' && Array.isArray(allow)) headers.allow = allow.join(', ');
   const extra = e.detail as { offset?: number; size?: number } | undefined;
-  if (e.code === 'RANGE_INVALID' && extra?.offset !== undefined) headers.range = `0-${Math.max(0, extra.offset - 1)}`;
+  if (e.code === 'CHUNK_RANGE_MISMATCH' && extra?.offset !== undefined) headers.range = `0-${Math.max(0, extra.offset - 1)}`;
   if (e.code === 'RANGE_NOT_SATISFIABLE' && extra?.size !== undefined) headers['content-range'] = `bytes */${extra.size}`;
   const retryAfter = (e.detail as { retryAfter?: number } | undefined)?.retryAfter;
   if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);

@@ -6,16 +6,17 @@
  */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { authenticate, Challenge, permittedActions } from './access.js';
+import { permittedActions } from './access.js';
+import type { Admission } from './admission.js';
 import { signRegistryToken } from '../../engine/identity/registry-token.js';
 import { sendJson } from '../http/respond.js';
 import { isoTime } from '../../engine/clock.js';
 
 const SCOPE = /^repository:([^:]+):([a-z*,]+)$/;
 
-export async function handleToken(ctx: RegistryContext, ex: Exchange): Promise<void> {
-  const caller = await authenticate(ctx, ex);
-  if (!caller || caller.tokenAccess) throw new Challenge('send your e-mail or "_" and your API key with Basic authentication', undefined);
+/** GET/HEAD /token for the admitted caller (admission refuses registry tokens here). */
+export async function handleToken(ctx: RegistryContext, ex: Exchange, admitted: Admission): Promise<void> {
+  const caller = admitted.caller!;
   const access: Record<string, string[]> = {};
   const requested = ex.query.getAll('scope').flatMap((s) => s.split(' ')).filter(Boolean);
   for (const s of requested) {

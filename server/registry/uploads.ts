@@ -6,11 +6,13 @@
  * Session Locations point at the upload host (README "Large layers") and carry `_state`, an
  * HMAC of the session id and repository: docker sends no credentials to a host it has not
  * logged in to, so the capability authorises the session's own requests. Without it, normal
- * credentials with push access work too.
+ * credentials with push access work too (both checked by admission.ts before these handlers run).
  */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { authenticate, authorize, type Caller } from './access.js';
+import { authorize, type Caller } from './access.js';
+import type { Admission } from './admission.js';
+import type { RouteParams } from './routes.js';
 import { parseDigest, type Digest } from '../../engine/digest.js';
 import { fail, isSlipwayError } from '../../engine/errors.js';
 import type { Lease } from '../../engine/blobs/uploads.js';
@@ -67,15 +69,15 @@ async function owning<T>(ctx: RegistryContext, rec: UploadRecord, op: string, fn
   }
 }
 
-export async function startUpload(ctx: RegistryContext, ex: Exchange, repository: string): Promise<void> {
-  const caller = await authenticate(ctx, ex);
-  authorize(ctx, caller, repository, 'push');
+/** POST: opens a session, uploads monolithically (`digest=`) or mounts (`mount=&from=`); admitted for push. */
+export async function startUpload(ctx: RegistryContext, ex: Exchange, admitted: Admission, { name: repository }: RouteParams): Promise<void> {
+  const caller = admitted.caller!;
   const mount = ex.query.get('mount');
   const from = ex.query.get('from');
-  if (mount && from && (await tryMount(ctx, ex, caller!, repository, parseDigest(mount), from))) return;
+  if (mount && from && (await tryMount(ctx, ex, caller, repository, parseDigest(mount), from))) return;
   const digestParam = ex.query.get('digest');
   const digest = digestParam ? parseDigest(digestParam) : undefined;
-  const rec = await ctx.uploads.create(repository, caller!.principal.accountId);
+  const rec = await ctx.uploads.create(repository, caller.principal.accountId);
   if (!digest) return ex.send(202, sessionHeaders(ctx, rec));
   try {
     await owning(ctx, rec, 'PUT', async (lease) => ctx.uploads.commit(await append(ctx, ex, lease, rec, undefined), digest, lease));
@@ -99,55 +101,55 @@ async function tryMount(ctx: RegistryContext, ex: Exchange, caller: Caller, repo
   return true;
 }
 
-/** The session a request addresses, authorised by `_state` or by push credentials. */
-async function session(ctx: RegistryContext, ex: Exchange, repository: string, id: string): Promise<UploadRecord> {
-  const state = ex.query.get('_state');
-  if (!(state && ctx.keys.verify('upload-state', `${id}:${repository}`, state))) {
-    authorize(ctx, await authenticate(ctx, ex), repository, 'push');
-  }
+/** The session a request addresses (admitted by its `_state` or by push credentials). */
+function session(ctx: RegistryContext, { name: repository, session: id }: RouteParams): UploadRecord {
   return ctx.uploads.get(id, repository);
 }
 
 const CONTENT_RANGE = /^(?:bytes )?(\d+)-(\d+)(?:\/(\d+|\*))?$/;
 
-export async function patchUpload(ctx: RegistryContext, ex: Exchange, repository: string, id: string): Promise<void> {
-  const rec = await session(ctx, ex, repository, id);
+/** PATCH: appends the body (at Content-Range's start when given). */
+export async function patchUpload(ctx: RegistryContext, ex: Exchange, _admitted: Admission, params: RouteParams): Promise<void> {
+  const rec = session(ctx, params);
   const cr = ex.header('content-range');
   let start: number | undefined;
   if (cr) {
     const m = CONTENT_RANGE.exec(cr.trim());
-    if (!m || Number(m[2]) < Number(m[1])) throw fail('RANGE_INVALID', `invalid Content-Range "${cr.slice(0, 60)}"; expected <start>-<end>`, { offset: rec.offset });
+    if (!m || Number(m[2]) < Number(m[1])) throw fail('CHUNK_RANGE_MISMATCH', `invalid Content-Range "${cr.slice(0, 60)}"; expected <start>-<end>`, { offset: rec.offset });
     // An end at or beyond the stated total length cannot be satisfied (distribution spec: 416).
     if (m[3] !== undefined && m[3] !== '*' && Number(m[2]) >= Number(m[3])) {
-      throw fail('RANGE_INVALID', `Content-Range ${cr.slice(0, 60)} ends beyond its total length ${m[3]}`, { offset: rec.offset });
+      throw fail('CHUNK_RANGE_MISMATCH', `Content-Range ${cr.slice(0, 60)} ends beyond its total length ${m[3]}`, { offset: rec.offset });
     }
     start = Number(m[1]);
     const length = ex.header('content-length');
     if (length && Number(length) !== Number(m[2]) - start + 1) {
-      throw fail('RANGE_INVALID', `Content-Range ${cr} covers ${Number(m[2]) - start + 1} bytes but Content-Length is ${length}`, { offset: rec.offset });
+      throw fail('CHUNK_RANGE_MISMATCH', `Content-Range ${cr} covers ${Number(m[2]) - start + 1} bytes but Content-Length is ${length}`, { offset: rec.offset });
     }
   }
   const updated = await owning(ctx, rec, 'PATCH', (lease) => append(ctx, ex, lease, rec, start));
   ex.send(202, sessionHeaders(ctx, updated));
 }
 
-export async function completeUpload(ctx: RegistryContext, ex: Exchange, repository: string, id: string): Promise<void> {
-  const rec = await session(ctx, ex, repository, id);
+/** PUT `?digest=`: appends any body, then commits the blob under that digest. */
+export async function completeUpload(ctx: RegistryContext, ex: Exchange, _admitted: Admission, params: RouteParams): Promise<void> {
+  const rec = session(ctx, params);
   const digestParam = ex.query.get('digest');
   if (!digestParam) throw fail('DIGEST_INVALID', 'the digest query parameter is required to complete an upload');
   const digest = parseDigest(digestParam);
   const hasBody = ex.header('transfer-encoding') !== '' || Number(ex.header('content-length') || '0') > 0;
   // One lease from the body's first byte through the commit: nothing can come in between.
   await owning(ctx, rec, 'PUT', async (lease) => ctx.uploads.commit(hasBody ? await append(ctx, ex, lease, rec, undefined) : rec, digest, lease));
-  blobCreated(ctx, ex, repository, digest);
+  blobCreated(ctx, ex, params.name, digest);
 }
 
-export async function uploadStatus(ctx: RegistryContext, ex: Exchange, repository: string, id: string): Promise<void> {
-  ex.send(204, sessionHeaders(ctx, await session(ctx, ex, repository, id)));
+/** GET: the session's Range. */
+export async function uploadStatus(ctx: RegistryContext, ex: Exchange, _admitted: Admission, params: RouteParams): Promise<void> {
+  ex.send(204, sessionHeaders(ctx, session(ctx, params)));
 }
 
-export async function cancelUpload(ctx: RegistryContext, ex: Exchange, repository: string, id: string): Promise<void> {
-  const rec = await session(ctx, ex, repository, id);
+/** DELETE: cancels the session. */
+export async function cancelUpload(ctx: RegistryContext, ex: Exchange, _admitted: Admission, params: RouteParams): Promise<void> {
+  const rec = session(ctx, params);
   await owning(ctx, rec, 'DELETE', (lease) => ctx.uploads.cancel(rec, lease));
   ex.send(204, { ...API_VERSION_HEADER });
 }

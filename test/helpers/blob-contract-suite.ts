@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import type { Test } from 'tap';
 import type { Digest } from '../../engine/digest.js';
 import type { BlobBackend, ByteRange } from '../../engine/blobs/contract.js';
+import type { ErrorCode } from '../../engine/errors.js';
 import { waitFor } from './daemons.js';
 
 /** A backend on empty storage, and a way to open a second instance on the same storage (a restart). */
@@ -59,7 +60,7 @@ async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
   return out;
 }
 
-async function rejectsCode(t: Test, p: Promise<unknown>, code: string, msg: string) {
+async function rejectsCode(t: Test, p: Promise<unknown>, code: ErrorCode, msg: string) {
   await t.rejects(p, { name: 'SlipwayError', code }, msg);
 }
 
@@ -113,8 +114,8 @@ export function blobContractSuite(t: Test, opts: SuiteOptions): void {
       t.ok((await readAll(await backend.read(d, r))).equals(want), `range ${JSON.stringify(r)}`);
     }
     await rejectsCode(t, backend.read(d, { offset: P + 100 }), 'RANGE_NOT_SATISFIABLE', 'offset at the end');
-    await rejectsCode(t, backend.read(d, { offset: -1 }), 'RANGE_INVALID', 'negative offset');
-    await rejectsCode(t, backend.read(d, { offset: 0, length: 0 }), 'RANGE_INVALID', 'empty length');
+    await rejectsCode(t, backend.read(d, { offset: -1 }), 'BYTE_RANGE_INVALID', 'negative offset');
+    await rejectsCode(t, backend.read(d, { offset: 0, length: 0 }), 'BYTE_RANGE_INVALID', 'empty length');
     await rejectsCode(t, backend.read(sha(Buffer.from('absent')), { offset: 0 }), 'BLOB_UNKNOWN', 'absent blob');
   });
 

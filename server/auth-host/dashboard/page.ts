@@ -21,7 +21,7 @@ import { sendPage, sendRedirect } from '../views.js';
 import { field, readForm } from '../forms.js';
 import { apiRoute } from '../../api/routes.js';
 import { requireRouteAccess } from '../../api/authenticate.js';
-import { API_ERRORS } from '../../api/error-codes.js';
+import { PAGE_ERRORS } from '../page-errors.js';
 
 /** A signed-in request of the dashboard. */
 export interface Signed {
@@ -186,7 +186,7 @@ export async function attempt<T>(form: string, fields: readonly string[], values
     return { ok: true, value: await run() };
   } catch (e) {
     if (!isSlipwayError(e)) throw e;
-    const status = API_ERRORS[e.code].status;
+    const status = PAGE_ERRORS[e.code].status;
     if (status >= 500 || e.code === 'UNAUTHORIZED') throw e;
     const field = fieldOf(e, fields);
     return { ok: false, status, state: { form, errors: { [field]: plainMessage(e.message, field) }, values } };

@@ -1,0 +1,65 @@
+/**
+ * The S3 blob store settings: every bad value is refused with a message naming the setting, and
+ * the start-up probe tells a missing bucket, refused credentials and an unreachable endpoint
+ * apart on a real Ceph RADOS Gateway (a dead port answers within the request timeout, no hang).
+ */
+import t from 'tap';
+import { createServer } from 'node:net';
+import { S3Client, CreateBucketCommand } from '@aws-sdk/client-s3';
+import { loadBlobStoreSettings, probeBucket, s3ClientSettings, type S3Settings } from '../../server/blob-store-settings.js';
+import { startCephRgw, cephSkip } from '../helpers/ceph-rgw.js';
+
+const base = { SLIPWAY_BLOB_STORE: 's3', SLIPWAY_S3_BUCKET: 'slipway-blobs', SLIPWAY_S3_ENDPOINT: 'http://127.0.0.1:7480' };
+
+t.test('defaults: the filesystem; s3 with its defaults', async (t) => {
+  t.same(loadBlobStoreSettings({}), { kind: 'fs' });
+  const s = loadBlobStoreSettings(base);
+  t.match(s, { kind: 's3', bucket: 'slipway-blobs', region: 'us-east-1', prefix: '', pathStyle: true, partSizeBytes: 8 * 1024 * 1024, uploadConcurrency: 4, redirect: false, redirectExpirySeconds: 300, requestTimeoutSeconds: 10 });
+  t.match(loadBlobStoreSettings({ SLIPWAY_BLOB_STORE: 's3', SLIPWAY_S3_BUCKET: 'b-1', AWS_REGION: 'eu-west-1' }), { region: 'eu-west-1', pathStyle: false }, 'AWS: region from the SDK variable, virtual-hosted addressing');
+  t.match(loadBlobStoreSettings({ ...base, SLIPWAY_S3_PREFIX: 'reg/', SLIPWAY_S3_PART_SIZE: '16', SLIPWAY_S3_REDIRECT: 'on', SLIPWAY_S3_REDIRECT_EXPIRY: '60' }), { prefix: 'reg/', partSizeBytes: 16 * 1024 * 1024, redirect: true, redirectExpirySeconds: 60 });
+});
+
+t.test('bad values name their setting', async (t) => {
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ SLIPWAY_BLOB_STORE: 'gcs' }, /SLIPWAY_BLOB_STORE: "gcs" must be fs or s3/],
+    [{ SLIPWAY_S3_BUCKET: 'x' }, /SLIPWAY_S3_BUCKET is set but SLIPWAY_BLOB_STORE is not s3/],
+    [{ SLIPWAY_BLOB_STORE: 's3' }, /SLIPWAY_S3_BUCKET is required/],
+    [{ ...base, SLIPWAY_S3_BUCKET: 'Bad_Bucket' }, /SLIPWAY_S3_BUCKET: "Bad_Bucket"/],
+    [{ ...base, SLIPWAY_S3_ENDPOINT: 'ftp://x' }, /SLIPWAY_S3_ENDPOINT: "ftp:\/\/x" is not an http or https URL/],
+    [{ ...base, SLIPWAY_S3_PREFIX: 'noslash' }, /SLIPWAY_S3_PREFIX: "noslash"/],
+    [{ ...base, SLIPWAY_S3_PART_SIZE: '4' }, /SLIPWAY_S3_PART_SIZE: "4" is not a part size in MiB/],
+    [{ ...base, SLIPWAY_S3_UPLOAD_CONCURRENCY: '0' }, /SLIPWAY_S3_UPLOAD_CONCURRENCY: "0"/],
+    [{ ...base, SLIPWAY_S3_REDIRECT: 'maybe' }, /SLIPWAY_S3_REDIRECT: "maybe" must be on or off/],
+    [{ ...base, SLIPWAY_S3_REDIRECT_EXPIRY: '604801' }, /SLIPWAY_S3_REDIRECT_EXPIRY: "604801"/],
+    [{ ...base, SLIPWAY_S3_TIMEOUT: '0' }, /SLIPWAY_S3_TIMEOUT: "0"/],
+    [{ ...base, SLIPWAY_S3_REGION: 'EU WEST' }, /SLIPWAY_S3_REGION: "EU WEST"/],
+  ];
+  for (const [env, message] of cases) t.throws(() => loadBlobStoreSettings(env), message, JSON.stringify(env));
+});
+
+t.test('the start-up probe on a real RGW', { skip: cephSkip() }, async (t) => {
+  const rgw = await startCephRgw();
+  t.teardown(() => rgw.stop());
+  const env = { SLIPWAY_BLOB_STORE: 's3', SLIPWAY_S3_ENDPOINT: rgw.endpoint, SLIPWAY_S3_BUCKET: 'probe-ok', SLIPWAY_S3_TIMEOUT: '2' };
+  const credentials = { accessKeyId: rgw.accessKeyId, secretAccessKey: rgw.secretAccessKey };
+  const clientFor = (s: S3Settings, creds = credentials) => {
+    const c = new S3Client({ ...s3ClientSettings(s), credentials: creds });
+    t.teardown(() => c.destroy());
+    return c;
+  };
+  const ok = loadBlobStoreSettings(env) as S3Settings;
+  await clientFor(ok).send(new CreateBucketCommand({ Bucket: 'probe-ok' }));
+  await t.resolves(probeBucket(clientFor(ok), ok), 'an existing bucket passes');
+  const missing = loadBlobStoreSettings({ ...env, SLIPWAY_S3_BUCKET: 'probe-missing' }) as S3Settings;
+  await t.rejects(probeBucket(clientFor(missing), missing), /SLIPWAY_S3_BUCKET: bucket "probe-missing" does not exist/);
+  await t.rejects(probeBucket(clientFor(ok, { accessKeyId: rgw.accessKeyId, secretAccessKey: 'wrong' }), ok), /access to bucket "probe-ok" .* refused \(403\)/);
+  // A port that accepts connections and never answers: the probe gives up within the timeout.
+  const silent = createServer(() => {});
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  t.teardown(() => silent.close());
+  const port = (silent.address() as { port: number }).port;
+  const dead = loadBlobStoreSettings({ ...env, SLIPWAY_S3_ENDPOINT: `http://127.0.0.1:${port}`, SLIPWAY_S3_TIMEOUT: '1' }) as S3Settings;
+  const started = Date.now();
+  await t.rejects(probeBucket(clientFor(dead), dead), /SLIPWAY_S3_ENDPOINT: the object store at http:\/\/127\.0\.0\.1:\d+ did not answer/);
+  t.ok(Date.now() - started < 10_000, `an unanswering store is reported in ${Date.now() - started} ms, not a hang`);
+});
