@@ -98,7 +98,7 @@ async function serve(config: Config): Promise<void> {
 async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promise<T>): Promise<T> {
   const store = await openStore(config.dataDir);
   try {
-    return await fn(new Accounts(store, systemClock, ServerKeys.loadOrCreate(config.dataDir, config.keyFile)), new Apps(store.metadata, systemClock));
+    return await fn(new Accounts(store.metadata, systemClock, ServerKeys.loadOrCreate(config.dataDir, config.keyFile)), new Apps(store.metadata, systemClock));
   } finally {
     await store.close();
   }
@@ -187,7 +187,7 @@ async function main(argv: string[]): Promise<number> {
     case 'app create': {
       if (!values.name || !values.owner) throw new Error('app create needs --name and --owner');
       const app = await offline(config, async (a, apps) => {
-        const owner = a.byEmail(values.owner!);
+        const owner = await a.byEmail(values.owner!);
         if (!owner) throw new Error(`no account with e-mail ${values.owner}`);
         return apps.create({ name: values.name, ownerId: owner.id });
       });

@@ -124,13 +124,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   await gc.recoverTrash();
   // Domain events (engine/events.ts) become JSON log lines.
   const unsubscribeEvents = EVENT_KINDS.map((kind) => subscribeEvent(kind, (m) => log.info({ event: kind, ...m }, `${kind} event`)));
-  const accounts = new Accounts(store, clock, keys);
+  const accounts = new Accounts(store.metadata, clock, keys);
   const apps = new Apps(store.metadata, clock);
   const releases = new Releases(store.metadata, clock);
   const settings = new AppSettings(store.metadata, clock, releases);
   const dynos = new Dynos(store.metadata, clock);
   const teams = new Teams(store, clock);
-  const bootstrap = opts.bootstrap !== false && accounts.isEmpty() ? await accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null;
+  const bootstrap = opts.bootstrap !== false && (await accounts.isEmpty()) ? await accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null;
   const oauth = createOAuth(store, clock, accounts, teams);
   const rateLimiter = new RateLimiter(clock, config.rateLimitPool, config.rateLimitPerMinute);
   const views = new Views();

@@ -3,7 +3,7 @@
  * authorization created with the account, docs/rules.md Authentication 10). The API key is returned
  * only by `create` and never stored in clear.
  */
-import type { Store } from '../store.js';
+import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import type { Account } from './records.js';
@@ -13,6 +13,7 @@ import { newTotpSecret } from './totp.js';
 import type { ServerKeys } from './keys.js';
 import { createAuthorizationInTransaction } from './authorizations.js';
 import { checkIdentifier } from '../identifiers.js';
+import { accounts, accountsByEmail } from './keyspaces.js';
 
 /** Result of creating an account: the only moment its secrets are visible. */
 export interface CreatedAccount {
@@ -30,8 +31,9 @@ export function normalizeEmail(email: string): string {
   return checkIdentifier('email', email.trim()).toLowerCase();
 }
 
+/** The accounts service: reads are one `get` per record outside any transaction. */
 export class Accounts {
-  constructor(readonly store: Store, readonly clock: Clock, readonly keys: ServerKeys) {}
+  constructor(readonly metadata: MetadataStore, readonly clock: Clock, readonly keys: ServerKeys) {}
 
   /**
    * Creates an account with an API key. `opts.operator` marks the operator account created at
@@ -48,37 +50,44 @@ export class Accounts {
     const totpSecret = newTotpSecret();
     const now = this.clock.now();
     const id = newId();
-    let apiKey = '';
-    let account: Account | undefined;
-    await this.store.env.transaction(() => {
-      if (this.store.accountsByEmail.get(normalized) !== undefined) throw fail('CONFLICT', `an account with e-mail ${normalized} already exists`);
-      const issued = createAuthorizationInTransaction(this.store, {
+    const sealed = this.keys.seal(totpSecret);
+    const { account, apiKey } = await this.metadata.transact(async (tx) => {
+      if ((await tx.get(accountsByEmail, normalized)) !== undefined) throw fail('CONFLICT', `an account with e-mail ${normalized} already exists`);
+      const issued = createAuthorizationInTransaction(tx, {
         kind: 'api-key', accountId: id, description: 'API key', scope: ['global'], accessTokenTtlMs: null, withRefreshToken: false,
       }, now);
-      apiKey = issued.accessToken.token;
-      account = {
-        id, email: normalized, name: null, passwordHash, totpSecretSealed: this.keys.seal(totpSecret),
+      const record: Account = {
+        id, email: normalized, name: null, passwordHash, totpSecretSealed: sealed,
         apiKeyAuthorizationId: issued.record.id, createdAt: now, updatedAt: now,
         ...(opts.operator ? { operator: true } : {}),
       };
-      this.store.accounts.put(id, account);
-      this.store.accountsByEmail.put(normalized, id);
+      tx.put(accounts, id, record);
+      tx.put(accountsByEmail, normalized, id);
+      return { account: record, apiKey: issued.accessToken.token };
     });
-    return { account: account!, apiKey, generatedPassword, totpSecret };
+    return { account, apiKey, generatedPassword, totpSecret };
   }
 
-  get(id: string): Account | undefined {
-    return this.store.accounts.get(checkIdentifier('account', id));
+  /**
+   * The account `id`, or undefined.
+   * @throws INVALID_PARAMS when `id` is over its length limit (engine/identifiers.ts).
+   */
+  async get(id: string): Promise<Account | undefined> {
+    return this.metadata.get(accounts, checkIdentifier('account', id));
   }
 
-  byEmail(email: string): Account | undefined {
-    const id = this.store.accountsByEmail.get(normalizeEmail(email));
-    return id === undefined ? undefined : this.store.accounts.get(id);
+  /**
+   * The account with e-mail `email` (compared normalised), or undefined.
+   * @throws INVALID_PARAMS when the e-mail is over its length limit.
+   */
+  async byEmail(email: string): Promise<Account | undefined> {
+    const id = await this.metadata.get(accountsByEmail, normalizeEmail(email));
+    return id === undefined ? undefined : this.metadata.get(accounts, id);
   }
 
   /** True when no account exists yet (first start). */
-  isEmpty(): boolean {
-    return this.store.accounts.getKeysCount() === 0;
+  async isEmpty(): Promise<boolean> {
+    return (await this.metadata.range(accounts, { limit: 1 })).length === 0;
   }
 
   /** The account's TOTP secret in clear (for the sign-in check). */

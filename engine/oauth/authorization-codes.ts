@@ -12,8 +12,7 @@ import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import { hashToken, newId, newSecret } from '../identity/tokens.js';
-import type { IssuedTokens } from '../identity/authorizations.js';
-import { createAuthorizationInTx, revokeAuthorizationByIdInTx } from '../identity/authorization-transactions.js';
+import { createAuthorizationInTransaction, revokeAuthorizationByIdInTransaction, type IssuedTokens } from '../identity/authorizations.js';
 import type { AuthorizationRecord } from '../identity/records.js';
 import { findClient, type Clients } from './clients.js';
 import type { AuthorizationCodeRecord } from './records.js';
@@ -77,7 +76,7 @@ export class AuthorizationCodes {
     if (code.usedAt !== null) {
       const revoked = await this.metadata.transact(async (tx) => {
         const current = await tx.get(authorizationCodes, codeHash);
-        return current?.authorizationId ? revokeAuthorizationByIdInTx(tx, current.authorizationId, now) : undefined;
+        return current?.authorizationId ? revokeAuthorizationByIdInTransaction(tx, current.authorizationId, now) : undefined;
       });
       if (revoked) announceAuthorization('revoked', revoked);
       throw fail('INVALID_GRANT', REPLAYED);
@@ -99,10 +98,10 @@ export class AuthorizationCodes {
       const current = await tx.get(authorizationCodes, codeHash);
       if (!current || (await findClient(tx, client.id)) === undefined) return { kind: 'gone' };
       if (current.usedAt !== null) {
-        return { kind: 'used', revoked: current.authorizationId ? await revokeAuthorizationByIdInTx(tx, current.authorizationId, now) : undefined };
+        return { kind: 'used', revoked: current.authorizationId ? await revokeAuthorizationByIdInTransaction(tx, current.authorizationId, now) : undefined };
       }
       const sessionNonce = newSecret();
-      const issued = await createAuthorizationInTx(tx, {
+      const issued = createAuthorizationInTransaction(tx, {
         kind: 'web', accountId: current.accountId, teamId: current.teamId, clientId: client.id, description: client.name,
         scope: current.scope, accessTokenTtlMs: WEB_ACCESS_TOKEN_TTL_MS, withRefreshToken: true, sessionNonce,
       }, now);

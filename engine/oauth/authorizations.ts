@@ -5,15 +5,16 @@
  * revoked here too. Team-owned authorizations (team issue) are excluded from these personal
  * views, as the spec's plain list excludes them (docs/rules.md Endpoints 6).
  */
-import { prefixRange, type Store } from '../store.js';
+import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
-import type { AuthorizationRecord, TokenRecord } from '../identity/records.js';
-import { hashToken, newId, redactToken, TOKEN_PREFIX } from '../identity/tokens.js';
+import type { AuthorizationRecord } from '../identity/records.js';
+import { hashToken, TOKEN_PREFIX } from '../identity/tokens.js';
 import {
-  createAuthorizationInTransaction, indexAuthorizationInTransaction, issueTokensInTransaction, newAuthorizationRecord,
-  revokeAuthorizationInTransaction, type IssuedTokens,
+  createAuthorizationInTransaction, describeAuthorizationInTransaction, importTokenInTransaction, newAuthorizationRecord,
+  regenerateTokensInTransaction, revokeCurrentAuthorizationInTransaction, type IssuedTokens,
 } from '../identity/authorizations.js';
+import { authorizationsOfAccount, getAuthorization, tokensOf, type AuthorizationTokens } from '../identity/authorization-queries.js';
 import { normalizeScopes, type Scope } from '../identity/scope.js';
 import { MAX_DESCRIPTION_LENGTH, MAX_DIRECT_EXPIRES_IN_SECONDS } from './limits.js';
 import { announceAuthorization } from './announce.js';
@@ -26,11 +27,7 @@ export interface DirectAuthorizationInput {
   expires_in?: unknown;
 }
 
-/** The current token records of an authorization (for serialization; values are never kept). */
-export interface AuthorizationTokens {
-  access: TokenRecord | undefined;
-  refresh: TokenRecord | undefined;
-}
+export type { AuthorizationTokens };
 
 /** `description`: a string of at most 1000 characters; absent = '' (always a string on the wire, docs/platform-conventions.md 4). */
 export function parseDescription(raw: unknown): string {
@@ -65,8 +62,9 @@ export function parseExpiresIn(raw: unknown): number | null {
   return n * 1000;
 }
 
+/** An account's personal authorizations, through the identity domain's service functions. */
 export class Authorizations {
-  constructor(readonly store: Store, readonly clock: Clock) {}
+  constructor(readonly metadata: MetadataStore, readonly clock: Clock) {}
 
   /**
    * Creates a direct authorization (no client, no refresh token).
@@ -77,7 +75,7 @@ export class Authorizations {
     const scope = parseScopeArray(input.scope);
     const ttl = parseExpiresIn(input.expires_in);
     const now = this.clock.now();
-    const issued = await this.store.env.transaction(() => createAuthorizationInTransaction(this.store, {
+    const issued = await this.metadata.transact((tx) => createAuthorizationInTransaction(tx, {
       kind: 'direct', accountId, description, scope, accessTokenTtlMs: ttl, withRefreshToken: false,
     }, now));
     announceAuthorization('created', issued.record);
@@ -85,46 +83,35 @@ export class Authorizations {
   }
 
   /** The account's live personal authorizations (API key, direct, web), in id order. */
-  listFor(accountId: string): AuthorizationRecord[] {
-    const out: AuthorizationRecord[] = [];
-    for (const { key } of this.store.authorizationsByAccount.getRange(prefixRange(accountId))) {
-      const a = this.store.authorizations.get(key.slice(accountId.length + 1));
-      if (a && a.revokedAt === null && a.teamId === null) out.push(a);
-    }
-    return out.sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+  async listFor(accountId: string): Promise<AuthorizationRecord[]> {
+    const all = await authorizationsOfAccount(this.metadata, accountId);
+    return all.filter((a) => a.revokedAt === null && a.teamId === null).sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
   }
 
   /**
    * One of the account's live personal authorizations by id; `~` names its API key (docs/platform-conventions.md 1.1).
-   * @throws NOT_FOUND (resource "authorization") when absent, revoked or someone else's.
+   * @throws NOT_FOUND (resource "authorization") when absent, revoked or someone else's;
+   *         INVALID_PARAMS for an over-long id.
    */
-  find(accountId: string, idOrTilde: string, apiKeyAuthorizationId: string): AuthorizationRecord {
+  async find(accountId: string, idOrTilde: string, apiKeyAuthorizationId: string): Promise<AuthorizationRecord> {
     const id = idOrTilde === '~' ? apiKeyAuthorizationId : checkIdentifier('authorization', idOrTilde).toLowerCase();
-    const a = this.store.authorizations.get(id);
+    const a = await getAuthorization(this.metadata, id);
     if (!a || a.accountId !== accountId || a.revokedAt !== null || a.teamId !== null) {
       throw fail('NOT_FOUND', "Couldn't find that authorization.", { resource: 'authorization' });
     }
     return a;
   }
 
-  /** The current token records of `a`. */
-  tokensOf(a: AuthorizationRecord): AuthorizationTokens {
-    return {
-      access: a.accessTokenHash ? this.store.tokens.get(a.accessTokenHash) : undefined,
-      refresh: a.refreshTokenHash ? this.store.tokens.get(a.refreshTokenHash) : undefined,
-    };
+  /** The current token records of `a` (one read per token). */
+  tokensOf(a: AuthorizationRecord): Promise<AuthorizationTokens> {
+    return tokensOf(this.metadata, a);
   }
 
   /** Sets the description. @throws INVALID_PARAMS for a non-string or over-long one. */
   async updateDescription(a: AuthorizationRecord, raw: unknown): Promise<AuthorizationRecord> {
     const description = parseDescription(raw);
     const now = this.clock.now();
-    return this.store.env.transaction(() => {
-      const current = this.store.authorizations.get(a.id) ?? a;
-      const next = { ...current, description, updatedAt: now };
-      this.store.authorizations.put(a.id, next);
-      return next;
-    });
+    return this.metadata.transact((tx) => describeAuthorizationInTransaction(tx, a, description, now));
   }
 
   /**
@@ -136,10 +123,7 @@ export class Authorizations {
   async regenerate(a: AuthorizationRecord): Promise<IssuedTokens> {
     if (a.kind === 'web') throw fail('DENIED', 'Tokens of web-flow authorizations cannot be regenerated; the OAuth client gets a new access token with its refresh token.');
     const now = this.clock.now();
-    const issued = await this.store.env.transaction(() => {
-      const current = this.store.authorizations.get(a.id) ?? a;
-      return issueTokensInTransaction(this.store, current, current.accessTokenTtlMs ?? null, false, now);
-    });
+    const issued = await this.metadata.transact((tx) => regenerateTokensInTransaction(tx, a, now));
     announceAuthorization('regenerated', issued.record);
     return issued;
   }
@@ -153,7 +137,7 @@ export class Authorizations {
   async revoke(a: AuthorizationRecord): Promise<AuthorizationRecord> {
     if (a.kind === 'api-key') throw fail('INVALID_PARAMS', "The account's API key cannot be revoked; regenerate it instead (POST /oauth/authorizations/~/actions/regenerate-tokens).");
     const now = this.clock.now();
-    const revoked = await this.store.env.transaction(() => revokeAuthorizationInTransaction(this.store, this.store.authorizations.get(a.id) ?? a, now));
+    const revoked = await this.metadata.transact((tx) => revokeCurrentAuthorizationInTransaction(tx, a, now));
     announceAuthorization('revoked', revoked);
     return revoked;
   }
@@ -167,12 +151,7 @@ export class Authorizations {
     if (token.length < 32 || token.startsWith(TOKEN_PREFIX)) throw fail('INVALID_PARAMS', 'a legacy token has no SVC- prefix and at least 32 characters');
     const now = this.clock.now();
     const record = { ...newAuthorizationRecord({ kind: 'direct', accountId, description, scope, accessTokenTtlMs: null, withRefreshToken: false }, now), accessTokenHash: hashToken(token) };
-    await this.store.env.transaction(() => {
-      if (this.store.tokens.get(record.accessTokenHash) !== undefined) throw fail('CONFLICT', 'that token is already known');
-      this.store.tokens.put(record.accessTokenHash, { id: newId(), authorizationId: record.id, kind: 'access', createdAt: now, expiresAt: null, hint: redactToken(token) });
-      this.store.authorizations.put(record.id, record);
-      indexAuthorizationInTransaction(this.store, record);
-    });
+    await this.metadata.transact((tx) => importTokenInTransaction(tx, record, token, now));
     announceAuthorization('created', record);
     return record;
   }

@@ -9,7 +9,7 @@ import { key, type MetadataReader, type MetadataStore } from '../storage/metadat
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import { hashToken, newId, newSecret, secretMatches } from '../identity/tokens.js';
-import { revokeClientAuthorizationsInTx } from '../identity/authorization-transactions.js';
+import { revokeClientAuthorizationsInTransaction } from '../identity/authorizations.js';
 import type { ClientRecord } from './records.js';
 import { clients, clientsByOwner } from './keyspaces.js';
 import { validateRedirectUri } from './redirect-uri.js';
@@ -125,7 +125,7 @@ export class Clients {
   async remove(client: ClientRecord): Promise<number> {
     const now = this.clock.now();
     const revoked = await this.metadata.transact(async (tx) => {
-      const r = await revokeClientAuthorizationsInTx(tx, client.id, now);
+      const r = await revokeClientAuthorizationsInTransaction(tx, client.id, now);
       tx.remove(clients, client.id);
       tx.remove(clientsByOwner, key(client.ownerId, client.id));
       return r;

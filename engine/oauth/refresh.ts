@@ -4,11 +4,11 @@
  * does not expire (docs/rules.md Authentication 3). The previous access token stops working in the same
  * transaction, so an authorization has one live access token at a time.
  */
-import type { Store } from '../store.js';
+import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
-import { hashToken } from '../identity/tokens.js';
-import { issueTokensInTransaction } from '../identity/authorizations.js';
+import { refreshAccessTokenInTransaction } from '../identity/authorizations.js';
+import { resolveToken } from '../identity/authorization-queries.js';
 import { parseScopeParam } from '../identity/scope.js';
 import type { Clients } from './clients.js';
 import { authenticateClientFor, type ClientCredentials } from './client-auth.js';
@@ -34,11 +34,10 @@ const INVALID = 'The refresh token is invalid or its authorization was revoked.'
  *         another client; INVALID_CLIENT when client authentication fails; INVALID_SCOPE when
  *         `scope` differs from the authorization's.
  */
-export async function refreshAccessToken(store: Store, clock: Clock, clients: Clients, req: RefreshRequest): Promise<GrantResult & { accountId: string }> {
-  const hash = hashToken(req.refreshToken);
-  const token = store.tokens.get(hash);
-  if (!token || token.kind !== 'refresh') throw fail('INVALID_GRANT', INVALID);
-  const auth = store.authorizations.get(token.authorizationId);
+export async function refreshAccessToken(metadata: MetadataStore, clock: Clock, clients: Clients, req: RefreshRequest): Promise<GrantResult & { accountId: string }> {
+  const resolved = await resolveToken(metadata, req.refreshToken);
+  if (!resolved || resolved.token.kind !== 'refresh') throw fail('INVALID_GRANT', INVALID);
+  const auth = resolved.authorization;
   if (!auth || auth.revokedAt !== null || auth.clientId === null) throw fail('INVALID_GRANT', INVALID);
   const now = clock.now();
   if (auth.expiresAt !== null && now >= auth.expiresAt) throw fail('INVALID_GRANT', 'The authorization has expired.');
@@ -49,11 +48,7 @@ export async function refreshAccessToken(store: Store, clock: Clock, clients: Cl
       throw fail('INVALID_SCOPE', `A refresh keeps the authorization's scope (${auth.scope.join(' ')}); omit scope or send the same set.`);
     }
   }
-  const issued = await store.env.transaction(() => {
-    const current = store.authorizations.get(auth.id);
-    if (!current || current.revokedAt !== null || current.refreshTokenHash !== hash) return null;
-    return issueTokensInTransaction(store, current, WEB_ACCESS_TOKEN_TTL_MS, false, now);
-  });
+  const issued = await metadata.transact((tx) => refreshAccessTokenInTransaction(tx, auth.id, resolved.hash, WEB_ACCESS_TOKEN_TTL_MS, now));
   if (!issued) throw fail('INVALID_GRANT', INVALID);
   return { issued, sessionNonce: auth.sessionNonce ?? null, accountId: auth.accountId };
 }

@@ -37,7 +37,7 @@ export function createOAuth(store: Store, clock: Clock, accounts: Accounts, team
   const cliLogins = new CliLogins(clock);
   return {
     clients, authorizationCodes, sessions, signIn, teams, cliLogins,
-    authorizations: new Authorizations(store, clock),
+    authorizations: new Authorizations(store.metadata, clock),
     async prune() {
       return (await authorizationCodes.prune()) + (await sessions.prune()) + (await signIn.prune()) + cliLogins.prune();
     },

@@ -56,7 +56,7 @@ export class SignIn {
     const address = normalizeEmail(email);
     const before = effectiveState(await this.metadata.get(signIns, address), this.clock.now());
     if (before.lockedUntil !== null && this.clock.now() < before.lockedUntil) return { ok: false, reason: 'locked', until: before.lockedUntil };
-    const account = this.accounts.byEmail(address);
+    const account = await this.accounts.byEmail(address);
     // Unknown address: spend the same scrypt time so response timing does not reveal it.
     const passwordOk = account
       ? await verifyPassword(password, account.passwordHash)

@@ -4,13 +4,14 @@
  * team admins, expiring after 30, 60, 90 or 365 days), and the team setting "third-party OAuth
  * access" (on by default).
  */
-import { prefixRange, type Store } from '../store.js';
+import type { Store } from '../store.js';
 import { key, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
 import { apps, memberships, membershipsByAccount, teams, teamsByName } from './keyspaces.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import { newId } from '../identity/tokens.js';
 import { createAuthorizationInTransaction, type IssuedTokens } from '../identity/authorizations.js';
+import { authorizationsOfTeam, getAuthorization } from '../identity/authorization-queries.js';
 import type { AuthorizationRecord } from '../identity/records.js';
 import type { TeamChoice, TeamDirectory } from '../oauth/owners.js';
 import { parseDescription, parseScopeArray } from '../oauth/authorizations.js';
@@ -172,7 +173,7 @@ export class Teams implements TeamDirectory {
     const description = parseDescription(input.description);
     const scope = parseScopeArray(input.scope);
     const now = this.clock.now();
-    return this.store.env.transaction(() => createAuthorizationInTransaction(this.store, {
+    return this.store.metadata.transact((tx) => createAuthorizationInTransaction(tx, {
       kind: 'direct', accountId: adminId, teamId: team.id, description, scope,
       expiresAt: now + days * DAY_MS, accessTokenTtlMs: days * DAY_MS, withRefreshToken: false,
     }, now));
@@ -181,17 +182,13 @@ export class Teams implements TeamDirectory {
   /**
    * Live (not revoked, not expired at the clock's now) authorizations of a team, in id order
    * (listed only when the team is named, docs/rules.md Endpoints 6). Reads the team's entries of the
-   * `authorizationsByTeam` index (written with each record, auth/authorizations.ts), not every
+   * `authorizations-by-team` index (written with each record, engine/identity/authorizations.ts), not every
    * authorization.
    */
-  authorizations(team: TeamRecord): AuthorizationRecord[] {
+  async authorizations(team: TeamRecord): Promise<AuthorizationRecord[]> {
     const now = this.clock.now();
-    const out: AuthorizationRecord[] = [];
-    for (const k of this.store.authorizationsByTeam.getKeys(prefixRange(team.id))) {
-      const a = this.store.authorizations.get(k.slice(team.id.length + 1));
-      if (a && a.teamId === team.id && a.revokedAt === null && (a.expiresAt === null || a.expiresAt > now)) out.push(a);
-    }
-    return out;
+    const all = await authorizationsOfTeam(this.store.metadata, team.id);
+    return all.filter((a) => a.teamId === team.id && a.revokedAt === null && (a.expiresAt === null || a.expiresAt > now));
   }
 
   /**
@@ -199,7 +196,7 @@ export class Teams implements TeamDirectory {
    * @returns undefined when `id` is not a team authorization of a team `accountId` administers.
    */
   async manageableAuthorization(id: string, accountId: string): Promise<AuthorizationRecord | undefined> {
-    const a = this.store.authorizations.get(checkIdentifier('authorization', id));
+    const a = await getAuthorization(this.store.metadata, checkIdentifier('authorization', id));
     if (!a || a.teamId === null || a.revokedAt !== null) return undefined;
     return await this.roleOf(a.teamId, accountId) === 'admin' ? a : undefined;
   }

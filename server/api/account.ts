@@ -24,7 +24,7 @@ function representation(account: Account): CachedRepresentation {
 }
 
 export async function getAccount(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const account = ctx.accounts.get(principalOf(call).accountId);
+  const account = await ctx.accounts.get(principalOf(call).accountId);
   if (!account) throw fail('UNAUTHORIZED', 'Invalid credentials provided.');
   reply(ctx, call, 200, representation(account), { lastModified: account.updatedAt });
 }

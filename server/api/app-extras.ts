@@ -24,8 +24,8 @@ export async function listAddons(ctx: ApiContext, call: ApiCall): Promise<void> 
   reply(ctx, call, 200, []);
 }
 
-function collaboratorJson(app: AppRecord, accountId: string, role: string, createdAt: number, ctx: ApiContext) {
-  const a = ctx.accounts.get(accountId);
+async function collaboratorJson(app: AppRecord, accountId: string, role: string, createdAt: number, ctx: ApiContext) {
+  const a = await ctx.accounts.get(accountId);
   return {
     id: stableId(`collaborator:${app.id}:${accountId}`),
     app: { id: app.id, name: app.name },
@@ -45,7 +45,7 @@ export async function listCollaborators(ctx: ApiContext, call: ApiCall): Promise
       if (m.accountId !== app.ownerId) out.push(collaboratorJson(app, m.accountId, m.role, m.createdAt, ctx));
     }
   }
-  reply(ctx, call, 200, out);
+  reply(ctx, call, 200, await Promise.all(out));
 }
 
 export async function getPipelineCoupling(ctx: ApiContext, call: ApiCall): Promise<void> {
@@ -62,7 +62,7 @@ export async function getReleaseConfigVars(ctx: ApiContext, call: ApiCall): Prom
 /** GET /users/{user}/apps: `~`, the caller's id or e-mail; other users' app lists are not shown. */
 export async function listUserApps(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
-  const me = ctx.accounts.get(p.accountId);
+  const me = await ctx.accounts.get(p.accountId);
   const u = call.params.user!;
   if (u !== '~' && u !== p.accountId && u !== me?.email) throw fail('NOT_FOUND', `Couldn't find that user.`, { resource: 'user' });
   const mine = await visibleApps(ctx, p, (a) => a.ownerId === p.accountId);

@@ -30,7 +30,7 @@ export async function visibleApps(ctx: ApiContext, p: Principal, filter: (a: App
 /** An app's representation, with its team when team-owned. */
 export async function appResponse(ctx: ApiContext, app: AppRecord) {
   const team = app.teamId ? await ctx.teams.find(app.teamId) : undefined;
-  return appJson(app, ctx.accounts.get(app.ownerId), ctx.urls, ctx.webUrl(app.name), team);
+  return appJson(app, await ctx.accounts.get(app.ownerId), ctx.urls, ctx.webUrl(app.name), team);
 }
 const json = appResponse;
 

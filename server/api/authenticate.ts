@@ -21,7 +21,7 @@ const INVALID = 'Invalid credentials provided.';
  * @throws UNAUTHORIZED (401) when credentials are malformed, invalid, expired or revoked, or
  *         when Basic is sent to a bearer-only route.
  */
-export function readCredentials(ctx: ApiContext, ex: Exchange, bearerOnly: boolean): Principal | null {
+export async function readCredentials(ctx: ApiContext, ex: Exchange, bearerOnly: boolean): Promise<Principal | null> {
   const h = ex.header('authorization');
   if (!h) return null;
   const space = h.indexOf(' ');
@@ -41,10 +41,11 @@ export function readCredentials(ctx: ApiContext, ex: Exchange, bearerOnly: boole
     throw fail('UNAUTHORIZED', `${INVALID} Use "Authorization: Bearer <token>".`);
   }
   if (!token) throw fail('UNAUTHORIZED', INVALID);
-  const p = authenticateToken(ctx.store, token, ctx.clock.now());
+  const now = ctx.clock.now();
+  const p = await authenticateToken(ctx.store.metadata, token, now);
   if (typeof p === 'string') throw fail('UNAUTHORIZED', INVALID);
-  if (email && ctx.accounts.byEmail(email)?.id !== p.accountId) throw fail('UNAUTHORIZED', INVALID);
-  recordUse(ctx.store, p.authorizationId, ctx.clock.now());
+  if (email && (await ctx.accounts.byEmail(email))?.id !== p.accountId) throw fail('UNAUTHORIZED', INVALID);
+  recordUse(ctx.store.metadata, p.authorizationId, now);
   return p;
 }
 

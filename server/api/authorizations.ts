@@ -18,7 +18,8 @@ const RANGES = ['id'] as const;
 /** The Authorization record; team-owned ones also carry `team` and `expires_at` (ours: not shown in the spec). */
 export async function authorizationResponse(ctx: ApiContext, a: AuthorizationRecord, issued?: IssuedTokens, tokens?: AuthorizationTokens) {
   const client = a.clientId ? await ctx.oauth.clients.get(a.clientId) : undefined;
-  const body = authorizationJson(a, tokens ?? ctx.oauth.authorizations.tokensOf(a), ctx.accounts.get(a.accountId), client, ctx.clock.now(), issued);
+  const [current, account] = await Promise.all([tokens ?? ctx.oauth.authorizations.tokensOf(a), ctx.accounts.get(a.accountId)]);
+  const body = authorizationJson(a, current, account, client, ctx.clock.now(), issued);
   if (a.teamId === null) return body;
   const team = await ctx.teams.find(a.teamId);
   return { ...body, team: team ? { id: team.id, name: team.name } : null, expires_at: a.expiresAt === null ? null : new Date(a.expiresAt).toISOString() };
@@ -34,7 +35,7 @@ const json = authorizationResponse;
 export async function manageableAuthorization(ctx: ApiContext, accountId: string, id: string): Promise<AuthorizationRecord> {
   const team = await ctx.teams.manageableAuthorization(id.toLowerCase(), accountId);
   if (team) return team;
-  const account = ctx.accounts.get(accountId);
+  const account = await ctx.accounts.get(accountId);
   if (!account) throw fail('UNAUTHORIZED', 'Invalid credentials provided.');
   return ctx.oauth.authorizations.find(accountId, id, account.apiKeyAuthorizationId);
 }
@@ -56,7 +57,7 @@ export async function createAuthorization(ctx: ApiContext, call: ApiCall): Promi
 export async function listAuthorizations(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
   const spec = parseRange(call.ex.header('range'), RANGES);
-  const all = ctx.oauth.authorizations.listFor(p.accountId);
+  const all = await ctx.oauth.authorizations.listFor(p.accountId);
   const page = paginate(all, spec, RANGES, (a) => a.id);
   const lastModified = page.items.reduce((m, a) => Math.max(m, a.updatedAt), 0) || undefined;
   reply(ctx, call, page.status, await Promise.all(page.items.map((a) => json(ctx, a))), { headers: page.headers, lastModified });
@@ -85,7 +86,7 @@ export async function regenerateAuthorization(ctx: ApiContext, call: ApiCall): P
 /** DELETE /oauth/authorizations/{id} → 200 with the record as it was; all its tokens fail at once. */
 export async function revokeAuthorization(ctx: ApiContext, call: ApiCall): Promise<void> {
   const a = await target(ctx, call);
-  const before = ctx.oauth.authorizations.tokensOf(a);
+  const before = await ctx.oauth.authorizations.tokensOf(a);
   const revoked = await ctx.oauth.authorizations.revoke(a);
   reply(ctx, call, 200, await json(ctx, revoked, undefined, before), { lastModified: revoked.updatedAt });
 }

@@ -34,21 +34,21 @@ function owned(ctx: ApiContext, call: ApiCall): Promise<ClientRecord> {
  * The writable fields of a body (`name`, `redirect_uri`, `trusted`) sent by `accountId`.
  * @throws DENIED when a non-operator sets trusted.
  */
-export function clientFields(ctx: ApiContext, accountId: string, body: Record<string, unknown>): ClientFields {
-  if (body.trusted !== undefined && body.trusted !== false && !ctx.accounts.get(accountId)?.operator) {
+export async function clientFields(ctx: ApiContext, accountId: string, body: Record<string, unknown>): Promise<ClientFields> {
+  if (body.trusted !== undefined && body.trusted !== false && !(await ctx.accounts.get(accountId))?.operator) {
     throw fail('DENIED', 'Only the operator account can mark a client trusted (first-party).');
   }
   return { name: body.name, redirectUri: body.redirect_uri, trusted: body.trusted };
 }
 
-function fields(ctx: ApiContext, call: ApiCall, body: Record<string, unknown>): ClientFields {
+function fields(ctx: ApiContext, call: ApiCall, body: Record<string, unknown>): Promise<ClientFields> {
   return clientFields(ctx, principalOf(call).accountId, body);
 }
 
 /** POST /oauth/clients {name, redirect_uri, trusted?} → 201 with the secret. */
 export async function createClient(ctx: ApiContext, call: ApiCall): Promise<void> {
   const body = await readJson(call.ex);
-  const { client, secret } = await ctx.oauth.clients.create(principalOf(call).accountId, fields(ctx, call, body));
+  const { client, secret } = await ctx.oauth.clients.create(principalOf(call).accountId, await fields(ctx, call, body));
   reply(ctx, call, 201, clientJson(client, secret), { lastModified: client.updatedAt });
 }
 
@@ -69,7 +69,7 @@ export async function getClient(ctx: ApiContext, call: ApiCall): Promise<void> {
 /** PATCH /oauth/clients/{id} {name?, redirect_uri?, trusted?} */
 export async function updateClient(ctx: ApiContext, call: ApiCall): Promise<void> {
   const c = await owned(ctx, call);
-  const next = await ctx.oauth.clients.update(c, fields(ctx, call, await readJson(call.ex)));
+  const next = await ctx.oauth.clients.update(c, await fields(ctx, call, await readJson(call.ex)));
   reply(ctx, call, 200, clientJson(next), { lastModified: next.updatedAt });
 }
 

@@ -13,13 +13,13 @@ export async function listReleases(ctx: ApiContext, call: ApiCall): Promise<void
   const app = await visibleApp(ctx, principalOf(call), call.params.app!);
   const spec = parseRange(call.ex.header('range'), RANGES);
   const page = paginate(await ctx.releases.list(app.id), spec, RANGES, (r, prop) => (prop === 'id' ? r.id : String(r.version).padStart(10, '0')));
-  reply(ctx, call, page.status, page.items.map((r) => releaseJson(r, app, ctx.accounts.get(r.userId))), { headers: page.headers });
+  reply(ctx, call, page.status, await Promise.all(page.items.map(async (r) => releaseJson(r, app, await ctx.accounts.get(r.userId)))), { headers: page.headers });
 }
 
 export async function getRelease(ctx: ApiContext, call: ApiCall): Promise<void> {
   const app = await visibleApp(ctx, principalOf(call), call.params.app!);
   const r = await ctx.releases.get(app.id, call.params.release!);
-  reply(ctx, call, 200, releaseJson(r, app, ctx.accounts.get(r.userId)), { lastModified: r.createdAt });
+  reply(ctx, call, 200, releaseJson(r, app, await ctx.accounts.get(r.userId)), { lastModified: r.createdAt });
 }
 
 export async function createRelease(ctx: ApiContext, call: ApiCall): Promise<void> {
@@ -29,5 +29,5 @@ export async function createRelease(ctx: ApiContext, call: ApiCall): Promise<voi
   const target = typeof body.release === 'number' ? String(body.release) : body.release;
   if (typeof target !== 'string') throw fail('INVALID_PARAMS', 'release (the id or version to roll back to) is required; slug releases are not supported');
   const { release, app: updated } = await ctx.releases.rollback(app, p.accountId, target);
-  reply(ctx, call, 201, releaseJson(release, updated, ctx.accounts.get(p.accountId)));
+  reply(ctx, call, 201, releaseJson(release, updated, await ctx.accounts.get(p.accountId)));
 }

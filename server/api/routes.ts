@@ -146,7 +146,7 @@ export async function handleApi(ctx: ApiContext, ex: Exchange): Promise<void> {
     if (m.kind === 'method-not-allowed') throw fail('METHOD_NOT_ALLOWED', `${method} is not allowed here; allowed: ${m.allowed.join(', ')}`, { allow: m.allowed });
     const route = m.value;
     const { variant } = negotiate(ex.header('accept'), ctx.vendor, ctx.acceptVendors);
-    const principal = readCredentials(ctx, ex, route.bearerOnly === true);
+    const principal = await readCredentials(ctx, ex, route.bearerOnly === true);
     if (principal) noteCaller(ex, principal);
     if (!principal && route.access !== 'public') throw fail('UNAUTHORIZED', 'No credentials provided. Send "Authorization: Bearer <token>".');
     if (principal) {

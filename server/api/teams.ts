@@ -18,15 +18,15 @@ import type { Principal } from '../../engine/identity/authorizations.js';
 import type { AppRecord } from '../../engine/platform/records.js';
 
 /** The account `email` names, for adding a member or changing a role. @throws INVALID_PARAMS when none. */
-export function newMemberAccount(ctx: ApiContext, email: unknown): Account {
-  const account = typeof email === 'string' ? ctx.accounts.byEmail(email) : undefined;
+export async function newMemberAccount(ctx: ApiContext, email: unknown): Promise<Account> {
+  const account = typeof email === 'string' ? await ctx.accounts.byEmail(email) : undefined;
   if (!account) throw fail('INVALID_PARAMS', 'email must name an existing account');
   return account;
 }
 
 /** The account a member path segment names (e-mail or account id). @throws NOT_FOUND when none. */
-export function memberAccount(ctx: ApiContext, who: string): Account {
-  const account = ctx.accounts.byEmail(who) ?? ctx.accounts.get(who);
+export async function memberAccount(ctx: ApiContext, who: string): Promise<Account> {
+  const account = (await ctx.accounts.byEmail(who)) ?? (await ctx.accounts.get(who));
   if (!account) throw fail('NOT_FOUND', "Couldn't find that team member.", { resource: 'team-member' });
   return account;
 }
@@ -82,24 +82,24 @@ export async function updatePreferences(ctx: ApiContext, call: ApiCall): Promise
 
 export async function listMembers(ctx: ApiContext, call: ApiCall): Promise<void> {
   const team = await ctx.teams.visible(call.params.team!, principalOf(call).accountId);
-  reply(ctx, call, 200, (await ctx.teams.members(team)).map((m) => {
-    const a = ctx.accounts.get(m.accountId);
+  reply(ctx, call, 200, await Promise.all((await ctx.teams.members(team)).map(async (m) => {
+    const a = await ctx.accounts.get(m.accountId);
     return { id: m.accountId, email: a?.email ?? null, role: m.role, user: { id: m.accountId, email: a?.email ?? null, name: a?.name ?? null }, created_at: isoTime(m.createdAt), updated_at: isoTime(m.createdAt) };
-  }));
+  })));
 }
 
 /** PUT /teams/{team}/members {email, role}: add a member or change a role (admins only). */
 export async function putMember(ctx: ApiContext, call: ApiCall): Promise<void> {
   const team = await ctx.teams.administered(call.params.team!, principalOf(call).accountId);
   const body = await readJson(call.ex);
-  const account = newMemberAccount(ctx, body.email);
+  const account = await newMemberAccount(ctx, body.email);
   const m = await ctx.teams.setMember(team, account.id, body.role);
   reply(ctx, call, 200, { id: account.id, email: account.email, role: m.role, created_at: isoTime(m.createdAt), updated_at: isoTime(m.createdAt) });
 }
 
 export async function removeMember(ctx: ApiContext, call: ApiCall): Promise<void> {
   const team = await ctx.teams.administered(call.params.team!, principalOf(call).accountId);
-  const account = memberAccount(ctx, call.params.member!);
+  const account = await memberAccount(ctx, call.params.member!);
   const m = await ctx.teams.removeMember(team, account.id);
   reply(ctx, call, 200, { id: account.id, email: account.email, role: m.role });
 }
@@ -121,5 +121,5 @@ export async function createTeamAuthorization(ctx: ApiContext, call: ApiCall): P
 /** GET /teams/{team}/authorizations: the team's live tokens (values never shown again). */
 export async function listTeamAuthorizations(ctx: ApiContext, call: ApiCall): Promise<void> {
   const team = await ctx.teams.administered(call.params.team!, principalOf(call).accountId);
-  reply(ctx, call, 200, await Promise.all(ctx.teams.authorizations(team).map((a) => authorizationResponse(ctx, a))));
+  reply(ctx, call, 200, await Promise.all((await ctx.teams.authorizations(team)).map((a) => authorizationResponse(ctx, a))));
 }

@@ -110,7 +110,7 @@ export async function pollCliLogin(ctx: AuthContext, ex: Exchange, params: Param
 
 /** Creates the login's authorization and sends its access token (this poll won the claim). */
 async function deliver(ctx: AuthContext, ex: Exchange, login: CliLogin, accountId: string): Promise<void> {
-  const account = ctx.accounts.get(accountId);
+  const account = await ctx.accounts.get(accountId);
   if (!account) return cliError(ex, 410, 'expired_token', `The account that confirmed this login no longer exists. ${AGAIN}`);
   const issued = await ctx.oauth.authorizations.createDirect(accountId, {
     description: login.description, scope: ['global'], expires_in: CLI_LOGIN_TOKEN_TTL_SECONDS,

@@ -33,7 +33,7 @@ export async function browserOf(ctx: AuthContext, ex: Exchange, assign: boolean)
     set = { 'set-cookie': setCookie(name, value, ctx.secureCookies, null) };
   }
   const session = value ? await ctx.oauth.sessions.resolve(value) : undefined;
-  const account = session ? ctx.accounts.get(session.accountId) : undefined;
+  const account = session ? await ctx.accounts.get(session.accountId) : undefined;
   return { value, setCookie: set, signedIn: session && account ? { session, account } : null };
 }
 

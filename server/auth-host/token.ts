@@ -14,7 +14,7 @@ import { field, readForm } from './forms.js';
 import { noStore, sendOAuthError } from './oauth-errors.js';
 import { etagOf } from '../api/respond.js';
 import { fail } from '../../engine/errors.js';
-import { hashToken } from '../../engine/identity/tokens.js';
+import { resolveToken } from '../../engine/identity/authorization-queries.js';
 import type { ClientCredentials } from '../../engine/oauth/client-auth.js';
 import type { GrantResult } from '../../engine/oauth/authorization-codes.js';
 import { refreshAccessToken } from '../../engine/oauth/refresh.js';
@@ -83,8 +83,7 @@ async function refreshToken(ctx: AuthContext, ex: Exchange, form: URLSearchParam
   const value = required(form, 'refresh_token');
   const credentials = clientCredentials(ex, form);
   // Rate limit before any write: the pool is the account's (docs/platform-conventions.md 1.6).
-  const token = ctx.store.tokens.get(hashToken(value));
-  const accountId = token ? ctx.store.authorizations.get(token.authorizationId)?.accountId : undefined;
+  const accountId = (await resolveToken(ctx.store.metadata, value))?.authorization?.accountId;
   let remaining: number | null = null;
   if (accountId) {
     const state = ctx.rateLimiter.take(accountId);
@@ -94,7 +93,7 @@ async function refreshToken(ctx: AuthContext, ex: Exchange, form: URLSearchParam
     }
   }
   const scope = field(form, 'scope');
-  const result = await refreshAccessToken(ctx.store, ctx.clock, ctx.oauth.clients, { refreshToken: value, credentials, scope: scope && scope.trim() ? scope : null });
+  const result = await refreshAccessToken(ctx.store.metadata, ctx.clock, ctx.oauth.clients, { refreshToken: value, credentials, scope: scope && scope.trim() ? scope : null });
   const now = ctx.clock.now();
   const text = JSON.stringify(tokenBody(result, value, now));
   ex.send(201, {

@@ -8,7 +8,7 @@
  */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { authenticateToken, isAuthorizationLive, type Principal } from '../../engine/identity/authorizations.js';
+import { authenticateToken, isAuthorizationLive, principalOfAuthorization, type Principal } from '../../engine/identity/authorizations.js';
 import { recordUse } from '../../engine/identity/usage.js';
 import { verifyRegistryToken } from '../../engine/identity/registry-token.js';
 import { isSlipwayError, SlipwayError } from '../../engine/errors.js';
@@ -50,13 +50,13 @@ export function serviceName(ctx: RegistryContext): string {
  * @returns the caller, or null when no credentials were sent.
  * @throws Challenge when credentials were sent but are not valid.
  */
-export function authenticate(ctx: RegistryContext, ex: Exchange): Caller | null {
-  const caller = readCaller(ctx, ex);
+export async function authenticate(ctx: RegistryContext, ex: Exchange): Promise<Caller | null> {
+  const caller = await readCaller(ctx, ex);
   if (caller) noteCaller(ex, caller.principal);
   return caller;
 }
 
-function readCaller(ctx: RegistryContext, ex: Exchange): Caller | null {
+async function readCaller(ctx: RegistryContext, ex: Exchange): Promise<Caller | null> {
   const h = ex.header('authorization');
   if (!h) return null;
   const space = h.indexOf(' ');
@@ -67,22 +67,22 @@ function readCaller(ctx: RegistryContext, ex: Exchange): Caller | null {
     const decoded = Buffer.from(value, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon < 0) throw new Challenge('malformed Basic credentials', undefined);
-    return { principal: basicPrincipal(ctx, decoded.slice(0, colon), decoded.slice(colon + 1), now) };
+    return { principal: await basicPrincipal(ctx, decoded.slice(0, colon), decoded.slice(colon + 1), now) };
   }
   if (scheme === 'bearer') {
     if (value.includes('.')) {
       const claims = verifyRegistryToken(ctx.keys, value, now);
-      const auth = claims && isAuthorizationLive(ctx.store, claims.aid, now);
+      const auth = claims && await isAuthorizationLive(ctx.store.metadata, claims.aid, now);
       if (!claims || !auth) throw new Challenge('registry token is invalid, expired or revoked', undefined);
-      recordUse(ctx.store, auth.id, now);
+      recordUse(ctx.store.metadata, auth.id, now);
       return {
-        principal: { accountId: auth.accountId, authorizationId: auth.id, kind: auth.kind, scope: auth.scope, clientId: auth.clientId, teamId: auth.teamId },
+        principal: principalOfAuthorization(auth),
         tokenAccess: claims.access,
       };
     }
-    const p = authenticateToken(ctx.store, value, now);
+    const p = await authenticateToken(ctx.store.metadata, value, now);
     if (typeof p === 'string') throw new Challenge('access token is invalid, expired or revoked', undefined);
-    recordUse(ctx.store, p.authorizationId, now);
+    recordUse(ctx.store.metadata, p.authorizationId, now);
     return { principal: p };
   }
   throw new Challenge(`unsupported authorization scheme "${scheme.slice(0, 20)}"; use Basic or Bearer`, undefined);
@@ -94,20 +94,20 @@ function readCaller(ctx: RegistryContext, ex: Exchange): Caller | null {
  * @throws Challenge when they do not match, or when the e-mail is over its length limit
  *         (engine/identifiers.ts; the message names the limit).
  */
-export function basicPrincipal(ctx: RegistryContext, username: string, password: string, now: number): Principal {
-  const p = authenticateToken(ctx.store, password, now);
+export async function basicPrincipal(ctx: RegistryContext, username: string, password: string, now: number): Promise<Principal> {
+  const p = await authenticateToken(ctx.store.metadata, password, now);
   if (typeof p === 'string') throw new Challenge('invalid username or password: use "_" (or an empty username) or your e-mail as username and your API key as password', undefined);
   if (username !== '_' && username !== '') {
     let account;
     try {
-      account = ctx.accounts.byEmail(username);
+      account = await ctx.accounts.byEmail(username);
     } catch (e) {
       if (isSlipwayError(e)) throw new Challenge(`invalid username: ${e.message}`, undefined);
       throw e;
     }
     if (!account || account.id !== p.accountId) throw new Challenge('invalid username or password: the API key does not belong to that e-mail', undefined);
   }
-  recordUse(ctx.store, p.authorizationId, now);
+  recordUse(ctx.store.metadata, p.authorizationId, now);
   return p;
 }
 

@@ -50,7 +50,7 @@ export async function admit(ctx: RegistryContext, ex: Exchange, action: RouteAct
     const state = ex.query.get('_state');
     if (state && ctx.keys.verify('upload-state', `${target.session}:${target.repository}`, state)) return { caller: null };
   }
-  const caller = authenticate(ctx, ex);
+  const caller = await authenticate(ctx, ex);
   switch (action) {
     case 'check':
       if (!caller) throw new Challenge('authentication required', undefined);

@@ -6,6 +6,7 @@
  * schema 2 is not rebuilt), and the migrated indexes are the ones team listing and GC use.
  */
 import t from 'tap';
+import { authorizationsByAccount, authorizationsByClient, authorizationsByTeam } from '../../engine/identity/keyspaces.js';
 import { open } from 'lmdb';
 import { join } from 'node:path';
 import { openStore, key, KEY_SEPARATOR } from '../../engine/store.js';
@@ -64,17 +65,17 @@ t.test('schema 2 → 3', async (t) => {
   t.ok([...store.blobRepositories.getKeys()].every((k) => k.includes(KEY_SEPARATOR) && !k.includes('\0')), 'keys joined with U+001F, never NUL');
   t.equal(store.repositoryBlobs.getKeysCount(), 4, 'links unchanged');
 
-  t.same([...store.authorizationsByTeam.getKeys()], [
+  t.same((await store.metadata.range(authorizationsByTeam)).map((e) => e.key), [
     key('team-1', 'auth-t1-expired'), key('team-1', 'auth-t1-live'), key('team-1', 'auth-t1-revoked'), key('team-2', 'auth-t2'),
   ], 'team index built from every team authorization');
-  t.same([...store.authorizationsByClient.getKeys()], [], "a deleted client's index entries are not brought back");
-  t.equal(store.authorizationsByAccount.getKeysCount(), auths.length, 'account index unchanged');
+  t.same(await store.metadata.range(authorizationsByClient), [], "a deleted client's index entries are not brought back");
+  t.equal((await store.metadata.range(authorizationsByAccount)).length, auths.length, 'account index unchanged');
 
   const clock = new ManualClock(now);
   const teams = new Teams(store, clock);
   const team = (id: string): TeamRecord => ({ id, name: id, thirdPartyOAuth: true, createdAt: now, updatedAt: now });
-  t.same(teams.authorizations(team('team-1')).map((a) => a.id), ['auth-t1-live'], "team listing reads the migrated index: only the team's live one");
-  t.same(teams.authorizations(team('team-2')).map((a) => a.id), ['auth-t2']);
+  t.same((await teams.authorizations(team('team-1'))).map((a) => a.id), ['auth-t1-live'], "team listing reads the migrated index: only the team's live one");
+  t.same((await teams.authorizations(team('team-2'))).map((a) => a.id), ['auth-t2']);
 
   const gc = new GarbageCollector(store.metadata, new GcSafeBlobStore(tmp.dir, store), clock, releaseRetention);
   const r = await gc.run();

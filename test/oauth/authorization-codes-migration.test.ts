@@ -44,10 +44,10 @@ t.test('schema 6 → 7: outstanding codes move and still exchange', async (t) =>
   const codes = new AuthorizationCodes(store.metadata, clock, new Clients(store.metadata, clock));
   const exchange = () => codes.exchange({ code, credentials: { clientId: null, secret }, redirectUri: null, codeVerifier: null });
   const { issued } = await exchange();
-  const p = authenticateToken(store, issued.accessToken.token, now);
+  const p = await authenticateToken(store.metadata, issued.accessToken.token, now);
   t.equal(typeof p === 'object' ? p.accountId : p, 'acc-1', 'the access token of the moved code authenticates');
 
   const replay = await exchange().then(() => null, (e: unknown) => e);
   t.ok(isSlipwayError(replay) && replay.code === 'INVALID_GRANT', 'a replay is refused');
-  t.equal(typeof authenticateToken(store, issued.accessToken.token, now), 'string', 'and revokes what the first exchange issued (its token fails)');
+  t.equal(typeof (await authenticateToken(store.metadata, issued.accessToken.token, now)), 'string', 'and revokes what the first exchange issued (its token fails)');
 });

@@ -10,6 +10,7 @@ import { openStore, key } from '../../engine/store.js';
 import { SCHEMA_VERSION } from '../../engine/migrations.js';
 import { authenticateToken } from '../../engine/identity/authorizations.js';
 import { hashToken } from '../../engine/identity/tokens.js';
+import { accounts, authorizationsByAccount } from '../../engine/identity/keyspaces.js';
 import { tempDir } from '../helpers/server.js';
 
 const tmp = tempDir('slipway-migrate-');
@@ -30,10 +31,10 @@ t.test('schema 1 → 2', async (t) => {
 
   const store = await openStore(tmp.dir);
   t.equal(store.meta.get('schema'), SCHEMA_VERSION);
-  t.equal(store.authorizationsByAccount.get(key('acc-1', 'auth-1')), now, 'index built');
-  t.equal(store.accounts.get('acc-1')?.email, 'old@example.com', 'old records read through the shared-structure handle');
-  const p = authenticateToken(store, 'legacy-0000-1111-2222-333344445555', now);
+  t.equal(await store.metadata.get(authorizationsByAccount, key('acc-1', 'auth-1')), now, 'index built');
+  t.equal((await store.metadata.get(accounts, 'acc-1'))?.email, 'old@example.com', 'old records read through the shared-structure handle');
+  const p = await authenticateToken(store.metadata, 'legacy-0000-1111-2222-333344445555', now);
   t.same(typeof p === 'object' ? p.accountId : p, 'acc-1', 'an old token authenticates');
-  t.equal(store.accounts.getKeysCount(), 1, 'shared structures do not show up as records');
+  t.equal((await store.metadata.range(accounts)).length, 1, 'shared structures do not show up as records');
   await store.close();
 });

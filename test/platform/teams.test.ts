@@ -92,7 +92,7 @@ t.test('third-party OAuth access switch', async (t) => {
   const firstParty = await api(ts, 'POST', '/oauth/clients', admin, { name: 'Our dashboard', redirect_uri: 'https://dash.example/cb', trusted: true });
   const now = ts.clock.now();
   const { store } = ts.server;
-  const issue = (clientId: string | null) => store.env.transaction(() => createAuthorizationInTransaction(store, {
+  const issue = (clientId: string | null) => store.metadata.transact((tx) => createAuthorizationInTransaction(tx, {
     kind: clientId ? 'web' : 'direct', accountId: ts.server.bootstrap!.account.id, description: 't', scope: ['global'], clientId, accessTokenTtlMs: 8 * 3600_000, withRefreshToken: clientId !== null,
   }, now)).then((i) => i.accessToken.token);
   const third = await issue(thirdParty.id);

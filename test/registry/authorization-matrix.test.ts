@@ -63,7 +63,7 @@ const other = await createAccount(ts, 'mx-other@example.com');
 const teamToken = (await ok(api(ts, 'POST', '/teams/mxteam/authorizations', admin, { description: 'matrix' }), 201)).access_token.token as string;
 const thirdPartyClient = await registerClient(ts, other.apiKey, 'Matrix integration');
 const { store } = ts.server;
-const thirdParty = await store.env.transaction(() => createAuthorizationInTransaction(store, {
+const thirdParty = await store.metadata.transact((tx) => createAuthorizationInTransaction(tx, {
   kind: 'web', accountId: ts.server.bootstrap!.account.id, description: 'third party', scope: ['global'], clientId: thirdPartyClient.id, accessTokenTtlMs: 8 * 3600_000, withRefreshToken: true,
 }, ts.clock.now())).then((i) => i.accessToken.token);
 await ok(api(ts, 'PATCH', '/teams/mxteam/preferences', admin, { 'third-party-oauth-access': false }), 200);

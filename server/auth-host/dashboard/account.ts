@@ -35,17 +35,17 @@ function sectionOf(form: URLSearchParams): Section {
 }
 
 async function rowOf(ctx: AuthContext, a: AuthorizationRecord) {
-  const tokens = ctx.oauth.authorizations.tokensOf(a);
+  const [tokens, used] = await Promise.all([ctx.oauth.authorizations.tokensOf(a), lastUsed(ctx.store.metadata, a.id)]);
   const client = a.clientId ? await ctx.oauth.clients.get(a.clientId) : undefined;
   return {
     id: a.id, description: a.description, scope: a.scope.join(', '), created: when(a.createdAt),
     expires: when(a.expiresAt ?? tokens.access?.expiresAt ?? null) || 'Never',
-    lastUsed: when(lastUsed(ctx.store, a.id)) || 'Never', hint: tokens.access?.hint ?? '', client: client?.name ?? 'Deleted client',
+    lastUsed: when(used) || 'Never', hint: tokens.access?.hint ?? '', client: client?.name ?? 'Deleted client',
   };
 }
 
 async function render(ctx: AuthContext, s: Signed, status: number, state: FormState | null): Promise<void> {
-  const all = ctx.oauth.authorizations.listFor(s.account.id);
+  const all = await ctx.oauth.authorizations.listFor(s.account.id);
   const apiKey = all.find((a) => a.id === s.account.apiKeyAuthorizationId);
   const values = state?.values ?? {};
   sendDashboard(ctx, s, status, 'applications', 'applications', {
@@ -77,7 +77,7 @@ export async function submitCreateAuthorization(ctx: AuthContext, ex: Exchange, 
     if (!firstSubmission(ctx, s, 'applications')) return null;
     return ctx.oauth.authorizations.createDirect(s.account.id, { description: values.description, scope: scope.length ? scope : [], expires_in: values.expires_in || null });
   });
-  if (!r.ok) return render(ctx, s, r.status, r.state);
+  if (!r.ok) return await render(ctx, s, r.status, r.state);
   if (!r.value) return;
   const issued = r.value;
   showSecret(ctx, s, 'applications', {

@@ -32,10 +32,10 @@ async function teamName(ctx: AuthContext, app: AppRecord): Promise<string> {
 }
 
 async function renderApp(ctx: AuthContext, s: Signed, app: AppRecord, status: number, state: FormState | null): Promise<void> {
-  const releases = (await ctx.releases.list(app.id)).reverse().map((r) => ({
-    version: r.version, description: r.description, current: r.version === (app.releaseVersion ?? 0), who: ctx.accounts.get(r.userId)?.email ?? r.userId,
+  const releases = await Promise.all((await ctx.releases.list(app.id)).slice().reverse().map(async (r) => ({
+    version: r.version, description: r.description, current: r.version === (app.releaseVersion ?? 0), who: (await ctx.accounts.get(r.userId))?.email ?? r.userId,
     created: when(r.createdAt), status: 'succeeded', images: Object.entries(r.images).map(([type, i]) => ({ type, image: i.configDigest.slice(0, 19) })),
-  }));
+  })));
   const showConfig = allowed(s, 'GET /apps/:app/config-vars');
   sendDashboard(ctx, s, status, 'app', 'apps', {
     title: `App ${app.name}`, notice: noticeOf(s.ex),

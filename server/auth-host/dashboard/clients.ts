@@ -52,7 +52,7 @@ export async function submitCreateClient(ctx: AuthContext, ex: Exchange, params:
   mirror(s, 'POST /oauth/clients');
   const values = formValues(s.form);
   const r = await attempt('create', FIELDS, values, async () => {
-    const fields = clientFields(ctx, s.account.id, values);
+    const fields = await clientFields(ctx, s.account.id, values);
     if (!firstSubmission(ctx, s, 'clients')) return null;
     return ctx.oauth.clients.create(s.account.id, fields);
   });
@@ -78,7 +78,7 @@ export async function submitUpdateClient(ctx: AuthContext, ex: Exchange, params:
   mirror(s, 'PATCH /oauth/clients/:id');
   const c = await ownedClient(ctx, s.account.id, params.id!);
   const values = formValues(s.form);
-  const r = await attempt('edit', FIELDS, values, () => ctx.oauth.clients.update(c, clientFields(ctx, s.account.id, values)));
+  const r = await attempt('edit', FIELDS, values, async () => ctx.oauth.clients.update(c, await clientFields(ctx, s.account.id, values)));
   if (!r.ok) return renderEdit(ctx, s, c, r.status, r.state);
   done(s, `/account/clients/${c.id}`, 'saved');
 }

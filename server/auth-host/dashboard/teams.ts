@@ -53,17 +53,17 @@ async function renderTeam(ctx: AuthContext, s: Signed, team: TeamRecord, status:
   mirror(s, 'GET /teams/:team');
   const role = await ctx.teams.roleOf(team.id, s.account.id);
   const admin = role === 'admin';
-  const members = (await ctx.teams.members(team)).map((m) => {
-    const a = ctx.accounts.get(m.accountId);
+  const members = await Promise.all((await ctx.teams.members(team)).map(async (m) => {
+    const a = await ctx.accounts.get(m.accountId);
     return { email: a?.email ?? m.accountId, role: m.role, you: m.accountId === s.account.id, since: when(m.createdAt) };
-  });
-  const live = admin ? ctx.teams.authorizations(team) : [];
+  }));
+  const live = admin ? await ctx.teams.authorizations(team) : [];
   const rows = await Promise.all(live.map(async (a) => {
-    const tokens = ctx.oauth.authorizations.tokensOf(a);
+    const [tokens, creator, used] = await Promise.all([ctx.oauth.authorizations.tokensOf(a), ctx.accounts.get(a.accountId), lastUsed(ctx.store.metadata, a.id)]);
     const client = a.clientId ? await ctx.oauth.clients.get(a.clientId) : undefined;
     return {
       id: a.id, description: a.description, scope: a.scope.join(', '), created: when(a.createdAt), expires: when(a.expiresAt) || 'Never',
-      creator: ctx.accounts.get(a.accountId)?.email ?? '', client: client?.name ?? '', lastUsed: when(lastUsed(ctx.store, a.id)) || 'Never', hint: tokens.access?.hint ?? '',
+      creator: creator?.email ?? '', client: client?.name ?? '', lastUsed: when(used) || 'Never', hint: tokens.access?.hint ?? '',
       web: a.kind === 'web',
     };
   }));
@@ -91,7 +91,7 @@ export async function submitMember(ctx: AuthContext, ex: Exchange, params: Recor
   const values = { email: (s.form.get('email') ?? '').trim(), role: s.form.get('role') ?? '' };
   const r = await attempt(s.form.get('form') === 'role' ? 'role' : 'member', ['email', 'role'], values, async () => {
     const administered = await ctx.teams.administered(team.id, s.account.id);
-    return ctx.teams.setMember(administered, newMemberAccount(ctx, values.email).id, values.role);
+    return ctx.teams.setMember(administered, (await newMemberAccount(ctx, values.email)).id, values.role);
   });
   if (!r.ok) return await renderTeam(ctx, s, team, r.status, r.state);
   done(s, `/teams/${team.name}`, 'member-saved');
@@ -103,7 +103,7 @@ export async function submitRemoveMember(ctx: AuthContext, ex: Exchange, params:
   const team = await ctx.teams.visible(params.team!, s.account.id);
   const r = await attempt('remove', [], {}, async () => {
     const administered = await ctx.teams.administered(team.id, s.account.id);
-    const account = memberAccount(ctx, params.member!);
+    const account = await memberAccount(ctx, params.member!);
     if (!confirmOr(ctx, s, 'teams', { title: 'Remove member', message: `Remove ${account.email} from team ${team.name}? They lose access to its apps at once.`, button: 'Remove member' })) return false;
     await ctx.teams.removeMember(administered, account.id);
     return true;
