@@ -4,7 +4,9 @@
  * it, engine/registry/registry.ts), its GC (engine/registry/gc.ts) and the layer scans kept at
  * manifest PUT. Functions named `...InTransaction` compose into the caller's `transact`, so a
  * manifest and the refs of its blobs (or a GC batch and the records it deletes) commit together;
- * the readers take either the store (one read outside a transaction) or a transaction.
+ * the readers take either the store (one read outside a transaction) or a transaction. The
+ * blobs domain's own record changes (an upload's commit, quarantine) are here too, so every
+ * write of a blob record goes through this file.
  */
 import type { Digest } from '../digest.js';
 import type { MetadataReader, MetadataTransaction } from '../storage/metadata.js';
