@@ -111,8 +111,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   });
   await uploads.init();
   // Blobs written before store schema 6: sizes checked before serving, sha256 in the background.
-  const legacyCheck = new LegacyBlobCheck(store, blobs, blobHasher(blobs, hashThread.create));
-  if (legacyCheck.needed) {
+  const legacyCheck = new LegacyBlobCheck(store.metadata, blobs, blobHasher(blobs, hashThread.create));
+  if (await legacyCheck.needed()) {
     await legacyCheck.sizes();
     void legacyCheck.hashes().then(
       (r) => log.info({ checked: r.checked, quarantined: r.quarantined }, 'blobs of an older build verified'),

@@ -13,12 +13,14 @@
  * written by a build before store schema 6 (`LegacyBlobCheck`: size, then sha256 in the worker
  * pool), and on demand by operators' tools (`verifyBlob` + `quarantineBlob`).
  */
-import type { Store } from '../store.js';
 import type { Digest } from '../digest.js';
+import type { MetadataStore } from '../storage/metadata.js';
+import { meta } from '../storage/meta-keyspace.js';
 import type { BlobBackend, BlobStat } from './contract.js';
 import type { BlobRecord } from './records.js';
 import type { BlobHasher } from './hash-blob.js';
 import { LEGACY_CHECK_KEY } from './migrations.js';
+import { blobRecord, quarantineBlobInTransaction, scanBlobRecords } from './refs.js';
 
 /** Outcome of a check: ok, or the reason the bytes are not the record's. */
 export type BlobCheck = { ok: true } | { ok: false; reason: string };
@@ -44,16 +46,8 @@ export async function verifyBlob(blobs: BlobBackend, digest: Digest, rec: BlobRe
  * a verified upload rewrote it meanwhile, so its createdAt differs).
  * @returns true when the record was quarantined by this call.
  */
-export async function quarantineBlob(store: Store, digest: Digest, reason: string, checked?: BlobRecord): Promise<boolean> {
-  let done = false;
-  await store.env.transaction(() => {
-    const rec = store.blobs.get(digest);
-    if (!rec || rec.quarantined) return;
-    if (checked && (rec.createdAt !== checked.createdAt || rec.size !== checked.size)) return;
-    store.blobs.put(digest, { ...rec, quarantined: reason.slice(0, 200) });
-    done = true;
-  });
-  return done;
+export function quarantineBlob(metadata: MetadataStore, digest: Digest, reason: string, checked?: BlobRecord): Promise<boolean> {
+  return metadata.transact((tx) => quarantineBlobInTransaction(tx, digest, reason, checked));
 }
 
 /**
@@ -93,17 +87,17 @@ export class LegacyBlobCheck {
   readonly #done = new Set<Digest>();
 
   /** @param hasher re-hashes a blob of `blobs` (hash-blob.ts `blobHasher`). */
-  constructor(readonly store: Store, readonly blobs: BlobBackend, readonly hasher: BlobHasher) {}
+  constructor(readonly metadata: MetadataStore, readonly blobs: BlobBackend, readonly hasher: BlobHasher) {}
 
-  /** True when blobs of an older build await verification. */
-  get needed(): boolean {
-    return this.store.meta.get(LEGACY_CHECK_KEY) === true;
+  /** True when blobs of an older build await verification (one meta read). */
+  async needed(): Promise<boolean> {
+    return (await this.metadata.get(meta, LEGACY_CHECK_KEY)) === true;
   }
 
   /** Size check of every blob (before serving); queues the blobs that passed for hashing. */
   async sizes(): Promise<void> {
-    if (!this.needed) return;
-    for (const { key, value: rec } of this.store.blobs.getRange()) {
+    if (!(await this.needed())) return;
+    for await (const { key, value: rec } of scanBlobRecords(this.metadata)) {
       const digest = key as Digest;
       if (rec.quarantined) continue;
       const check = await verifyBlob(this.blobs, digest, rec);
@@ -114,12 +108,12 @@ export class LegacyBlobCheck {
 
   /** Hashes every queued blob (two at a time), then marks the store verified. */
   async hashes(): Promise<LegacyCheckReport> {
-    if (!this.needed) return this.report;
+    if (!(await this.needed())) return this.report;
     const worker = async () => {
       for (let d = this.#queue.shift(); d; d = this.#queue.shift()) await this.verify(d);
     };
     await Promise.all([worker(), worker()]);
-    await this.store.meta.remove(LEGACY_CHECK_KEY);
+    await this.metadata.transact((tx) => tx.remove(meta, LEGACY_CHECK_KEY));
     return this.report;
   }
 
@@ -136,7 +130,7 @@ export class LegacyBlobCheck {
     const i = this.#queue.indexOf(digest);
     if (i >= 0) this.#queue.splice(i, 1);
     const p = (async () => {
-      const rec = this.store.blobs.get(digest);
+      const rec = await blobRecord(this.metadata, digest);
       if (rec && !rec.quarantined) {
         const check = await verifyBlob(this.blobs, digest, rec, this.hasher).catch((e: Error) => ({ ok: false as const, reason: `unreadable: ${e.message}` }));
         this.report.checked++;
@@ -150,6 +144,6 @@ export class LegacyBlobCheck {
   }
 
   async #quarantine(digest: Digest, reason: string, rec: BlobRecord): Promise<void> {
-    if (await quarantineBlob(this.store, digest, reason, rec)) this.report.quarantined.push({ digest, reason });
+    if (await quarantineBlob(this.metadata, digest, reason, rec)) this.report.quarantined.push({ digest, reason });
   }
 }

@@ -4,7 +4,9 @@
  * it, engine/registry/registry.ts), its GC (engine/registry/gc.ts) and the layer scans kept at
  * manifest PUT. Functions named `...InTransaction` compose into the caller's `transact`, so a
  * manifest and the refs of its blobs (or a GC batch and the records it deletes) commit together;
- * the readers take either the store (one read outside a transaction) or a transaction.
+ * the readers take either the store (one read outside a transaction) or a transaction. The
+ * blobs domain's own record changes (an upload's commit, quarantine) are here too, so every
+ * write of a blob record goes through this file.
  */
 import type { Digest } from '../digest.js';
 import type { MetadataReader, MetadataTransaction } from '../storage/metadata.js';
@@ -48,6 +50,32 @@ export async function putLayerScansInTransaction(tx: MetadataTransaction, scans:
     const rec = await tx.get(blobs, d);
     if (rec) tx.put(blobs, d, { ...rec, scan });
   }
+}
+
+/**
+ * Records `size` verified bytes of `digest`, committed at `now` (ms): creates the record with no
+ * references, or heals one that is quarantined or of another size (verified bytes replaced its
+ * file, registry/gc.ts `GcSafeBlobStore.adopt`), keeping its references; an intact record is left
+ * as is. Inside the caller's transaction (an upload's commit, blobs/uploads.ts).
+ */
+export async function recordVerifiedBlobInTransaction(tx: MetadataTransaction, digest: Digest, size: number, now: number): Promise<void> {
+  const existing = await tx.get(blobs, digest);
+  if (!existing) tx.put(blobs, digest, { size, createdAt: now, refs: 0 });
+  else if (existing.quarantined || existing.size !== size) tx.put(blobs, digest, { size, createdAt: now, refs: existing.refs });
+}
+
+/**
+ * Marks the record of `digest` quarantined with `reason` (cut to 200 characters) unless it is
+ * gone, already quarantined, or no longer the record `checked` (same createdAt and size: a
+ * verified upload rewrote it meanwhile). Inside the caller's transaction (blobs/quarantine.ts).
+ * @returns true when this call quarantined it.
+ */
+export async function quarantineBlobInTransaction(tx: MetadataTransaction, digest: Digest, reason: string, checked?: BlobRecord): Promise<boolean> {
+  const rec = await tx.get(blobs, digest);
+  if (!rec || rec.quarantined) return false;
+  if (checked && (rec.createdAt !== checked.createdAt || rec.size !== checked.size)) return false;
+  tx.put(blobs, digest, { ...rec, quarantined: reason.slice(0, 200) });
+  return true;
 }
 
 /** Deletes the record of `digest` (the file is the caller's to remove after commit); inside the caller's transaction. */

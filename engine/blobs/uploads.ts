@@ -8,11 +8,18 @@
  * the reaper holds the session exclusively, and a concurrent operation is refused with
  * UPLOAD_BUSY (409) instead of writing beside it. A completed or cancelled session ends for good:
  * its id is remembered (a tombstone) and nothing writes its record again.
+ *
+ * Records: a session is recorded in keyspace `uploads` (engine/storage/metadata.ts) with its
+ * first bytes, and rewritten with each acknowledged offset. This process is the only writer of
+ * its sessions (their bytes are its local files), so it also keeps the open sessions' records in
+ * memory (loaded at start-up) and answers lookups from there: a PATCH costs one write and no
+ * read. The stored records are what survives a restart, and what GC reads (blobs/refs.ts
+ * `uploadSessionSizes`).
  */
 import { randomBytes } from 'node:crypto';
 import { promises as fsp, openSync, constants as fsc } from 'node:fs';
 import { join } from 'node:path';
-import type { Store } from '../store.js';
+import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
@@ -22,7 +29,8 @@ import { inlineHash, lostHash, type HashFactory, type RunningHash } from './runn
 import { datasyncFile, type BlobStore } from './cas.js';
 import type { UploadRecord } from './records.js';
 import { linkBlobInTransaction } from '../registry/links.js';
-import { blobs as blobRecords, uploads as uploadRecords } from './keyspaces.js';
+import { uploads as uploadRecords } from './keyspaces.js';
+import { recordVerifiedBlobInTransaction } from './refs.js';
 
 /** Re-hashes a file off the event loop; returns its sha256 digest and size in bytes. */
 export type FileHasher = (path: string) => Promise<{ digest: Digest; size: number }>;
@@ -94,9 +102,14 @@ export class Uploads {
   /** Leases taken inside beginAppend/commit/cancel when the caller passed none. */
   readonly #implicit = new WeakSet<Lease>();
   readonly #writerLeases = new WeakMap<UploadWriter, Lease>();
+  /** The stored record of every recorded open session (the store's `uploads`, kept in step). */
+  readonly #recorded = new Map<string, UploadRecord>();
 
+  /**
+   * @param store the metadata store's owner (the server's `Store`; only its `metadata` is used).
+   */
   constructor(
-    readonly store: Store,
+    readonly store: { readonly metadata: MetadataStore },
     readonly blobs: BlobStore,
     readonly clock: Clock,
     readonly rehash: FileHasher,
@@ -110,8 +123,16 @@ export class Uploads {
   /** Creates the uploads directory and reaps what a crash or timeout left behind. */
   async init(): Promise<void> {
     await fsp.mkdir(this.dir, { recursive: true });
+    for (const { value: rec } of await this.store.metadata.range(uploadRecords)) this.#recorded.set(rec.id, rec);
     await this.#recover();
-    for (const { value: rec } of this.store.uploads.getRange()) this.#count(rec, true);
+    for (const rec of this.#recorded.values()) this.#count(rec, true);
+  }
+
+  /** Writes a session's record (one transaction with no reads), then its in-memory copy. */
+  async #record(rec: UploadRecord): Promise<void> {
+    await this.store.metadata.transact((tx) => tx.put(uploadRecords, rec.id, rec));
+    // A session that ended while the write was in flight stays ended.
+    if (!this.#ended.has(rec.id)) this.#recorded.set(rec.id, rec);
   }
 
   /** Path of a session's bytes. */
@@ -164,7 +185,7 @@ export class Uploads {
    */
   get(id: string, repository: string): UploadRecord {
     const valid = /^[a-f0-9]{32}$/.test(id) && !this.#ended.has(id);
-    const rec = valid ? (this.#live.get(id)?.unrecorded ?? this.store.uploads.get(id)) : undefined;
+    const rec = valid ? (this.#live.get(id)?.unrecorded ?? this.#recorded.get(id)) : undefined;
     if (!rec || rec.repository !== repository) throw unknownSession(id);
     return rec;
   }
@@ -178,7 +199,7 @@ export class Uploads {
     if (this.#ended.has(rec.id)) throw unknownSession(rec.id);
     let live = this.#live.get(rec.id);
     if (!live) {
-      if (!this.store.uploads.get(rec.id)) throw unknownSession(rec.id);
+      if (!this.#recorded.has(rec.id)) throw unknownSession(rec.id);
       // Recorded before a restart: the running hash is gone; completion re-hashes the file.
       live = newLive(lostHash(), -1);
       this.#live.set(rec.id, live);
@@ -277,7 +298,7 @@ export class Uploads {
     // Recorded before the reply, also when the same request commits next: GC keeps every blob
     // and orphan file whose size equals a recorded session offset (engine/registry/gc.ts), which
     // is what protects bytes between the commit's dedupe check or rename and its transaction.
-    await this.store.uploads.put(rec.id, updated);
+    await this.#record(updated);
     live.unrecorded = undefined;
     if (live.hashed !== -1) live.hashed = writer.hashed;
     // Chunked uploads: sync every SYNC_EVERY_BYTES in the background, overlapping the next
@@ -313,7 +334,7 @@ export class Uploads {
         // Completed without a body: create its (empty) file, and record the session before the
         // bytes move (GC keeps blobs of a recorded session's size, gc.ts).
         await fsp.writeFile(path, new Uint8Array(0), { flag: 'a' });
-        await this.store.uploads.put(rec.id, rec);
+        await this.#record(rec);
         live.unrecorded = undefined;
       }
       if (live.syncing) await live.syncing;
@@ -332,14 +353,7 @@ export class Uploads {
       await this.blobs.adopt(path, expected);
       const now = this.clock.now();
       await this.store.metadata.transact(async (tx) => {
-        const existing = await tx.get(blobRecords, expected);
-        if (!existing) {
-          tx.put(blobRecords, expected, { size, createdAt: now, refs: 0 });
-        } else if (existing.quarantined || existing.size !== size) {
-          // Verified bytes replaced the file of a quarantined (or mis-sized) record (adopt,
-          // gc.ts): the record heals, keeping its references.
-          tx.put(blobRecords, expected, { size, createdAt: now, refs: existing.refs });
-        }
+        await recordVerifiedBlobInTransaction(tx, expected, size, now);
         await linkBlobInTransaction(tx, rec.repository, expected, now);
         tx.remove(uploadRecords, rec.id);
       });
@@ -356,6 +370,7 @@ export class Uploads {
     if (live?.owner) live.owner.released = true;
     live?.hash.discard();
     this.#live.delete(rec.id);
+    this.#recorded.delete(rec.id);
     this.#count(rec, false);
     this.#ended.add(rec.id);
     if (this.#ended.size > TOMBSTONES) this.#ended.delete(this.#ended.values().next().value!);
@@ -369,7 +384,7 @@ export class Uploads {
     const own = this.#lease(rec, lease, 'DELETE');
     this.#end(rec);
     try {
-      await this.store.uploads.remove(rec.id);
+      await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
       await this.blobs.abortSession(rec.id);
     } finally {
       this.#done(own);
@@ -384,7 +399,7 @@ export class Uploads {
     const now = this.clock.now();
     let removed = 0;
     const unrecorded = [...this.#live.values()].flatMap((l) => (l.unrecorded ? [l.unrecorded] : []));
-    for (const rec of [...unrecorded, ...[...this.store.uploads.getRange()].map((e) => e.value)]) {
+    for (const rec of [...unrecorded, ...this.#recorded.values()]) {
       if (now - rec.updatedAt <= this.options.staleAfterMs || this.#live.get(rec.id)?.owner || this.#ended.has(rec.id)) continue;
       let lease: Lease;
       try {
@@ -405,9 +420,9 @@ export class Uploads {
    */
   async #recover(): Promise<void> {
     for await (const { id } of this.blobs.sessions()) {
-      if (!this.store.uploads.get(id)) await this.blobs.abortSession(id);
+      if (!this.#recorded.has(id)) await this.blobs.abortSession(id);
     }
-    for (const { value: rec } of this.store.uploads.getRange()) {
+    for (const rec of [...this.#recorded.values()]) {
       const size = await fsp.stat(this.pathOf(rec.id)).then((s) => s.size, () => -1);
       if (size < rec.offset) await this.cancel(rec, this.claim(rec, 'recovery'));
       else if (size > rec.offset) await fsp.truncate(this.pathOf(rec.id), rec.offset);

@@ -10,6 +10,7 @@
 import type { Principal } from '../identity/authorizations.js';
 import { allows } from '../identity/scope.js';
 import type { Store } from '../store.js';
+import { findClient } from '../oauth/clients.js';
 import { key, type MetadataReader } from '../storage/metadata.js';
 import type { AppRecord } from './records.js';
 import { memberships, teams } from './keyspaces.js';
@@ -34,14 +35,14 @@ export function isOwnerLike(role: AppRole): boolean {
 
 /**
  * Why a third-party client's token may not reach this team app, or null when it may.
- * Reads the team (platform, through the metadata contract) and the client (oauth; still through
- * the store's client handle until the oauth domain exports a client look-up).
+ * Reads the team (platform) and the client (the oauth domain's `findClient`), one read each
+ * outside a transaction (a request path).
  */
 export async function thirdPartyBlock(store: Store, p: Principal, app: AppRecord): Promise<string | null> {
   if (app.teamId === null || p.clientId === null) return null;
   const team = await store.metadata.get(teams, app.teamId);
   if (!team || team.thirdPartyOAuth) return null;
-  const client = store.clients.get(p.clientId);
+  const client = await findClient(store.metadata, p.clientId);
   if (client?.trusted) return null;
   return `Third-party OAuth access to the resources of team ${team.name} is turned off by a team admin; this token belongs to the third-party client "${client?.name ?? 'unknown'}".`;
 }

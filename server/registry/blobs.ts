@@ -22,7 +22,7 @@ export async function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Adm
   const quick = sizeCheck(ctx.blobs, digest, blob);
   const check = quick instanceof Promise ? await quick : quick;
   if (!check.ok) {
-    await quarantineBlob(ctx.store, digest, check.reason, blob);
+    await quarantineBlob(ctx.store.metadata, digest, check.reason, blob);
     throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
   }
   const headers: Record<string, string> = {
