@@ -4,9 +4,10 @@
  * Labels are bounded: a host name, a route template (`/v2/<name>/blobs/<digest>`, never a
  * repository name, digest or token), a method and a status class (`2xx`).
  *
- * Store sizes (blob and manifest counts and bytes, open upload sessions) are read from the
- * store at scrape time, at most once per `STORE_SCAN_MS`: counting every blob record costs one
- * pass over the blob database.
+ * Store sizes are read through the metadata contract at scrape time (the gauges' `collect` is
+ * async): blob and manifest counts and bytes at most once per `STORE_SCAN_MS`, since counting
+ * every record is one paged pass over the blob and manifest keyspaces; open upload sessions
+ * (bounded per account) on every scrape.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Store } from '../../engine/store.js';
