@@ -162,10 +162,16 @@ t.test('dry run reports exactly what a run deletes and changes nothing', async (
   t.ok(dry.dryRun);
 });
 
-/** Every record GC may change, read through the metadata contract. */
+/**
+ * Every record GC may change, read through the metadata contract. A manifest's bytes are compared
+ * as hex: lmdb-js decodes embedded binary into a copy of the class of the buffer it read into
+ * (Buffer or plain Uint8Array, depending on its read path), so equal bytes may differ in class.
+ */
 async function snapshot(store: Store) {
   const spaces: Array<Keyspace<unknown>> = [repositoryManifests, tags, manifests, images, blobs, repositoryBlobs];
-  return Promise.all(spaces.map(async (ks) => (await store.metadata.range(ks)).map((x) => [x.key, x.value])));
+  const plain = (v: unknown) => (v && typeof v === 'object' && (v as { bytes?: unknown }).bytes instanceof Uint8Array
+    ? { ...v, bytes: Buffer.from((v as { bytes: Uint8Array }).bytes).toString('hex') } : v);
+  return Promise.all(spaces.map(async (ks) => (await store.metadata.range(ks)).map((x) => [x.key, plain(x.value)])));
 }
 
 t.test('grace period, touches and upload sessions keep unreferenced blobs', async (t) => {
