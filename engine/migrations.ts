@@ -5,7 +5,7 @@
  * (engine/<domain>/migrations.ts); this module only orders them. engine/store.ts opens the
  * store and imports nothing from the domains.
  */
-import type { MetadataStore } from './storage/metadata.js';
+import type { MetadataReader, MetadataStore } from './storage/metadata.js';
 import { meta } from './storage/meta-keyspace.js';
 import { indexAllAuthorizations, type AuthorizationIndex } from './identity/migrations.js';
 import { indexBlobLinks, indexManifestTags } from './registry/migrations.js';
@@ -52,4 +52,9 @@ export async function migrate(metadata: MetadataStore): Promise<void> {
     if (version < 7) await moveAuthorizationCodes(tx);
     tx.put(meta, 'schema', SCHEMA_VERSION);
   });
+}
+
+/** The schema version recorded in `reader`'s store, or undefined for a store never migrated (readiness, backup). */
+export async function schemaVersion(reader: MetadataReader): Promise<number | undefined> {
+  return (await reader.get(meta, 'schema')) as number | undefined;
 }

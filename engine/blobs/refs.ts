@@ -12,7 +12,7 @@ import type { Digest } from '../digest.js';
 import type { MetadataReader, MetadataTransaction } from '../storage/metadata.js';
 import { scanKeyspace } from '../storage/scan.js';
 import { blobs, uploads } from './keyspaces.js';
-import type { BlobRecord, LayerScan } from './records.js';
+import type { BlobRecord, LayerScan, UploadRecord } from './records.js';
 
 /** The record of `digest` (quarantined ones included), or undefined. */
 export function blobRecord(reader: MetadataReader, digest: Digest): Promise<BlobRecord | undefined> {
@@ -92,4 +92,29 @@ export async function uploadSessionSizes(reader: MetadataReader): Promise<Set<nu
   const sizes = new Set<number>();
   for (const { value } of await reader.range(uploads)) sizes.add(value.offset);
   return sizes;
+}
+
+/**
+ * Blob records and their bytes in total (quarantined ones included). Pages through the keyspace
+ * outside a transaction (metrics), so the totals are not one snapshot while uploads commit.
+ */
+export async function blobTotals(reader: MetadataReader): Promise<{ blobs: number; bytes: number }> {
+  let count = 0, bytes = 0;
+  for await (const { value } of scanKeyspace(reader, blobs)) { count++; bytes += value.size; }
+  return { blobs: count, bytes };
+}
+
+/** Every upload session record in id order, paged (outside a transaction; fsck, metrics). */
+export function scanUploadSessions(reader: MetadataReader): AsyncGenerator<{ key: string; value: UploadRecord }> {
+  return scanKeyspace(reader, uploads);
+}
+
+/** The upload session `id`, or undefined (one read). */
+export function uploadSession(reader: MetadataReader, id: string): Promise<UploadRecord | undefined> {
+  return reader.get(uploads, id);
+}
+
+/** How many upload sessions are open (one range read; sessions are bounded per account). */
+export async function uploadSessionCount(reader: MetadataReader): Promise<number> {
+  return (await reader.range(uploads)).length;
 }

@@ -15,6 +15,7 @@
 import { digestOf, isDigest, type Digest } from '../digest.js';
 import { fail } from '../errors.js';
 import { key, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
+import { scanKeyspace } from '../storage/scan.js';
 import type { Clock } from '../clock.js';
 import type { BlobStore } from '../blobs/cas.js';
 import type { BlobRecord, LayerScan } from '../blobs/records.js';
@@ -336,6 +337,17 @@ export async function removeManifestInTransaction(tx: MetadataTransaction, repos
 /** True when `repository` holds the manifest `digest` (one read; in or outside a transaction). */
 export async function holdsManifest(reader: MetadataReader, repository: string, digest: Digest): Promise<boolean> {
   return (await reader.get(repositoryManifests, key(repository, digest))) !== undefined;
+}
+
+/**
+ * How many manifest records the store holds and their bytes in total (each content-addressed
+ * record once, however many repositories hold it). Pages through the keyspace outside a
+ * transaction (metrics), so the totals are not one snapshot while pushes commit.
+ */
+export async function manifestTotals(reader: MetadataReader): Promise<{ manifests: number; bytes: number }> {
+  let count = 0, bytes = 0;
+  for await (const { value } of scanKeyspace(reader, manifests)) { count++; bytes += value.bytes.length; }
+  return { manifests: count, bytes };
 }
 
 function page(items: string[], n: number): Page {

@@ -15,7 +15,8 @@
 import { promises as fsp, constants as fsc } from 'node:fs';
 import { join } from 'node:path';
 import { openStore } from '../../engine/store.js';
-import { SCHEMA_VERSION } from '../../engine/migrations.js';
+import { SCHEMA_VERSION, schemaVersion } from '../../engine/migrations.js';
+import { scanBlobRecords } from '../../engine/blobs/refs.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
 import type { Digest } from '../../engine/digest.js';
 
@@ -87,11 +88,11 @@ async function recordedBlobs(dir: string): Promise<{ digests: Digest[]; bytes: n
   try {
     const digests: Digest[] = [];
     let bytes = 0;
-    for (const { key, value } of store.blobs.getRange()) {
+    for await (const { key, value } of scanBlobRecords(store.metadata)) {
       digests.push(key as Digest);
       bytes += value.size;
     }
-    return { digests, bytes, schema: store.meta.get('schema') as number };
+    return { digests, bytes, schema: (await schemaVersion(store.metadata)) as number };
   } finally {
     await store.close();
   }
@@ -107,6 +108,9 @@ export async function backup(dataDir: string, to: string): Promise<BackupReport>
   const source = await openStore(dataDir);
   try {
     await fsp.mkdir(join(to, 'lmdb'), { recursive: true });
+    // The one use of the LMDB environment outside the metadata contract: a consistent
+    // whole-store copy is a capability of the embedded backend (LMDB's own compacting copy), not
+    // of the contract; a networked store is backed up with its database's own tools.
     await source.env.backup(join(to, 'lmdb'), true);
   } finally {
     await source.close();

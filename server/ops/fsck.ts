@@ -19,6 +19,7 @@ import type { Store } from '../../engine/store.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
 import { blobKey } from '../../engine/blobs/contract.js';
 import { hashBlob } from '../../engine/blobs/hash-blob.js';
+import { blobRecord, scanBlobRecords, scanUploadSessions, uploadSession } from '../../engine/blobs/refs.js';
 import type { HashFactory } from '../../engine/blobs/running-hash.js';
 import { GarbageCollector } from '../../engine/registry/gc.js';
 import { checkRegistryRecords, type RegistryProblemKind } from '../../engine/registry/consistency.js';
@@ -81,7 +82,7 @@ export async function fsck(store: Store, dataDir: string, clock: Clock, o: FsckO
 
   // Blob records against their files.
   const toHash: Array<{ digest: Digest; size: number }> = [];
-  for (const { key: digest, value } of store.blobs.getRange()) {
+  for await (const { key: digest, value } of scanBlobRecords(store.metadata)) {
     checked.blobs++;
     const d = digest as Digest;
     const size = (await files.stat(d))?.size;
@@ -104,7 +105,7 @@ export async function fsck(store: Store, dataDir: string, clock: Clock, o: FsckO
   const orphans: Problem[] = [];
   for await (const digest of files.list()) {
     checked.files++;
-    if (!store.blobs.get(digest)) orphans.push(add('orphan-file', digest, `file ${blobKey(digest)} has no blob record`));
+    if (!(await blobRecord(store.metadata, digest))) orphans.push(add('orphan-file', digest, `file ${blobKey(digest)} has no blob record`));
   }
 
   // Manifests, links, tags and their indexes (the registry's own checks).
@@ -114,7 +115,7 @@ export async function fsck(store: Store, dataDir: string, clock: Clock, o: FsckO
 
   // Upload sessions.
   const stale: Problem[] = [];
-  for (const { value: rec } of store.uploads.getRange()) {
+  for await (const { value: rec } of scanUploadSessions(store.metadata)) {
     checked.uploads++;
     if (clock.now() - rec.updatedAt > o.uploadTtlMs) stale.push(add('stale-upload', rec.id, `idle since ${new Date(rec.updatedAt).toISOString()} (${rec.repository})`));
   }
@@ -128,7 +129,7 @@ export async function fsck(store: Store, dataDir: string, clock: Clock, o: FsckO
     if (stale.length > 0) {
       const uploads = new Uploads(store, files, clock, o.hashFile, dataDir, { staleAfterMs: o.uploadTtlMs });
       await uploads.reap();
-      for (const p of stale) p.repaired = store.uploads.get(p.subject) === undefined;
+      for (const p of stale) p.repaired = (await uploadSession(store.metadata, p.subject)) === undefined;
     }
   }
   return { problems, checked };

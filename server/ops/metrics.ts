@@ -4,13 +4,16 @@
  * Labels are bounded: a host name, a route template (`/v2/<name>/blobs/<digest>`, never a
  * repository name, digest or token), a method and a status class (`2xx`).
  *
- * Store sizes (blob and manifest counts and bytes, open upload sessions) are read from the
- * store at scrape time, at most once per `STORE_SCAN_MS`: counting every blob record costs one
- * pass over the blob database.
+ * Store sizes are read through the metadata contract at scrape time (the gauges' `collect` is
+ * async): blob and manifest counts and bytes at most once per `STORE_SCAN_MS`, since counting
+ * every record is one paged pass over the blob and manifest keyspaces; open upload sessions
+ * (bounded per account) on every scrape.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Store } from '../../engine/store.js';
 import { subscribeEvent, type GcEvent } from '../../engine/events.js';
+import { blobTotals, uploadSessionCount } from '../../engine/blobs/refs.js';
+import { manifestTotals } from '../../engine/registry/registry.js';
 
 /** Upper bounds of the request-duration buckets (seconds). */
 const REQUEST_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
@@ -87,29 +90,31 @@ export class Metrics {
     // prom-client names these gauges `_total`, which Prometheus reserves for counters (promtool
     // rejects them); the handle and request counts are of little use to an operator anyway.
     for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
+    // The store totals page through whole keyspaces: read at most once per STORE_SCAN_MS, and
+    // one read shared by the gauges a single scrape collects concurrently.
     let scanned = 0;
-    let sizes = { blobs: 0, blobBytes: 0, manifests: 0, manifestBytes: 0 };
+    let sizes: Promise<{ blobs: number; blobBytes: number; manifests: number; manifestBytes: number }> | undefined;
     const scan = () => {
-      if (Date.now() - scanned < STORE_SCAN_MS) return sizes;
+      if (sizes && Date.now() - scanned < STORE_SCAN_MS) return sizes;
       scanned = Date.now();
-      let blobs = 0, blobBytes = 0, manifests = 0, manifestBytes = 0;
-      for (const { value } of store.blobs.getRange()) { blobs++; blobBytes += value.size; }
-      for (const { value } of store.manifests.getRange()) { manifests++; manifestBytes += value.bytes.length; }
-      sizes = { blobs, blobBytes, manifests, manifestBytes };
-      return sizes;
+      const read = Promise.all([blobTotals(store.metadata), manifestTotals(store.metadata)])
+        .then(([b, m]) => ({ blobs: b.blobs, blobBytes: b.bytes, manifests: m.manifests, manifestBytes: m.bytes }));
+      read.catch(() => { if (sizes === read) sizes = undefined; });
+      sizes = read;
+      return read;
     };
-    const gauge = (name: string, help: string, read: () => number) =>
-      new Gauge({ name, help, registers: [this.registry], collect() { this.set(read()); } });
-    gauge('slipway_store_blobs', 'Blob records in the store.', () => scan().blobs);
-    gauge('slipway_store_blob_bytes', 'Bytes of every stored blob.', () => scan().blobBytes);
-    gauge('slipway_store_manifests', 'Manifest records in the store.', () => scan().manifests);
-    gauge('slipway_store_manifest_bytes', 'Bytes of every stored manifest.', () => scan().manifestBytes);
+    const gauge = (name: string, help: string, read: () => number | Promise<number>) =>
+      new Gauge({ name, help, registers: [this.registry], async collect() { this.set(await read()); } });
+    gauge('slipway_store_blobs', 'Blob records in the store.', async () => (await scan()).blobs);
+    gauge('slipway_store_blob_bytes', 'Bytes of every stored blob.', async () => (await scan()).blobBytes);
+    gauge('slipway_store_manifests', 'Manifest records in the store.', async () => (await scan()).manifests);
+    gauge('slipway_store_manifest_bytes', 'Bytes of every stored manifest.', async () => (await scan()).manifestBytes);
     const inFlight = this.inFlight;
     new Gauge({
       name: 'slipway_http_requests_in_flight', help: 'Requests being handled now, by host.', labelNames: ['host'] as const, registers: [this.registry],
       collect() { for (const host in inFlight) this.set({ host }, inFlight[host]!); },
     });
-    gauge('slipway_upload_sessions_open', 'Upload sessions with at least one acknowledged chunk.', () => store.uploads.getCount());
+    gauge('slipway_upload_sessions_open', 'Upload sessions with at least one acknowledged chunk.', () => uploadSessionCount(store.metadata));
     gauge('slipway_worker_pool_queue_size', 'Worker-pool tasks waiting for a thread.', () => pool.queueSize);
     this.#unsubscribe = subscribeEvent('gc', (e: GcEvent) => {
       this.gcRuns.inc();

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { Store } from '../../engine/store.js';
 import type { HashFactory } from '../../engine/blobs/running-hash.js';
 import type { Digest } from '../../engine/digest.js';
+import { schemaVersion } from '../../engine/migrations.js';
 import type { RequestTracker } from './drain.js';
 
 const CHECK_TIMEOUT_MS = 5_000;
@@ -53,7 +54,7 @@ export async function probeReadiness(t: ReadinessTargets): Promise<Readiness> {
   const content = randomBytes(64);
   await Promise.all([
     check('store', checks, async () => {
-      if (t.store.meta.get('schema') === undefined) throw new Error('the store has no schema record');
+      if ((await schemaVersion(t.store.metadata)) === undefined) throw new Error('the store has no schema record');
     }),
     check('disk', checks, async () => {
       const s = await fsp.statfs(t.dataDir);

@@ -14,6 +14,7 @@ import { basic, http } from '../helpers/http.js';
 import { key as storeKey } from '../../engine/store.js';
 import { releaseKey } from '../../engine/platform/releases.js';
 import * as platform from '../../engine/platform/keyspaces.js';
+import { repositoryManifests } from '../../engine/registry/keyspaces.js';
 
 const ts = await startInProcess();
 t.teardown(() => ts.stop());
@@ -52,7 +53,7 @@ await store.metadata.transact(async (tx) => {
   });
   tx.put(platform.apps, app, { ...(await tx.get(platform.apps, app))!, releaseVersion: 1 });
 });
-store.repositoryManifests.putSync(storeKey('matrix-app/web', 'sha256:' + 'b'.repeat(64)), seededAt); // the released image is stored
+await store.metadata.transact((tx) => tx.put(repositoryManifests, storeKey('matrix-app/web', 'sha256:' + 'b'.repeat(64)), seededAt)); // the released image is stored
 
 /** Each route's request; fresh resources where a success would consume them. */
 const CASES: Record<string, () => Promise<{ path: string; body?: unknown }>> = {

@@ -12,6 +12,7 @@ import { basic, createApp } from '../helpers/http.js';
 import { buildImage } from '../helpers/image.js';
 import { pushBlob, putManifest, type Target } from '../helpers/registry.js';
 import { key, openStore } from '../../engine/store.js';
+import * as blobKs from '../../engine/blobs/keyspaces.js';
 
 t.test('warnings recorded on the image', async (t) => {
   const tmp = tempDir();
@@ -45,10 +46,10 @@ t.test('warnings recorded on the image', async (t) => {
   t.match(image.warnings.join('\n'), /2 whiteout file\(s\) \(etc\/\.wh\.passwd, var\/cache\/\.wh\.\.wh\.\.opq\)/);
   t.match(image.warnings.join('\n'), /VOLUME is not supported at runtime/);
   t.match(image.warnings.join('\n'), /USER app is not the user used at runtime/);
-  t.same(store.blobs.get(img.layers[3]!.digest)!.scan, { whiteouts: 1, examples: ['etc/.wh.passwd'], readable: true }, 'scan cached on the blob');
+  t.same((await store.metadata.get(blobKs.blobs, img.layers[3]!.digest))!.scan, { whiteouts: 1, examples: ['etc/.wh.passwd'], readable: true }, 'scan cached on the blob');
   const plain = (await store.metadata.get(manifests, small.manifestDigest))!.image;
   t.same(plain.warnings, [], 'a plain image has no warnings');
   t.same(plain.cmd, ['npm', 'start']);
   t.same((await store.metadata.range(images, { prefix: img.configDigest })).map((x) => x.key), [key(img.configDigest, 'scanapp/web', img.manifestDigest)], 'image id index');
-  t.equal(store.blobs.get(img.layers[0]!.digest)!.refs, 1, 'blob reference counted');
+  t.equal((await store.metadata.get(blobKs.blobs, img.layers[0]!.digest))!.refs, 1, 'blob reference counted');
 });

@@ -10,7 +10,8 @@ import { authorizationsByAccount, authorizationsByClient, authorizationsByTeam }
 import { open } from 'lmdb';
 import { join } from 'node:path';
 import { openStore, key, KEY_SEPARATOR } from '../../engine/store.js';
-import { SCHEMA_VERSION } from '../../engine/migrations.js';
+import { SCHEMA_VERSION, schemaVersion } from '../../engine/migrations.js';
+import * as reg from '../../engine/registry/keyspaces.js';
 import { ManualClock } from '../../engine/clock.js';
 import { Teams, type TeamRecord } from '../../engine/platform/teams.js';
 import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
@@ -57,13 +58,13 @@ t.test('schema 2 → 3', async (t) => {
   await env.close();
 
   const store = await openStore(tmp.dir);
-  t.equal(store.meta.get('schema'), SCHEMA_VERSION, 'schema stamped');
+  t.equal(await schemaVersion(store.metadata), SCHEMA_VERSION, 'schema stamped');
 
-  t.same([...store.blobRepositories.getRange()].map((e) => [e.key, e.value]),
+  t.same((await store.metadata.range(reg.blobRepositories)).map((e) => [e.key, e.value]),
     [[key(X, 'app/web'), now - 3 * DAY], [key(X, 'app/worker'), now - 2 * DAY], [key(X, 'other/web'), now - DAY], [key(Y, 'app/web'), now - DAY]],
     'digest → repositories index built from every link, with its time');
-  t.ok([...store.blobRepositories.getKeys()].every((k) => k.includes(KEY_SEPARATOR) && !k.includes('\0')), 'keys joined with U+001F, never NUL');
-  t.equal(store.repositoryBlobs.getKeysCount(), 4, 'links unchanged');
+  t.ok((await store.metadata.range(reg.blobRepositories)).map((e) => e.key).every((k) => k.includes(KEY_SEPARATOR) && !k.includes('\0')), 'keys joined with U+001F, never NUL');
+  t.equal((await store.metadata.range(reg.repositoryBlobs)).length, 4, 'links unchanged');
 
   t.same((await store.metadata.range(authorizationsByTeam)).map((e) => e.key), [
     key('team-1', 'auth-t1-expired'), key('team-1', 'auth-t1-live'), key('team-1', 'auth-t1-revoked'), key('team-2', 'auth-t2'),
@@ -81,13 +82,13 @@ t.test('schema 2 → 3', async (t) => {
   const r = await gc.run();
   t.same(r.deletedBlobs.map((b) => b.digest), [X], 'GC deletes the unreferenced blob');
   t.same(await repositoriesLinking(store.metadata, X), [], 'with its links in all three repositories, found through the migrated index');
-  t.equal(store.repositoryBlobs.getKeysCount(), 1);
-  t.same([...store.repositoryBlobs.getKeys()], [key('app/web', Y)], 'the referenced blob keeps its link');
-  t.same([...store.blobRepositories.getKeys()], [key(Y, 'app/web')]);
+  t.equal((await store.metadata.range(reg.repositoryBlobs)).length, 1);
+  t.same((await store.metadata.range(reg.repositoryBlobs)).map((e) => e.key), [key('app/web', Y)], 'the referenced blob keeps its link');
+  t.same((await store.metadata.range(reg.blobRepositories)).map((e) => e.key), [key(Y, 'app/web')]);
   await store.close();
 
   const again = await openStore(tmp.dir);
-  t.equal(again.meta.get('schema'), SCHEMA_VERSION, 'reopening a migrated store does not migrate again');
-  t.equal(again.blobRepositories.getKeysCount(), 1);
+  t.equal(await schemaVersion(again.metadata), SCHEMA_VERSION, 'reopening a migrated store does not migrate again');
+  t.equal((await again.metadata.range(reg.blobRepositories)).length, 1);
   await again.close();
 });

@@ -8,7 +8,8 @@ import t from 'tap';
 import { open } from 'lmdb';
 import { join } from 'node:path';
 import { openStore, key, KEY_SEPARATOR } from '../../engine/store.js';
-import { SCHEMA_VERSION } from '../../engine/migrations.js';
+import { SCHEMA_VERSION, schemaVersion } from '../../engine/migrations.js';
+import * as reg from '../../engine/registry/keyspaces.js';
 import { ManualClock } from '../../engine/clock.js';
 import { Registry } from '../../engine/registry/registry.js';
 import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
@@ -64,29 +65,29 @@ t.test('schema 3 → 4', async (t) => {
   await env.close();
 
   const store = await openStore(tmp.dir);
-  t.equal(store.meta.get('schema'), SCHEMA_VERSION, 'schema stamped');
-  t.same([...store.manifestTags.getRange()].map((e) => [e.key, e.value]), [
+  t.equal(await schemaVersion(store.metadata), SCHEMA_VERSION, 'schema stamped');
+  t.same((await store.metadata.range(reg.manifestTags)).map((e) => [e.key, e.value]), [
     [key('app/web', M1, 'latest'), now - 2 * DAY], [key('app/web', M1, 'v1'), now - 2 * DAY + 1], [key('app/web', M2, 'v2'), now - HOUR], [key('other/web', M1, 'prod'), now - HOUR + 1],
   ], 'manifest → tags index built from every tag, with its updatedAt');
-  t.ok([...store.manifestTags.getKeys()].every((k) => k.split(KEY_SEPARATOR).length === 3 && !k.includes('\0')), 'keys joined with U+001F, never NUL');
-  t.same([...store.tags.getRange()].map((e) => [e.key, e.value]), tags.map(([r, tag, digest, updatedAt]) => [key(r, tag), { digest, updatedAt }]), 'tags unchanged');
+  t.ok((await store.metadata.range(reg.manifestTags)).map((e) => e.key).every((k) => k.split(KEY_SEPARATOR).length === 3 && !k.includes('\0')), 'keys joined with U+001F, never NUL');
+  t.same((await store.metadata.range(reg.tags)).map((e) => [e.key, e.value]), tags.map(([r, tag, digest, updatedAt]) => [key(r, tag), { digest, updatedAt }]), 'tags unchanged');
   t.same(await tagsOfManifest(store.metadata, 'app/web', M1), ['latest', 'v1']);
 
   const clock = new ManualClock(now);
   const blobs = new GcSafeBlobStore(tmp.dir, store);
   const registry = new Registry(store.metadata, blobs, clock, async () => { throw new Error('no inspection in this test'); });
   await registry.deleteManifest('app/web', M2);
-  t.same([...store.tags.getKeys()], [key('app/web', 'latest'), key('app/web', 'v1'), key('other/web', 'prod')], 'DELETE by digest removes the tag found through the migrated index');
-  t.equal(store.manifestTags.get(key('app/web', M2, 'v2')), undefined, 'with its index entry');
+  t.same((await store.metadata.range(reg.tags)).map((e) => e.key), [key('app/web', 'latest'), key('app/web', 'v1'), key('other/web', 'prod')], 'DELETE by digest removes the tag found through the migrated index');
+  t.equal(await store.metadata.get(reg.manifestTags, key('app/web', M2, 'v2')), undefined, 'with its index entry');
 
   const r = await new GarbageCollector(store.metadata, blobs, clock, releaseRetention).run();
   t.same(r.deletedImages.map((i) => [i.repository, i.digest]), [['app/web', M1]], 'GC deletes the image pushed two days ago');
-  t.same([...store.tags.getKeys()], [key('other/web', 'prod')], 'with both its tags; the same manifest keeps its tag in the other repository');
-  t.same([...store.manifestTags.getKeys()], [key('other/web', M1, 'prod')]);
+  t.same((await store.metadata.range(reg.tags)).map((e) => e.key), [key('other/web', 'prod')], 'with both its tags; the same manifest keeps its tag in the other repository');
+  t.same((await store.metadata.range(reg.manifestTags)).map((e) => e.key), [key('other/web', M1, 'prod')]);
   await store.close();
 
   const again = await openStore(tmp.dir);
-  t.equal(again.meta.get('schema'), SCHEMA_VERSION, 'reopening a migrated store does not migrate again');
-  t.same([...again.manifestTags.getKeys()], [key('other/web', M1, 'prod')]);
+  t.equal(await schemaVersion(again.metadata), SCHEMA_VERSION, 'reopening a migrated store does not migrate again');
+  t.same((await again.metadata.range(reg.manifestTags)).map((e) => e.key), [key('other/web', M1, 'prod')]);
   await again.close();
 });

@@ -10,6 +10,7 @@ import { ManualClock } from '../../engine/clock.js';
 import { openStore } from '../../engine/store.js';
 import { Uploads } from '../../engine/blobs/uploads.js';
 import { GcSafeBlobStore } from '../../engine/registry/gc.js';
+import * as blobKs from '../../engine/blobs/keyspaces.js';
 
 const tmp = tempDir();
 const store = await openStore(tmp.dir);
@@ -22,14 +23,14 @@ await uploads.init();
 
 t.test('a new session is found before anything is recorded', async (t) => {
   const rec = await uploads.create('app/web', 'acct');
-  t.equal(store.uploads.get(rec.id), undefined, 'not in the store yet');
+  t.equal(await store.metadata.get(blobKs.uploads, rec.id), undefined, 'not in the store yet');
   t.notOk(existsSync(uploads.pathOf(rec.id)), 'no file yet: a POST does no I/O');
   t.same(uploads.get(rec.id, 'app/web'), rec);
   t.throws(() => uploads.get(rec.id, 'app/worker'), { code: 'BLOB_UPLOAD_UNKNOWN' }, 'bound to its repository');
   const writer = uploads.beginAppend(rec, 0);
   writer.write(Buffer.from('hello'));
   const updated = await uploads.finishAppend(rec, writer, true);
-  t.equal(store.uploads.get(rec.id)?.offset, 5, 'recorded with its first bytes');
+  t.equal((await store.metadata.get(blobKs.uploads, rec.id))?.offset, 5, 'recorded with its first bytes');
   t.ok(existsSync(uploads.pathOf(rec.id)), 'file created with its first bytes');
   t.equal(uploads.get(rec.id, 'app/web').offset, updated.offset);
 });
@@ -65,6 +66,6 @@ t.test('a session completed without a body stores the empty blob', async (t) => 
   const empty = 'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
   const r = await uploads.commit(rec, empty as never);
   t.same(r, { digest: empty, size: 0 });
-  t.equal(store.blobs.get(empty)?.size, 0);
+  t.equal((await store.metadata.get(blobKs.blobs, empty))?.size, 0);
   t.ok(existsSync(blobs.pathOf(empty as never)));
 });

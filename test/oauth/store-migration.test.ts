@@ -7,7 +7,7 @@ import t from 'tap';
 import { open } from 'lmdb';
 import { join } from 'node:path';
 import { openStore, key } from '../../engine/store.js';
-import { SCHEMA_VERSION } from '../../engine/migrations.js';
+import { SCHEMA_VERSION, schemaVersion } from '../../engine/migrations.js';
 import { authenticateToken } from '../../engine/identity/authorizations.js';
 import { hashToken } from '../../engine/identity/tokens.js';
 import { accounts, authorizationsByAccount } from '../../engine/identity/keyspaces.js';
@@ -30,7 +30,7 @@ t.test('schema 1 → 2', async (t) => {
   await env.close();
 
   const store = await openStore(tmp.dir);
-  t.equal(store.meta.get('schema'), SCHEMA_VERSION);
+  t.equal(await schemaVersion(store.metadata), SCHEMA_VERSION);
   t.equal(await store.metadata.get(authorizationsByAccount, key('acc-1', 'auth-1')), now, 'index built');
   t.equal((await store.metadata.get(accounts, 'acc-1'))?.email, 'old@example.com', 'old records read through the shared-structure handle');
   const p = await authenticateToken(store.metadata, 'legacy-0000-1111-2222-333344445555', now);

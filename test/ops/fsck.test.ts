@@ -13,6 +13,7 @@ import { basic, createApp } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBuiltImage } from '../helpers/registry.js';
 import { openStore } from '../../engine/store.js';
+import * as blobKs from '../../engine/blobs/keyspaces.js';
 
 async function fsckCli(data: string, ...flags: string[]): Promise<{ code: number; stdout: string; stderr: string; json?: any }> {
   const r = await runCli(['fsck', '--data', data, ...flags], { SLIPWAY_GC_GRACE: '0' });
@@ -58,7 +59,7 @@ t.test('fsck', async (t) => {
   unlinkSync(blobPath(broken, missing));
   const dangling = imgs[2]!.configDigest;
   const store = await openStore(broken);
-  await store.blobs.remove(dangling);
+  await store.metadata.transact((tx) => tx.remove(blobKs.blobs, dangling));
   await store.close();
   const orphanBytes = randomBytes(100);
   const orphan = sha256(orphanBytes);

@@ -19,6 +19,8 @@ import { key, openStore } from '../../engine/store.js';
 import * as platform from '../../engine/platform/keyspaces.js';
 import { FileBlobStore } from '../../engine/blobs/cas.js';
 import type { Digest } from '../../engine/digest.js';
+import * as blobKs from '../../engine/blobs/keyspaces.js';
+import { repositoryManifests } from '../../engine/registry/keyspaces.js';
 
 const HOUR = 3600_000;
 const tmp = tempDir();
@@ -40,9 +42,9 @@ if ((await pushBlob(me, 'cliapp/web', stray)).status !== 201) throw new Error('s
   const store = await openStore(tmp.dir);
   const now = Date.now();
   const app = (await store.metadata.get(platform.apps, (await store.metadata.get(platform.appsByName, 'cliapp'))!))!;
-  await store.env.transaction(() => {
-    store.repositoryManifests.put(key('cliapp/web', doomed.manifestDigest), now - 25 * HOUR);
-    for (const { key: d, value } of store.blobs.getRange()) store.blobs.put(d, { ...value, createdAt: now - 2 * HOUR });
+  await store.metadata.transact(async (tx) => {
+    tx.put(repositoryManifests, key('cliapp/web', doomed.manifestDigest), now - 25 * HOUR);
+    for (const { key: d, value } of await tx.range(blobKs.blobs)) tx.put(blobKs.blobs, d, { ...value, createdAt: now - 2 * HOUR });
   });
   await store.metadata.transact((tx) => tx.put(platform.releases, key(app.id, '0000000001'), {
     id: 'r1', appId: app.id, version: 1, description: 'test', userId: app.ownerId, createdAt: now,
@@ -92,15 +94,16 @@ t.test('a GET of an unreferenced blob keeps it for the grace period', async (t) 
   const late = Buffer.from('uploaded, then fetched by a client about to reference it');
   t.equal((await pushBlob(me, 'cliapp/web', late)).status, 201);
   let store = await openStore(tmp.dir);
-  await store.env.transaction(() => {
-    const rec = store.blobs.get(sha256(late))!;
-    store.blobs.put(sha256(late), { ...rec, createdAt: Date.now() - 2 * HOUR });
+  const createdAt = Date.now() - 2 * HOUR;
+  await store.metadata.transact(async (tx) => {
+    const rec = (await tx.get(blobKs.blobs, sha256(late)))!;
+    tx.put(blobKs.blobs, sha256(late), { ...rec, createdAt });
   });
   await store.close();
   t.equal((await http('GET', `${me.registry}/v2/cliapp/web/blobs/${sha256(late)}`, { headers: me.auth })).status, 200);
   store = await openStore(tmp.dir);
-  await waitFor('the touch to be recorded', () => store.blobs.get(sha256(late))?.touchedAt !== undefined, { timeoutMs: 5_000, intervalMs: 10 });
-  t.ok(store.blobs.get(sha256(late))!.touchedAt! > Date.now() - 60_000, 'touched');
+  await waitFor('the touch to be recorded', async () => (await store.metadata.get(blobKs.blobs, sha256(late)))?.touchedAt !== undefined, { timeoutMs: 5_000, intervalMs: 10 });
+  t.ok((await store.metadata.get(blobKs.blobs, sha256(late)))!.touchedAt! > Date.now() - 60_000, 'touched');
   await store.close();
   const report = JSON.parse(gc('--json'));
   t.same([report.blobs.deleted, report.blobs.kept], [0, 1], 'kept: touched within the grace period');

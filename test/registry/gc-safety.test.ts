@@ -26,6 +26,7 @@ import { pushBlob, putManifest, startUpload, withDigest, type Target } from '../
 import { FileBlobStore } from '../../engine/blobs/cas.js';
 import { openStore } from '../../engine/store.js';
 import type { Digest } from '../../engine/digest.js';
+import * as blobKs from '../../engine/blobs/keyspaces.js';
 
 const CONCURRENCY = 24;
 const sha = (b: Buffer) => 'sha256:' + createHash('sha256').update(b).digest('hex');
@@ -164,7 +165,8 @@ async function storeProblems(): Promise<{ missing: string[]; wrongRefs: string[]
   try {
     const files = new FileBlobStore(tmp.dir);
     const missing: string[] = [];
-    for (const { key: d, value } of store.blobs.getRange()) {
+    const blobRecords = await store.metadata.range(blobKs.blobs);
+    for (const { key: d, value } of blobRecords) {
       const p = files.pathOf(d as Digest);
       if (!existsSync(p) || statSync(p).size !== value.size) missing.push(d);
     }
@@ -172,7 +174,7 @@ async function storeProblems(): Promise<{ missing: string[]; wrongRefs: string[]
     for (const { key: k } of await store.metadata.range(repositoryManifests)) {
       for (const b of (await store.metadata.get(manifests, k.slice(k.lastIndexOf('\x1f') + 1)))!.blobs) refs.set(b, (refs.get(b) ?? 0) + 1);
     }
-    const wrongRefs = [...store.blobs.getRange()].filter(({ key: d, value }) => value.refs !== (refs.get(d) ?? 0)).map(({ key }) => key);
+    const wrongRefs = blobRecords.filter(({ key: d, value }) => value.refs !== (refs.get(d) ?? 0)).map(({ key }) => key);
     return { missing, wrongRefs };
   } finally {
     await store.close();

@@ -15,6 +15,7 @@ import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBlob, pushBuiltImage, type Target } from '../helpers/registry.js';
 import { openStore } from '../../engine/store.js';
+import { meta } from '../../engine/storage/meta-keyspace.js';
 
 const tmp = tempDir();
 let server: InProcessSlipway = await startInProcess({ dataDir: tmp.dir });
@@ -38,7 +39,7 @@ t.test('planted bad files are quarantined at the restart that migrates an older 
   truncateSync(file(big.digest), 1000);
   // As if written by a build before store schema 6.
   const store = await openStore(tmp.dir);
-  store.meta.putSync('schema', 5);
+  await store.metadata.transact((tx) => tx.put(meta, 'schema', 5));
   await store.close();
   server = await startInProcess({ dataDir: tmp.dir });
 

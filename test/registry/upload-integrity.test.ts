@@ -17,6 +17,7 @@ import { startUpload, withDigest, type Target } from '../helpers/registry.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBuiltImage } from '../helpers/registry.js';
 import { openRequest } from '../helpers/uploads.js';
+import * as blobKs from '../../engine/blobs/keyspaces.js';
 
 const ts: TestServer = await startInProcess();
 t.teardown(() => ts.stop());
@@ -48,7 +49,7 @@ async function assertIntact(t: Test, repo: string, digest: string, expected?: Bu
   if (r.status === 200) {
     t.equal(sha256(r.bytes), digest, 'served bytes hash to the digest');
     if (expected) t.ok(r.bytes.equals(expected), 'served bytes are the uploaded ones');
-    const rec = ts.server.store.blobs.get(digest);
+    const rec = await ts.server.store.metadata.get(blobKs.blobs, digest);
     t.equal(rec?.size, r.bytes.length, 'record size is the served length');
     t.equal(statSync(blobFile(digest)).size, rec?.size, 'file size is the record size');
   }
@@ -80,7 +81,7 @@ t.test('defect 1: PUT without body while a PATCH is mid-body is refused; the blo
   t.equal(put.status, 409, `PUT during the PATCH: ${put.text}`);
   t.equal(errCode(put), 'BLOB_UPLOAD_INVALID');
   t.match(put.json?.errors?.[0]?.message, /in use by a PATCH/);
-  t.equal(ts.server.store.blobs.get(digest), undefined, 'nothing recorded');
+  t.equal(await ts.server.store.metadata.get(blobKs.blobs, digest), undefined, 'nothing recorded');
   await assertIntact(t, 'integ/web', digest);
   // The PATCH completes normally when not raced, and its PUT stores the true blob.
   const loc = await startUpload(owner, 'integ/web');
@@ -100,12 +101,12 @@ t.test('defect 1 (simple variant): 1 MiB is never recorded as a 0-byte blob', as
   const patch = await patchInFlight(loc, data.length + 1, data);
   const put = await http('PUT', withDigest(loc, digest), {});
   t.equal(put.status, 409, put.text);
-  t.equal(ts.server.store.blobs.get(digest), undefined, 'no record');
+  t.equal(await ts.server.store.metadata.get(blobKs.blobs, digest), undefined, 'no record');
   patch.end(Buffer.from('!'));
   t.equal((await patch.response).status, 202);
   const whole = Buffer.concat([data, Buffer.from('!')]);
   t.equal((await http('PUT', withDigest(loc, sha256(whole)), {})).status, 201);
-  t.equal(ts.server.store.blobs.get(sha256(whole))?.size, whole.length);
+  t.equal((await ts.server.store.metadata.get(blobKs.blobs, sha256(whole)))?.size, whole.length);
   await assertIntact(t, 'integ/web', sha256(whole), whole);
   await assertIntact(t, 'integ/web', digest);
 });
@@ -161,8 +162,8 @@ t.test('defect 2 (the old race): a cancelled session is not brought back by a PA
   t.equal((await patch.response).status, 0, 'the PATCH connection was cut');
   await waitFor('the interrupted session to be discarded', async () => (await http('GET', loc, {})).status === 404, { timeoutMs: 10_000, intervalMs: 5 });
   // The session ends (404) before its record and file are removed, a moment later.
-  await waitFor('the session record and file to be removed', async () => ts.server.store.uploads.get(idOf(loc)) === undefined && !existsSync(join(dataDir, 'uploads', idOf(loc))), { timeoutMs: 10_000, intervalMs: 5 });
-  t.equal(ts.server.store.uploads.get(idOf(loc)), undefined, 'no record');
+  await waitFor('the session record and file to be removed', async () => (await ts.server.store.metadata.get(blobKs.uploads, idOf(loc))) === undefined && !existsSync(join(dataDir, 'uploads', idOf(loc))), { timeoutMs: 10_000, intervalMs: 5 });
+  t.equal(await ts.server.store.metadata.get(blobKs.uploads, idOf(loc)), undefined, 'no record');
   t.notOk(existsSync(join(dataDir, 'uploads', idOf(loc))), 'no file');
 });
 

@@ -21,6 +21,7 @@ import { startInProcess } from '../helpers/harness.js';
 import { startUpload, withDigest, pushBuiltImage, type Target } from '../helpers/registry.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { openRequest } from '../helpers/uploads.js';
+import * as blobKs from '../../engine/blobs/keyspaces.js';
 
 const seed = Number(process.env.SLIPWAY_RACE_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const ROUNDS = Number(process.env.SLIPWAY_RACE_ROUNDS ?? 12);
@@ -110,7 +111,7 @@ async function checkBlob(t: Test, digest: string, where: string): Promise<Buffer
   t.equal(r.status, 200, `${where}: committed blob is served`);
   if (r.status !== 200) return undefined;
   t.equal(sha256(r.bytes), digest, `${where}: served bytes hash to the digest`);
-  const rec = ts.server.store.blobs.get(digest);
+  const rec = await ts.server.store.metadata.get(blobKs.blobs, digest);
   t.equal(rec?.size, r.bytes.length, `${where}: record size is the served length`);
   t.equal(statSync(blobFile(digest)).size, r.bytes.length, `${where}: file size too`);
   return r.bytes;
@@ -171,7 +172,7 @@ async function round(t: Test, first: Op, second: Op, n: number): Promise<void> {
     t.equal(errCode(status), 'BLOB_UPLOAD_UNKNOWN');
     t.equal((await http('PATCH', loc, { headers: octet, body: Buffer.from('late') })).status, 404, `${where}: PATCH to an ended session`);
     t.equal((await http('PUT', withDigest(loc, sha256('late')), {})).status, 404, `${where}: PUT to an ended session`);
-    t.notOk(ts.server.store.uploads.get(idOf(loc)), `${where}: no record`);
+    t.notOk(await ts.server.store.metadata.get(blobKs.uploads, idOf(loc)), `${where}: no record`);
     t.notOk(existsSync(join(dataDir, 'uploads', idOf(loc))), `${where}: no file`);
     return;
   }
@@ -195,7 +196,7 @@ t.test('every pair of upload operations, the second started while the first is m
 
 t.test('every blob record matches its file, size and sha256', async (t) => {
   let n = 0;
-  for (const { key, value } of ts.server.store.blobs.getRange()) {
+  for (const { key, value } of await ts.server.store.metadata.range(blobKs.blobs)) {
     const bytesOnDisk = readFileSync(blobFile(key));
     t.equal(bytesOnDisk.length, value.size, `${key} size`);
     t.equal(sha256(bytesOnDisk), key, `${key} sha256`);
