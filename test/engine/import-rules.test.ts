@@ -1,0 +1,83 @@
+/**
+ * The engine's import rules (docs/architecture.md "Domains own their data"): each domain's
+ * keyspaces (engine/<domain>/keyspaces.ts) are imported only by modules of that domain, so no
+ * module reads or writes another domain's records; the server layer calls domain services and
+ * never imports keyspaces; engine/store.ts imports nothing from the domains. Reads the
+ * TypeScript sources (the repository ships them beside dist/).
+ */
+import t from 'tap';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const DOMAINS = ['identity', 'oauth', 'platform', 'registry', 'blobs'];
+
+/** Every .ts file under `dir` (relative to the repository root). */
+function sources(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(join(root, dir))) {
+    const p = join(dir, name);
+    if (statSync(join(root, p)).isDirectory()) out.push(...sources(p));
+    else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) out.push(p);
+  }
+  return out;
+}
+
+/** The repository-relative paths a module imports (relative specifiers only, `.js` → `.ts`). */
+function importsOf(file: string): string[] {
+  const text = readFileSync(join(root, file), 'utf8');
+  const specs = [...text.matchAll(/(?:import|export)\s[^'"]*?from\s+'(\.{1,2}\/[^']+)'|import\(\s*'(\.{1,2}\/[^']+)'\s*\)/g)].map((m) => m[1] ?? m[2]!);
+  return specs.map((s) => relative(root, resolve(join(root, dirname(file)), s)).split(sep).join('/').replace(/\.js$/, '.ts'));
+}
+
+/** The domain a path belongs to (`engine/<domain>/…`), or undefined. */
+function domainOf(path: string): string | undefined {
+  const m = /^engine\/([a-z-]+)\//.exec(path);
+  return m && DOMAINS.includes(m[1]!) ? m[1] : undefined;
+}
+
+const engineFiles = sources('engine');
+const serverFiles = sources('server');
+
+t.test('the rule sees every domain and its keyspaces', async (t) => {
+  for (const d of DOMAINS) t.ok(engineFiles.includes(`engine/${d}/keyspaces.ts`), `engine/${d}/keyspaces.ts exists`);
+  // The check below must be able to fail: a synthetic import of another domain's keyspaces is caught.
+  t.equal(violation('engine/platform/releases.ts', 'engine/registry/keyspaces.ts'), 'engine/platform/releases.ts imports engine/registry/keyspaces.ts');
+});
+
+/** Why `from` may not import `to`, or undefined when it may. */
+function violation(from: string, to: string): string | undefined {
+  const owner = /^engine\/([a-z-]+)\/keyspaces\.ts$/.exec(to)?.[1];
+  if (owner === undefined) return undefined;
+  return domainOf(from) === owner ? undefined : `${from} imports ${to}`;
+}
+
+t.test('no module imports another domain\'s keyspaces', async (t) => {
+  const found = [...engineFiles, ...serverFiles].flatMap((f) => importsOf(f).map((to) => violation(f, to)).filter((v): v is string => v !== undefined));
+  t.same(found, [], 'only a domain\'s own modules import its keyspaces');
+});
+
+t.test('engine/store.ts imports nothing from the domains', async (t) => {
+  const found = importsOf('engine/store.ts').filter((to) => domainOf(to) !== undefined);
+  t.same(found, [], 'store.ts imports no domain module');
+  // No cycle: nothing store.ts reaches (migrations, the domains' migration steps, keyspaces)
+  // imports store.ts back.
+  const seen = new Set<string>();
+  const todo = importsOf('engine/store.ts');
+  while (todo.length > 0) {
+    const f = todo.pop()!;
+    if (seen.has(f) || !f.startsWith('engine/')) continue;
+    seen.add(f);
+    todo.push(...importsOf(f));
+  }
+  t.notOk(seen.has('engine/store.ts'), 'no import cycle through engine/store.ts');
+});
+
+t.test('records are reached only through the metadata contract', async (t) => {
+  // The LMDB environment is exposed for backup only (server/ops/backup.ts); no other module
+  // may open a database of it or run an LMDB transaction.
+  const allowed = new Set(['engine/store.ts', 'engine/storage/lmdb-metadata.ts', 'server/ops/backup.ts']);
+  const found = [...engineFiles, ...serverFiles].filter((f) => !allowed.has(f) && /\.env\.(transaction|openDB|getRange|get)\b|\bopenDB\(/.test(readFileSync(join(root, f), 'utf8')));
+  t.same(found, [], 'no module outside the LMDB implementation touches the environment');
+});
