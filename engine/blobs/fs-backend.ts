@@ -109,14 +109,18 @@ export class FsBlobBackend implements BlobBackend {
     }
   }
 
-  async read(digest: Digest, range?: ByteRange): Promise<Readable> {
-    let h: fsp.FileHandle;
+  /** Opens a committed blob's file for reading. @throws SlipwayError BLOB_UNKNOWN when absent. */
+  async #openBlob(digest: Digest): Promise<fsp.FileHandle> {
     try {
-      h = await fsp.open(this.#blobPath(digest), 'r');
+      return await fsp.open(this.#blobPath(digest), 'r');
     } catch (e) {
       if (isMissing(e)) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
       throw e;
     }
+  }
+
+  async read(digest: Digest, range?: ByteRange): Promise<Readable> {
+    const h = await this.#openBlob(digest);
     try {
       const r = resolveRange((await h.stat()).size, range);
       // The open handle keeps the bytes readable even if GC unlinks the name meanwhile.
@@ -128,13 +132,7 @@ export class FsBlobBackend implements BlobBackend {
   }
 
   async open(digest: Digest): Promise<BlobReader> {
-    let h: fsp.FileHandle;
-    try {
-      h = await fsp.open(this.#blobPath(digest), 'r');
-    } catch (e) {
-      if (isMissing(e)) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
-      throw e;
-    }
+    const h = await this.#openBlob(digest);
     try {
       return new FsReader(digest, h, (await h.stat()).size);
     } catch (e) {
