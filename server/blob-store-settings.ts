@@ -6,6 +6,7 @@
  * (`AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, `AWS_PROFILE`, instance roles, …).
  */
 import { HeadBucketCommand, type S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { parseSwitch } from './config.js';
 
 /** The S3 settings; present only when the blob store is `s3`. */
 export interface S3Settings {
@@ -61,9 +62,7 @@ export function loadBlobStoreSettings(env: Source = process.env): BlobStoreSetti
   };
   const flag = (name: string, dflt: boolean) => {
     const raw = get(name);
-    if (raw === undefined) return dflt;
-    if (!/^(on|off|true|false|1|0)$/.test(raw)) throw bad(name, raw, 'must be on or off');
-    return /^(on|true|1)$/.test(raw);
+    return raw === undefined ? dflt : parseSwitch(raw, `environment variable ${name}`);
   };
   const endpoint = get('SLIPWAY_S3_ENDPOINT');
   if (endpoint !== undefined) {

@@ -135,6 +135,16 @@ export const DEFAULT_CONFIG: Config = {
 
 const VENDOR = /^[a-z][a-z0-9.-]{0,62}$/;
 
+/**
+ * An on/off setting: on, true, 1 or off, false, 0.
+ * @param from where the value came from, for the message (`environment variable X`, `flag --x`)
+ * @throws Error naming `from` for anything else.
+ */
+export function parseSwitch(raw: string, from: string): boolean {
+  if (!/^(on|off|true|false|1|0)$/.test(raw)) throw new Error(`${from}: "${raw}" must be on or off`);
+  return /^(on|true|1)$/.test(raw);
+}
+
 type Source = Record<string, string | undefined>;
 
 const ENV: Record<string, keyof Config> = {
@@ -197,8 +207,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
       if (!/^\d+(\.\d+)?$/.test(raw) || Number(raw) <= 0) throw new Error(`${from}: "${raw}" is not a number of seconds above 0`);
       c[k] = Number(raw);
     } else if (typeof current === 'boolean') {
-      if (!/^(on|off|true|false|1|0)$/.test(raw)) throw new Error(`${from}: "${raw}" must be on or off`);
-      (c as unknown as Record<string, unknown>)[k] = /^(on|true|1)$/.test(raw);
+      (c as unknown as Record<string, unknown>)[k] = parseSwitch(raw, from);
     } else if (typeof current === 'number') {
       const n = Number(raw);
       const isPort = k.endsWith('Port');
