@@ -180,3 +180,29 @@ t.test('denial and unsupported response types go back to the client', async (t) 
   t.equal(denied.searchParams.get('state'), 'no-thanks');
   t.notOk(denied.searchParams.has('code'));
 });
+
+t.test('race: concurrent exchanges of one code never both get tokens', async (t) => {
+  // Random start offsets put the exchanges before, during and after each other's transaction;
+  // the code's single use is decided inside one serializable transaction (authorization-codes.ts).
+  const browser = new Browser(ts.auth);
+  for (let round = 0; round < 12; round++) {
+    const back = await authorize('identity', `race-${round}`, browser);
+    const code = back.searchParams.get('code')!;
+    const outcomes = await Promise.all([0, 1, 2].map(async () => {
+      // Deliberate random delay (0–4 ms): it is what varies the interleaving.
+      await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 5)));
+      try {
+        return { ok: true as const, token: (await oauthClient().getToken({ code, redirect_uri: client.redirectUri })).token.access_token as string };
+      } catch (e) {
+        return { ok: false as const, error: (e as { data?: { payload?: { error?: string } } }).data?.payload?.error };
+      }
+    }));
+    const won = outcomes.filter((o) => o.ok);
+    t.ok(won.length <= 1, `round ${round}: at most one exchange succeeds (${won.length})`);
+    t.ok(outcomes.filter((o) => !o.ok).every((o) => o.error === 'invalid_grant'), `round ${round}: the others get invalid_grant`);
+    if (won.length === 1 && won.length < outcomes.length) {
+      // A replay revokes what the code issued, whichever order the transactions ran in.
+      t.equal((await api(ts, 'GET', '/account', won[0]!.token!)).status, 401, `round ${round}: the winner's token is revoked by the replay`);
+    }
+  }
+});
