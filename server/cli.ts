@@ -19,13 +19,12 @@ import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
 import { systemClock } from '../engine/clock.js';
 import { isSlipwayError } from '../engine/errors.js';
-import { FileBlobStore } from '../engine/blobs/cas.js';
+import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
 import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
 import { releaseRetention } from '../engine/platform/retention.js';
 import { backup, restore, type BackupReport } from './ops/backup.js';
 import { resolve } from 'node:path';
 import { fsck } from './ops/fsck.js';
-import { WorkerPool } from '../workers/pool.js';
 
 const USAGE = `usage:
   slipway serve [--data DIR] [--host ADDR] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N]
@@ -112,7 +111,7 @@ async function collectGarbage(config: Config, dryRun: boolean, json: boolean): P
   const store = await openStore(config.dataDir);
   let report: GcReport;
   try {
-    const gc = new GarbageCollector(store.metadata, new FileBlobStore(config.dataDir), systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
+    const gc = new GarbageCollector(store.metadata, new FsBlobBackend(config.dataDir), systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
     report = await gc.run({ dryRun });
   } finally {
     await store.close();
@@ -142,10 +141,9 @@ function printBackup(verb: string, r: BackupReport, dir: string, json: boolean):
  */
 async function checkStore(config: Config, full: boolean, repair: boolean, json: boolean): Promise<number> {
   const store = await openStore(config.dataDir);
-  const pool = new WorkerPool();
   try {
-    const report = await fsck(store, config.dataDir, systemClock, {
-      full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000, orphanGraceMs: config.gcGraceSeconds * 1000, hashFile: (p) => pool.hashFile(p),
+    const report = await fsck(store, new FsBlobBackend(config.dataDir), systemClock, {
+      full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000, orphanGraceMs: config.gcGraceSeconds * 1000,
     });
     const left = report.problems.filter((p) => !p.repaired).length;
     if (json) console.log(JSON.stringify(report));
@@ -156,7 +154,6 @@ async function checkStore(config: Config, full: boolean, repair: boolean, json: 
     }
     return left > 0 ? 1 : 0;
   } finally {
-    await pool.close();
     await store.close();
   }
 }

@@ -11,7 +11,8 @@ import { createLogger, type Logger } from './log.js';
 import { systemClock, type Clock } from '../engine/clock.js';
 import { openStore, type Store } from '../engine/store.js';
 import { ServerKeys } from '../engine/identity/keys.js';
-import { GarbageCollector, GcSafeBlobStore } from '../engine/registry/gc.js';
+import { GarbageCollector } from '../engine/registry/gc.js';
+import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
 import { blobHasher } from '../engine/blobs/hash-blob.js';
 import { EVENT_KINDS, subscribeEvent } from '../engine/events.js';
 import { Uploads } from '../engine/blobs/uploads.js';
@@ -100,12 +101,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const keys = ServerKeys.loadOrCreate(config.dataDir, config.keyFile);
   const store = await openStore(config.dataDir);
   const pool = new WorkerPool();
-  // Dedupe by record, not by file: safe against online GC (engine/registry/gc.ts).
-  const blobs = new GcSafeBlobStore(config.dataDir, store);
   const hashThread = new HashThread();
-  const uploads = new Uploads(store, blobs, clock, (p) => pool.hashFile(p), config.dataDir, {
+  // Sessions hash on the hash thread. Uploads dedupe by record, not by bytes: safe against online GC (engine/registry/gc.ts).
+  const blobs = new FsBlobBackend(config.dataDir, { newHash: hashThread.create });
+  const uploads = new Uploads(store, blobs, clock, {
     staleAfterMs: config.uploadTtlSeconds * 1000,
-    newHash: hashThread.create,
     maxSessionsPerAccount: config.uploadSessionsPerAccount,
     memory: new UploadMemory(config.uploadMemoryMiB * 1024 * 1024),
   });
@@ -118,7 +118,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       (r) => log.info({ checked: r.checked, quarantined: r.quarantined }, 'blobs of an older build verified'),
       (e) => log.error({ err: e }, 'verifying blobs of an older build failed'));
   }
-  const registry = new Registry(store.metadata, blobs, clock, (r) => pool.inspectImage(r));
+  const registry = new Registry(store.metadata, blobs, clock, (r) => pool.inspectImage(blobs.spec, r));
   const gc = new GarbageCollector(store.metadata, blobs, clock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
   registry.touchEveryMs = Math.min(5 * 60_000, gc.options.graceMs / 4);
   await gc.recoverTrash();
@@ -135,7 +135,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const rateLimiter = new RateLimiter(clock, config.rateLimitPool, config.rateLimitPerMinute);
   const views = new Views();
   const tracker = new RequestTracker();
-  const metrics = new Metrics(store, pool);
+  const metrics = new Metrics(store, pool, uploads);
   pool.onTask = (name, seconds) => metrics.workerTaskDuration.observe({ task: name }, seconds);
   const obs: Observers = { metrics, log, accessLogLevel: config.accessLogLevel, tracker };
 
