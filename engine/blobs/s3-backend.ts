@@ -437,8 +437,10 @@ class S3Writer implements BlobWriter {
    * Completes the multipart upload under the session key, checks its size (and, when the hash
    * state was lost, its sha256 read back), then publishes it under the digest.
    */
-  async #completeAndPublish(digest: Digest, rehash: boolean, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<boolean> {
+  async #completeAndPublish(digest: Digest, rehash: boolean, asked: (existing: BlobStat) => boolean | Promise<boolean>): Promise<boolean> {
     const { client, bucket } = this.backend;
+    let answer: Promise<boolean> | undefined;
+    const reuse = (existing: BlobStat) => (answer ??= Promise.resolve(asked(existing))); // asked once
     const existing = rehash ? undefined : await this.backend.stat(digest);
     if (existing && existing.size === this.size && (await reuse(existing))) {
       await this.#discard(); // dedupe: no need to complete
