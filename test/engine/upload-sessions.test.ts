@@ -11,7 +11,7 @@ import { openStore } from '../../engine/store.js';
 import { Uploads } from '../../engine/blobs/uploads.js';
 import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
 import * as blobKs from '../../engine/blobs/keyspaces.js';
-import { blobFile, sessionFile } from '../helpers/engine.js';
+import { blobFile, countRangeReads, sessionFile } from '../helpers/engine.js';
 
 const tmp = tempDir();
 const store = await openStore(tmp.dir);
@@ -68,4 +68,21 @@ t.test('a session completed without a body stores the empty blob', async (t) => 
   t.same(r, { digest: empty, size: 0 });
   t.equal((await store.metadata.get(blobKs.blobs, empty))?.size, 0);
   t.ok(existsSync(blobFile(tmp.dir, empty as never)));
+});
+
+t.test('the open-session count (metrics gauge) comes from memory and follows the records', async (t) => {
+  const fresh = new Uploads(store, new FsBlobBackend(tmp.dir), clock, { staleAfterMs: 60_000 });
+  await fresh.init();
+  const before = fresh.recordedSessions;
+  t.equal(before, (await store.metadata.range(blobKs.uploads)).length, 'loaded from the store at start');
+  const rec = await fresh.create('app/web', 'acct');
+  t.equal(fresh.recordedSessions, before, 'a session without bytes is not counted');
+  const w = fresh.beginAppend(rec, 0);
+  w.write(Buffer.from('abc'));
+  const updated = await fresh.finishAppend(rec, w, true);
+  let n = 0;
+  t.equal(await countRangeReads(store, blobKs.uploads, async () => { n = fresh.recordedSessions; }), 0, 'no range read of the uploads keyspace');
+  t.equal(n, before + 1, 'counted with its first bytes');
+  await fresh.cancel(updated);
+  t.equal(fresh.recordedSessions, before, 'not counted once cancelled');
 });
