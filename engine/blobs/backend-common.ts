@@ -5,9 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
-import { isSessionId, type BlobBackend, type ByteRange } from './contract.js';
+import { isSessionId, type BlobBackend, type BlobWriter, type ByteRange } from './contract.js';
 import { isSlipwayError } from '../errors.js';
-import type { RunningHash } from './running-hash.js';
 
 /**
  * Validates a session id given to `create`/`resume`/`abortSession`.
@@ -33,10 +32,14 @@ export function resolveRange(size: number, range: ByteRange | undefined): { star
   return { start: offset, end: Math.min(size, length === undefined ? size : offset + length) - 1 };
 }
 
-/** Feeds `bytes` to a running hash; resolves once the hash is done reading the buffer. */
-export function hashBytes(hash: RunningHash, bytes: Uint8Array): Promise<void> {
+/**
+ * `BlobWriter.append` in terms of its two halves: feeds `bytes` to the writer's running hash
+ * and writes them, resolving once both are done with the buffer.
+ */
+export async function appendHashed(writer: BlobWriter, bytes: Uint8Array): Promise<void> {
   const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  return new Promise((resolve) => hash.update(buf, resolve));
+  const hashed = new Promise<void>((resolve) => writer.feedHash(buf, resolve));
+  await Promise.all([writer.write([bytes]), hashed]);
 }
 
 /**

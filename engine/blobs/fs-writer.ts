@@ -14,7 +14,7 @@ import { dirname } from 'node:path';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
 import type { BlobStat, BlobWriter, CommitOptions, CommitResult } from './contract.js';
-import { verifyDigest } from './backend-common.js';
+import { appendHashed, verifyDigest } from './backend-common.js';
 import { hashPositional } from './hash-blob.js';
 import type { HashFactory, RunningHash } from './running-hash.js';
 
@@ -154,10 +154,8 @@ export class FsWriter implements BlobWriter {
     }
   }
 
-  async append(bytes: Uint8Array): Promise<void> {
-    const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    const hashed = new Promise<void>((resolve) => this.feedHash(buf, resolve));
-    await Promise.all([this.write([bytes]), hashed]);
+  append(bytes: Uint8Array): Promise<void> {
+    return appendHashed(this, bytes);
   }
 
   async sync(): Promise<void> {

@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
 import type { BlobStat, BlobWriter, CommitOptions, CommitResult } from './contract.js';
-import { verifyDigest } from './backend-common.js';
+import { appendHashed, verifyDigest } from './backend-common.js';
 import type { RunningHash } from './running-hash.js';
 import type { S3BlobBackend } from './s3-backend.js';
 
@@ -95,11 +95,8 @@ export class S3Writer implements BlobWriter {
     }
   }
 
-  async append(bytes: Uint8Array): Promise<void> {
-    this.#check();
-    const hashed = new Promise<void>((resolve) => this.feedHash(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), resolve));
-    await this.write([bytes]);
-    await hashed;
+  append(bytes: Uint8Array): Promise<void> {
+    return appendHashed(this, bytes);
   }
 
   /** The parts in flight are stored; the part being filled stays in memory until it is full. */
