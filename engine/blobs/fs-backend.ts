@@ -96,7 +96,7 @@ function pidAlive(pid: number): boolean {
 }
 
 /** Blob bytes in `<dataDir>/blobs` and `<dataDir>/uploads`. */
-export class FsBlobBackend implements BlobBackend, FsSessionHost {
+export class FsBlobBackend implements BlobBackend {
   readonly kind = 'fs';
   readonly #data: string;
   readonly #uploads: string;
@@ -105,12 +105,19 @@ export class FsBlobBackend implements BlobBackend, FsSessionHost {
   /** Ids of this instance's open writers. */
   readonly #live = new Set<string>();
   readonly newHash: HashFactory;
+  /** What this backend's session writers call back (fs-writer.ts); never handed out. */
+  readonly #host: FsSessionHost;
 
   constructor(dataDir: string, options: FsBackendOptions = {}) {
     this.#data = dataDir;
     this.#uploads = join(dataDir, 'uploads');
     this.#trash = join(dataDir, 'blobs', 'gc-trash');
     this.newHash = options.newHash ?? inlineHash;
+    this.#host = {
+      newHash: this.newHash,
+      publish: (sessionPath, digest, size, reuse) => this.#publish(sessionPath, digest, size, reuse),
+      ended: (id) => this.#live.delete(id),
+    };
   }
 
   /** What a worker thread needs to open the same backend (workers/inspect-image.ts). */
@@ -246,7 +253,7 @@ export class FsBlobBackend implements BlobBackend, FsSessionHost {
     checkSessionId(id);
     if (this.#live.has(id)) throw fail('BLOB_UPLOAD_INVALID', `upload session ${id} already exists`);
     this.#live.add(id);
-    return new FsWriter(this, id, this.#sessionPath(id), false, 0, this.newHash());
+    return new FsWriter(this.#host, id, this.#sessionPath(id), false, 0, this.newHash());
   }
 
   async resume(id: string, size?: number): Promise<BlobWriter | undefined> {
@@ -271,7 +278,7 @@ export class FsBlobBackend implements BlobBackend, FsSessionHost {
       await h.close();
     }
     this.#live.add(id);
-    return new FsWriter(this, id, this.#sessionPath(id), true, stored, lostHash());
+    return new FsWriter(this.#host, id, this.#sessionPath(id), true, stored, lostHash());
   }
 
   async *sessions(): AsyncIterable<SessionInfo> {
@@ -305,9 +312,8 @@ export class FsBlobBackend implements BlobBackend, FsSessionHost {
    * Steps 4–5 of the commit order for a synced, verified session file: reuse a committed copy
    * of the same size when `reuse` agrees (the session file is removed), else rename the session
    * file into place (atomically replacing what is there) and fsync the directory.
-   * @internal used by FsWriter.
    */
-  publish(sessionPath: string, digest: Digest, size: number, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<CommitResult> {
+  #publish(sessionPath: string, digest: Digest, size: number, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<CommitResult> {
     return this.#locks.with(digest, async () => {
       const existing = await this.stat(digest);
       if (existing && existing.size === size && (await reuse(existing))) {
@@ -320,11 +326,6 @@ export class FsBlobBackend implements BlobBackend, FsSessionHost {
       await fsyncDir(dirname(target));
       return { digest, size, created: true };
     });
-  }
-
-  /** @internal the writer of `id` ended. */
-  ended(id: string): void {
-    this.#live.delete(id);
   }
 
   /**
