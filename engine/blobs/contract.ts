@@ -10,8 +10,10 @@
  * - **Content addressing, immutability.** A committed blob is stored under its sha256 digest and
  *   its bytes never change afterwards. A commit never overwrites a committed digest with
  *   different bytes: the bytes are verified against the digest before they become visible
- *   under it, so a second commit of the same digest either finds it present (dedupe: the
- *   session's bytes are dropped, `created: false`) or writes identical bytes.
+ *   under it, so a second commit of the same digest either reuses the present copy (dedupe: the
+ *   session's bytes are dropped, `created: false`) or replaces it atomically with identical,
+ *   verified bytes (`CommitOptions.reuse` answered false, or the present copy has another size
+ *   and so cannot be the digest's).
  * - **Atomic visibility.** A reader sees a committed blob whole or not at all; never a prefix,
  *   never bytes whose digest was not verified. A digest mismatch at commit leaves nothing behind
  *   (neither the blob nor the session) and throws DIGEST_INVALID.
