@@ -25,7 +25,7 @@
  *   caller (GC) must already have removed every record of it. A commit of the same digest that
  *   races the delete is protected by passing the `version` GC saw before removing the record:
  *   the filesystem then deletes only that inode (a replacement committed meanwhile stays; an
- *   interruption is settled by `recover`); S3 compares the ETag just before deleting (a window of
+ *   interruption is settled by `recover`); S3 compares the commit's version just before deleting (a window of
  *   one round trip remains, covered by the grace period of the GC safety argument).
  * - **Upload sessions.** A session holds the bytes of one in-progress upload, identified by an
  *   id chosen by the caller (`[A-Za-z0-9_-]{1,128}`), written through one `BlobWriter` for the
@@ -73,7 +73,8 @@ export interface BlobStat {
   size: number;
   /**
    * Identifies this commit of the blob: a later commit of the same digest that replaced the
-   * bytes has another (filesystem: the inode number; S3: the ETag). For `delete(digest, version)`.
+   * bytes has another, also when they are identical (filesystem: the inode number; S3: a random
+   * id stored with each commit). For `delete(digest, version)`.
    */
   version?: string;
   /** When the bytes were committed (filesystem: mtime; S3: LastModified). */

@@ -26,6 +26,10 @@
  * When the hash state was lost (the hash thread died), the session's bytes are read back and
  * re-hashed before the comparison.
  *
+ * Versions: each commit stores a random `x-amz-meta-slipway-commit` with the object, which
+ * `stat` reports as the blob's version (the ETag of identical bytes would not tell a
+ * replacement from the copy GC saw); objects without it fall back to the ETag.
+ *
  * Immutability: the final key is checked (HeadObject) before it is written (reused when the
  * caller's `reuse` agrees, replaced otherwise) and commits of one digest are serialised within
  * the process; the store's writes of a key are atomic, so a
@@ -40,6 +44,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Readable } from 'node:stream';
+import { randomBytes } from 'node:crypto';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
 import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type SessionInfo } from './contract.js';
@@ -47,6 +52,9 @@ import { checkSessionId, resolveRange, DigestLocks } from './backend-common.js';
 import type { BlobBackendSpec } from './backend-spec.js';
 import { S3Writer } from './s3-writer.js';
 import { inlineHash, type HashFactory } from './running-hash.js';
+
+/** User metadata naming one commit of a blob: its `BlobStat.version`. */
+const COMMIT_META = 'slipway-commit';
 
 /** S3's smallest part (all but the last): 5 MiB. */
 export const MIN_PART_SIZE = 5 * 1024 * 1024;
@@ -136,7 +144,8 @@ export class S3BlobBackend implements BlobBackend {
   async stat(digest: Digest): Promise<BlobStat | undefined> {
     try {
       const r = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest) }));
-      return { digest, size: r.ContentLength ?? 0, ...(r.ETag ? { version: r.ETag } : {}), ...(r.LastModified ? { modifiedAt: r.LastModified } : {}) };
+      const version = r.Metadata?.[COMMIT_META] ?? r.ETag;
+      return { digest, size: r.ContentLength ?? 0, ...(version ? { version } : {}), ...(r.LastModified ? { modifiedAt: r.LastModified } : {}) };
     } catch (e) {
       if (isNotFound(e)) return undefined;
       throw e;
@@ -284,16 +293,19 @@ export class S3BlobBackend implements BlobBackend {
       const existing = await this.stat(digest);
       if (existing && existing.size === size && (await reuse(existing))) return false;
       const Key = this.keyOf(digest);
+      // Each commit's own version (the ETag of identical bytes is the same), so that GC's
+      // delete of the copy it saw never takes a replacement committed since.
+      const Metadata = { [COMMIT_META]: randomBytes(12).toString('hex') };
       if (small) {
-        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: small, ContentLength: size }));
+        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: small, ContentLength: size, Metadata }));
         return true;
       }
       const CopySource = `${this.bucket}/${encodeURI(sessionKey)}`;
       if (size <= MAX_COPY_OBJECT) {
-        await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key, CopySource }));
+        await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key, CopySource, MetadataDirective: 'REPLACE', Metadata }));
         return true;
       }
-      const { UploadId } = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key }));
+      const { UploadId } = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key, Metadata }));
       try {
         const Parts: CompletedPart[] = [];
         for (let start = 0, n = 1; start < size; start += COPY_PART, n++) {
