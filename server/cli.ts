@@ -13,6 +13,7 @@
 import { parseArgs } from 'node:util';
 import { FLAGS, loadConfig, type Config } from './config.js';
 import { startServer } from './main.js';
+import { openBlobStore } from './blob-store.js';
 import { openStore } from '../engine/store.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
@@ -109,13 +110,15 @@ async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promi
  * safe against a running server's pushes; engine/registry/gc.ts). Prints what it deleted.
  */
 async function collectGarbage(config: Config, dryRun: boolean, json: boolean): Promise<void> {
+  const blobs = await openBlobStore(config.blobStore, () => new FileBlobStore(config.dataDir));
   const store = await openStore(config.dataDir);
   let report: GcReport;
   try {
-    const gc = new GarbageCollector(store.metadata, new FileBlobStore(config.dataDir), systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
+    const gc = new GarbageCollector(store.metadata, blobs.backend, systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
     report = await gc.run({ dryRun });
   } finally {
     await store.close();
+    blobs.close();
   }
   if (json) return console.log(JSON.stringify(report));
   const verb = dryRun ? 'Would delete' : 'Deleted';

@@ -46,6 +46,7 @@ import { observe, type Observers } from './ops/observe.js';
 import { RequestTracker } from './ops/drain.js';
 import { probeReadiness } from './ops/readiness.js';
 import { startAdmin } from './ops/admin.js';
+import { openBlobStore, type OpenedBlobStore } from './blob-store.js';
 
 /** The four hosts, each on its own listener. */
 type HostName = 'registry' | 'api' | 'auth' | 'upload';
@@ -99,10 +100,20 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   secureDataDir(config.dataDir);
   const keys = ServerKeys.loadOrCreate(config.dataDir, config.keyFile);
   const store = await openStore(config.dataDir);
+  // The bytes (SLIPWAY_BLOB_STORE): the data directory, or an S3 bucket probed now (bad or
+  // unreachable settings stop the start naming the setting). On the filesystem, dedupe by
+  // record, not by file: safe against online GC (engine/registry/gc.ts).
+  let blobStore: OpenedBlobStore;
+  try {
+    blobStore = await openBlobStore(config.blobStore, () => new GcSafeBlobStore(config.dataDir, store), () => hashThread.create());
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+  const blobs = blobStore.backend;
   const pool = new WorkerPool();
-  // Dedupe by record, not by file: safe against online GC (engine/registry/gc.ts).
-  const blobs = new GcSafeBlobStore(config.dataDir, store);
   const hashThread = new HashThread();
+  if (!(blobs instanceof GcSafeBlobStore)) throw new Error('SLIPWAY_BLOB_STORE=s3: the upload path does not take the blob contract yet');
   const uploads = new Uploads(store, blobs, clock, (p) => pool.hashFile(p), config.dataDir, {
     staleAfterMs: config.uploadTtlSeconds * 1000,
     newHash: hashThread.create,
@@ -140,7 +151,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const obs: Observers = { metrics, log, accessLogLevel: config.accessLogLevel, tracker };
 
   const urls = { registry: '', api: '', auth: '', upload: '', admin: '' };
-  const rctx: RegistryContext = { store, clock, registry, uploads, blobs, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
+  const rctx: RegistryContext = { store, clock, registry, uploads, blobs, blobRedirectSeconds: blobStore.redirectExpirySeconds, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
     receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 }, shutdown: tracker };
   const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl: webUrlOf(config.appUrlTemplate, config.apiUrl ?? 'http://localhost') };
   const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000 };
@@ -191,7 +202,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   authCtx.secureCookies = urls.auth.startsWith('https:');
   const admin = await startAdmin(config.adminHost, config.adminPort, metrics, () => probeReadiness({
     store, dataDir: config.dataDir, minFreeBytes: config.minFreeDiskMb * 1024 * 1024,
-    hashFile: (p) => pool.hashFile(p), newHash: hashThread.create, tracker,
+    hashFile: (p) => pool.hashFile(p), newHash: hashThread.create, tracker, blobStore: blobStore.check,
   }));
   urls.admin = base(admin.port, false, config.adminHost);
 
@@ -208,7 +219,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     gcRun ??= gc.run().catch((e) => log.error({ err: e }, 'garbage collection failed')).finally(() => { gcRun = undefined; });
   }, config.gcIntervalSeconds * 1000) : undefined;
   gcTimer?.unref();
-  log.info({ urls, dataDir: config.dataDir }, 'slipway started');
+  log.info({ urls, dataDir: config.dataDir, blobStore: blobs.kind }, 'slipway started');
 
   const stopListening = (names: HostName[]) => {
     for (const name of names) listeners[name]?.stopAccepting();
@@ -229,6 +240,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     admin.server.closeAllConnections();
     await pool.close();
     await hashThread.close();
+    blobStore.close();
     await store.close();
   })());
   return {
