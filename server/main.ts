@@ -47,6 +47,7 @@ import { RequestTracker } from './ops/drain.js';
 import { probeReadiness } from './ops/readiness.js';
 import { startAdmin } from './ops/admin.js';
 import { openBlobStore, type OpenedBlobStore } from './blob-store.js';
+import type { BlobBackend } from '../engine/blobs/contract.js';
 
 /** The four hosts, each on its own listener. */
 type HostName = 'registry' | 'api' | 'auth' | 'upload';
@@ -77,6 +78,8 @@ export interface RunningServer {
   accounts: Accounts;
   apps: Apps;
   oauth: OAuth;
+  /** The blob bytes (SLIPWAY_BLOB_STORE: the filesystem or S3 backend). */
+  blobs: BlobBackend;
   /** The operator account created by this start, with its one-time secrets; null otherwise. */
   bootstrap: CreatedAccount | null;
   /** Runs the upload reaper now (it also runs every SLIPWAY_UPLOAD_REAP_INTERVAL); resolves with the sessions removed. */
@@ -244,7 +247,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await store.close();
   })());
   return {
-    config, urls, store, accounts, apps, oauth, bootstrap,
+    config, urls, store, accounts, apps, oauth, blobs, bootstrap,
     reapUploads: () => uploads.reap(),
     async drain() {
       tracker.draining = true;
