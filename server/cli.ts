@@ -20,13 +20,12 @@ import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
 import { systemClock } from '../engine/clock.js';
 import { isSlipwayError } from '../engine/errors.js';
-import { FileBlobStore } from '../engine/blobs/cas.js';
+import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
 import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
 import { releaseRetention } from '../engine/platform/retention.js';
 import { backup, restore, type BackupReport } from './ops/backup.js';
 import { resolve } from 'node:path';
 import { fsck } from './ops/fsck.js';
-import { WorkerPool } from '../workers/pool.js';
 
 const USAGE = `usage:
   slipway serve [--data DIR] [--host ADDR] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N]
@@ -110,7 +109,7 @@ async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promi
  * safe against a running server's pushes; engine/registry/gc.ts). Prints what it deleted.
  */
 async function collectGarbage(config: Config, dryRun: boolean, json: boolean): Promise<void> {
-  const blobs = await openBlobStore(config.blobStore, () => new FileBlobStore(config.dataDir));
+  const blobs = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir));
   const store = await openStore(config.dataDir);
   let report: GcReport;
   try {
@@ -145,10 +144,9 @@ function printBackup(verb: string, r: BackupReport, dir: string, json: boolean):
  */
 async function checkStore(config: Config, full: boolean, repair: boolean, json: boolean): Promise<number> {
   const store = await openStore(config.dataDir);
-  const pool = new WorkerPool();
   try {
-    const report = await fsck(store, config.dataDir, systemClock, {
-      full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000, orphanGraceMs: config.gcGraceSeconds * 1000, hashFile: (p) => pool.hashFile(p),
+    const report = await fsck(store, new FsBlobBackend(config.dataDir), systemClock, {
+      full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000, orphanGraceMs: config.gcGraceSeconds * 1000,
     });
     const left = report.problems.filter((p) => !p.repaired).length;
     if (json) console.log(JSON.stringify(report));
@@ -159,7 +157,6 @@ async function checkStore(config: Config, full: boolean, repair: boolean, json: 
     }
     return left > 0 ? 1 : 0;
   } finally {
-    await pool.close();
     await store.close();
   }
 }

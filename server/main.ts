@@ -11,7 +11,9 @@ import { createLogger, type Logger } from './log.js';
 import { systemClock, type Clock } from '../engine/clock.js';
 import { openStore, type Store } from '../engine/store.js';
 import { ServerKeys } from '../engine/identity/keys.js';
-import { GarbageCollector, GcSafeBlobStore } from '../engine/registry/gc.js';
+import { GarbageCollector } from '../engine/registry/gc.js';
+import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
+import type { S3BlobBackend } from '../engine/blobs/s3-backend.js';
 import { blobHasher } from '../engine/blobs/hash-blob.js';
 import { EVENT_KINDS, subscribeEvent } from '../engine/events.js';
 import { Uploads } from '../engine/blobs/uploads.js';
@@ -104,11 +106,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const keys = ServerKeys.loadOrCreate(config.dataDir, config.keyFile);
   const store = await openStore(config.dataDir);
   // The bytes (SLIPWAY_BLOB_STORE): the data directory, or an S3 bucket probed now (bad or
-  // unreachable settings stop the start naming the setting). On the filesystem, dedupe by
-  // record, not by file: safe against online GC (engine/registry/gc.ts).
-  let blobStore: OpenedBlobStore;
+  // unreachable settings stop the start naming the setting). Sessions hash on the hash thread.
+  // Uploads dedupe by record, not by bytes: safe against online GC (engine/registry/gc.ts).
+  let blobStore: OpenedBlobStore<FsBlobBackend | S3BlobBackend>;
   try {
-    blobStore = await openBlobStore(config.blobStore, () => new GcSafeBlobStore(config.dataDir, store), () => hashThread.create());
+    blobStore = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir, { newHash: () => hashThread.create() }), () => hashThread.create());
   } catch (e) {
     await store.close();
     throw e;
@@ -116,10 +118,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const blobs = blobStore.backend;
   const pool = new WorkerPool();
   const hashThread = new HashThread();
-  if (!(blobs instanceof GcSafeBlobStore)) throw new Error('SLIPWAY_BLOB_STORE=s3: the upload path does not take the blob contract yet');
-  const uploads = new Uploads(store, blobs, clock, (p) => pool.hashFile(p), config.dataDir, {
+  const uploads = new Uploads(store, blobs, clock, {
     staleAfterMs: config.uploadTtlSeconds * 1000,
-    newHash: hashThread.create,
     maxSessionsPerAccount: config.uploadSessionsPerAccount,
     memory: new UploadMemory(config.uploadMemoryMiB * 1024 * 1024),
   });
@@ -132,7 +132,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       (r) => log.info({ checked: r.checked, quarantined: r.quarantined }, 'blobs of an older build verified'),
       (e) => log.error({ err: e }, 'verifying blobs of an older build failed'));
   }
-  const registry = new Registry(store.metadata, blobs, clock, (r) => pool.inspectImage(r));
+  // The worker opens its own instance of the backend (S3: the same settings, credentials from the SDK chain).
+  const blobSpec = blobs.spec;
+  if (!blobSpec) throw new Error('the blob backend cannot be opened by a worker thread (built on a client instance)');
+  const registry = new Registry(store.metadata, blobs, clock, (r) => pool.inspectImage(blobSpec, r));
   const gc = new GarbageCollector(store.metadata, blobs, clock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
   registry.touchEveryMs = Math.min(5 * 60_000, gc.options.graceMs / 4);
   await gc.recoverTrash();
@@ -149,7 +152,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const rateLimiter = new RateLimiter(clock, config.rateLimitPool, config.rateLimitPerMinute);
   const views = new Views();
   const tracker = new RequestTracker();
-  const metrics = new Metrics(store, pool);
+  const metrics = new Metrics(store, pool, uploads);
   pool.onTask = (name, seconds) => metrics.workerTaskDuration.observe({ task: name }, seconds);
   const obs: Observers = { metrics, log, accessLogLevel: config.accessLogLevel, tracker };
 

@@ -113,8 +113,3 @@ export function scanUploadSessions(reader: MetadataReader): AsyncGenerator<{ key
 export function uploadSession(reader: MetadataReader, id: string): Promise<UploadRecord | undefined> {
   return reader.get(uploads, id);
 }
-
-/** How many upload sessions are open (one range read; sessions are bounded per account). */
-export async function uploadSessionCount(reader: MetadataReader): Promise<number> {
-  return (await reader.range(uploads)).length;
-}

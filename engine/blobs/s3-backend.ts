@@ -11,6 +11,9 @@
  * stream per upload, while a session receives its bytes over many requests and must be
  * committed or aborted explicitly.
  *
+ * Session writers live across PATCHes (`suspend` keeps the multipart state and part buffer in
+ * memory); bytes come through `append` or `write` with the hash fed beside (`feedHash`).
+ *
  * Commit: the running digest is compared with the client's before anything becomes visible
  * under `blobs/` (a mismatch aborts the multipart upload). A session smaller than one part
  * never started a multipart upload: its bytes are PUT directly under the final key. A larger
@@ -20,8 +23,12 @@
  * is known once the last byte arrived, and S3 has no rename); RGW's copy within a bucket shares
  * the data instead of rewriting it. The completed object's size is checked before the copy.
  *
- * Immutability: the final key is checked (HeadObject) before it is written and commits of one
- * digest are serialised within the process; the store's writes of a key are atomic, so a
+ * When the hash state was lost (the hash thread died), the session's bytes are read back and
+ * re-hashed before the comparison.
+ *
+ * Immutability: the final key is checked (HeadObject) before it is written (reused when the
+ * caller's `reuse` agrees, replaced otherwise) and commits of one digest are serialised within
+ * the process; the store's writes of a key are atomic, so a
  * concurrent commit of the same digest on another node can at worst rewrite identical,
  * verified bytes. RGW 16 needs `forcePathStyle`, and checksums `WHEN_REQUIRED` (it has no
  * aws-chunked trailers): see `s3ClientConfig`.
@@ -33,10 +40,12 @@ import {
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Readable } from 'node:stream';
+import { createHash } from 'node:crypto';
 import { fail, isSlipwayError } from '../errors.js';
 import type { Digest } from '../digest.js';
-import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type CommitResult, type SessionInfo } from './contract.js';
-import { checkSessionId, hashBytes, resolveRange, verifyDigest, DigestLocks } from './backend-common.js';
+import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type CommitOptions, type CommitResult, type SessionInfo } from './contract.js';
+import { checkSessionId, resolveRange, verifyDigest, DigestLocks } from './backend-common.js';
+import type { BlobBackendSpec } from './backend-spec.js';
 import { inlineHash, type HashFactory, type RunningHash } from './running-hash.js';
 
 /** S3's smallest part (all but the last): 5 MiB. */
@@ -114,6 +123,8 @@ export class S3BlobBackend implements BlobBackend {
   readonly #newHash: HashFactory;
   readonly #locks = new DigestLocks();
   readonly #live = new Set<string>();
+  /** What a worker thread needs to open the same backend; undefined when built on a client instance. */
+  readonly spec: BlobBackendSpec | undefined;
 
   /** @throws Error naming the option when `partSize`, `uploadConcurrency` or `prefix` is invalid. */
   constructor(opts: S3BackendOptions) {
@@ -137,6 +148,9 @@ export class S3BlobBackend implements BlobBackend {
     if (!Number.isSafeInteger(this.partSize) || this.partSize < MIN_PART_SIZE) throw new Error(`partSize must be an integer ≥ ${MIN_PART_SIZE} bytes, got ${opts.partSize}`);
     if (!Number.isSafeInteger(this.uploadConcurrency) || this.uploadConcurrency < 1) throw new Error(`uploadConcurrency must be ≥ 1, got ${opts.uploadConcurrency}`);
     if (this.prefix !== '' && !this.prefix.endsWith('/')) throw new Error(`prefix must be empty or end with "/", got "${this.prefix}"`);
+    this.spec = opts.client instanceof S3Client ? undefined : {
+      kind: 's3', client: opts.client, bucket: this.bucket, prefix: this.prefix, partSize: this.partSize, uploadConcurrency: this.uploadConcurrency,
+    };
   }
 
   /** Full key of a committed blob. */
@@ -253,7 +267,7 @@ export class S3BlobBackend implements BlobBackend {
   }
 
   /** Never: the hash state and the unflushed part lived only in the crashed process. */
-  async resume(id: string): Promise<BlobWriter | undefined> {
+  async resume(id: string, _size?: number): Promise<BlobWriter | undefined> {
     checkSessionId(id);
     return undefined;
   }
@@ -321,12 +335,14 @@ export class S3BlobBackend implements BlobBackend {
 
   /**
    * Makes verified bytes visible under `digest`: `small` bytes are PUT directly; otherwise the
-   * completed session object is copied. Returns false when the digest already existed.
+   * completed session object is copied. Returns false when a committed copy of the same size
+   * was reused (`reuse` agreed).
    * @internal used by S3Writer.commit, inside the digest lock.
    */
-  publish(digest: Digest, size: number, small: Buffer | undefined, sessionKey: string): Promise<boolean> {
+  publish(digest: Digest, size: number, small: Buffer | undefined, sessionKey: string, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<boolean> {
     return this.#locks.with(digest, async () => {
-      if (await this.stat(digest)) return false;
+      const existing = await this.stat(digest);
+      if (existing && existing.size === size && (await reuse(existing))) return false;
       const Key = this.keyOf(digest);
       if (small) {
         await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: small, ContentLength: size }));
@@ -357,9 +373,12 @@ export class S3BlobBackend implements BlobBackend {
   }
 }
 
+const reuseAlways = () => true;
+
 /** One session: a part buffer, the running hash, the multipart upload once the first part is full. */
 class S3Writer implements BlobWriter {
   size = 0;
+  #hashed = 0;
   #buf: Buffer | undefined;
   #fill = 0;
   #uploadId: Promise<string> | undefined;
@@ -404,54 +423,84 @@ class S3Writer implements BlobWriter {
     this.#inflight.add(tracked);
   }
 
-  async append(bytes: Uint8Array): Promise<void> {
+  feedHash(bytes: Buffer, done: () => void): void {
     this.#check();
-    const hashed = hashBytes(this.hash, bytes);
+    this.#hashed += bytes.length;
+    this.hash.update(bytes, done);
+  }
+
+  async write(chunks: readonly Uint8Array[]): Promise<void> {
+    this.#check();
     const partSize = this.backend.partSize;
-    let at = 0;
-    while (at < bytes.byteLength) {
-      this.#buf ??= Buffer.allocUnsafe(partSize);
-      const n = Math.min(partSize - this.#fill, bytes.byteLength - at);
-      this.#buf.set(bytes.subarray(at, at + n), this.#fill);
-      this.#fill += n;
-      at += n;
-      if (this.#fill === partSize) {
-        this.#flush();
-        while (this.#inflight.size >= this.backend.uploadConcurrency) await Promise.race(this.#inflight);
-        this.#check();
+    for (const bytes of chunks) {
+      let at = 0;
+      while (at < bytes.byteLength) {
+        this.#buf ??= Buffer.allocUnsafe(partSize);
+        const n = Math.min(partSize - this.#fill, bytes.byteLength - at);
+        this.#buf.set(bytes.subarray(at, at + n), this.#fill);
+        this.#fill += n;
+        at += n;
+        this.size += n;
+        if (this.#fill === partSize) {
+          this.#flush();
+          while (this.#inflight.size >= this.backend.uploadConcurrency) await Promise.race(this.#inflight);
+          this.#check();
+        }
       }
     }
-    this.size += bytes.byteLength;
+  }
+
+  async append(bytes: Uint8Array): Promise<void> {
+    this.#check();
+    const hashed = new Promise<void>((resolve) => this.feedHash(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), resolve));
+    await this.write([bytes]);
     await hashed;
   }
 
-  async commit(expected: Digest): Promise<CommitResult> {
+  /** The parts in flight are stored; the part being filled stays in memory until it is full. */
+  async sync(): Promise<void> {
+    while (this.#inflight.size) await Promise.race(this.#inflight);
+    if (this.#error) throw this.#error;
+  }
+
+  /** Nothing to release: the multipart state and the part buffer stay in memory. */
+  suspend(): void {}
+
+  async commit(expected: Digest, options: CommitOptions = {}): Promise<CommitResult> {
     this.#check();
     this.#closed = true;
     try {
-      const actual = `sha256:${await this.hash.digest()}` as Digest;
-      verifyDigest(expected, actual);
+      const reuse = options.reuse ?? reuseAlways;
+      const hex = this.#hashed === this.size ? await this.hash.digest() : (this.hash.discard(), null);
       let created: boolean;
       if (this.#uploadId === undefined) {
         const small = this.#buf ? this.#buf.subarray(0, this.#fill) : Buffer.alloc(0);
-        created = await this.backend.publish(actual, this.size, small, this.#key);
+        const actual = hex !== null ? (`sha256:${hex}` as Digest) : sha256Of(small);
+        verifyDigest(expected, actual);
+        created = await this.backend.publish(actual, this.size, small, this.#key, reuse);
       } else {
+        if (hex !== null) verifyDigest(expected, `sha256:${hex}` as Digest);
         if (this.#fill > 0) this.#flush();
         while (this.#inflight.size) await Promise.race(this.#inflight);
         if (this.#error) throw this.#error;
-        created = await this.#completeAndPublish(actual);
+        created = await this.#completeAndPublish(expected, hex === null, reuse);
       }
       this.release();
-      return { digest: actual, size: this.size, created };
+      return { digest: expected, size: this.size, created };
     } catch (e) {
       await this.#discard();
       throw e;
     }
   }
 
-  async #completeAndPublish(digest: Digest): Promise<boolean> {
+  /**
+   * Completes the multipart upload under the session key, checks its size (and, when the hash
+   * state was lost, its sha256 read back), then publishes it under the digest.
+   */
+  async #completeAndPublish(digest: Digest, rehash: boolean, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<boolean> {
     const { client, bucket } = this.backend;
-    if (await this.backend.stat(digest)) {
+    const existing = rehash ? undefined : await this.backend.stat(digest);
+    if (existing && existing.size === this.size && (await reuse(existing))) {
       await this.#discard(); // dedupe: no need to complete
       return false;
     }
@@ -462,9 +511,15 @@ class S3Writer implements BlobWriter {
     this.#uploadId = undefined;
     const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: this.#key }));
     if (head.ContentLength !== this.size) {
-      throw new Error(`upload session ${this.id}: the store holds ${head.ContentLength} bytes, ${this.size} were sent`);
+      throw fail('BLOB_UPLOAD_INVALID', `upload session ${this.id}: the store holds ${head.ContentLength} bytes, ${this.size} were sent`);
     }
-    const created = await this.backend.publish(digest, this.size, undefined, this.#key);
+    if (rehash) {
+      const r = await client.send(new GetObjectCommand({ Bucket: bucket, Key: this.#key }));
+      const h = createHash('sha256');
+      for await (const chunk of r.Body as Readable) h.update(chunk as Buffer);
+      verifyDigest(digest, `sha256:${h.digest('hex')}` as Digest);
+    }
+    const created = await this.backend.publish(digest, this.size, undefined, this.#key, reuse);
     await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: this.#key }));
     return created;
   }
@@ -489,4 +544,8 @@ class S3Writer implements BlobWriter {
   async abort(): Promise<void> {
     await this.#discard();
   }
+}
+
+function sha256Of(bytes: Buffer): Digest {
+  return `sha256:${createHash('sha256').update(bytes).digest('hex')}` as Digest;
 }

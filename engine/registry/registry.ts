@@ -1,6 +1,6 @@
 /**
  * Manifests, tags, repositories and the image-id index (distribution spec "Pulling manifests",
- * "Pushing manifests", "Content discovery", "Deleting"). Blob bytes are the BlobStore's and blob
+ * "Pushing manifests", "Content discovery", "Deleting"). Blob bytes are the blob backend's and blob
  * records the blobs domain's (engine/blobs/refs.ts); this service keeps the registry's records
  * over the metadata contract (engine/storage/metadata.ts), each change in one transaction. Reads
  * that serve pulls (manifest GET/HEAD, blob HEAD) run outside transactions, one `get` per record.
@@ -17,7 +17,7 @@ import { fail } from '../errors.js';
 import { key, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
 import { scanKeyspace } from '../storage/scan.js';
 import type { Clock } from '../clock.js';
-import type { BlobStore } from '../blobs/cas.js';
+import type { BlobBackend } from '../blobs/contract.js';
 import type { BlobRecord, LayerScan } from '../blobs/records.js';
 import { addBlobRefsInTransaction, blobRecord, putLayerScansInTransaction, touchBlobInTransaction } from '../blobs/refs.js';
 import { parseManifest } from './manifest-parse.js';
@@ -34,11 +34,14 @@ import { checkIdentifier } from '../identifiers.js';
 /** Largest manifest accepted (bytes); the OCI spec asks registries to take at least 4 MiB. */
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 
-/** Work sent to the worker pool at manifest PUT. Paths, not bytes, cross the thread boundary. */
+/**
+ * Work sent to the worker pool at manifest PUT: digests only; the worker reads the bytes
+ * through its own instance of the blob backend (workers/inspect-image.ts).
+ */
 export interface InspectRequest {
-  configPath: string;
+  config: Digest;
   /** Layers not inspected before (their scan is cached on the blob record afterwards). */
-  layers: Array<{ digest: string; path: string }>;
+  layers: Digest[];
 }
 export interface InspectResult {
   config: ConfigSummary;
@@ -67,7 +70,7 @@ export class Registry {
 
   constructor(
     readonly metadata: MetadataStore,
-    readonly blobs: BlobStore,
+    readonly blobs: BlobBackend,
     readonly clock: Clock,
     readonly inspect: ImageInspector,
   ) {}
@@ -295,10 +298,7 @@ export class Registry {
       if (scan) known.set(d, scan);
     }
     const pending = [...new Set(layers)].filter((d) => !known.has(d));
-    const result = await this.inspect({
-      configPath: this.blobs.pathOf(configDigest),
-      layers: pending.map((d) => ({ digest: d, path: this.blobs.pathOf(d) })),
-    });
+    const result = await this.inspect({ config: configDigest, layers: pending });
     checkPlatform(result.config);
     const fresh = new Map<Digest, LayerScan>();
     for (const d of pending) if (result.scans[d]) fresh.set(d, result.scans[d]!);
