@@ -143,9 +143,10 @@ function printBackup(verb: string, r: BackupReport, dir: string, json: boolean):
  * Safe while the server runs (LMDB is multi-process; repairs are the GC's and the reaper's).
  */
 async function checkStore(config: Config, full: boolean, repair: boolean, json: boolean): Promise<number> {
+  const blobs = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir));
   const store = await openStore(config.dataDir);
   try {
-    const report = await fsck(store, new FsBlobBackend(config.dataDir), systemClock, {
+    const report = await fsck(store, blobs.backend, systemClock, {
       full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000, orphanGraceMs: config.gcGraceSeconds * 1000,
     });
     const left = report.problems.filter((p) => !p.repaired).length;
@@ -158,6 +159,7 @@ async function checkStore(config: Config, full: boolean, repair: boolean, json: 
     return left > 0 ? 1 : 0;
   } finally {
     await store.close();
+    blobs.close();
   }
 }
 

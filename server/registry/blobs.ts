@@ -4,7 +4,8 @@ import type { RegistryContext } from './context.js';
 import type { Admission } from './admission.js';
 import type { RouteParams } from './routes.js';
 import { parseDigest, type Digest } from '../../engine/digest.js';
-import { fail } from '../../engine/errors.js';
+import { fail, isSlipwayError } from '../../engine/errors.js';
+import type { BlobReader } from '../../engine/blobs/contract.js';
 import { API_VERSION_HEADER } from './context.js';
 import { quarantineBlob, sizeCheck, type BlobCheck } from '../../engine/blobs/quarantine.js';
 import type { BlobRecord } from '../../engine/blobs/records.js';
@@ -48,7 +49,15 @@ export async function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Adm
   const range = parseRange(ex.header('range'), blob.size);
   if (range) headers['content-range'] = `bytes ${range.start}-${range.start + range.length - 1}/${blob.size}`;
   // A blob GC deletes meanwhile is still read through the open reader (contract.ts BlobReader).
-  const reader = await ctx.blobs.open(digest);
+  let reader: BlobReader;
+  try {
+    reader = await ctx.blobs.open(digest);
+  } catch (e) {
+    // Recorded but absent from a remote store: quarantined, so HEADs (answered from the record)
+    // stop claiming it and clients push it again.
+    if (remote && isSlipwayError(e) && e.code === 'BLOB_UNKNOWN') await refuseUnlessOk(ctx, digest, blob, { ok: false, reason: 'object missing from the store' });
+    throw e;
+  }
   if (remote && reader.size !== blob.size) {
     await reader.close();
     await refuseUnlessOk(ctx, digest, blob, { ok: false, reason: `the store holds ${reader.size} bytes, record says ${blob.size}` });

@@ -116,6 +116,19 @@ t.test('the registry on S3 (Ceph RGW)', { skip }, async (t) => {
     }
   });
 
+  t.test('a recorded blob whose object vanished: the GET quarantines it, HEAD stops claiming it', async (t) => {
+    const bytes = randomBytes(10_000);
+    const d = sha256(bytes) as Digest;
+    t.equal((await pushBlob(me, 'myapp/web', bytes)).status, 201);
+    t.ok(await bytesAt.delete(d), 'object deleted behind the registry\'s back');
+    t.equal((await http('HEAD', `${reg}/v2/myapp/web/blobs/${d}`, { headers: me.auth })).status, 200, 'HEAD answers from the record');
+    const get = await http('GET', `${reg}/v2/myapp/web/blobs/${d}`, { headers: me.auth });
+    t.equal(errCode(get), 'BLOB_UNKNOWN');
+    t.equal((await http('HEAD', `${reg}/v2/myapp/web/blobs/${d}`, { headers: me.auth })).status, 404, 'quarantined: clients push it again');
+    t.equal((await pushBlob(me, 'myapp/web', bytes)).status, 201, 'a new push heals it');
+    t.ok((await http('GET', `${reg}/v2/myapp/web/blobs/${d}`, { headers: me.auth })).bytes.equals(bytes));
+  });
+
   t.test('the store stopped mid-traffic: 503 and readiness false, then recovery', async (t) => {
     const bytes = randomBytes(200_000);
     const d = sha256(bytes);
