@@ -41,7 +41,8 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Readable } from 'node:stream';
 import { createHash } from 'node:crypto';
-import { fail, isSlipwayError } from '../errors.js';
+import { fail } from '../errors.js';
+import { sequentialReader, translateUnavailability } from './s3-read.js';
 import type { Digest } from '../digest.js';
 import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type CommitOptions, type CommitResult, type SessionInfo } from './contract.js';
 import { checkSessionId, resolveRange, verifyDigest, DigestLocks } from './backend-common.js';
@@ -88,25 +89,6 @@ function status(e: unknown): number | undefined {
   return (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 }
 
-const NETWORK_CODES = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|ECONNABORTED)$/;
-
-/**
- * The store's unavailability as the engine's UNAVAILABLE (503 with Retry-After at the hosts): no
- * answer (refused, reset, timed out after the client's `requestTimeout`) or a 5xx / 503 SlowDown.
- * Any other error (a 404, a 403, a bug) is returned unchanged.
- */
-export function storeUnavailable(e: unknown): unknown {
-  if (isSlipwayError(e)) return e;
-  const err = e as { name?: string; code?: string; message?: string; $metadata?: { httpStatusCode?: number } };
-  const st = err.$metadata?.httpStatusCode;
-  const noAnswer = (err.$metadata !== undefined && st === undefined) || NETWORK_CODES.test(err.code ?? '') || /Timeout|Abort/i.test(err.name ?? '');
-  if (!noAnswer && !(st !== undefined && st >= 500)) return e;
-  return fail('UNAVAILABLE', `the blob store (S3) is unavailable: ${err.name ?? 'Error'}${err.code ? ` ${err.code}` : ''}${st ? ` HTTP ${st}` : ''}: ${err.message ?? String(e)}`, { retryAfter: 5 });
-}
-
-/** Clients whose middleware stack already translates unavailability. */
-const unavailableTranslated = new WeakSet<S3Client>();
-
 function isNotFound(e: unknown): boolean {
   const name = (e as { name?: string }).name;
   return status(e) === 404 || name === 'NoSuchKey' || name === 'NotFound' || name === 'NoSuchUpload';
@@ -129,17 +111,7 @@ export class S3BlobBackend implements BlobBackend {
   /** @throws Error naming the option when `partSize`, `uploadConcurrency` or `prefix` is invalid. */
   constructor(opts: S3BackendOptions) {
     this.client = opts.client instanceof S3Client ? opts.client : new S3Client(s3ClientConfig(opts.client));
-    // Outermost (after the SDK's retries): the store's unavailability becomes UNAVAILABLE (503).
-    if (!unavailableTranslated.has(this.client)) {
-      unavailableTranslated.add(this.client);
-      this.client.middlewareStack.add((next) => async (args) => {
-        try {
-          return await next(args);
-        } catch (e) {
-          throw storeUnavailable(e);
-        }
-      }, { step: 'initialize', priority: 'high', name: 'slipwayStoreUnavailable' });
-    }
+    translateUnavailability(this.client);
     this.bucket = opts.bucket;
     this.prefix = opts.prefix ?? '';
     this.partSize = opts.partSize ?? 8 * 1024 * 1024;
@@ -186,57 +158,11 @@ export class S3BlobBackend implements BlobBackend {
     }
   }
 
-  /**
-   * One HEAD for the size, then one streaming GET from the first position read to the end of the
-   * blob, consumed as sequential reads ask for bytes (the pull path reads in order); a read at
-   * another position drops that stream and starts a ranged GET there. `close` drops the stream.
-   */
+  /** One HEAD for the size, then a sequential streaming reader (s3-read.ts). */
   async open(digest: Digest): Promise<BlobReader> {
     const st = await this.stat(digest);
     if (!st) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
-    let body: Readable | undefined;
-    let chunks: AsyncIterator<Buffer> | undefined;
-    let left: Buffer | undefined;
-    let at = -1;
-    const drop = () => {
-      body?.destroy();
-      body = chunks = left = undefined;
-      at = -1;
-    };
-    return {
-      digest,
-      size: st.size,
-      read: async (into, position) => {
-        const length = Math.min(into.byteLength, st.size - position);
-        if (length <= 0) return 0;
-        if (position !== at) {
-          drop();
-          body = await this.read(digest, { offset: position });
-          chunks = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-          at = position;
-        }
-        let done = 0;
-        try {
-          while (done < length) {
-            if (!left || left.length === 0) {
-              const r = await chunks!.next();
-              if (r.done) break;
-              left = r.value;
-            }
-            const n = Math.min(left.length, length - done);
-            into.set(left.subarray(0, n), done);
-            left = left.subarray(n);
-            done += n;
-          }
-        } catch (e) {
-          drop();
-          throw storeUnavailable(e);
-        }
-        at = position + done;
-        return done;
-      },
-      close: async () => drop(),
-    };
+    return sequentialReader(digest, st.size, (offset) => this.read(digest, { offset }));
   }
 
   async delete(digest: Digest, ifVersion?: string): Promise<boolean> {
