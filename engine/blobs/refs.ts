@@ -55,7 +55,7 @@ export async function putLayerScansInTransaction(tx: MetadataTransaction, scans:
 /**
  * Records `size` verified bytes of `digest`, committed at `now` (ms): creates the record with no
  * references, or heals one that is quarantined or of another size (verified bytes replaced its
- * file, registry/gc.ts `GcSafeBlobStore.adopt`), keeping its references; an intact record is left
+ * bytes, the `reuse` rule of blobs/uploads.ts and registry/gc.ts), keeping its references; an intact record is left
  * as is. Inside the caller's transaction (an upload's commit, blobs/uploads.ts).
  */
 export async function recordVerifiedBlobInTransaction(tx: MetadataTransaction, digest: Digest, size: number, now: number): Promise<void> {

@@ -28,44 +28,12 @@ import { SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
 import type { BlobBackend, BlobWriter } from './contract.js';
 import type { UploadRecord } from './records.js';
+import { newLive, SessionBook, type Lease, type LiveState } from './session-book.js';
+
+export type { Lease } from './session-book.js';
 import { linkBlobInTransaction } from '../registry/links.js';
 import { uploads as uploadRecords } from './keyspaces.js';
 import { blobRecord, recordVerifiedBlobInTransaction } from './refs.js';
-
-/**
- * Exclusive use of one session by one operation (a PATCH, a PUT from its body to its commit, a
- * DELETE, the reaper). Taken with `Uploads.claim`, given back with `Uploads.release`.
- */
-export interface Lease {
-  readonly id: string;
-  /** What holds it, for the message a concurrent request gets ("PATCH", "PUT", ...). */
-  readonly op: string;
-  /** Set once released or once the session ended; a released lease authorises nothing. */
-  released: boolean;
-}
-
-interface LiveState {
-  /**
-   * The session's bytes (with its running hash); undefined only for sessions loaded without
-   * being resumed (`load`, the offline tools), which can be reaped but not written.
-   */
-  writer: BlobWriter | undefined;
-  /** The operation that owns the session now, if any. */
-  owner: Lease | null;
-  /** Bytes appended since the session's last background sync began. */
-  unsynced: number;
-  /** A background sync of the session's bytes, started between chunks. */
-  syncing: Promise<void> | null;
-  /** The session's record while it is not in the store yet (no bytes recorded so far). */
-  unrecorded?: UploadRecord;
-}
-
-function newLive(writer: BlobWriter | undefined): LiveState {
-  return { writer, owner: null, unsynced: 0, syncing: null };
-}
-
-/** Ids of ended sessions remembered (tombstones): about 3 MB at most. */
-const TOMBSTONES = 50_000;
 
 /** Options of the upload service. */
 export interface UploadOptions {
@@ -86,10 +54,8 @@ const unknownSession = (id: string) => fail('BLOB_UPLOAD_UNKNOWN', 'blob upload 
 export class Uploads {
   readonly memory: UploadMemory;
   readonly #live = new Map<string, LiveState>();
-  /** Sessions that were completed or cancelled: never written again (insertion order = age). */
-  readonly #ended = new Set<string>();
-  /** Open sessions per account id. */
-  readonly #byAccount = new Map<string, Set<string>>();
+  /** Open sessions per account, and tombstones of ended ones. */
+  readonly #book = new SessionBook();
   /** Leases taken inside beginAppend/commit/cancel when the caller passed none. */
   readonly #implicit = new WeakSet<Lease>();
   readonly #writerLeases = new WeakMap<UploadWriter, Lease>();
@@ -127,7 +93,7 @@ export class Uploads {
     for (const { value: rec } of await this.store.metadata.range(uploadRecords)) {
       this.#recorded.set(rec.id, rec);
       this.#live.set(rec.id, newLive(undefined));
-      this.#count(rec, true);
+      this.#book.opened(rec);
     }
   }
 
@@ -140,23 +106,12 @@ export class Uploads {
   async #record(rec: UploadRecord): Promise<void> {
     await this.store.metadata.transact((tx) => tx.put(uploadRecords, rec.id, rec));
     // A session that ended while the write was in flight stays ended.
-    if (!this.#ended.has(rec.id)) this.#recorded.set(rec.id, rec);
-  }
-
-  #count(rec: UploadRecord, open: boolean): void {
-    let set = this.#byAccount.get(rec.accountId);
-    if (open) {
-      if (!set) this.#byAccount.set(rec.accountId, (set = new Set()));
-      set.add(rec.id);
-    } else if (set) {
-      set.delete(rec.id);
-      if (set.size === 0) this.#byAccount.delete(rec.accountId);
-    }
+    if (!this.#book.hasEnded(rec.id)) this.#recorded.set(rec.id, rec);
   }
 
   /** Open sessions of an account (created and not yet completed, cancelled or reaped). */
   openSessions(accountId: string): number {
-    return this.#byAccount.get(accountId)?.size ?? 0;
+    return this.#book.openSessions(accountId);
   }
 
   /**
@@ -179,7 +134,7 @@ export class Uploads {
     const live = newLive(await this.blobs.create(id));
     live.unrecorded = rec;
     this.#live.set(id, live);
-    this.#count(rec, true);
+    this.#book.opened(rec);
     return rec;
   }
 
@@ -188,7 +143,7 @@ export class Uploads {
    * @throws BLOB_UPLOAD_UNKNOWN when it does not exist, ended, or belongs to another repository.
    */
   get(id: string, repository: string): UploadRecord {
-    const valid = /^[a-f0-9]{32}$/.test(id) && !this.#ended.has(id);
+    const valid = /^[a-f0-9]{32}$/.test(id) && !this.#book.hasEnded(id);
     const rec = valid ? (this.#live.get(id)?.unrecorded ?? this.#recorded.get(id)) : undefined;
     if (!rec || rec.repository !== repository) throw unknownSession(id);
     return rec;
@@ -200,7 +155,7 @@ export class Uploads {
    * @throws BLOB_UPLOAD_UNKNOWN when the session ended; UPLOAD_BUSY when another operation holds it.
    */
   claim(rec: UploadRecord, op: string): Lease {
-    if (this.#ended.has(rec.id)) throw unknownSession(rec.id);
+    if (this.#book.hasEnded(rec.id)) throw unknownSession(rec.id);
     const live = this.#live.get(rec.id);
     if (!live) throw unknownSession(rec.id);
     if (live.owner) {
@@ -375,9 +330,7 @@ export class Uploads {
     if (live?.owner) live.owner.released = true;
     this.#live.delete(rec.id);
     this.#recorded.delete(rec.id);
-    this.#count(rec, false);
-    this.#ended.add(rec.id);
-    if (this.#ended.size > TOMBSTONES) this.#ended.delete(this.#ended.values().next().value!);
+    this.#book.ended(rec);
     return live?.writer;
   }
 
@@ -411,7 +364,7 @@ export class Uploads {
     let removed = 0;
     const unrecorded = [...this.#live.values()].flatMap((l) => (l.unrecorded ? [l.unrecorded] : []));
     for (const rec of [...unrecorded, ...this.#recorded.values()]) {
-      if (now - rec.updatedAt <= this.options.staleAfterMs || this.#live.get(rec.id)?.owner || this.#ended.has(rec.id)) continue;
+      if (now - rec.updatedAt <= this.options.staleAfterMs || this.#live.get(rec.id)?.owner || this.#book.hasEnded(rec.id)) continue;
       let lease: Lease;
       try {
         lease = this.claim(rec, 'reaper');

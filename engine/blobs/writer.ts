@@ -213,8 +213,8 @@ export class UploadWriter {
   }
 
   /**
-   * Flushes, waits for background syncs and gives the buffers back (the session's writer stays
-   * open; the caller suspends it). Nothing is accepted after it was called.
+   * Flushes, waits for background syncs, gives the buffers back and suspends the session's
+   * writer (it stays open for the next request). Nothing is accepted after it was called.
    * @throws the first write error, or an Error when the bytes accepted, hashed and written differ.
    */
   async end(): Promise<void> {
@@ -232,6 +232,7 @@ export class UploadWriter {
         this.#current = null;
       }
       for (const b of this.#free.splice(0)) this.#drop(b, true);
+      this.#blob.suspend();
     }
   }
 
