@@ -13,6 +13,7 @@
 import { parseArgs } from 'node:util';
 import { FLAGS, loadConfig, type Config } from './config.js';
 import { startServer } from './main.js';
+import { openBlobStore } from './blob-store.js';
 import { openStore } from '../engine/store.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
@@ -108,13 +109,15 @@ async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promi
  * safe against a running server's pushes; engine/registry/gc.ts). Prints what it deleted.
  */
 async function collectGarbage(config: Config, dryRun: boolean, json: boolean): Promise<void> {
+  const blobs = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir));
   const store = await openStore(config.dataDir);
   let report: GcReport;
   try {
-    const gc = new GarbageCollector(store.metadata, new FsBlobBackend(config.dataDir), systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
+    const gc = new GarbageCollector(store.metadata, blobs.backend, systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
     report = await gc.run({ dryRun });
   } finally {
     await store.close();
+    blobs.close();
   }
   if (json) return console.log(JSON.stringify(report));
   const verb = dryRun ? 'Would delete' : 'Deleted';
@@ -140,9 +143,10 @@ function printBackup(verb: string, r: BackupReport, dir: string, json: boolean):
  * Safe while the server runs (LMDB is multi-process; repairs are the GC's and the reaper's).
  */
 async function checkStore(config: Config, full: boolean, repair: boolean, json: boolean): Promise<number> {
+  const blobs = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir));
   const store = await openStore(config.dataDir);
   try {
-    const report = await fsck(store, new FsBlobBackend(config.dataDir), systemClock, {
+    const report = await fsck(store, blobs.backend, systemClock, {
       full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000, orphanGraceMs: config.gcGraceSeconds * 1000,
     });
     const left = report.problems.filter((p) => !p.repaired).length;
@@ -155,6 +159,7 @@ async function checkStore(config: Config, full: boolean, repair: boolean, json: 
     return left > 0 ? 1 : 0;
   } finally {
     await store.close();
+    blobs.close();
   }
 }
 

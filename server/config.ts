@@ -5,6 +5,7 @@
  * unset URL defaults to http://<host>:<bound port> (so port 0 works in tests).
  */
 import { resolve } from 'node:path';
+import { loadBlobStoreSettings, type BlobStoreSettings } from './blob-store-settings.js';
 
 export interface Config {
   /** Data directory: lmdb/, blobs/, uploads/, keys/. Env SLIPWAY_DATA, flag --data. */
@@ -99,6 +100,8 @@ export interface Config {
   accessLogLevel: 'info' | 'debug' | 'trace' | 'silent';
   /** Readiness fails below this much free space in the data directory (MiB). Env SLIPWAY_MIN_FREE_DISK_MB. */
   minFreeDiskMb: number;
+  /** Where blob bytes live: SLIPWAY_BLOB_STORE=fs|s3 and the SLIPWAY_S3_* settings (server/blob-store-settings.ts). */
+  blobStore: BlobStoreSettings;
 }
 
 export const DEFAULT_CONFIG: Config = {
@@ -131,6 +134,7 @@ export const DEFAULT_CONFIG: Config = {
   drainSeconds: 30,
   accessLogLevel: 'info',
   minFreeDiskMb: 512,
+  blobStore: { kind: 'fs' },
 };
 
 const VENDOR = /^[a-z][a-z0-9.-]{0,62}$/;
@@ -262,6 +266,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     const v = flags[flag];
     if (v !== undefined) set(k, v, `flag --${flag}`);
   }
+  c.blobStore = loadBlobStoreSettings(env);
   c.dataDir = resolve(c.dataDir);
   if (c.keyFile !== undefined) c.keyFile = resolve(c.keyFile);
   return c;
