@@ -26,7 +26,7 @@ import { MANIFEST_V2S2 } from './media-types.js';
 import { parseReference } from './names.js';
 import { linkedBlob, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
 import { putTagInTransaction, removeTagInTransaction, removeTagsOfManifestInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest } from './tags.js';
-import type { ManifestRecord } from './records.js';
+import { manifestBytes, manifestSize, type ManifestRecord } from './records.js';
 import { images, manifests, repositories, repositoryManifests } from './keyspaces.js';
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
 import { checkIdentifier } from '../identifiers.js';
@@ -160,7 +160,7 @@ export class Registry {
       const stored = await tx.get(manifests, digest);
       const record: ManifestRecord = stored ? { ...stored } : {
         mediaType: MANIFEST_V2S2,
-        bytes,
+        text: parsed.text,
         configDigest: parsed.config.digest,
         layers: parsed.layers,
         blobs: parsed.blobs,
@@ -217,7 +217,7 @@ export class Registry {
     if (!content) {
       const record = await this.metadata.get(manifests, digest);
       if (!record) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
-      content = { mediaType: record.mediaType, bytes: Buffer.from(record.bytes) };
+      content = { mediaType: record.mediaType, bytes: manifestBytes(record) };
       this.#contents.set(digest, content);
     }
     return { digest, ...content };
@@ -346,7 +346,7 @@ export async function holdsManifest(reader: MetadataReader, repository: string, 
  */
 export async function manifestTotals(reader: MetadataReader): Promise<{ manifests: number; bytes: number }> {
   let count = 0, bytes = 0;
-  for await (const { value } of scanKeyspace(reader, manifests)) { count++; bytes += value.bytes.length; }
+  for await (const { value } of scanKeyspace(reader, manifests)) { count++; bytes += manifestSize(value); }
   return { manifests: count, bytes };
 }
 

@@ -11,8 +11,12 @@
  *   bytes (LMDB's order, and PostgreSQL's with `COLLATE "C"`); multi-part keys are joined with
  *   `key(...parts)`.
  * - **Values** are plain data: objects, arrays, strings, finite numbers, booleans and null
- *   (no `undefined` inside arrays, no Dates, no class instances, no binary). Every
- *   implementation returns a value equal to what was written (field order may differ).
+ *   (no `undefined` inside arrays, no Dates, no class instances, no binary, no bigint, no Map
+ *   or Set; strings without NUL or unpaired surrogates, which PostgreSQL's jsonb cannot hold).
+ *   An object property whose value is `undefined` counts as absent. `put` checks this
+ *   (`checkValue`) on every implementation, so a record that one backend could not store is
+ *   refused by all of them. Binary content is stored as text (a manifest's UTF-8, or base64).
+ *   Every implementation returns a value equal to what was written (field order may differ).
  * - **Size limits**: a key is at most `MAX_KEY_BYTES` bytes of UTF-8 (LMDB's limit is 511 with
  *   its defaults; identifiers are checked against their own, smaller limits before any store
  *   access); a value at most `MAX_VALUE_BYTES` once encoded.
@@ -198,4 +202,52 @@ export function checkKey(ks: Keyspace<unknown>, k: string): void {
   if (k.length * 3 > MAX_KEY_BYTES && Buffer.byteLength(k) > MAX_KEY_BYTES) {
     throw new RangeError(`key of ${Buffer.byteLength(k)} bytes in keyspace ${ks.name} exceeds ${MAX_KEY_BYTES} bytes`);
   }
+}
+
+/** Deepest nesting `checkValue` accepts (also stops a cyclic value). */
+export const MAX_VALUE_DEPTH = 64;
+
+/**
+ * Checks that `value` is plain JSON-representable data (see "Values" at the top of this file):
+ * null, booleans, finite numbers, strings without NUL or unpaired surrogates, arrays of such
+ * values (no holes, no `undefined`) and plain objects (prototype Object.prototype or null) whose
+ * properties are such values or `undefined` (absent), nested at most MAX_VALUE_DEPTH deep.
+ * @throws TypeError naming the keyspace, key and the path of the first offending part.
+ */
+export function checkValue(ks: Keyspace<unknown>, k: string, value: unknown): void {
+  const bad = offending(value, 0);
+  if (bad !== null) {
+    throw new TypeError(`value for ${ks.name}/${JSON.stringify(k)} is not JSON-representable: ${bad.what} at ${bad.path || '(root)'}`);
+  }
+}
+
+function offending(v: unknown, depth: number): { what: string; path: string } | null {
+  switch (typeof v) {
+    case 'boolean': return null;
+    case 'number': return Number.isFinite(v) ? null : { what: String(v), path: '' };
+    case 'string':
+      if (v.includes('\0')) return { what: 'a string with NUL', path: '' };
+      return (v as unknown as { isWellFormed(): boolean }).isWellFormed() ? null : { what: 'a string with an unpaired surrogate', path: '' };
+    case 'object': break;
+    default: return { what: typeof v, path: '' };
+  }
+  if (v === null) return null;
+  if (depth >= MAX_VALUE_DEPTH) return { what: `nesting deeper than ${MAX_VALUE_DEPTH}`, path: '' };
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      if (!(i in v) || v[i] === undefined) return { what: 'undefined', path: `[${i}]` };
+      const inner = offending(v[i], depth + 1);
+      if (inner) return { what: inner.what, path: `[${i}]${inner.path}` };
+    }
+    return null;
+  }
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return { what: `a ${proto?.constructor?.name ?? 'class'} instance`, path: '' };
+  for (const name in v) {
+    const p = (v as Record<string, unknown>)[name];
+    if (p === undefined) continue;
+    const inner = offending(p, depth + 1);
+    if (inner) return { what: inner.what, path: `.${name}${inner.path}` };
+  }
+  return null;
 }
