@@ -221,13 +221,20 @@ export function checkValue(ks: Keyspace<unknown>, k: string, value: unknown): vo
   }
 }
 
+/**
+ * True when every backend can store `s` inside a value: no NUL (PostgreSQL text and jsonb
+ * cannot hold U+0000) and no unpaired surrogate (not Unicode text; jsonb refuses its escape).
+ * Request readers check input strings with it so such input is a 400, not a failed write.
+ */
+export function storableString(s: string): boolean {
+  return !s.includes('\0') && (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+}
+
 function offending(v: unknown, depth: number): { what: string; path: string } | null {
   switch (typeof v) {
     case 'boolean': return null;
     case 'number': return Number.isFinite(v) ? null : { what: String(v), path: '' };
-    case 'string':
-      if (v.includes('\0')) return { what: 'a string with NUL', path: '' };
-      return (v as unknown as { isWellFormed(): boolean }).isWellFormed() ? null : { what: 'a string with an unpaired surrogate', path: '' };
+    case 'string': return storableString(v) ? null : { what: 'a string with NUL or an unpaired surrogate', path: '' };
     case 'object': break;
     default: return { what: typeof v, path: '' };
   }
@@ -244,6 +251,7 @@ function offending(v: unknown, depth: number): { what: string; path: string } | 
   const proto = Object.getPrototypeOf(v);
   if (proto !== Object.prototype && proto !== null) return { what: `a ${proto?.constructor?.name ?? 'class'} instance`, path: '' };
   for (const name in v) {
+    if (!storableString(name)) return { what: 'a property name with NUL or an unpaired surrogate', path: '' };
     const p = (v as Record<string, unknown>)[name];
     if (p === undefined) continue;
     const inner = offending(p, depth + 1);
