@@ -21,7 +21,7 @@ import type { BlobStore } from '../blobs/cas.js';
 import type { BlobRecord, LayerScan } from '../blobs/records.js';
 import { addBlobRefsInTransaction, blobRecord, putLayerScansInTransaction, touchBlobInTransaction } from '../blobs/refs.js';
 import { parseManifest } from './manifest-parse.js';
-import { checkPlatform, imageInfo, type ConfigSummary } from './image-info.js';
+import { checkConfigStrings, checkPlatform, imageInfo, type ConfigSummary } from './image-info.js';
 import { MANIFEST_V2S2 } from './media-types.js';
 import { parseReference } from './names.js';
 import { linkedBlob, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
@@ -300,6 +300,7 @@ export class Registry {
       layers: pending.map((d) => ({ digest: d, path: this.blobs.pathOf(d) })),
     });
     checkPlatform(result.config);
+    checkConfigStrings(result.config);
     const fresh = new Map<Digest, LayerScan>();
     for (const d of pending) if (result.scans[d]) fresh.set(d, result.scans[d]!);
     if (fresh.size > 0) await this.metadata.transact((tx) => putLayerScansInTransaction(tx, fresh));
