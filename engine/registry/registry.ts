@@ -26,7 +26,7 @@ import { MANIFEST_V2S2 } from './media-types.js';
 import { parseReference } from './names.js';
 import { linkedBlob, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
 import { putTagInTransaction, removeTagInTransaction, removeTagsOfManifestInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest } from './tags.js';
-import { manifestBytes, manifestSize, type ManifestRecord } from './records.js';
+import { manifestBytes, manifestSize, type ManifestRecord, type RepositoryRecord } from './records.js';
 import { images, manifests, repositories, repositoryManifests } from './keyspaces.js';
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
 import { checkIdentifier } from '../identifiers.js';
@@ -263,15 +263,20 @@ export class Registry {
     return (await this.metadata.get(repositories, repository)) !== undefined;
   }
 
-  /** Repository names in lexical order that `canRead` accepts, `n` at a time after `last`. */
-  async catalog(canRead: (repository: string) => boolean, n: number, last: string | undefined): Promise<Page> {
+  /**
+   * Repository names in lexical order whose record `canRead` accepts, `n` at a time after
+   * `last`. `canRead` may answer later (a promise); it is asked about the repositories in order,
+   * one at a time, and only until the page is full.
+   * @throws PAGINATION_INVALID for a malformed `last`.
+   */
+  async catalog(canRead: (repository: RepositoryRecord) => boolean | Promise<boolean>, n: number, last: string | undefined): Promise<Page> {
     const items: string[] = [];
     let after = last !== undefined ? checkIdentifier('repository', last, 'PAGINATION_INVALID') : undefined;
     const batch = Math.min(Math.max(n + 2, 16), 1024);
     for (;;) {
       const entries = await this.metadata.range(repositories, { ...(after === undefined ? {} : { start: after }), limit: batch });
-      for (const { key: name } of entries) {
-        if (name === after || !canRead(name)) continue;
+      for (const { key: name, value } of entries) {
+        if (name === after || !(await canRead(value))) continue;
         items.push(name);
         if (items.length > n) return page(items, n);
       }
