@@ -8,6 +8,7 @@
  *   slipway backup --to DIR             online snapshot of the data directory (server/ops/backup.ts)
  *   slipway restore --from DIR --data NEWDIR
  *   slipway fsck [--full] [--repair] [--json]   records against blob files (server/ops/fsck.ts)
+ *   slipway migrate --to-database URL [--to-blob-store s3] [--json]   copy into cluster stores (server/ops/migrate.ts)
  * Settings also come from SLIPWAY_* environment variables (server/config.ts).
  */
 import { parseArgs } from 'node:util';
@@ -26,6 +27,7 @@ import { backup, restore, type BackupReport } from './ops/backup.js';
 import { resolve } from 'node:path';
 import { fsck } from './ops/fsck.js';
 import { WorkerPool } from '../workers/pool.js';
+import { migrateDataDir } from './ops/migrate-cli.js';
 
 const USAGE = `usage:
   slipway serve [--data DIR] [--host ADDR] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N]
@@ -35,7 +37,9 @@ const USAGE = `usage:
   slipway gc [--dry-run] [--json] [--data DIR]
   slipway backup --to DIR [--json] [--data DIR]
   slipway restore --from DIR --data NEWDIR [--json]
-  slipway fsck [--full] [--repair] [--json] [--data DIR]`;
+  slipway fsck [--full] [--repair] [--json] [--data DIR]
+  slipway migrate --to-database postgres://USER@HOST:PORT/DB [--to-blob-store s3] [--json] [--data DIR]
+                  offline copy of the data directory into PostgreSQL (and S3: SLIPWAY_S3_* settings)`;
 
 const options = {
   ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])),
@@ -49,6 +53,8 @@ const options = {
   full: { type: 'boolean' as const },
   repair: { type: 'boolean' as const },
   from: { type: 'string' as const },
+  'to-database': { type: 'string' as const },
+  'to-blob-store': { type: 'string' as const },
   help: { type: 'boolean' as const, short: 'h' },
 };
 
@@ -204,6 +210,8 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'fsck':
       return checkStore(config, values.full === true, values.repair === true, values.json === true);
+    case 'migrate':
+      return migrateDataDir(config.dataDir, values['to-database'], values['to-blob-store'], values.json === true);
     case 'restore': {
       if (!values.from || !flags.data) throw new Error('restore needs --from DIR and --data NEWDIR');
       return printBackup('Restored into', await restore(resolve(values.from), config.dataDir), config.dataDir, values.json === true);

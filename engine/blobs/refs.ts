@@ -118,3 +118,10 @@ export function uploadSession(reader: MetadataReader, id: string): Promise<Uploa
 export async function uploadSessionCount(reader: MetadataReader): Promise<number> {
   return (await reader.range(uploads)).length;
 }
+
+/**
+ * Name of the upload sessions' keyspace: node-local state (the session bytes live beside the
+ * node's blob backend) that a copy of the store into other stores leaves behind (`slipway
+ * migrate`: clients restart uploads in progress).
+ */
+export const UPLOAD_SESSIONS_KEYSPACE: string = uploads.name;

@@ -75,6 +75,15 @@ export function keyspace<V>(owner: Domain, name: string): Keyspace<V> {
   return Object.freeze({ owner, name });
 }
 
+/**
+ * A keyspace named `name` whose records the caller treats as opaque values: only for
+ * whole-store tools that copy or compare every keyspace of a store (`slipway migrate`), never
+ * for reading a domain's records (domains declare theirs with `keyspace`).
+ */
+export function storedKeyspace(name: string): Keyspace<unknown> {
+  return keyspace<unknown>('meta', name);
+}
+
 /** Longest key in UTF-8 bytes every implementation accepts. */
 export const MAX_KEY_BYTES = 480;
 /** Largest encoded value every implementation accepts (bytes). */
