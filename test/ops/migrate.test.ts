@@ -66,6 +66,19 @@ t.test('slipway migrate into PostgreSQL and Ceph RGW', { skip }, async (t) => {
     return { ...r, report: r.code <= 1 && r.stdout.trim() ? JSON.parse(r.stdout) : undefined };
   };
 
+  for (const [label, bad, message] of [
+    ['no target', ['migrate', '--data', dataDir], /needs --to-database/],
+    ['not a postgres URL', ['migrate', '--to-database', 'mysql://x/y', '--data', dataDir], /postgres:\/\/ or postgresql:\/\/ URL/],
+    ['unknown blob store', ['migrate', '--to-database', pg.connectionString, '--to-blob-store', 'gcs', '--data', dataDir], /must be s3/],
+    ['no data directory', ['migrate', '--to-database', pg.connectionString, '--data', join(tmp.dir, 'nothing')], /not a Slipway data directory/],
+  ] as Array<[string, string[], RegExp]>) {
+    const r = await runCli(bad, env);
+    t.equal(r.code, 1, `${label}: exit 1`);
+    t.match(r.stderr, message, `${label}: says why`);
+  }
+  const noBucket = await runCli(args, { ...env, SLIPWAY_S3_BUCKET: 'no-such-bucket' });
+  t.match(noBucket.stderr, /bucket "no-such-bucket" does not exist/, 'a missing bucket is named before anything is copied');
+
   const busy = await runCli(args, env);
   t.equal(busy.code, 1, 'refused while the server has the data directory open');
   t.match(busy.stderr, /in use by process \d+/);
