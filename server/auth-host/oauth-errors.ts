@@ -91,6 +91,8 @@ export function sendOAuthError(ex: Exchange, log: Logger, e: unknown, extraHeade
   // RFC 6749 §5.2: invalid_client answered with 401 names the scheme to use.
   if (wire.status === 401) headers['www-authenticate'] = 'Basic realm="slipway", charset="UTF-8"';
   if (wire.status === 405) headers.allow = 'POST';
+  const retryAfter = isSlipwayError(e) ? (e.detail as { retryAfter?: unknown } | undefined)?.retryAfter : undefined;
+  if (typeof retryAfter === 'number') headers['retry-after'] = String(retryAfter);
   const text = JSON.stringify({ error: wire.code, error_description: description });
   ex.send(wire.status, headers, text, Buffer.byteLength(text));
 }
