@@ -6,13 +6,15 @@
  *   Retry-After; readiness turns false; no request hangs or gets a 500;
  * - the database started again: the node serves again by itself, without a restart;
  * - a start against an unreachable database or with a malformed URL ends with a message naming
- *   SLIPWAY_DATABASE_URL (never its password) and a non-zero exit, within a bounded time.
+ *   SLIPWAY_DATABASE_URL (never its password) and a non-zero exit, within a bounded time;
+ * - `slipway backup` and `restore` (LMDB only) refuse in cluster mode.
  */
 import t from 'tap';
 import { join } from 'node:path';
 import { startInProcess, startSpawned, waitFor } from '../helpers/harness.js';
 import { startPostgres, postgresSkip } from '../helpers/postgres.js';
 import { freePort } from '../helpers/daemons.js';
+import { runCli, tempDir } from '../helpers/server.js';
 import { basic, createApp, http, type Reply } from '../helpers/http.js';
 import { api, Browser, findForm, registerClient } from '../helpers/oauth.js';
 import { buildImage, sampleSpec } from '../helpers/image.js';
@@ -135,4 +137,15 @@ t.test('a malformed database URL stops the start naming the setting', async (t) 
   }
   const pool = await startSpawned({ env: { SLIPWAY_DATABASE_POOL: '0' } }).then(() => undefined, (e: Error) => e);
   t.match(pool?.message, /SLIPWAY_DATABASE_POOL: "0" is not a pool size/);
+});
+
+t.test('backup and restore refuse in cluster mode, saying what to use instead', async (t) => {
+  const tmp = tempDir();
+  t.teardown(() => tmp.cleanup());
+  const env = { SLIPWAY_DATABASE_URL: 'postgres://slipway:pw@127.0.0.1:1/slipway' };
+  for (const args of [['backup', '--to', join(tmp.dir, 'b')], ['restore', '--from', join(tmp.dir, 'b'), '--data', join(tmp.dir, 'd')]]) {
+    const r = await runCli(args, env);
+    t.equal(r.code, 1, `${args[0]}: exit 1`);
+    t.match(r.stderr, new RegExp(`slipway ${args[0]} works on the embedded LMDB store only; SLIPWAY_DATABASE_URL is set.*pg_dump`), `${args[0]}: says why and what instead`);
+  }
 });
