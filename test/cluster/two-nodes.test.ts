@@ -4,10 +4,11 @@
  * shared-key settings land): started together on an empty database, both come up and the schema
  * is migrated once; a token created on A authenticates on B; a revocation on A is refused on B
  * at B's very next request (no cache on that path); an app and an image pushed through A are
- * served by B.
+ * served by B; skopeo pushes through A and pulls byte-identical through B, and B releases it.
  */
 import t from 'tap';
 import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { startInProcess, type InProcessSlipway } from '../helpers/harness.js';
 import { startPostgres, postgresSkip } from '../helpers/postgres.js';
@@ -16,6 +17,7 @@ import { basic, bearer, createApp, http } from '../helpers/http.js';
 import { api } from '../helpers/oauth.js';
 import { buildImage, sampleSpec } from '../helpers/image.js';
 import { pushBuiltImage } from '../helpers/registry.js';
+import { skopeo, skopeoSkip } from '../helpers/skopeo.js';
 import { SCHEMA_VERSION } from '../../engine/migrations.js';
 
 const skip = postgresSkip();
@@ -76,5 +78,21 @@ t.test('two nodes on one PostgreSQL', { skip }, async (t) => {
     const blob = await http('GET', `${b.urls.registry}/v2/shared-app/web/blobs/${img.layers[0]!.digest}`, { headers: bearer(token) });
     t.equal(blob.status, 200);
     t.ok(blob.bytes.equals(img.layers[0]!.bytes), 'layer bytes identical through B');
+  });
+
+  t.test('skopeo pushes through A and pulls byte-identical through B; B releases the image', { skip: skopeoSkip() }, async (t) => {
+    t.equal((await createApp(a.api, operatorKey, 'skopeo-app')).status, 201);
+    const img = await buildImage(join(shared.dir, 'skopeo-img'), sampleSpec());
+    const push = await skopeo(['copy', '--dest-creds', `_:${operatorKey}`, '--dest-tls-verify=false', `dir:${img.dir}`, `docker://${new URL(a.urls.registry).host}/skopeo-app/web:latest`]);
+    t.equal(push.code, 0, push.stderr);
+    const back = join(shared.dir, 'skopeo-back');
+    const pull = await skopeo(['copy', '--src-creds', `_:${operatorKey}`, '--src-tls-verify=false', `docker://${new URL(b.urls.registry).host}/skopeo-app/web:latest`, `dir:${back}`]);
+    t.equal(pull.code, 0, pull.stderr);
+    t.ok(readFileSync(join(back, 'manifest.json')).equals(img.manifest), 'manifest byte-identical');
+    for (const l of img.layers) t.ok(readFileSync(join(back, l.digest.slice(7))).equals(l.bytes), `layer ${l.digest.slice(7, 19)} byte-identical`);
+    const release = await api(b, 'PATCH', '/apps/skopeo-app/formation', operatorKey, { updates: [{ type: 'web', docker_image: img.configDigest }] }, { accept: 'application/vnd.slipway+json; version=3.container-releases' });
+    t.equal(release.status, 200, `formation release on B of the image pushed through A: ${release.text.slice(0, 200)}`);
+    const onA = await api(a, 'GET', '/apps/skopeo-app/releases', operatorKey);
+    t.equal(onA.json?.length, 1, 'A sees the release made on B');
   });
 });
