@@ -4,7 +4,8 @@
  *   distribution error `UNAVAILABLE`; API: `{id: "unavailable", message}`; auth host: a 503 page,
  *   and `temporarily_unavailable` at the token endpoint), each within a bounded time, with
  *   Retry-After; readiness turns false; no request hangs or gets a 500;
- * - the database started again: the node serves again by itself, without a restart;
+ * - the database started again (after a fast shutdown, and after a crash): the node serves again
+ *   by itself, without a restart;
  * - a start against an unreachable database or with a malformed URL ends with a message naming
  *   SLIPWAY_DATABASE_URL (never its password) and a non-zero exit, within a bounded time;
  * - `slipway backup` and `restore` (LMDB only) refuse in cluster mode.
@@ -104,6 +105,18 @@ t.test('the metadata database stops mid-traffic and comes back', { skip }, async
   const back = await http('GET', `${node.urls.registry}/v2/outage/web/manifests/v1`, { headers: { ...registry.auth, accept: 'application/vnd.docker.distribution.manifest.v2+json' } });
   t.equal(back.status, 200, 'registry serves again');
   t.equal(back.headers['docker-content-digest'], img.manifestDigest);
+
+  // A crash of the database (no shutdown messages to the clients, crash recovery at restart).
+  await db.halt('immediate');
+  const crashed = await timed(() => api(node, 'GET', '/account', key));
+  t.equal(crashed.r.status, 503, `after a database crash: 503 in ${crashed.ms} ms`);
+  t.ok(crashed.ms < BOUND_MS);
+  await waitFor('readiness to turn false after the crash', async () => (await http('GET', `${node.urls.admin}/readyz`)).status === 503, { timeoutMs: 10_000, intervalMs: 50 });
+  await db.resume();
+  const crashResumedAt = performance.now();
+  await waitFor('the API to answer after the crash recovery', async () => (await api(node, 'GET', '/account', key)).status === 200, { timeoutMs: 30_000, intervalMs: 20 });
+  t.comment(`after a database crash: API serving again ${Math.round(performance.now() - crashResumedAt)} ms after the database accepted connections`);
+  t.equal((await api(node, 'GET', '/apps/outage', key)).status, 200, 'data written before the crash is there');
 
   traffic = false;
   await loop;
