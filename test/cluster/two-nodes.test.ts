@@ -63,6 +63,21 @@ t.test('two nodes on one PostgreSQL', { skip }, async (t) => {
     }
   });
 
+  t.test('a registry token minted on A for an authorization revoked on B is refused by A at once', async (t) => {
+    t.equal((await createApp(a.api, operatorKey, 'jwt-app')).status, 201);
+    const created = await api(b, 'POST', '/oauth/authorizations', operatorKey, { description: 'registry' });
+    const token = created.json.access_token.token as string;
+    const minted = await http('GET', `${a.urls.registry}/token?scope=repository:jwt-app/web:pull`, { headers: basic('_', token) });
+    t.equal(minted.status, 200, 'A mints a registry token');
+    const url = `${b.urls.registry}/v2/jwt-app/web/tags/list`;
+    t.not((await http('GET', url, { headers: bearer(minted.json.token) })).status, 401, 'B accepts the token minted on A');
+    t.equal((await api(b, 'DELETE', `/oauth/authorizations/${created.json.id}`, operatorKey)).status, 200);
+    for (const n of [a, b]) {
+      const after = await http('GET', `${n.urls.registry}/v2/jwt-app/web/tags/list`, { headers: bearer(minted.json.token) });
+      t.equal(after.status, 401, 'the registry token of a revoked authorization is refused at the next request');
+    }
+  });
+
   t.test('an app created through A is served by B; an image pushed through A pulls from B', async (t) => {
     t.equal((await createApp(a.api, operatorKey, 'shared-app')).status, 201);
     const seen = await api(b, 'GET', '/apps/shared-app', operatorKey);
