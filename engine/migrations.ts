@@ -29,10 +29,16 @@ import { moveAuthorizationCodes } from './oauth/migrations.js';
 export const SCHEMA_VERSION = 8;
 
 /**
- * Migrates `metadata` to SCHEMA_VERSION (see the top of this file).
+ * Migrates `metadata` to SCHEMA_VERSION (see the top of this file), holding the store's
+ * exclusive lock `schema-migration` (waiting for it when another node holds it).
  * @throws Error when the store was written by a newer build.
  */
 export async function migrate(metadata: MetadataStore): Promise<void> {
+  // Once across nodes starting together on one database: the others wait, then find it current.
+  await metadata.exclusive('schema-migration', () => migrateNow(metadata), { wait: true });
+}
+
+async function migrateNow(metadata: MetadataStore): Promise<void> {
   await metadata.transact(async (tx) => {
     const version = (await tx.get(meta, 'schema')) as number | undefined;
     if (version === undefined) {

@@ -12,9 +12,10 @@
  * Settings also come from SLIPWAY_* environment variables (server/config.ts).
  */
 import { parseArgs } from 'node:util';
-import { FLAGS, loadConfig, type Config } from './config.js';
+import { databaseOf, FLAGS, loadConfig, type Config } from './config.js';
 import { startServer } from './main.js';
 import { openStore } from '../engine/store.js';
+import { StoreUnavailableError } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
@@ -23,7 +24,7 @@ import { isSlipwayError } from '../engine/errors.js';
 import { FileBlobStore } from '../engine/blobs/cas.js';
 import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
 import { releaseRetention } from '../engine/platform/retention.js';
-import { backup, restore, type BackupReport } from './ops/backup.js';
+import { backup, refuseInClusterMode, restore, type BackupReport } from './ops/backup.js';
 import { resolve } from 'node:path';
 import { fsck } from './ops/fsck.js';
 import { WorkerPool } from '../workers/pool.js';
@@ -102,7 +103,7 @@ async function serve(config: Config): Promise<void> {
 }
 
 async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promise<T>): Promise<T> {
-  const store = await openStore(config.dataDir);
+  const store = await openStore(config.dataDir, databaseOf(config));
   try {
     return await fn(new Accounts(store.metadata, systemClock, ServerKeys.loadOrCreate(config.dataDir, config.keyFile)), new Apps(store.metadata, systemClock));
   } finally {
@@ -115,7 +116,7 @@ async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promi
  * safe against a running server's pushes; engine/registry/gc.ts). Prints what it deleted.
  */
 async function collectGarbage(config: Config, dryRun: boolean, json: boolean): Promise<void> {
-  const store = await openStore(config.dataDir);
+  const store = await openStore(config.dataDir, databaseOf(config));
   let report: GcReport;
   try {
     const gc = new GarbageCollector(store.metadata, new FileBlobStore(config.dataDir), systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
@@ -147,7 +148,7 @@ function printBackup(verb: string, r: BackupReport, dir: string, json: boolean):
  * Safe while the server runs (LMDB is multi-process; repairs are the GC's and the reaper's).
  */
 async function checkStore(config: Config, full: boolean, repair: boolean, json: boolean): Promise<number> {
-  const store = await openStore(config.dataDir);
+  const store = await openStore(config.dataDir, databaseOf(config));
   const pool = new WorkerPool();
   try {
     const report = await fsck(store, config.dataDir, systemClock, {
@@ -204,6 +205,7 @@ async function main(argv: string[]): Promise<number> {
       await collectGarbage(config, values['dry-run'] === true, values.json === true);
       return 0;
     case 'backup': {
+      refuseInClusterMode('backup', config.databaseUrl);
       if (!values.to) throw new Error('backup needs --to DIR');
       const to = resolve(values.to);
       return printBackup('Backed up to', await backup(config.dataDir, to), to, values.json === true);
@@ -213,6 +215,7 @@ async function main(argv: string[]): Promise<number> {
     case 'migrate':
       return migrateDataDir(config.dataDir, values['to-database'], values['to-blob-store'], values.json === true);
     case 'restore': {
+      refuseInClusterMode('restore', config.databaseUrl);
       if (!values.from || !flags.data) throw new Error('restore needs --from DIR and --data NEWDIR');
       return printBackup('Restored into', await restore(resolve(values.from), config.dataDir), config.dataDir, values.json === true);
     }
@@ -225,7 +228,8 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => { if (code >= 0) process.exit(code); },
   (e) => {
-    console.error(`slipway: ${isSlipwayError(e) || e instanceof Error ? e.message : String(e)}`);
+    // A database that cannot be reached: the operator needs the reason (host, driver message), not the clients' wording.
+    console.error(`slipway: ${e instanceof StoreUnavailableError ? e.reason : isSlipwayError(e) || e instanceof Error ? e.message : String(e)}`);
     process.exit(1);
   },
 );

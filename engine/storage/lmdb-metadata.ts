@@ -17,8 +17,9 @@
  */
 import type { Database, RootDatabase } from 'lmdb';
 import {
-  checkKey, resolveRange, TransactionConflictError,
-  type Entry, type Keyspace, type MetadataStore, type MetadataTransaction, type RangeOptions, type TransactOptions,
+  checkKey, checkLockName, resolveRange, TransactionConflictError,
+  type Entry, type ExclusiveOptions, type ExclusiveOutcome, type Keyspace, type MetadataStore, type MetadataTransaction,
+  type RangeOptions, type TransactOptions,
 } from './metadata.js';
 import { BufferedWrites, REMOVED } from './pending-writes.js';
 import { readFileSync, statSync } from 'node:fs';
@@ -161,6 +162,8 @@ function sameBytes(a: Buffer | undefined, b: Buffer | undefined): boolean {
 export class LmdbMetadataStore implements MetadataStore {
   readonly kind = 'lmdb';
   readonly #handles = new Map<string, Handles>();
+  /** Exclusive locks held in this process: name → settles when released. */
+  readonly #held = new Map<string, Promise<void>>();
 
   /** @param env an environment opened with msgpack encoding and `overlappingSync: false`. */
   constructor(readonly env: RootDatabase) {}
@@ -242,6 +245,26 @@ export class LmdbMetadataStore implements MetadataStore {
     for (const pid of lockHolders(join(path, 'lock.mdb'))) pids.add(pid);
     pids.delete(process.pid);
     return [...pids].sort((a, b) => a - b);
+  }
+
+  /**
+   * In-process: one process owns the environment (a server; the operator CLI's `slipway gc`
+   * is a separate, documented-safe run). The lock is never lost, so `signal` never aborts.
+   */
+  async exclusive<T>(name: string, fn: (signal: AbortSignal) => Promise<T>, opts: ExclusiveOptions = {}): Promise<ExclusiveOutcome<T>> {
+    checkLockName(name);
+    for (let held = this.#held.get(name); held; held = this.#held.get(name)) {
+      if (!opts.wait) return { ran: false };
+      await held;
+    }
+    let release!: () => void;
+    this.#held.set(name, new Promise<void>((r) => { release = r; }));
+    try {
+      return { ran: true, value: await fn(new AbortController().signal) };
+    } finally {
+      this.#held.delete(name);
+      release();
+    }
   }
 
   async close(): Promise<void> {

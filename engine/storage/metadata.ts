@@ -54,6 +54,8 @@
  * before leaves none of them.
  */
 
+import { SlipwayError } from '../errors.js';
+
 /** The domains that own keyspaces. */
 export type Domain = 'meta' | 'identity' | 'oauth' | 'platform' | 'registry' | 'blobs';
 
@@ -158,8 +160,40 @@ export interface MetadataStore extends MetadataReader {
    *         reached (networked implementations).
    */
   transact<T>(body: (tx: MetadataTransaction) => Promise<T> | T, opts?: TransactOptions): Promise<T>;
+  /**
+   * Runs `fn` only while this process holds the exclusive lock `name` across every node that
+   * shares the store: background jobs that must run on one node at a time (GC, the upload
+   * reaper), and start-up steps that must run once (schema migrations, the first account).
+   * Without `wait`, returns `{ ran: false }` at once when another holder has the lock; with
+   * `wait`, waits for it (polling; for start-up steps).
+   *
+   * LMDB: one process owns the environment, so the lock is in-process. PostgreSQL: a
+   * session-level advisory lock (`pg_try_advisory_lock`) on a connection of its own, held while
+   * `fn` runs and released when it settles — or when that connection dies, which a database
+   * restart or a network cut can do while `fn` still runs: `signal` then aborts, and `fn` must
+   * stop at its next step (another node may take the lock). Whatever `fn` does must therefore be
+   * safe against a second holder for the moments between the lock's loss and `fn` noticing:
+   * GC and the reaper are (their deletions re-check in serializable transactions).
+   * @param name `[a-z0-9-]+`, one per job.
+   * @throws StoreUnavailableError when the lock cannot be asked for; whatever `fn` throws.
+   */
+  exclusive<T>(name: string, fn: (signal: AbortSignal) => Promise<T>, opts?: ExclusiveOptions): Promise<ExclusiveOutcome<T>>;
   /** Closes the store; pending transactions finish first. */
   close(): Promise<void>;
+}
+
+/** Options of `exclusive`. */
+export interface ExclusiveOptions {
+  /** Wait for the lock instead of giving up when it is held (default false). */
+  wait?: boolean;
+}
+
+/** What `exclusive` did: ran `fn` (with its result) or not (another holder had the lock). */
+export type ExclusiveOutcome<T> = { ran: true; value: T } | { ran: false };
+
+/** Checks an exclusive-lock name. @throws RangeError. */
+export function checkLockName(name: string): void {
+  if (!/^[a-z0-9-]{1,64}$/.test(name)) throw new RangeError(`invalid lock name ${JSON.stringify(name)}`);
 }
 
 /** A transaction kept conflicting with concurrent commits. */
@@ -170,11 +204,18 @@ export class TransactionConflictError extends Error {
   }
 }
 
-/** The metadata backend cannot be reached or answered with an error (networked backends). */
-export class StoreUnavailableError extends Error {
-  constructor(message: string, readonly cause?: unknown) {
-    super(message);
-    this.name = 'StoreUnavailableError';
+/** Seconds a client is told to wait before retrying a request refused with StoreUnavailableError. */
+export const STORE_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * The metadata backend cannot be reached, or did not answer within its timeouts (networked
+ * backends). A SlipwayError of code STORE_UNAVAILABLE, so every host answers it with its own
+ * 503 (engine/errors.ts): the message and detail are safe for clients and name no host, port or
+ * driver detail; `reason` (the driver's message) is for logs and readiness.
+ */
+export class StoreUnavailableError extends SlipwayError {
+  constructor(readonly reason: string, readonly cause?: unknown) {
+    super('STORE_UNAVAILABLE', 'the metadata database is unavailable; retry shortly', { retryAfter: STORE_RETRY_AFTER_SECONDS });
   }
 }
 

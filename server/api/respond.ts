@@ -148,5 +148,7 @@ export function sendApiError(ctx: ApiContext, ex: Exchange, e: unknown, remainin
   if (e.code === 'UNAUTHORIZED') headers['www-authenticate'] = 'Bearer realm="slipway"';
   const allow = (e.detail as { allow?: unknown } | undefined)?.allow;
   if (Array.isArray(allow)) headers.allow = allow.join(', ');
+  const retryAfter = (e.detail as { retryAfter?: unknown } | undefined)?.retryAfter;
+  if (typeof retryAfter === 'number') headers['retry-after'] = String(retryAfter);
   sendApi(ctx, ex, wire.status, { id: wire.code, message: e.message, ...extra }, { remaining, headers });
 }

@@ -2,8 +2,8 @@
  * The metadata contract's test suite (engine/storage/metadata.ts), one function run against
  * every implementation: records, ordered ranges, read-your-writes, atomicity, serializable
  * isolation under concurrent transactions (lost updates, write skew, phantoms), retries and
- * their limit, durability across a reopen, key limits, and the refusal of values that are not
- * plain JSON-representable data (so no domain can store what one backend could not hold).
+ * their limit, durability across a reopen, key limits, exclusive locks, and the refusal of values
+ * that are not plain JSON-representable data (so no domain can store what one backend could not hold).
  */
 import type { Test } from 'tap';
 import {
@@ -209,5 +209,48 @@ export function metadataContractSuite(t: Test, target: ContractTarget): void {
     const accepted = { n: 0, s: 'ü 日本 🚢 \\u0000 escaped', a: [null, true, -0.5, [], {}], o: Object.assign(Object.create(null), { k: 'v' }), absent: undefined };
     await store.transact((tx) => tx.put(loose, 'plain', accepted));
     t.same(await store.get(loose, 'plain'), { n: 0, s: 'ü 日本 🚢 \\u0000 escaped', a: [null, true, -0.5, [], {}], o: { k: 'v' } }, 'plain data is accepted; an undefined property reads back absent');
+  });
+
+  t.test('exclusive: one holder per name; others skip, or wait with `wait`', async (t) => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => { release = r; });
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => { entered = r; });
+    const first = store.exclusive('contract-job', async (signal) => { entered(); await held; return signal.aborted ? 'lost' : 'first'; });
+    await inside;
+    t.same(await store.exclusive('contract-job', async () => 'second'), { ran: false }, 'a second caller skips while the lock is held');
+    t.same(await store.exclusive('contract-other', async () => 'other'), { ran: true, value: 'other' }, 'another name is another lock');
+    const waiting = store.exclusive('contract-job', async () => 'waited', { wait: true });
+    let waited = false;
+    void waiting.then(() => { waited = true; });
+    await jitter(20);
+    t.notOk(waited, 'a waiting caller waits while the lock is held');
+    release();
+    t.same(await first, { ran: true, value: 'first' });
+    t.same(await waiting, { ran: true, value: 'waited' }, 'and runs once it is released');
+    await t.rejects(store.exclusive('contract-job', async () => { throw new Error('job failed'); }), /job failed/, 'what fn throws is thrown');
+    t.same(await store.exclusive('contract-job', async () => 'after'), { ran: true, value: 'after' }, 'a failed job released the lock');
+    await t.rejects(store.exclusive('Not A Name', async () => 1), RangeError, 'lock names are checked');
+  });
+
+  t.test('exclusive: concurrent callers never overlap (random timing, many rounds)', async (t) => {
+    let running = 0;
+    let most = 0;
+    let ran = 0;
+    for (let round = 0; round < 10; round++) {
+      const outcomes = await Promise.all(Array.from({ length: 6 }, async (_, i) => {
+        await jitter(Math.floor(random() * 5));
+        return store.exclusive('contract-race', async () => {
+          running++;
+          most = Math.max(most, running);
+          await jitter(1 + Math.floor(random() * 5));
+          running--;
+          return i;
+        }, { wait: random() < 0.5 });
+      }));
+      ran += outcomes.filter((o) => o.ran).length;
+    }
+    t.equal(most, 1, 'never two holders at once');
+    t.ok(ran >= 10, `at least one caller ran per round (${ran} in all)`);
   });
 }
