@@ -6,7 +6,8 @@
  * equal, every record reads back equal through the PostgreSQL metadata contract, every blob in
  * the bucket hashes to its digest; a re-run copies nothing; an interrupted run (records and a
  * blob missing from the targets, a record changed) is completed; a target record the data
- * directory does not have fails the verification.
+ * directory does not have fails the verification. Last, a node started on the migrated database
+ * (SLIPWAY_DATABASE_URL) serves the pushed image, the app, the client and the token.
  */
 import t from 'tap';
 import { createHash } from 'node:crypto';
@@ -154,4 +155,21 @@ t.test('slipway migrate into PostgreSQL and Ceph RGW', { skip }, async (t) => {
   const extra = await migrateJson();
   t.equal(extra.code, 1, 'verification fails');
   t.match(extra.report.problems.join('\n'), /apps: "stray" is in the target but not in the data directory/);
+  await target.transact((tx) => tx.remove(storedKeyspace('apps'), 'stray'));
+
+  // A node on the migrated database (SLIPWAY_DATABASE_URL; blobs in the data directory's files,
+  // which the migration left in place) serves what the embedded node stored.
+  const node = await startSpawned({ dataDir, databaseUrl: pg.connectionString });
+  t.teardown(() => node.stop());
+  const pulled = await http('GET', `${node.urls.registry}/v2/migapp/web/manifests/v1`, { headers: bearer(key) });
+  t.equal(pulled.status, 200, 'the tag resolves on the new node');
+  t.ok(pulled.bytes.equals(img.manifest), 'the manifest pulls byte-identical');
+  const layer = await http('GET', `${node.urls.registry}/v2/migapp/web/blobs/${img.layers[0]!.digest}`, { headers: bearer(key) });
+  t.ok(layer.bytes.equals(img.layers[0]!.bytes), 'a layer pulls byte-identical');
+  const token = authz.json.access_token.token as string;
+  const apps = await http('GET', `${node.urls.api}/apps`, { headers: { ...bearer(token), accept: V3 } });
+  t.equal(apps.status, 200, 'the migrated authorization\'s token is accepted');
+  t.same(apps.json.map((a: { name: string }) => a.name), ['migapp'], 'and lists the migrated app');
+  const clients = await http('GET', `${node.urls.api}/oauth/clients`, { headers: { ...bearer(key), accept: V3 } });
+  t.same(clients.json.map((c: { name: string }) => c.name), ['Migrated client'], 'the OAuth client is there');
 });
