@@ -8,13 +8,15 @@
  *   slipway backup --to DIR             online snapshot of the data directory (server/ops/backup.ts)
  *   slipway restore --from DIR --data NEWDIR
  *   slipway fsck [--full] [--repair] [--json]   records against blob files (server/ops/fsck.ts)
+ *   slipway migrate --to-database URL [--to-blob-store s3] [--json]   copy into cluster stores (server/ops/migrate.ts)
  * Settings also come from SLIPWAY_* environment variables (server/config.ts).
  */
 import { parseArgs } from 'node:util';
-import { FLAGS, loadConfig, type Config } from './config.js';
+import { databaseOf, FLAGS, loadConfig, type Config } from './config.js';
 import { startServer } from './main.js';
 import { openBlobStore } from './blob-store.js';
 import { openStore } from '../engine/store.js';
+import { StoreUnavailableError } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
@@ -23,9 +25,10 @@ import { isSlipwayError } from '../engine/errors.js';
 import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
 import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
 import { releaseRetention } from '../engine/platform/retention.js';
-import { backup, restore, type BackupReport } from './ops/backup.js';
+import { backup, refuseInClusterMode, restore, type BackupReport } from './ops/backup.js';
 import { resolve } from 'node:path';
 import { fsck } from './ops/fsck.js';
+import { migrateDataDir } from './ops/migrate-cli.js';
 
 const USAGE = `usage:
   slipway serve [--data DIR] [--host ADDR] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N]
@@ -35,7 +38,9 @@ const USAGE = `usage:
   slipway gc [--dry-run] [--json] [--data DIR]
   slipway backup --to DIR [--json] [--data DIR]
   slipway restore --from DIR --data NEWDIR [--json]
-  slipway fsck [--full] [--repair] [--json] [--data DIR]`;
+  slipway fsck [--full] [--repair] [--json] [--data DIR]
+  slipway migrate --to-database postgres://USER@HOST:PORT/DB [--to-blob-store s3] [--json] [--data DIR]
+                  offline copy of the data directory into PostgreSQL (and S3: SLIPWAY_S3_* settings)`;
 
 const options = {
   ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])),
@@ -49,6 +54,8 @@ const options = {
   full: { type: 'boolean' as const },
   repair: { type: 'boolean' as const },
   from: { type: 'string' as const },
+  'to-database': { type: 'string' as const },
+  'to-blob-store': { type: 'string' as const },
   help: { type: 'boolean' as const, short: 'h' },
 };
 
@@ -96,7 +103,7 @@ async function serve(config: Config): Promise<void> {
 }
 
 async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promise<T>): Promise<T> {
-  const store = await openStore(config.dataDir);
+  const store = await openStore(config.dataDir, databaseOf(config));
   try {
     return await fn(new Accounts(store.metadata, systemClock, ServerKeys.loadOrCreate(config.dataDir, config.keyFile)), new Apps(store.metadata, systemClock));
   } finally {
@@ -110,7 +117,7 @@ async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promi
  */
 async function collectGarbage(config: Config, dryRun: boolean, json: boolean): Promise<void> {
   const blobs = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir));
-  const store = await openStore(config.dataDir);
+  const store = await openStore(config.dataDir, databaseOf(config));
   let report: GcReport;
   try {
     const gc = new GarbageCollector(store.metadata, blobs.backend, systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
@@ -144,7 +151,7 @@ function printBackup(verb: string, r: BackupReport, dir: string, json: boolean):
  */
 async function checkStore(config: Config, full: boolean, repair: boolean, json: boolean): Promise<number> {
   const blobs = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir));
-  const store = await openStore(config.dataDir);
+  const store = await openStore(config.dataDir, databaseOf(config));
   try {
     const report = await fsck(store, blobs.backend, systemClock, {
       full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000, orphanGraceMs: config.gcGraceSeconds * 1000,
@@ -200,13 +207,17 @@ async function main(argv: string[]): Promise<number> {
       await collectGarbage(config, values['dry-run'] === true, values.json === true);
       return 0;
     case 'backup': {
+      refuseInClusterMode('backup', config.databaseUrl);
       if (!values.to) throw new Error('backup needs --to DIR');
       const to = resolve(values.to);
       return printBackup('Backed up to', await backup(config.dataDir, to), to, values.json === true);
     }
     case 'fsck':
       return checkStore(config, values.full === true, values.repair === true, values.json === true);
+    case 'migrate':
+      return migrateDataDir(config.dataDir, values['to-database'], values['to-blob-store'], values.json === true);
     case 'restore': {
+      refuseInClusterMode('restore', config.databaseUrl);
       if (!values.from || !flags.data) throw new Error('restore needs --from DIR and --data NEWDIR');
       return printBackup('Restored into', await restore(resolve(values.from), config.dataDir), config.dataDir, values.json === true);
     }
@@ -219,7 +230,8 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => { if (code >= 0) process.exit(code); },
   (e) => {
-    console.error(`slipway: ${isSlipwayError(e) || e instanceof Error ? e.message : String(e)}`);
+    // A database that cannot be reached: the operator needs the reason (host, driver message), not the clients' wording.
+    console.error(`slipway: ${e instanceof StoreUnavailableError ? e.reason : isSlipwayError(e) || e instanceof Error ? e.message : String(e)}`);
     process.exit(1);
   },
 );

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { secureDataDir } from '../engine/data-dir.js';
 import { ensureTlsFiles } from './http/tls.js';
 import type { us_listen_socket } from 'uWebSockets.js';
-import type { Config } from './config.js';
+import { databaseOf, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { systemClock, type Clock } from '../engine/clock.js';
 import { openStore, type Store } from '../engine/store.js';
@@ -104,7 +104,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const log = opts.log ?? createLogger(config.logLevel, config.logFile);
   secureDataDir(config.dataDir);
   const keys = ServerKeys.loadOrCreate(config.dataDir, config.keyFile);
-  const store = await openStore(config.dataDir);
+  const store = await openStore(config.dataDir, databaseOf(config));
   // The bytes (SLIPWAY_BLOB_STORE): the data directory, or an S3 bucket probed now (bad or
   // unreachable settings stop the start naming the setting). Sessions hash on the hash thread.
   // Uploads dedupe by record, not by bytes: safe against online GC (engine/registry/gc.ts).
@@ -147,7 +147,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const settings = new AppSettings(store.metadata, clock, releases);
   const dynos = new Dynos(store.metadata, clock);
   const teams = new Teams(store, clock);
-  const bootstrap = opts.bootstrap !== false && (await accounts.isEmpty()) ? await accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null;
+  // Once across nodes starting together on one database: the first creates the operator.
+  const bootstrap = opts.bootstrap === false ? null : (await store.metadata.exclusive('bootstrap', async () =>
+    (await accounts.isEmpty()) ? accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null, { wait: true }) as { ran: true; value: CreatedAccount | null }).value;
   const oauth = createOAuth(store, clock, accounts, teams);
   const rateLimiter = new RateLimiter(clock, config.rateLimitPool, config.rateLimitPerMinute);
   const views = new Views();
@@ -212,8 +214,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   }));
   urls.admin = base(admin.port, false, config.adminHost);
 
+  // GC and the upload reaper run on one node at a time (the store's exclusive locks): a node
+  // whose turn it is not skips the round.
   const reaper = setInterval(() => {
-    uploads.reap().catch((e) => log.error({ err: e }, 'upload reaper failed'));
+    store.metadata.exclusive('upload-reaper', () => uploads.reap()).catch((e) => log.error({ err: e }, 'upload reaper failed'));
   }, config.uploadReapIntervalSeconds * 1000);
   reaper.unref();
   const oauthPruner = setInterval(() => {
@@ -222,7 +226,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   oauthPruner.unref();
   let gcRun: Promise<unknown> | undefined;
   const gcTimer = config.gcIntervalSeconds > 0 ? setInterval(() => {
-    gcRun ??= gc.run().catch((e) => log.error({ err: e }, 'garbage collection failed')).finally(() => { gcRun = undefined; });
+    gcRun ??= store.metadata.exclusive('gc', (signal) => gc.run({ signal })).catch((e) => log.error({ err: e }, 'garbage collection failed')).finally(() => { gcRun = undefined; });
   }, config.gcIntervalSeconds * 1000) : undefined;
   gcTimer?.unref();
   log.info({ urls, dataDir: config.dataDir, blobStore: blobs.kind }, 'slipway started');

@@ -10,6 +10,7 @@ import type { Store } from '../../engine/store.js';
 import type { HashFactory } from '../../engine/blobs/running-hash.js';
 import type { Digest } from '../../engine/digest.js';
 import { schemaVersion } from '../../engine/migrations.js';
+import { StoreUnavailableError } from '../../engine/storage/metadata.js';
 import type { RequestTracker } from './drain.js';
 
 const CHECK_TIMEOUT_MS = 5_000;
@@ -44,7 +45,8 @@ async function check(name: string, out: Record<string, string>, fn: () => Promis
     await within(fn(), name);
     out[name] = 'ok';
   } catch (e) {
-    out[name] = e instanceof Error ? e.message : String(e);
+    // A store that cannot be reached: the driver's reason (readiness is the operator's view).
+    out[name] = e instanceof StoreUnavailableError ? e.reason : e instanceof Error ? e.message : String(e);
   }
 }
 
