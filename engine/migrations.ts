@@ -5,7 +5,7 @@
  * (engine/<domain>/migrations.ts); this module only orders them. engine/store.ts opens the
  * store and imports nothing from the domains.
  */
-import type { MetadataReader, MetadataStore } from './storage/metadata.js';
+import { runWhenExclusive, type MetadataReader, type MetadataStore } from './storage/metadata.js';
 import { meta } from './storage/meta-keyspace.js';
 import { indexAllAuthorizations, type AuthorizationIndex } from './identity/migrations.js';
 import { indexBlobLinks, indexManifestTags, manifestBytesAsText } from './registry/migrations.js';
@@ -35,7 +35,7 @@ export const SCHEMA_VERSION = 8;
  */
 export async function migrate(metadata: MetadataStore): Promise<void> {
   // Once across nodes starting together on one database: the others wait, then find it current.
-  await metadata.exclusive('schema-migration', () => migrateNow(metadata), { wait: true });
+  await runWhenExclusive(metadata, 'schema-migration', () => migrateNow(metadata));
 }
 
 async function migrateNow(metadata: MetadataStore): Promise<void> {

@@ -10,6 +10,7 @@ import { databaseOf, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { systemClock, type Clock } from '../engine/clock.js';
 import { openStore, type Store } from '../engine/store.js';
+import { runWhenExclusive } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { GarbageCollector } from '../engine/registry/gc.js';
 import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
@@ -148,8 +149,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const dynos = new Dynos(store.metadata, clock);
   const teams = new Teams(store, clock);
   // Once across nodes starting together on one database: the first creates the operator.
-  const bootstrap = opts.bootstrap === false ? null : (await store.metadata.exclusive('bootstrap', async () =>
-    (await accounts.isEmpty()) ? accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null, { wait: true }) as { ran: true; value: CreatedAccount | null }).value;
+  const bootstrap = opts.bootstrap === false ? null : await runWhenExclusive(store.metadata, 'bootstrap', async () =>
+    (await accounts.isEmpty()) ? accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null);
   const oauth = createOAuth(store, clock, accounts, teams);
   const rateLimiter = new RateLimiter(clock, config.rateLimitPool, config.rateLimitPerMinute);
   const views = new Views();

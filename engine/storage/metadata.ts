@@ -191,6 +191,17 @@ export interface ExclusiveOptions {
 /** What `exclusive` did: ran `fn` (with its result) or not (another holder had the lock). */
 export type ExclusiveOutcome<T> = { ran: true; value: T } | { ran: false };
 
+/**
+ * Runs `fn` once this process holds the exclusive lock `name`, waiting for it as long as another
+ * holder keeps it (start-up steps that must run once across nodes starting together).
+ * @returns what `fn` returned. @throws what `exclusive` throws.
+ */
+export async function runWhenExclusive<T>(store: MetadataStore, name: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const outcome = await store.exclusive(name, fn, { wait: true });
+  if (!outcome.ran) throw new Error(`exclusive lock ${name}: a waiting call returned without running`);
+  return outcome.value;
+}
+
 /** Checks an exclusive-lock name. @throws RangeError. */
 export function checkLockName(name: string): void {
   if (!/^[a-z0-9-]{1,64}$/.test(name)) throw new RangeError(`invalid lock name ${JSON.stringify(name)}`);
