@@ -22,10 +22,14 @@ export interface Store {
   /**
    * The LMDB environment itself, for what only LMDB has: a consistent copy of the whole
    * environment (`slipway backup`, server/ops/backup.ts). No domain reads records through it.
+   * Absent on a store over another implementation (`storeOver`).
    */
-  env: RootDatabase;
+  env?: RootDatabase;
   close(): Promise<void>;
 }
+
+/** The embedded store: always has its LMDB environment. */
+export type EmbeddedStore = Store & { env: RootDatabase };
 
 /**
  * Opens (creating if needed) the environment under `dir` and migrates it to the current schema.
@@ -33,7 +37,7 @@ export interface Store {
  * @param dir the data directory; the environment lives in `dir/lmdb`.
  * @throws Error when the directory was written by a newer build (engine/migrations.ts).
  */
-export async function openStore(dir: string): Promise<Store> {
+export async function openStore(dir: string): Promise<EmbeddedStore> {
   secureDataDir(dir);
   const path = join(dir, 'lmdb');
   mkdirSync(path, { recursive: true, mode: DATA_DIR_MODE });
@@ -47,4 +51,15 @@ export async function openStore(dir: string): Promise<Store> {
   const metadata = new LmdbMetadataStore(env);
   await migrate(metadata);
   return { metadata, env, close: () => metadata.close() };
+}
+
+/**
+ * A store over an already open metadata implementation (PostgreSQL for a cluster node, or any
+ * other `MetadataStore`), migrated to the current schema like `openStore` does. `close()` closes
+ * `metadata`.
+ * @throws Error when the store was written by a newer build (engine/migrations.ts).
+ */
+export async function storeOver(metadata: MetadataStore): Promise<Store> {
+  await migrate(metadata);
+  return { metadata, close: () => metadata.close() };
 }

@@ -9,7 +9,8 @@ import type { us_listen_socket } from 'uWebSockets.js';
 import type { Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { systemClock, type Clock } from '../engine/clock.js';
-import { openStore, type Store } from '../engine/store.js';
+import { openStore, storeOver, type Store } from '../engine/store.js';
+import type { MetadataStore } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { GarbageCollector, GcSafeBlobStore } from '../engine/registry/gc.js';
 import { blobHasher } from '../engine/blobs/hash-blob.js';
@@ -58,6 +59,11 @@ export interface StartOptions {
   log?: Logger;
   /** Create the operator account when the store has no account (default true). */
   bootstrap?: boolean;
+  /**
+   * Opens the metadata store to run on instead of the embedded LMDB one (tests of cluster
+   * behaviour: two servers over one PostgreSQL database). The server closes it on close().
+   */
+  metadata?: () => Promise<MetadataStore>;
 }
 
 /**
@@ -98,7 +104,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const log = opts.log ?? createLogger(config.logLevel, config.logFile);
   secureDataDir(config.dataDir);
   const keys = ServerKeys.loadOrCreate(config.dataDir, config.keyFile);
-  const store = await openStore(config.dataDir);
+  const store = opts.metadata ? await storeOver(await opts.metadata()) : await openStore(config.dataDir);
   const pool = new WorkerPool();
   // Dedupe by record, not by file: safe against online GC (engine/registry/gc.ts).
   const blobs = new GcSafeBlobStore(config.dataDir, store);
