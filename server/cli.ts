@@ -15,6 +15,7 @@ import { FLAGS, loadConfig, type Config } from './config.js';
 import { startServer } from './main.js';
 import { openStore } from '../engine/store.js';
 import { ServerKeys } from '../engine/identity/keys.js';
+import { checkServerKey } from '../engine/identity/key-check.js';
 import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
 import { systemClock } from '../engine/clock.js';
@@ -98,7 +99,9 @@ async function serve(config: Config): Promise<void> {
 async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promise<T>): Promise<T> {
   const store = await openStore(config.dataDir);
   try {
-    return await fn(new Accounts(store.metadata, systemClock, ServerKeys.loadOrCreate(config.dataDir, config.keyFile)), new Apps(store.metadata, systemClock));
+    const keys = ServerKeys.load(config);
+    await checkServerKey(store.metadata, keys, systemClock.now());
+    return await fn(new Accounts(store.metadata, systemClock, keys), new Apps(store.metadata, systemClock));
   } finally {
     await store.close();
   }

@@ -12,6 +12,7 @@ import { systemClock, type Clock } from '../engine/clock.js';
 import { openStore, storeOver, type Store } from '../engine/store.js';
 import type { MetadataStore } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
+import { checkServerKey, resealSecrets } from '../engine/identity/key-check.js';
 import { GarbageCollector, GcSafeBlobStore } from '../engine/registry/gc.js';
 import { blobHasher } from '../engine/blobs/hash-blob.js';
 import { EVENT_KINDS, subscribeEvent } from '../engine/events.js';
@@ -103,8 +104,24 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel, config.logFile);
   secureDataDir(config.dataDir);
-  const keys = ServerKeys.loadOrCreate(config.dataDir, config.keyFile);
+  const keys = ServerKeys.load(config);
   const store = opts.metadata ? await storeOver(await opts.metadata()) : await openStore(config.dataDir);
+  // Refuse to start with a key the cluster's other nodes do not share (engine/identity/key-check.ts).
+  try {
+    if ((await checkServerKey(store.metadata, keys, clock.now())) === 'rotated') log.info({ fingerprint: keys.fingerprint().slice(0, 12) }, 'server key rotation recorded: this key signs and seals from now on');
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+  let resealRun: Promise<unknown> | undefined;
+  /** Moves second-factor secrets sealed under the accepted key to the signing key (only with an accepted key). */
+  const reseal = () => {
+    if (keys.acceptedFingerprint() === null) return;
+    resealRun ??= resealSecrets(store.metadata, keys, clock.now()).then(
+      (n) => log.info({ resealed: n }, 'second-factor secrets re-sealed'),
+      (e) => log.error({ err: e }, 're-sealing second-factor secrets failed')).finally(() => { resealRun = undefined; });
+  };
+  reseal();
   const pool = new WorkerPool();
   // Dedupe by record, not by file: safe against online GC (engine/registry/gc.ts).
   const blobs = new GcSafeBlobStore(config.dataDir, store);
@@ -207,6 +224,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   reaper.unref();
   const oauthPruner = setInterval(() => {
     oauth.prune().catch((e) => log.error({ err: e }, 'OAuth pruning failed'));
+    reseal();
   }, 10 * 60_000);
   oauthPruner.unref();
   let gcRun: Promise<unknown> | undefined;
@@ -229,6 +247,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // Handlers of cut requests wind up (an aborted body ends its upload append) before the store closes.
     await tracker.settle(0, performance.now() + CUT_GRACE_MS);
     await gcRun;
+    await resealRun;
     for (const off of unsubscribeEvents) off();
     metrics.close();
     await new Promise<void>((resolve) => admin.server.close(() => resolve()));
