@@ -41,7 +41,7 @@ import { handleAuth, sendAuthError } from './auth-host/routes.js';
 import type { AuthContext } from './auth-host/context.js';
 import { Views } from './auth-host/views.js';
 import { createOAuth, type OAuth } from '../engine/oauth/service.js';
-import { RateLimiter } from './api/rate-limit.js';
+import { rateLimitPoolFor } from '../engine/identity/shared-rate-limit.js';
 import { webUrlOf } from './api/web-url.js';
 import { Metrics } from './ops/metrics.js';
 import { observe, type Observers } from './ops/observe.js';
@@ -155,7 +155,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const teams = new Teams(store, clock);
   const bootstrap = opts.bootstrap !== false && (await accounts.isEmpty()) ? await accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null;
   const oauth = createOAuth(store, clock, accounts, teams);
-  const rateLimiter = new RateLimiter(clock, config.rateLimitPool, config.rateLimitPerMinute);
+  const rateLimiter = rateLimitPoolFor(store.metadata, clock, config.rateLimitPool, config.rateLimitPerMinute);
   const views = new Views();
   const tracker = new RequestTracker();
   const metrics = new Metrics(store, pool);

@@ -5,7 +5,7 @@
  * Names are the LMDB database names the data has always had (docs/storage.md).
  */
 import { keyspace } from '../storage/metadata.js';
-import type { Account, AuthorizationRecord, ServerKeyRecord, TokenRecord } from './records.js';
+import type { Account, AuthorizationRecord, Bucket, ServerKeyRecord, TokenRecord } from './records.js';
 
 /** account id → account (password only as a hash, second-factor secret sealed). */
 export const accounts = keyspace<Account>('identity', 'accounts');
@@ -25,3 +25,5 @@ export const authorizationsByTeam = keyspace<number>('identity', 'authorizations
 export const authorizationUse = keyspace<number>('identity', 'authorization-use');
 /** `current` → the fingerprint of the cluster's server key and its rotation state (engine/identity/key-check.ts). */
 export const serverKey = keyspace<ServerKeyRecord>('identity', 'server-key');
+/** account id → its API rate-limit bucket on a cluster (engine/identity/shared-rate-limit.ts); the embedded store keeps buckets in memory. */
+export const rateLimits = keyspace<Bucket>('identity', 'rate-limits');

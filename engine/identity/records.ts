@@ -72,3 +72,9 @@ export interface ServerKeyRecord {
   /** ms since epoch of the last change. */
   updatedAt: number;
 }
+
+/** An API rate-limit bucket (engine/identity/rate-limit.ts): whole and fractional tokens at time `at` (ms since epoch). */
+export interface Bucket {
+  tokens: number;
+  at: number;
+}
