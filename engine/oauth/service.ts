@@ -13,6 +13,7 @@ import { Authorizations } from './authorizations.js';
 import { WebSessions } from './web-sessions.js';
 import { SignIn } from './sign-in.js';
 import { CliLogins } from './cli-logins.js';
+import { OnceForms } from './once-forms.js';
 import { NO_TEAMS, type TeamDirectory } from './owners.js';
 
 export interface OAuth {
@@ -24,7 +25,9 @@ export interface OAuth {
   teams: TeamDirectory;
   /** Browser logins of the platform CLI. */
   cliLogins: CliLogins;
-  /** Deletes expired codes, sessions and sign-in bookkeeping. @returns how many records. */
+  /** Claimed one-time forms of the dashboard. */
+  onceForms: OnceForms;
+  /** Deletes expired codes, sessions, sign-in bookkeeping, CLI logins and one-time form claims. @returns how many records. */
   prune(): Promise<number>;
 }
 
@@ -35,11 +38,12 @@ export function createOAuth(store: Store, clock: Clock, accounts: Accounts, team
   const sessions = new WebSessions(store.metadata, clock);
   const signIn = new SignIn(store.metadata, clock, accounts);
   const cliLogins = new CliLogins(store.metadata, clock);
+  const onceForms = new OnceForms(store.metadata, clock);
   return {
-    clients, authorizationCodes, sessions, signIn, teams, cliLogins,
+    clients, authorizationCodes, sessions, signIn, teams, cliLogins, onceForms,
     authorizations: new Authorizations(store.metadata, clock),
     async prune() {
-      return (await authorizationCodes.prune()) + (await sessions.prune()) + (await signIn.prune()) + (await cliLogins.prune());
+      return (await authorizationCodes.prune()) + (await sessions.prune()) + (await signIn.prune()) + (await cliLogins.prune()) + (await onceForms.prune());
     },
   };
 }

@@ -2,7 +2,8 @@
  * What must be cluster-wide is (issue "Every host works on every node"), proved with two nodes on
  * one real PostgreSQL, sharing one clock and one server key: a CLI browser login started on A
  * completes when the browser and the polls reach B (its token handed out once, however the polls
- * are spread); a second-factor code used on A is refused on B; failed sign-ins on both nodes add
+ * are spread); a dashboard form that shows a secret acts once across the nodes; a
+ * second-factor code used on A is refused on B; failed sign-ins on both nodes add
  * up to one lockout; an authorization code is exchanged once across the nodes; a refresh on one
  * node ends the previous access token on the other; and the API rate-limit pool is one pool,
  * its `RateLimit-Remaining` exact across nodes, also under concurrent requests.
@@ -116,6 +117,20 @@ t.test('cluster-wide state', { skip }, async (t) => {
       const live = await Promise.all(both.filter((r) => r.status === 201).map(async (r) => (await api(round % 2 ? a : b, 'GET', '/account', r.json.access_token)).status));
       t.same(live.filter((s) => s === 200).length, 1, `round ${round}: after concurrent refreshes on A and B one access token is live`);
     }
+  });
+
+  await t.test('a secret-showing dashboard form acts once, even when the reload reaches the other node', async (t) => {
+    clock.advance(60_000);
+    const browser = new Browser(a.auth);
+    t.equal((await signIn(browser, op, clock)).status, 303);
+    const form = findForm((await browser.get('/account/applications')).text, '/account/authorizations');
+    const fields = { ...form.fields, description: 'once across nodes', scope: 'read' };
+    const first = await browser.post(`${a.auth}/account/authorizations`, fields);
+    t.equal(first.status, 200, 'created on A, token shown');
+    const again = await browser.post(`${b.auth}/account/authorizations`, fields);
+    t.equal(again.status, 409, 'the same form re-posted to B creates nothing');
+    const made = ((await api(b, 'GET', '/oauth/authorizations', op.apiKey)).json as Array<{ description: string }>).filter((x) => x.description === 'once across nodes');
+    t.equal(made.length, 1, 'one authorization');
   });
 
   await t.test('one rate-limit pool per account across the nodes', async (t) => {
