@@ -107,18 +107,9 @@ export class ServerKeys {
   }
 
   /**
-   * Loads the server key, creating it (0600) on first start.
-   * @param keyFile where the key lives; default `<dataDir>/keys/server.key`. Its directory is
-   *        created (0700) only for the default location.
-   * @throws Error when the file exists but does not hold exactly 32 bytes.
-   */
-  static loadOrCreate(dataDir: string, keyFile?: string): ServerKeys {
-    return ServerKeys.load({ dataDir, keyFile });
-  }
-
-  /**
-   * Loads the keys from their sources (see the top of this file). The signing key's file is
-   * created (0600) when absent and no SLIPWAY_SERVER_KEY is given; the accepted key's never is.
+   * Loads the keys from their sources (see the top of this file). Without SLIPWAY_SERVER_KEY,
+   * the signing key's file (`keyFile`, default `<dataDir>/keys/server.key`, whose directory is
+   * then created 0700) is created (0600) when absent; the accepted key's never is.
    * @throws Error naming the setting when a key is malformed, an accepted key file is missing,
    *         or both SLIPWAY_SERVER_KEY and SLIPWAY_KEY_FILE are set.
    */
