@@ -8,6 +8,7 @@
  *   slipway backup --to DIR             online snapshot of the data directory (server/ops/backup.ts)
  *   slipway restore --from DIR --data NEWDIR
  *   slipway fsck [--full] [--repair] [--json]   records against blob files (server/ops/fsck.ts)
+ *   slipway key adopt                   record the configured server key as the installation's (a lost key)
  * Settings also come from SLIPWAY_* environment variables (server/config.ts).
  */
 import { parseArgs } from 'node:util';
@@ -15,7 +16,7 @@ import { FLAGS, loadConfig, type Config } from './config.js';
 import { startServer } from './main.js';
 import { openStore } from '../engine/store.js';
 import { ServerKeys } from '../engine/identity/keys.js';
-import { checkServerKey } from '../engine/identity/key-check.js';
+import { adoptServerKey, checkServerKey } from '../engine/identity/key-check.js';
 import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
 import { systemClock } from '../engine/clock.js';
@@ -36,7 +37,8 @@ const USAGE = `usage:
   slipway gc [--dry-run] [--json] [--data DIR]
   slipway backup --to DIR [--json] [--data DIR]
   slipway restore --from DIR --data NEWDIR [--json]
-  slipway fsck [--full] [--repair] [--json] [--data DIR]`;
+  slipway fsck [--full] [--repair] [--json] [--data DIR]
+  slipway key adopt [--key-file FILE] [--data DIR]`;
 
 const options = {
   ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])),
@@ -210,6 +212,17 @@ async function main(argv: string[]): Promise<number> {
     case 'restore': {
       if (!values.from || !flags.data) throw new Error('restore needs --from DIR and --data NEWDIR');
       return printBackup('Restored into', await restore(resolve(values.from), config.dataDir), config.dataDir, values.json === true);
+    }
+    case 'key adopt': {
+      const store = await openStore(config.dataDir);
+      try {
+        const keys = ServerKeys.load(config);
+        const before = await adoptServerKey(store.metadata, keys, systemClock.now());
+        console.log(`Server key ${keys.fingerprint().slice(0, 12)} recorded as this installation's key${before && before !== keys.fingerprint() ? ` (was ${before.slice(0, 12)}): values signed and second factors sealed under the old key no longer work` : ''}.`);
+      } finally {
+        await store.close();
+      }
+      return 0;
     }
     default:
       console.error(`unknown command "${command}"\n${USAGE}`);

@@ -75,6 +75,21 @@ export async function checkServerKey(metadata: MetadataStore, keys: ServerKeys, 
   });
 }
 
+/**
+ * Records `keys` as the cluster's key whatever was recorded before: the way out when the key was
+ * lost (`slipway key adopt`). Second-factor secrets sealed under the lost key stay unopenable,
+ * and everything signed with it stays invalid.
+ * @param now ms since epoch
+ * @returns the fingerprint that was recorded before, or null.
+ */
+export async function adoptServerKey(metadata: MetadataStore, keys: ServerKeys, now: number): Promise<string | null> {
+  return metadata.transact(async (tx) => {
+    const before = await tx.get(serverKey, RECORD);
+    tx.put(serverKey, RECORD, { fingerprint: keys.fingerprint(), previous: null, resealed: true, updatedAt: now });
+    return before?.fingerprint ?? null;
+  });
+}
+
 /** Accounts re-sealed per transaction. */
 const RESEAL_PAGE = 100;
 
