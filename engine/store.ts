@@ -56,10 +56,13 @@ export async function openStore(dir: string): Promise<EmbeddedStore> {
 /**
  * A store over an already open metadata implementation (PostgreSQL for a cluster node, or any
  * other `MetadataStore`), migrated to the current schema like `openStore` does. `close()` closes
- * `metadata`.
+ * `metadata` (so does a failed migration).
  * @throws Error when the store was written by a newer build (engine/migrations.ts).
  */
 export async function storeOver(metadata: MetadataStore): Promise<Store> {
-  await migrate(metadata);
+  await migrate(metadata).catch(async (e: unknown) => {
+    await metadata.close().catch(() => undefined);
+    throw e;
+  });
   return { metadata, close: () => metadata.close() };
 }

@@ -96,15 +96,18 @@ const RESEAL_PAGE = 100;
 /**
  * Re-seals every account's second-factor secret that does not open with the signing key (it was
  * sealed under the accepted key), page by page in transactions that re-read each account, then
- * marks the record `resealed` if the cluster still signs with this node's key. Idempotent; safe
- * to run on several nodes at once and against concurrent account changes. Does nothing when
- * this node has no accepted key.
+ * marks the record `resealed`. Only towards the cluster's key: each transaction re-reads the
+ * record and does nothing unless the cluster signs with this node's key, so a node that merely
+ * accepts the next key (rotation step 1) never re-seals back to the old one. Idempotent; safe to
+ * run on several nodes at once and against concurrent account changes. Does nothing when this
+ * node has no accepted key.
  * @param now ms since epoch
  * @returns how many secrets were re-sealed.
  * @throws Error when a secret opens with neither key (sealed under a key this node does not have).
  */
 export async function resealSecrets(metadata: MetadataStore, keys: ServerKeys, now: number): Promise<number> {
-  if (keys.acceptedFingerprint() === null) return 0;
+  const mine = keys.fingerprint();
+  if (keys.acceptedFingerprint() === null || (await metadata.get(serverKey, RECORD))?.fingerprint !== mine) return 0;
   let resealed = 0;
   let stale: string[] = [];
   const flush = async () => {
@@ -112,6 +115,7 @@ export async function resealSecrets(metadata: MetadataStore, keys: ServerKeys, n
     stale = [];
     resealed += await metadata.transact(async (tx) => {
       let n = 0;
+      if ((await tx.get(serverKey, RECORD))?.fingerprint !== mine) return 0;
       for (const id of ids) {
         const a = await tx.get(accounts, id);
         if (!a || keys.sealedWithCurrent(a.totpSecretSealed)) continue;
@@ -128,7 +132,6 @@ export async function resealSecrets(metadata: MetadataStore, keys: ServerKeys, n
     if (stale.length >= RESEAL_PAGE) await flush();
   }
   if (stale.length > 0) await flush();
-  const mine = keys.fingerprint();
   await metadata.transact(async (tx) => {
     const rec: ServerKeyRecord | undefined = await tx.get(serverKey, RECORD);
     if (rec && rec.fingerprint === mine && !rec.resealed) tx.put(serverKey, RECORD, { ...rec, resealed: true, updatedAt: now });
