@@ -9,6 +9,7 @@
  *   slipway restore --from DIR --data NEWDIR
  *   slipway fsck [--full] [--repair] [--json]   records against blob files (server/ops/fsck.ts)
  *   slipway migrate --to-database URL [--to-blob-store s3] [--json]   copy into cluster stores (server/ops/migrate.ts)
+ *   slipway key adopt                   record the configured server key as the installation's (a lost key)
  * Settings also come from SLIPWAY_* environment variables (server/config.ts).
  */
 import { parseArgs } from 'node:util';
@@ -18,6 +19,7 @@ import { openBlobStore } from './blob-store.js';
 import { openStore } from '../engine/store.js';
 import { StoreUnavailableError } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
+import { adoptServerKey, checkServerKey } from '../engine/identity/key-check.js';
 import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
 import { systemClock } from '../engine/clock.js';
@@ -40,7 +42,8 @@ const USAGE = `usage:
   slipway restore --from DIR --data NEWDIR [--json]
   slipway fsck [--full] [--repair] [--json] [--data DIR]
   slipway migrate --to-database postgres://USER@HOST:PORT/DB [--to-blob-store s3] [--json] [--data DIR]
-                  offline copy of the data directory into PostgreSQL (and S3: SLIPWAY_S3_* settings)`;
+                  offline copy of the data directory into PostgreSQL (and S3: SLIPWAY_S3_* settings)
+  slipway key adopt [--key-file FILE] [--data DIR]`;
 
 const options = {
   ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])),
@@ -105,7 +108,9 @@ async function serve(config: Config): Promise<void> {
 async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promise<T>): Promise<T> {
   const store = await openStore(config.dataDir, databaseOf(config));
   try {
-    return await fn(new Accounts(store.metadata, systemClock, ServerKeys.loadOrCreate(config.dataDir, config.keyFile)), new Apps(store.metadata, systemClock));
+    const keys = ServerKeys.load(config);
+    await checkServerKey(store.metadata, keys, systemClock.now());
+    return await fn(new Accounts(store.metadata, systemClock, keys), new Apps(store.metadata, systemClock));
   } finally {
     await store.close();
   }
@@ -220,6 +225,17 @@ async function main(argv: string[]): Promise<number> {
       refuseInClusterMode('restore', config.databaseUrl);
       if (!values.from || !flags.data) throw new Error('restore needs --from DIR and --data NEWDIR');
       return printBackup('Restored into', await restore(resolve(values.from), config.dataDir), config.dataDir, values.json === true);
+    }
+    case 'key adopt': {
+      const store = await openStore(config.dataDir);
+      try {
+        const keys = ServerKeys.load(config);
+        const before = await adoptServerKey(store.metadata, keys, systemClock.now());
+        console.log(`Server key ${keys.fingerprint().slice(0, 12)} recorded as this installation's key${before && before !== keys.fingerprint() ? ` (was ${before.slice(0, 12)}): values signed and second factors sealed under the old key no longer work` : ''}.`);
+      } finally {
+        await store.close();
+      }
+      return 0;
     }
     default:
       console.error(`unknown command "${command}"\n${USAGE}`);

@@ -9,9 +9,10 @@ import type { us_listen_socket } from 'uWebSockets.js';
 import { databaseOf, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { systemClock, type Clock } from '../engine/clock.js';
-import { openStore, type Store } from '../engine/store.js';
-import { runWhenExclusive } from '../engine/storage/metadata.js';
+import { openStore, storeOver, type Store } from '../engine/store.js';
+import { runWhenExclusive, type MetadataStore } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
+import { checkServerKey, resealSecrets } from '../engine/identity/key-check.js';
 import { GarbageCollector } from '../engine/registry/gc.js';
 import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
 import type { S3BlobBackend } from '../engine/blobs/s3-backend.js';
@@ -42,7 +43,7 @@ import { handleAuth, sendAuthError } from './auth-host/routes.js';
 import type { AuthContext } from './auth-host/context.js';
 import { Views } from './auth-host/views.js';
 import { createOAuth, type OAuth } from '../engine/oauth/service.js';
-import { RateLimiter } from './api/rate-limit.js';
+import { rateLimitPoolFor } from '../engine/identity/shared-rate-limit.js';
 import { webUrlOf } from './api/web-url.js';
 import { Metrics } from './ops/metrics.js';
 import { observe, type Observers } from './ops/observe.js';
@@ -63,6 +64,11 @@ export interface StartOptions {
   log?: Logger;
   /** Create the operator account when the store has no account (default true). */
   bootstrap?: boolean;
+  /**
+   * Opens the metadata store to run on instead of the embedded LMDB one (tests of cluster
+   * behaviour: two servers over one PostgreSQL database). The server closes it on close().
+   */
+  metadata?: () => Promise<MetadataStore>;
 }
 
 /**
@@ -104,8 +110,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel, config.logFile);
   secureDataDir(config.dataDir);
-  const keys = ServerKeys.loadOrCreate(config.dataDir, config.keyFile);
-  const store = await openStore(config.dataDir, databaseOf(config));
+  const keys = ServerKeys.load(config);
+  const store = opts.metadata ? await storeOver(await opts.metadata()) : await openStore(config.dataDir, databaseOf(config));
+  // Refuse to start with a key the cluster's other nodes do not share (engine/identity/key-check.ts).
+  try {
+    if ((await checkServerKey(store.metadata, keys, clock.now())) === 'rotated') log.info({ fingerprint: keys.fingerprint().slice(0, 12) }, 'server key rotation recorded: this key signs and seals from now on');
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
   // The bytes (SLIPWAY_BLOB_STORE): the data directory, or an S3 bucket probed now (bad or
   // unreachable settings stop the start naming the setting). Sessions hash on the hash thread.
   // Uploads dedupe by record, not by bytes: safe against online GC (engine/registry/gc.ts).
@@ -117,6 +130,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     throw e;
   }
   const blobs = blobStore.backend;
+  let resealRun: Promise<unknown> | undefined;
+  /** Moves second-factor secrets sealed under the accepted key to the signing key (only with an accepted key). */
+  const reseal = () => {
+    if (keys.acceptedFingerprint() === null) return;
+    resealRun ??= resealSecrets(store.metadata, keys, clock.now()).then(
+      (n) => log.info({ resealed: n }, 'second-factor secrets re-sealed'),
+      (e) => log.error({ err: e }, 're-sealing second-factor secrets failed')).finally(() => { resealRun = undefined; });
+  };
+  reseal();
   const pool = new WorkerPool();
   const hashThread = new HashThread();
   const uploads = new Uploads(store, blobs, clock, {
@@ -152,7 +174,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const bootstrap = opts.bootstrap === false ? null : await runWhenExclusive(store.metadata, 'bootstrap', async () =>
     (await accounts.isEmpty()) ? accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null);
   const oauth = createOAuth(store, clock, accounts, teams);
-  const rateLimiter = new RateLimiter(clock, config.rateLimitPool, config.rateLimitPerMinute);
+  const rateLimiter = rateLimitPoolFor(store.metadata, clock, config.rateLimitPool, config.rateLimitPerMinute);
   const views = new Views();
   const tracker = new RequestTracker();
   const metrics = new Metrics(store, pool, uploads);
@@ -223,6 +245,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   reaper.unref();
   const oauthPruner = setInterval(() => {
     oauth.prune().catch((e) => log.error({ err: e }, 'OAuth pruning failed'));
+    reseal();
   }, 10 * 60_000);
   oauthPruner.unref();
   let gcRun: Promise<unknown> | undefined;
@@ -245,6 +268,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // Handlers of cut requests wind up (an aborted body ends its upload append) before the store closes.
     await tracker.settle(0, performance.now() + CUT_GRACE_MS);
     await gcRun;
+    await resealRun;
     for (const off of unsubscribeEvents) off();
     metrics.close();
     await new Promise<void>((resolve) => admin.server.close(() => resolve()));
