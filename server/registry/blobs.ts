@@ -7,24 +7,40 @@ import { parseDigest } from '../../engine/digest.js';
 import { fail } from '../../engine/errors.js';
 import { API_VERSION_HEADER } from './context.js';
 import { quarantineBlob, sizeCheck } from '../../engine/blobs/quarantine.js';
+import type { Digest } from '../../engine/digest.js';
+import type { BlobRecord } from '../../engine/blobs/records.js';
+import { andThen, type MaybePromise } from '../../engine/maybe-sync.js';
 
-/** GET/HEAD of a blob (admitted for pull), with one `bytes=` Range. */
-export async function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, digest: digestParam }: RouteParams): Promise<void> {
+/**
+ * GET/HEAD of a blob (admitted for pull), with one `bytes=` Range. A HEAD answers synchronously
+ * when the store reads synchronously and the backend stats synchronously (engine/maybe-sync.ts).
+ */
+export function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, digest: digestParam }: RouteParams): MaybePromise<void> {
   const digest = parseDigest(digestParam);
-  let blob = await ctx.registry.statBlob(repository, digest);
-  // Never serve bytes that are not the record's: wait for a pending start-up verification, and
-  // check the file's size (quarantining the blob when it differs: clients then push it again).
-  const pending = ctx.legacyCheck?.pending(digest);
-  if (pending) {
-    await pending;
-    blob = await ctx.registry.statBlob(repository, digest);
-  }
-  const quick = sizeCheck(ctx.blobs, digest, blob);
-  const check = quick instanceof Promise ? await quick : quick;
-  if (!check.ok) {
-    await quarantineBlob(ctx.store.metadata, digest, check.reason, blob);
-    throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
-  }
+  return andThen(servableBlob(ctx, repository, digest), (blob) => sendBlob(ctx, ex, digest, blob));
+}
+
+/**
+ * The record of a blob `repository` may serve, once its bytes are known to be the record's:
+ * a pending start-up verification is waited for, and the file's size is checked (a blob whose
+ * size differs is quarantined: clients then push it again).
+ * @throws BLOB_UNKNOWN
+ */
+function servableBlob(ctx: RegistryContext, repository: string, digest: Digest): MaybePromise<BlobRecord> {
+  return andThen(ctx.registry.statBlob(repository, digest), (first) => {
+    const pending = ctx.legacyCheck?.pending(digest);
+    const blob = pending ? pending.then(() => ctx.registry.statBlob(repository, digest)) : first;
+    return andThen(blob, (rec) => andThen(sizeCheck(ctx.blobs, digest, rec), (check) => {
+      if (check.ok) return rec;
+      return quarantineBlob(ctx.store.metadata, digest, check.reason, rec).then(() => {
+        throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
+      });
+    }));
+  });
+}
+
+/** The response of a servable blob: headers only for HEAD, else its bytes (with one Range). */
+function sendBlob(ctx: RegistryContext, ex: Exchange, digest: Digest, blob: BlobRecord): MaybePromise<void> {
   const headers: Record<string, string> = {
     ...API_VERSION_HEADER,
     'content-type': 'application/octet-stream',
@@ -36,10 +52,15 @@ export async function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Adm
   if (ex.method === 'HEAD') return ex.send(200, headers, undefined, blob.size);
   const range = parseRange(ex.header('range'), blob.size);
   if (range) headers['content-range'] = `bytes ${range.start}-${range.start + range.length - 1}/${blob.size}`;
+  return streamBlob(ctx, ex, digest, headers, range?.start ?? 0, range?.length ?? blob.size, range ? 206 : 200);
+}
+
+/** Streams `length` bytes of the blob from `start`. */
+async function streamBlob(ctx: RegistryContext, ex: Exchange, digest: Digest, headers: Record<string, string>, start: number, length: number, status: number): Promise<void> {
   // A blob GC deletes meanwhile is still read through the open reader (contract.ts BlobReader).
   const reader = await ctx.blobs.open(digest);
   try {
-    await ex.sendBytes(range ? 206 : 200, headers, reader, range?.start ?? 0, range?.length ?? blob.size);
+    await ex.sendBytes(status, headers, reader, start, length);
   } finally {
     await reader.close();
   }
