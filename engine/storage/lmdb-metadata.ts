@@ -167,11 +167,15 @@ export class LmdbMetadataStore implements MetadataStore {
   }
 
   get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
-    return later(() => this.getNow(ks, k));
+    return later(() => this.#read(ks, k));
   }
 
   /** The latest committed value at `k`, synchronously (the contract's fast path). */
   getNow<V>(ks: Keyspace<V>, k: string): V | undefined {
+    return this.#read(ks, k);
+  }
+
+  #read<V>(ks: Keyspace<V>, k: string): V | undefined {
     checkKey(ks, k);
     return this.handles(ks).db.get(k) as V | undefined;
   }
