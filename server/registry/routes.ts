@@ -118,13 +118,22 @@ export function matchRegistryPath(path: string): { pattern: RegistryPattern; par
   if (!m) return undefined;
   const [, name, tags, reference, uploads, session, digest, subject] = m as unknown as Array<string | undefined>;
   params.name = name!;
-  if (subject !== undefined) return { pattern: '/v2/:name/referrers/:digest', params: { ...params, digest: subject } };
-  if (tags) return { pattern: '/v2/:name/tags/list', params };
-  if (reference !== undefined) return { pattern: '/v2/:name/manifests/:reference', params: { ...params, reference } };
-  if (uploads !== undefined) {
-    return session ? { pattern: '/v2/:name/blobs/uploads/:session', params: { ...params, session } } : { pattern: '/v2/:name/blobs/uploads/', params };
+  if (subject !== undefined) {
+    params.digest = subject;
+    return { pattern: '/v2/:name/referrers/:digest', params };
   }
-  return { pattern: '/v2/:name/blobs/:digest', params: { ...params, digest: digest! } };
+  if (tags) return { pattern: '/v2/:name/tags/list', params };
+  if (reference !== undefined) {
+    params.reference = reference;
+    return { pattern: '/v2/:name/manifests/:reference', params };
+  }
+  if (uploads !== undefined) {
+    if (!session) return { pattern: '/v2/:name/blobs/uploads/', params };
+    params.session = session;
+    return { pattern: '/v2/:name/blobs/uploads/:session', params };
+  }
+  params.digest = digest!;
+  return { pattern: '/v2/:name/blobs/:digest', params };
 }
 
 /**
