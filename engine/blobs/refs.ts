@@ -9,14 +9,15 @@
  * write of a blob record goes through this file.
  */
 import type { Digest } from '../digest.js';
-import type { MetadataReader, MetadataTransaction } from '../storage/metadata.js';
+import { readMaybe, type MetadataReader, type MetadataTransaction } from '../storage/metadata.js';
+import type { MaybePromise } from '../maybe-sync.js';
 import { scanKeyspace } from '../storage/scan.js';
 import { blobs, uploads } from './keyspaces.js';
 import type { BlobRecord, LayerScan, UploadRecord } from './records.js';
 
-/** The record of `digest` (quarantined ones included), or undefined. */
-export function blobRecord(reader: MetadataReader, digest: Digest): Promise<BlobRecord | undefined> {
-  return reader.get(blobs, digest);
+/** The record of `digest` (quarantined ones included), or undefined; at once when `reader` reads synchronously. */
+export function blobRecord(reader: MetadataReader, digest: Digest): MaybePromise<BlobRecord | undefined> {
+  return readMaybe(reader, blobs, digest);
 }
 
 /** Every blob record in digest order, paged (outside a transaction; see storage/scan.ts). */

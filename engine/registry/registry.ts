@@ -14,7 +14,8 @@
  */
 import { digestOf, isDigest, type Digest } from '../digest.js';
 import { fail } from '../errors.js';
-import { key, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
+import { key, readMaybe, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
+import { andThen, type MaybePromise } from '../maybe-sync.js';
 import { scanKeyspace } from '../storage/scan.js';
 import type { Clock } from '../clock.js';
 import type { BlobBackend } from '../blobs/contract.js';
@@ -76,14 +77,16 @@ export class Registry {
   ) {}
 
   /**
-   * A blob `repository` may serve (two reads outside a transaction).
+   * A blob `repository` may serve (two reads outside a transaction; synchronous when the store
+   * reads synchronously, engine/maybe-sync.ts).
    * @throws BLOB_UNKNOWN when absent, quarantined or not linked to the repository.
    */
-  async statBlob(repository: string, digest: Digest): Promise<BlobRecord> {
-    const rec = await linkedBlob(this.metadata, repository, digest);
-    if (!rec) throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
-    if (rec.refs === 0) this.#touch(digest, rec);
-    return rec;
+  statBlob(repository: string, digest: Digest): MaybePromise<BlobRecord> {
+    return andThen(linkedBlob(this.metadata, repository, digest), (rec) => {
+      if (!rec) throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
+      if (rec.refs === 0) this.#touch(digest, rec);
+      return rec;
+    });
   }
 
   /** True when `at` is at least `touchEveryMs` after the blob was committed or last touched. */
@@ -194,36 +197,38 @@ export class Registry {
 
   /**
    * The digest a tag or digest reference names in a repository (tag record, or the
-   * repository's manifest link): one read outside a transaction.
-   * @throws MANIFEST_UNKNOWN
+   * repository's manifest link): one read outside a transaction, synchronous when the store reads
+   * synchronously.
+   * @throws MANIFEST_INVALID for a reference that is neither (at once); MANIFEST_UNKNOWN
    */
-  async resolveManifest(repository: string, reference: string): Promise<Digest> {
+  resolveManifest(repository: string, reference: string): MaybePromise<Digest> {
     const ref = parseReference(reference);
-    let digest: Digest | undefined;
-    if ('digest' in ref) {
-      if (await holdsManifest(this.metadata, repository, ref.digest)) digest = ref.digest;
-    } else {
-      digest = await taggedDigest(this.metadata, repository, ref.tag);
-    }
-    if (!digest) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
-    return digest;
+    const found = 'digest' in ref
+      ? andThen(holdsManifest(this.metadata, repository, ref.digest), (held) => held ? ref.digest : undefined)
+      : taggedDigest(this.metadata, repository, ref.tag);
+    return andThen(found, (digest) => {
+      if (!digest) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
+      return digest;
+    });
   }
 
   /**
    * What a manifest GET/HEAD serves: digest, media type and the exact bytes pushed. The content
    * comes from a digest-keyed cache (content-cache.ts) once the repository is known to hold it.
-   * @throws MANIFEST_UNKNOWN
+   * Synchronous when the store reads synchronously (the pull hot path, engine/maybe-sync.ts).
+   * @throws MANIFEST_INVALID for a reference that is neither tag nor digest (at once); MANIFEST_UNKNOWN
    */
-  async manifestContent(repository: string, reference: string): Promise<ManifestContent & { digest: Digest }> {
-    const digest = await this.resolveManifest(repository, reference);
-    let content = this.#contents.get(digest);
-    if (!content) {
-      const record = await this.metadata.get(manifests, digest);
-      if (!record) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
-      content = { mediaType: record.mediaType, bytes: manifestBytes(record) };
-      this.#contents.set(digest, content);
-    }
-    return { digest, ...content };
+  manifestContent(repository: string, reference: string): MaybePromise<ManifestContent & { digest: Digest }> {
+    return andThen(this.resolveManifest(repository, reference), (digest) => {
+      const cached = this.#contents.get(digest);
+      if (cached) return { digest, ...cached };
+      return andThen(readMaybe(this.metadata, manifests, digest), (record) => {
+        if (!record) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
+        const content = { mediaType: record.mediaType, bytes: manifestBytes(record) };
+        this.#contents.set(digest, content);
+        return { digest, ...content };
+      });
+    });
   }
 
   /**
@@ -340,9 +345,9 @@ export async function removeManifestInTransaction(tx: MetadataTransaction, repos
   return true;
 }
 
-/** True when `repository` holds the manifest `digest` (one read; in or outside a transaction). */
-export async function holdsManifest(reader: MetadataReader, repository: string, digest: Digest): Promise<boolean> {
-  return (await reader.get(repositoryManifests, key(repository, digest))) !== undefined;
+/** True when `repository` holds the manifest `digest` (one read; in or outside a transaction; at once when `reader` reads synchronously). */
+export function holdsManifest(reader: MetadataReader, repository: string, digest: Digest): MaybePromise<boolean> {
+  return andThen(readMaybe(reader, repositoryManifests, key(repository, digest)), (v) => v !== undefined);
 }
 
 /**

@@ -12,6 +12,9 @@
  * writer, so committed transactions are serializable in commit order. A transaction that wrote
  * nothing is validated in one synchronous pass over a single read snapshot instead (no commit).
  *
+ * LMDB reads are synchronous, so the store and its transactions offer the contract's `getNow`
+ * fast path (`get` is `getNow` wrapped in a Promise).
+ *
  * Durability: the environment is opened with `overlappingSync: false` by its owner, so the
  * commit's promise resolves only once the transaction is on disk.
  */
@@ -100,17 +103,18 @@ class Attempt extends BufferedWrites implements MetadataTransaction {
   }
 
   get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
-    try {
-      checkKey(ks, k);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    return later(() => this.getNow(ks, k));
+  }
+
+  /** `get`'s answer at once: own writes first, else a committed read remembered for validation. */
+  getNow<V>(ks: Keyspace<V>, k: string): V | undefined {
+    checkKey(ks, k);
     const pending = this.writes.lookup(ks, k);
-    if (pending) return Promise.resolve(pending.value);
+    if (pending) return pending.value;
     const h = this.store.handles(ks);
     const bytes = h.raw.getBinary(k);
     this.reads.push({ h, k, bytes });
-    return Promise.resolve(bytes === undefined ? undefined : (decode(h, bytes) as V));
+    return bytes === undefined ? undefined : (decode(h, bytes) as V);
   }
 
   range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {
@@ -149,6 +153,15 @@ class Attempt extends BufferedWrites implements MetadataTransaction {
   }
 }
 
+/** `f`'s value as a Promise; its throw as a rejection (the contract's async reads never throw). */
+function later<T>(f: () => T): Promise<T> {
+  try {
+    return Promise.resolve(f());
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
+
 function decode(h: Handles, bytes: Buffer): unknown {
   return (h.db as unknown as { encoder: { decode(b: Buffer): unknown } }).encoder.decode(bytes);
 }
@@ -182,12 +195,17 @@ export class LmdbMetadataStore implements MetadataStore {
   }
 
   get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
-    try {
-      checkKey(ks, k);
-      return Promise.resolve(this.handles(ks).db.get(k) as V | undefined);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    return later(() => this.#read(ks, k));
+  }
+
+  /** The latest committed value at `k`, synchronously (the contract's fast path). */
+  getNow<V>(ks: Keyspace<V>, k: string): V | undefined {
+    return this.#read(ks, k);
+  }
+
+  #read<V>(ks: Keyspace<V>, k: string): V | undefined {
+    checkKey(ks, k);
+    return this.handles(ks).db.get(k) as V | undefined;
   }
 
   range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {

@@ -26,6 +26,9 @@
  * is one consistent snapshot), but two calls may see different states. Request paths that only
  * read (manifest GET, token checks) use these: one read, one round trip.
  *
+ * An embedded store also offers `getNow`, the same read returned synchronously; hot paths read
+ * through `readMaybe`, which uses it when present and falls back to `get` (see `getNow`).
+ *
  * ## Transactions: serializable, retried by the contract
  * `transact(body)` runs `body` against a transaction and commits what it wrote atomically, all or
  * nothing. The isolation is **serializable**: the outcome equals running the committed
@@ -55,6 +58,7 @@
  */
 
 import { SlipwayError } from '../errors.js';
+import type { MaybePromise } from '../maybe-sync.js';
 
 /** The domains that own keyspaces. */
 export type Domain = 'meta' | 'identity' | 'oauth' | 'platform' | 'registry' | 'blobs';
@@ -129,8 +133,27 @@ export interface RangeOptions {
 export interface MetadataReader {
   /** The value at `k`, or undefined. */
   get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined>;
+  /**
+   * Optional fast path: the same answer as `get` (the same state, the same errors, thrown
+   * instead of rejected), returned synchronously. Only a store whose reads are local and
+   * synchronous implements it (LMDB, in and outside transactions; inside, the read counts for
+   * validation exactly like `get`'s); networked stores (PostgreSQL) leave it out. Callers never
+   * require it: they read through `readMaybe` below, which falls back to `get`, and write the
+   * rest over `MaybePromise` (engine/maybe-sync.ts), so one code path serves both kinds of store
+   * and a request whose data is local completes without any promise.
+   * @throws RangeError for a bad key (see `checkKey`)
+   */
+  getNow?<V>(ks: Keyspace<V>, k: string): V | undefined;
   /** The entries selected by `opts`, in key order (see RangeOptions). */
   range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>>;
+}
+
+/**
+ * The value at `k`: at once when `reader` has the synchronous fast path (`getNow`), else a
+ * Promise from `get`. A bad key throws on the fast path and rejects otherwise (RangeError).
+ */
+export function readMaybe<V>(reader: MetadataReader, ks: Keyspace<V>, k: string): MaybePromise<V | undefined> {
+  return reader.getNow ? reader.getNow(ks, k) : reader.get(ks, k);
 }
 
 /** A transaction: reads see the transaction's own writes; writes commit together. */
