@@ -3,11 +3,10 @@ import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
 import type { Admission } from './admission.js';
 import type { RouteParams } from './routes.js';
-import { parseDigest } from '../../engine/digest.js';
+import { parseDigest, type Digest } from '../../engine/digest.js';
 import { fail } from '../../engine/errors.js';
 import { API_VERSION_HEADER } from './context.js';
 import { quarantineBlob, sizeCheck } from '../../engine/blobs/quarantine.js';
-import type { Digest } from '../../engine/digest.js';
 import type { BlobRecord } from '../../engine/blobs/records.js';
 import { andThen, type MaybePromise } from '../../engine/maybe-sync.js';
 
