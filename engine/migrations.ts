@@ -5,10 +5,10 @@
  * (engine/<domain>/migrations.ts); this module only orders them. engine/store.ts opens the
  * store and imports nothing from the domains.
  */
-import type { MetadataReader, MetadataStore } from './storage/metadata.js';
+import { runWhenExclusive, type MetadataReader, type MetadataStore } from './storage/metadata.js';
 import { meta } from './storage/meta-keyspace.js';
 import { indexAllAuthorizations, type AuthorizationIndex } from './identity/migrations.js';
-import { indexBlobLinks, indexManifestTags } from './registry/migrations.js';
+import { indexBlobLinks, indexManifestTags, manifestBytesAsText } from './registry/migrations.js';
 import { markLegacyBlobsForVerification } from './blobs/migrations.js';
 import { moveAuthorizationCodes } from './oauth/migrations.js';
 
@@ -23,14 +23,22 @@ import { moveAuthorizationCodes } from './oauth/migrations.js';
  *    are verified once at start-up (meta `blobs-to-verify`, engine/blobs/quarantine.ts).
  * 7: authorization codes move from the `grants` keyspace to `authorization-codes`
  *    (engine/oauth/migrations.ts).
+ * 8: manifest records hold their bytes as text (`ManifestRecord.text`) instead of binary, so
+ *    every record is JSON-representable (engine/registry/migrations.ts).
  */
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 /**
- * Migrates `metadata` to SCHEMA_VERSION (see the top of this file).
+ * Migrates `metadata` to SCHEMA_VERSION (see the top of this file), holding the store's
+ * exclusive lock `schema-migration` (waiting for it when another node holds it).
  * @throws Error when the store was written by a newer build.
  */
 export async function migrate(metadata: MetadataStore): Promise<void> {
+  // Once across nodes starting together on one database: the others wait, then find it current.
+  await runWhenExclusive(metadata, 'schema-migration', () => migrateNow(metadata));
+}
+
+async function migrateNow(metadata: MetadataStore): Promise<void> {
   await metadata.transact(async (tx) => {
     const version = (await tx.get(meta, 'schema')) as number | undefined;
     if (version === undefined) {
@@ -50,6 +58,7 @@ export async function migrate(metadata: MetadataStore): Promise<void> {
     // Older builds could record a blob whose bytes disagree with it: verify them once.
     if (version < 6) markLegacyBlobsForVerification(tx);
     if (version < 7) await moveAuthorizationCodes(tx);
+    if (version < 8) await manifestBytesAsText(tx);
     tx.put(meta, 'schema', SCHEMA_VERSION);
   });
 }

@@ -1,40 +1,73 @@
 /**
- * Opens the embedded metadata store: one LMDB environment (data/lmdb) behind the metadata
- * contract (engine/storage/metadata.ts, implemented by engine/storage/lmdb-metadata.ts), and
- * runs the schema migrations (engine/migrations.ts). The domains reach their records only through
- * `Store.metadata`; each keyspace is an LMDB named database of the same name (docs/storage.md).
- * This file imports nothing from the domains.
+ * Opens the metadata store behind the metadata contract (engine/storage/metadata.ts) and runs
+ * the schema migrations of the domains (engine/migrations.ts):
+ * - embedded (default): one LMDB environment in `<data>/lmdb` (engine/storage/lmdb-metadata.ts);
+ *   each keyspace is an LMDB named database of the same name (docs/storage.md);
+ * - cluster: a PostgreSQL database shared by every node (engine/storage/postgres-metadata.ts),
+ *   when `database` is given (SLIPWAY_DATABASE_URL, server/config.ts).
+ * The domains reach their records only through `Store.metadata`. This file imports nothing from
+ * the domains.
  */
 import { open, type RootDatabase } from 'lmdb';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { LmdbMetadataStore } from './storage/lmdb-metadata.js';
-import type { MetadataStore } from './storage/metadata.js';
+import { PostgresMetadataStore } from './storage/postgres-metadata.js';
+import { StoreUnavailableError, type MetadataStore } from './storage/metadata.js';
 import { migrate } from './migrations.js';
 import { DATA_DIR_MODE, secureDataDir } from './data-dir.js';
 
 export { key, KEY_SEPARATOR } from './storage/metadata.js';
 
-/** An open embedded store. */
+/** An open store. */
 export interface Store {
-  /** The metadata contract over the environment: what every domain uses. */
+  /** The metadata contract over the backend: what every domain uses. */
   metadata: MetadataStore;
   /**
    * The LMDB environment itself, for what only LMDB has: a consistent copy of the whole
    * environment (`slipway backup`, server/ops/backup.ts). No domain reads records through it.
+   * Undefined on PostgreSQL.
    */
-  env: RootDatabase;
+  env?: RootDatabase;
   close(): Promise<void>;
 }
 
+/** Where the metadata lives when it is not the embedded LMDB environment (server/config.ts). */
+export interface DatabaseSettings {
+  /** `postgres://user:password@host:port/database` (libpq URL; SLIPWAY_DATABASE_URL). */
+  url: string;
+  /** Connections in this node's pool (SLIPWAY_DATABASE_POOL). */
+  poolSize: number;
+  /** Longest one statement may run, ms (SLIPWAY_DATABASE_STATEMENT_TIMEOUT). */
+  statementTimeoutMs: number;
+  /** Longest to wait for a connection, ms (SLIPWAY_DATABASE_CONNECT_TIMEOUT). */
+  connectTimeoutMs: number;
+}
+
+/** A database URL with its password replaced by `***`, for messages and logs. */
+export function redactDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparseable URL)';
+  }
+}
+
 /**
- * Opens (creating if needed) the environment under `dir` and migrates it to the current schema.
- * The data directory's permissions are made owner-only first (engine/data-dir.ts).
- * @param dir the data directory; the environment lives in `dir/lmdb`.
- * @throws Error when the directory was written by a newer build (engine/migrations.ts).
+ * Opens (creating if needed) the store and migrates it to the current schema. The data
+ * directory's permissions are made owner-only first (engine/data-dir.ts); with `database` it
+ * still holds the node's keys, blobs and upload sessions, but no metadata.
+ * @param dir the data directory; the LMDB environment lives in `dir/lmdb`.
+ * @param database open PostgreSQL instead of LMDB.
+ * @throws StoreUnavailableError naming the (redacted) URL when the database cannot be reached
+ *         within `connectTimeoutMs`; Error when the store was written by a newer build
+ *         (engine/migrations.ts).
  */
-export async function openStore(dir: string): Promise<Store> {
+export async function openStore(dir: string, database?: DatabaseSettings): Promise<Store> {
   secureDataDir(dir);
+  if (database) return openPostgres(database);
   const path = join(dir, 'lmdb');
   mkdirSync(path, { recursive: true, mode: DATA_DIR_MODE });
   // overlappingSync off: a write's promise then resolves only once its commit is on disk, so
@@ -47,4 +80,25 @@ export async function openStore(dir: string): Promise<Store> {
   const metadata = new LmdbMetadataStore(env);
   await migrate(metadata);
   return { metadata, env, close: () => metadata.close() };
+}
+
+async function openPostgres(db: DatabaseSettings): Promise<Store> {
+  let metadata: PostgresMetadataStore;
+  try {
+    metadata = await PostgresMetadataStore.open({
+      connectionString: db.url, poolSize: db.poolSize, statementTimeoutMs: db.statementTimeoutMs, connectTimeoutMs: db.connectTimeoutMs,
+    });
+  } catch (e) {
+    if (e instanceof StoreUnavailableError) {
+      throw new StoreUnavailableError(`cannot reach the metadata database at ${redactDatabaseUrl(db.url)} (SLIPWAY_DATABASE_URL): ${e.reason}`, e);
+    }
+    throw e;
+  }
+  try {
+    await migrate(metadata);
+  } catch (e) {
+    await metadata.close().catch(() => {});
+    throw e;
+  }
+  return { metadata, close: () => metadata.close() };
 }

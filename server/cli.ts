@@ -8,12 +8,15 @@
  *   slipway backup --to DIR             online snapshot of the data directory (server/ops/backup.ts)
  *   slipway restore --from DIR --data NEWDIR
  *   slipway fsck [--full] [--repair] [--json]   records against blob files (server/ops/fsck.ts)
+ *   slipway migrate --to-database URL [--to-blob-store s3] [--json]   copy into cluster stores (server/ops/migrate.ts)
  * Settings also come from SLIPWAY_* environment variables (server/config.ts).
  */
 import { parseArgs } from 'node:util';
-import { FLAGS, loadConfig, type Config } from './config.js';
+import { databaseOf, FLAGS, loadConfig, type Config } from './config.js';
 import { startServer } from './main.js';
+import { openBlobStore } from './blob-store.js';
 import { openStore } from '../engine/store.js';
+import { StoreUnavailableError } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
@@ -22,9 +25,10 @@ import { isSlipwayError } from '../engine/errors.js';
 import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
 import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
 import { releaseRetention } from '../engine/platform/retention.js';
-import { backup, restore, type BackupReport } from './ops/backup.js';
+import { backup, refuseInClusterMode, restore, type BackupReport } from './ops/backup.js';
 import { resolve } from 'node:path';
 import { fsck } from './ops/fsck.js';
+import { migrateDataDir } from './ops/migrate-cli.js';
 
 const USAGE = `usage:
   slipway serve [--data DIR] [--host ADDR] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N]
@@ -34,7 +38,9 @@ const USAGE = `usage:
   slipway gc [--dry-run] [--json] [--data DIR]
   slipway backup --to DIR [--json] [--data DIR]
   slipway restore --from DIR --data NEWDIR [--json]
-  slipway fsck [--full] [--repair] [--json] [--data DIR]`;
+  slipway fsck [--full] [--repair] [--json] [--data DIR]
+  slipway migrate --to-database postgres://USER@HOST:PORT/DB [--to-blob-store s3] [--json] [--data DIR]
+                  offline copy of the data directory into PostgreSQL (and S3: SLIPWAY_S3_* settings)`;
 
 const options = {
   ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])),
@@ -48,6 +54,8 @@ const options = {
   full: { type: 'boolean' as const },
   repair: { type: 'boolean' as const },
   from: { type: 'string' as const },
+  'to-database': { type: 'string' as const },
+  'to-blob-store': { type: 'string' as const },
   help: { type: 'boolean' as const, short: 'h' },
 };
 
@@ -95,7 +103,7 @@ async function serve(config: Config): Promise<void> {
 }
 
 async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promise<T>): Promise<T> {
-  const store = await openStore(config.dataDir);
+  const store = await openStore(config.dataDir, databaseOf(config));
   try {
     return await fn(new Accounts(store.metadata, systemClock, ServerKeys.loadOrCreate(config.dataDir, config.keyFile)), new Apps(store.metadata, systemClock));
   } finally {
@@ -108,13 +116,15 @@ async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promi
  * safe against a running server's pushes; engine/registry/gc.ts). Prints what it deleted.
  */
 async function collectGarbage(config: Config, dryRun: boolean, json: boolean): Promise<void> {
-  const store = await openStore(config.dataDir);
+  const blobs = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir));
+  const store = await openStore(config.dataDir, databaseOf(config));
   let report: GcReport;
   try {
-    const gc = new GarbageCollector(store.metadata, new FsBlobBackend(config.dataDir), systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
+    const gc = new GarbageCollector(store.metadata, blobs.backend, systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
     report = await gc.run({ dryRun });
   } finally {
     await store.close();
+    blobs.close();
   }
   if (json) return console.log(JSON.stringify(report));
   const verb = dryRun ? 'Would delete' : 'Deleted';
@@ -140,9 +150,10 @@ function printBackup(verb: string, r: BackupReport, dir: string, json: boolean):
  * Safe while the server runs (LMDB is multi-process; repairs are the GC's and the reaper's).
  */
 async function checkStore(config: Config, full: boolean, repair: boolean, json: boolean): Promise<number> {
-  const store = await openStore(config.dataDir);
+  const blobs = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir));
+  const store = await openStore(config.dataDir, databaseOf(config));
   try {
-    const report = await fsck(store, new FsBlobBackend(config.dataDir), systemClock, {
+    const report = await fsck(store, blobs.backend, systemClock, {
       full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000, orphanGraceMs: config.gcGraceSeconds * 1000,
     });
     const left = report.problems.filter((p) => !p.repaired).length;
@@ -155,6 +166,7 @@ async function checkStore(config: Config, full: boolean, repair: boolean, json: 
     return left > 0 ? 1 : 0;
   } finally {
     await store.close();
+    blobs.close();
   }
 }
 
@@ -195,13 +207,17 @@ async function main(argv: string[]): Promise<number> {
       await collectGarbage(config, values['dry-run'] === true, values.json === true);
       return 0;
     case 'backup': {
+      refuseInClusterMode('backup', config.databaseUrl);
       if (!values.to) throw new Error('backup needs --to DIR');
       const to = resolve(values.to);
       return printBackup('Backed up to', await backup(config.dataDir, to), to, values.json === true);
     }
     case 'fsck':
       return checkStore(config, values.full === true, values.repair === true, values.json === true);
+    case 'migrate':
+      return migrateDataDir(config.dataDir, values['to-database'], values['to-blob-store'], values.json === true);
     case 'restore': {
+      refuseInClusterMode('restore', config.databaseUrl);
       if (!values.from || !flags.data) throw new Error('restore needs --from DIR and --data NEWDIR');
       return printBackup('Restored into', await restore(resolve(values.from), config.dataDir), config.dataDir, values.json === true);
     }
@@ -214,7 +230,8 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => { if (code >= 0) process.exit(code); },
   (e) => {
-    console.error(`slipway: ${isSlipwayError(e) || e instanceof Error ? e.message : String(e)}`);
+    // A database that cannot be reached: the operator needs the reason (host, driver message), not the clients' wording.
+    console.error(`slipway: ${e instanceof StoreUnavailableError ? e.reason : isSlipwayError(e) || e instanceof Error ? e.message : String(e)}`);
     process.exit(1);
   },
 );

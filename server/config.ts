@@ -5,6 +5,8 @@
  * unset URL defaults to http://<host>:<bound port> (so port 0 works in tests).
  */
 import { resolve } from 'node:path';
+import { loadBlobStoreSettings, type BlobStoreSettings } from './blob-store-settings.js';
+import { redactDatabaseUrl, type DatabaseSettings } from '../engine/store.js';
 
 export interface Config {
   /** Data directory: lmdb/, blobs/, uploads/, keys/. Env SLIPWAY_DATA, flag --data. */
@@ -99,6 +101,27 @@ export interface Config {
   accessLogLevel: 'info' | 'debug' | 'trace' | 'silent';
   /** Readiness fails below this much free space in the data directory (MiB). Env SLIPWAY_MIN_FREE_DISK_MB. */
   minFreeDiskMb: number;
+  /** Where blob bytes live: SLIPWAY_BLOB_STORE=fs|s3 and the SLIPWAY_S3_* settings (server/blob-store-settings.ts). */
+  blobStore: BlobStoreSettings;
+  /**
+   * Cluster mode: the metadata lives in this PostgreSQL database, shared by every node
+   * (`postgres://user:password@host:port/database`, libpq URL; `?sslmode=…` and the other
+   * libpq parameters the `pg` driver knows pass through). Unset = the embedded LMDB store in
+   * the data directory. Env SLIPWAY_DATABASE_URL, flag --database-url.
+   */
+  databaseUrl?: string;
+  /** Connections in this node's PostgreSQL pool (default 10). Env SLIPWAY_DATABASE_POOL. */
+  databasePool: number;
+  /**
+   * Longest one PostgreSQL statement may run, and longest a lock query waits (seconds, decimals
+   * allowed; default 5): past it the request gets 503. Env SLIPWAY_DATABASE_STATEMENT_TIMEOUT.
+   */
+  databaseStatementTimeoutSeconds: number;
+  /**
+   * Longest to wait for a PostgreSQL connection, at start and on each request that needs a new
+   * one (seconds, decimals allowed; default 5). Env SLIPWAY_DATABASE_CONNECT_TIMEOUT.
+   */
+  databaseConnectTimeoutSeconds: number;
 }
 
 export const DEFAULT_CONFIG: Config = {
@@ -131,7 +154,42 @@ export const DEFAULT_CONFIG: Config = {
   drainSeconds: 30,
   accessLogLevel: 'info',
   minFreeDiskMb: 512,
+  blobStore: { kind: 'fs' },
+  databasePool: 10,
+  databaseStatementTimeoutSeconds: 5,
+  databaseConnectTimeoutSeconds: 5,
 };
+
+/** The metadata database settings of `c`, or undefined for the embedded store (engine/store.ts). */
+export function databaseOf(c: Config): DatabaseSettings | undefined {
+  if (c.databaseUrl === undefined) return undefined;
+  return {
+    url: c.databaseUrl, poolSize: c.databasePool,
+    statementTimeoutMs: Math.round(c.databaseStatementTimeoutSeconds * 1000),
+    connectTimeoutMs: Math.round(c.databaseConnectTimeoutSeconds * 1000),
+  };
+}
+
+/**
+ * Checks a PostgreSQL URL: postgres: or postgresql: scheme, a host, a database name; the
+ * password never appears in the message.
+ * @throws Error naming `from`.
+ */
+function parseDatabaseUrl(raw: string, from: string): string {
+  let u: URL | undefined;
+  try {
+    u = new URL(raw);
+  } catch {
+    u = undefined;
+  }
+  const shown = u ? redactDatabaseUrl(raw) : 'the value';
+  if (!u || (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:')) {
+    throw new Error(`${from}: ${shown} is not a PostgreSQL URL (postgres://user:password@host:port/database)`);
+  }
+  if (u.hostname === '') throw new Error(`${from}: ${shown} names no host (postgres://user:password@host:port/database)`);
+  if (u.pathname.replace(/^\/+/, '') === '') throw new Error(`${from}: ${shown} names no database (postgres://user:password@host:port/database)`);
+  return raw;
+}
 
 const VENDOR = /^[a-z][a-z0-9.-]{0,62}$/;
 
@@ -185,6 +243,10 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_LOG_FILE: 'logFile',
   SLIPWAY_ACCESS_LOG_LEVEL: 'accessLogLevel',
   SLIPWAY_MIN_FREE_DISK_MB: 'minFreeDiskMb',
+  SLIPWAY_DATABASE_URL: 'databaseUrl',
+  SLIPWAY_DATABASE_POOL: 'databasePool',
+  SLIPWAY_DATABASE_STATEMENT_TIMEOUT: 'databaseStatementTimeoutSeconds',
+  SLIPWAY_DATABASE_CONNECT_TIMEOUT: 'databaseConnectTimeoutSeconds',
 };
 
 /** Flag names (`--registry-port`) for each setting. */
@@ -203,7 +265,12 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     if (k === 'gcIntervalSeconds' || k === 'gcGraceSeconds' || k === 'uploadMinRateKiB' || k === 'drainSeconds') {
       if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`${from}: "${raw}" is not a number of seconds (0 or more)`);
       c[k] = Number(raw);
-    } else if (k === 'uploadRateWindowSeconds' || k === 'uploadReapIntervalSeconds' || k === 'cliLoginPollSeconds') {
+    } else if (k === 'databaseUrl') {
+      c.databaseUrl = parseDatabaseUrl(raw, from);
+    } else if (k === 'databasePool' && (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 1000)) {
+      throw new Error(`${from}: "${raw}" is not a pool size (1-1000 connections)`);
+    } else if (k === 'uploadRateWindowSeconds' || k === 'uploadReapIntervalSeconds' || k === 'cliLoginPollSeconds' ||
+      k === 'databaseStatementTimeoutSeconds' || k === 'databaseConnectTimeoutSeconds') {
       if (!/^\d+(\.\d+)?$/.test(raw) || Number(raw) <= 0) throw new Error(`${from}: "${raw}" is not a number of seconds above 0`);
       c[k] = Number(raw);
     } else if (typeof current === 'boolean') {
@@ -262,6 +329,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     const v = flags[flag];
     if (v !== undefined) set(k, v, `flag --${flag}`);
   }
+  c.blobStore = loadBlobStoreSettings(env);
   c.dataDir = resolve(c.dataDir);
   if (c.keyFile !== undefined) c.keyFile = resolve(c.keyFile);
   return c;

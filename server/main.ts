@@ -6,13 +6,15 @@ import { readFileSync } from 'node:fs';
 import { secureDataDir } from '../engine/data-dir.js';
 import { ensureTlsFiles } from './http/tls.js';
 import type { us_listen_socket } from 'uWebSockets.js';
-import type { Config } from './config.js';
+import { databaseOf, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { systemClock, type Clock } from '../engine/clock.js';
 import { openStore, type Store } from '../engine/store.js';
+import { runWhenExclusive } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { GarbageCollector } from '../engine/registry/gc.js';
 import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
+import type { S3BlobBackend } from '../engine/blobs/s3-backend.js';
 import { blobHasher } from '../engine/blobs/hash-blob.js';
 import { EVENT_KINDS, subscribeEvent } from '../engine/events.js';
 import { Uploads } from '../engine/blobs/uploads.js';
@@ -47,6 +49,8 @@ import { observe, type Observers } from './ops/observe.js';
 import { RequestTracker } from './ops/drain.js';
 import { probeReadiness } from './ops/readiness.js';
 import { startAdmin } from './ops/admin.js';
+import { openBlobStore, type OpenedBlobStore } from './blob-store.js';
+import type { BlobBackend } from '../engine/blobs/contract.js';
 
 /** The four hosts, each on its own listener. */
 type HostName = 'registry' | 'api' | 'auth' | 'upload';
@@ -77,6 +81,8 @@ export interface RunningServer {
   accounts: Accounts;
   apps: Apps;
   oauth: OAuth;
+  /** The blob bytes (SLIPWAY_BLOB_STORE: the filesystem or S3 backend). */
+  blobs: BlobBackend;
   /** The operator account created by this start, with its one-time secrets; null otherwise. */
   bootstrap: CreatedAccount | null;
   /** Runs the upload reaper now (it also runs every SLIPWAY_UPLOAD_REAP_INTERVAL); resolves with the sessions removed. */
@@ -99,11 +105,20 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const log = opts.log ?? createLogger(config.logLevel, config.logFile);
   secureDataDir(config.dataDir);
   const keys = ServerKeys.loadOrCreate(config.dataDir, config.keyFile);
-  const store = await openStore(config.dataDir);
+  const store = await openStore(config.dataDir, databaseOf(config));
+  // The bytes (SLIPWAY_BLOB_STORE): the data directory, or an S3 bucket probed now (bad or
+  // unreachable settings stop the start naming the setting). Sessions hash on the hash thread.
+  // Uploads dedupe by record, not by bytes: safe against online GC (engine/registry/gc.ts).
+  let blobStore: OpenedBlobStore<FsBlobBackend | S3BlobBackend>;
+  try {
+    blobStore = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir, { newHash: () => hashThread.create() }), () => hashThread.create());
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+  const blobs = blobStore.backend;
   const pool = new WorkerPool();
   const hashThread = new HashThread();
-  // Sessions hash on the hash thread. Uploads dedupe by record, not by bytes: safe against online GC (engine/registry/gc.ts).
-  const blobs = new FsBlobBackend(config.dataDir, { newHash: hashThread.create });
   const uploads = new Uploads(store, blobs, clock, {
     staleAfterMs: config.uploadTtlSeconds * 1000,
     maxSessionsPerAccount: config.uploadSessionsPerAccount,
@@ -118,7 +133,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       (r) => log.info({ checked: r.checked, quarantined: r.quarantined }, 'blobs of an older build verified'),
       (e) => log.error({ err: e }, 'verifying blobs of an older build failed'));
   }
-  const registry = new Registry(store.metadata, blobs, clock, (r) => pool.inspectImage(blobs.spec, r));
+  // The worker opens its own instance of the backend (S3: the same settings, credentials from the SDK chain).
+  const blobSpec = blobs.spec;
+  if (!blobSpec) throw new Error('the blob backend cannot be opened by a worker thread (built on a client instance)');
+  const registry = new Registry(store.metadata, blobs, clock, (r) => pool.inspectImage(blobSpec, r));
   const gc = new GarbageCollector(store.metadata, blobs, clock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
   registry.touchEveryMs = Math.min(5 * 60_000, gc.options.graceMs / 4);
   await gc.recoverTrash();
@@ -130,7 +148,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const settings = new AppSettings(store.metadata, clock, releases);
   const dynos = new Dynos(store.metadata, clock);
   const teams = new Teams(store, clock);
-  const bootstrap = opts.bootstrap !== false && (await accounts.isEmpty()) ? await accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null;
+  // Once across nodes starting together on one database: the first creates the operator.
+  const bootstrap = opts.bootstrap === false ? null : await runWhenExclusive(store.metadata, 'bootstrap', async () =>
+    (await accounts.isEmpty()) ? accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null);
   const oauth = createOAuth(store, clock, accounts, teams);
   const rateLimiter = new RateLimiter(clock, config.rateLimitPool, config.rateLimitPerMinute);
   const views = new Views();
@@ -140,7 +160,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const obs: Observers = { metrics, log, accessLogLevel: config.accessLogLevel, tracker };
 
   const urls = { registry: '', api: '', auth: '', upload: '', admin: '' };
-  const rctx: RegistryContext = { store, clock, registry, uploads, blobs, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
+  const rctx: RegistryContext = { store, clock, registry, uploads, blobs, blobRedirectSeconds: blobStore.redirectExpirySeconds, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
     receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 }, shutdown: tracker };
   const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl: webUrlOf(config.appUrlTemplate, config.apiUrl ?? 'http://localhost') };
   const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000 };
@@ -191,12 +211,14 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   authCtx.secureCookies = urls.auth.startsWith('https:');
   const admin = await startAdmin(config.adminHost, config.adminPort, metrics, () => probeReadiness({
     store, dataDir: config.dataDir, minFreeBytes: config.minFreeDiskMb * 1024 * 1024,
-    hashFile: (p) => pool.hashFile(p), newHash: hashThread.create, tracker,
+    hashFile: (p) => pool.hashFile(p), newHash: hashThread.create, tracker, blobStore: blobStore.check,
   }));
   urls.admin = base(admin.port, false, config.adminHost);
 
+  // GC and the upload reaper run on one node at a time (the store's exclusive locks): a node
+  // whose turn it is not skips the round.
   const reaper = setInterval(() => {
-    uploads.reap().catch((e) => log.error({ err: e }, 'upload reaper failed'));
+    store.metadata.exclusive('upload-reaper', () => uploads.reap()).catch((e) => log.error({ err: e }, 'upload reaper failed'));
   }, config.uploadReapIntervalSeconds * 1000);
   reaper.unref();
   const oauthPruner = setInterval(() => {
@@ -205,10 +227,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   oauthPruner.unref();
   let gcRun: Promise<unknown> | undefined;
   const gcTimer = config.gcIntervalSeconds > 0 ? setInterval(() => {
-    gcRun ??= gc.run().catch((e) => log.error({ err: e }, 'garbage collection failed')).finally(() => { gcRun = undefined; });
+    gcRun ??= store.metadata.exclusive('gc', (signal) => gc.run({ signal })).catch((e) => log.error({ err: e }, 'garbage collection failed')).finally(() => { gcRun = undefined; });
   }, config.gcIntervalSeconds * 1000) : undefined;
   gcTimer?.unref();
-  log.info({ urls, dataDir: config.dataDir }, 'slipway started');
+  log.info({ urls, dataDir: config.dataDir, blobStore: blobs.kind }, 'slipway started');
 
   const stopListening = (names: HostName[]) => {
     for (const name of names) listeners[name]?.stopAccepting();
@@ -229,10 +251,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     admin.server.closeAllConnections();
     await pool.close();
     await hashThread.close();
+    blobStore.close();
     await store.close();
   })());
   return {
-    config, urls, store, accounts, apps, oauth, bootstrap,
+    config, urls, store, accounts, apps, oauth, blobs, bootstrap,
     reapUploads: () => uploads.reap(),
     async drain() {
       tracker.draining = true;

@@ -113,3 +113,10 @@ export function scanUploadSessions(reader: MetadataReader): AsyncGenerator<{ key
 export function uploadSession(reader: MetadataReader, id: string): Promise<UploadRecord | undefined> {
   return reader.get(uploads, id);
 }
+
+/**
+ * Name of the upload sessions' keyspace: node-local state (the session bytes live beside the
+ * node's blob backend) that a copy of the store into other stores leaves behind (`slipway
+ * migrate`: clients restart uploads in progress).
+ */
+export const UPLOAD_SESSIONS_KEYSPACE: string = uploads.name;

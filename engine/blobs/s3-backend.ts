@@ -46,6 +46,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { fail } from '../errors.js';
+import { sequentialReader, translateUnavailability } from './s3-read.js';
 import type { Digest } from '../digest.js';
 import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type SessionInfo } from './contract.js';
 import { checkSessionId, resolveRange, DigestLocks } from './backend-common.js';
@@ -118,6 +119,7 @@ export class S3BlobBackend implements BlobBackend {
   /** @throws Error naming the option when `partSize`, `uploadConcurrency` or `prefix` is invalid. */
   constructor(opts: S3BackendOptions) {
     this.client = opts.client instanceof S3Client ? opts.client : new S3Client(s3ClientConfig(opts.client));
+    translateUnavailability(this.client);
     this.bucket = opts.bucket;
     this.prefix = opts.prefix ?? '';
     this.partSize = opts.partSize ?? 8 * 1024 * 1024;
@@ -165,27 +167,11 @@ export class S3BlobBackend implements BlobBackend {
     }
   }
 
-  /** One HEAD for the size; each read is a ranged GET into the caller's buffer. */
+  /** One HEAD for the size, then a sequential streaming reader (s3-read.ts). */
   async open(digest: Digest): Promise<BlobReader> {
     const st = await this.stat(digest);
     if (!st) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
-    return {
-      digest,
-      size: st.size,
-      read: async (into, position) => {
-        const length = Math.min(into.byteLength, st.size - position);
-        if (length <= 0) return 0;
-        let done = 0;
-        for await (const chunk of await this.read(digest, { offset: position, length })) {
-          const c = chunk as Buffer;
-          const n = Math.min(c.length, length - done);
-          into.set(c.subarray(0, n), done);
-          done += n;
-        }
-        return done;
-      },
-      close: async () => {},
-    };
+    return sequentialReader(digest, st.size, (offset) => this.read(digest, { offset }));
   }
 
   async delete(digest: Digest, ifVersion?: string): Promise<boolean> {

@@ -9,11 +9,16 @@
  */
 import type { Principal } from '../identity/authorizations.js';
 import { allows } from '../identity/scope.js';
-import type { Store } from '../store.js';
 import { findClient } from '../oauth/clients.js';
 import { key, type MetadataReader } from '../storage/metadata.js';
+import { MemoReader } from '../storage/memo-reader.js';
 import type { AppRecord } from './records.js';
-import { memberships, teams } from './keyspaces.js';
+import { apps, memberships, teams } from './keyspaces.js';
+
+/** What the rules read through: an open store (`engine/store.ts` Store) or any reader of it. */
+export interface AccessReader {
+  metadata: MetadataReader;
+}
 
 /** A caller's standing on an app, before scopes are considered. */
 export type AppRole = 'owner' | 'admin' | 'member' | 'team-token' | 'none';
@@ -38,7 +43,7 @@ export function isOwnerLike(role: AppRole): boolean {
  * Reads the team (platform) and the client (the oauth domain's `findClient`), one read each
  * outside a transaction (a request path).
  */
-export async function thirdPartyBlock(store: Store, p: Principal, app: AppRecord): Promise<string | null> {
+export async function thirdPartyBlock(store: AccessReader, p: Principal, app: AppRecord): Promise<string | null> {
   if (app.teamId === null || p.clientId === null) return null;
   const team = await store.metadata.get(teams, app.teamId);
   if (!team || team.thirdPartyOAuth) return null;
@@ -48,7 +53,7 @@ export async function thirdPartyBlock(store: Store, p: Principal, app: AppRecord
 }
 
 /** True when the caller may reach `app` at all: a role, and no third-party block. */
-export async function mayReachApp(store: Store, p: Principal, app: AppRecord): Promise<boolean> {
+export async function mayReachApp(store: AccessReader, p: Principal, app: AppRecord): Promise<boolean> {
   return await appRole(store.metadata, p, app) !== 'none' && await thirdPartyBlock(store, p, app) === null;
 }
 
@@ -56,6 +61,33 @@ export async function mayReachApp(store: Store, p: Principal, app: AppRecord): P
 export type RegistryAction = 'pull' | 'push' | 'delete';
 
 /** True when role, team setting and scopes permit `action` on the app's repositories. */
-export async function mayUseRepository(store: Store, p: Principal, app: AppRecord, action: RegistryAction): Promise<boolean> {
+export async function mayUseRepository(store: AccessReader, p: Principal, app: AppRecord, action: RegistryAction): Promise<boolean> {
   return await mayReachApp(store, p, app) && allows(p.scope, action === 'pull' ? 'apps:read' : 'apps:write');
+}
+
+/**
+ * Decides `action` on the repositories of many apps for one caller within one request (the
+ * catalog): the same rule as `mayUseRepository`, with the scope checked first (a token whose
+ * scope does not allow the action reads nothing), each app decided at most once (one read of its
+ * record), and every other record the rule reads (a team's membership, the team, the caller's
+ * client) read once for the whole request (MemoReader). Create one per request.
+ * @returns a function of an app id: the app when the caller may, else undefined (also for an
+ *          app that no longer exists).
+ */
+export function repositoryAccess(store: AccessReader, p: Principal, action: RegistryAction): (appId: string) => Promise<AppRecord | undefined> {
+  const scopeAllows = allows(p.scope, action === 'pull' ? 'apps:read' : 'apps:write');
+  const reader = { metadata: new MemoReader(store.metadata) };
+  const decided = new Map<string, Promise<AppRecord | undefined>>();
+  return (appId) => {
+    if (!scopeAllows) return Promise.resolve(undefined);
+    let d = decided.get(appId);
+    if (!d) {
+      d = (async () => {
+        const app = await reader.metadata.get(apps, appId);
+        return app && (await mayReachApp(reader, p, app)) ? app : undefined;
+      })();
+      decided.set(appId, d);
+    }
+    return d;
+  };
 }

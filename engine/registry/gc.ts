@@ -82,6 +82,11 @@ export interface GcOptions {
   keepReleases: number;
   /** Images deleted per transaction; blobs go 4 times as many at a time (see #blobs). */
   batchSize: number;
+  /**
+   * Stops the run before its next batch when aborted (its reason is thrown): the scheduler's
+   * exclusive lock was lost (MetadataStore.exclusive), so another node may start a run.
+   */
+  signal?: AbortSignal;
 }
 
 export const DEFAULT_GC_OPTIONS: GcOptions = {
@@ -149,7 +154,9 @@ export class GarbageCollector {
     const report = emptyReport(o.dryRun, startedAt);
     if (!o.dryRun) await this.recoverTrash();
     const refsAfter = await this.#images(o, startedAt, report);
+    o.signal?.throwIfAborted();
     await this.#blobs(o, startedAt, report, refsAfter);
+    o.signal?.throwIfAborted();
     await this.#orphans(o, startedAt, report);
     report.durationMs = Math.round((performance.now() - t0) * 10) / 10;
     publishEvent('gc', () => ({ dryRun: report.dryRun, startedAt, durationMs: report.durationMs, images: report.images, blobs: report.blobs, orphans: report.orphans }));
@@ -172,6 +179,7 @@ export class GarbageCollector {
     }
     const refsAfter = new Map<string, number>();
     for (let i = 0; i < candidates.length; i += o.batchSize) {
+      o.signal?.throwIfAborted();
       const batch = candidates.slice(i, i + o.batchSize);
       let done: ImageCandidate[] = [];
       if (o.dryRun) {
@@ -215,6 +223,7 @@ export class GarbageCollector {
     // transaction costs only its own blobs' records and links, whatever the store's size.
     const size = o.batchSize * 4;
     for (let i = 0; i < candidates.length; i += size) {
+      o.signal?.throwIfAborted();
       const batch = candidates.slice(i, i + size);
       if (o.dryRun) {
         const busy = await uploadSessionSizes(this.metadata);

@@ -21,12 +21,12 @@ import type { BlobBackend } from '../blobs/contract.js';
 import type { BlobRecord, LayerScan } from '../blobs/records.js';
 import { addBlobRefsInTransaction, blobRecord, putLayerScansInTransaction, touchBlobInTransaction } from '../blobs/refs.js';
 import { parseManifest } from './manifest-parse.js';
-import { checkPlatform, imageInfo, type ConfigSummary } from './image-info.js';
+import { checkConfigStrings, checkPlatform, imageInfo, type ConfigSummary } from './image-info.js';
 import { MANIFEST_V2S2 } from './media-types.js';
 import { parseReference } from './names.js';
 import { linkedBlob, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
 import { putTagInTransaction, removeTagInTransaction, removeTagsOfManifestInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest } from './tags.js';
-import type { ManifestRecord } from './records.js';
+import { manifestBytes, manifestSize, type ManifestRecord, type RepositoryRecord } from './records.js';
 import { images, manifests, repositories, repositoryManifests } from './keyspaces.js';
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
 import { checkIdentifier } from '../identifiers.js';
@@ -163,7 +163,7 @@ export class Registry {
       const stored = await tx.get(manifests, digest);
       const record: ManifestRecord = stored ? { ...stored } : {
         mediaType: MANIFEST_V2S2,
-        bytes,
+        text: parsed.text,
         configDigest: parsed.config.digest,
         layers: parsed.layers,
         blobs: parsed.blobs,
@@ -220,7 +220,7 @@ export class Registry {
     if (!content) {
       const record = await this.metadata.get(manifests, digest);
       if (!record) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
-      content = { mediaType: record.mediaType, bytes: Buffer.from(record.bytes) };
+      content = { mediaType: record.mediaType, bytes: manifestBytes(record) };
       this.#contents.set(digest, content);
     }
     return { digest, ...content };
@@ -266,15 +266,20 @@ export class Registry {
     return (await this.metadata.get(repositories, repository)) !== undefined;
   }
 
-  /** Repository names in lexical order that `canRead` accepts, `n` at a time after `last`. */
-  async catalog(canRead: (repository: string) => boolean, n: number, last: string | undefined): Promise<Page> {
+  /**
+   * Repository names in lexical order whose record `canRead` accepts, `n` at a time after
+   * `last`. `canRead` may answer later (a promise); it is asked about the repositories in order,
+   * one at a time, and only until the page is full.
+   * @throws PAGINATION_INVALID for a malformed `last`.
+   */
+  async catalog(canRead: (repository: RepositoryRecord) => boolean | Promise<boolean>, n: number, last: string | undefined): Promise<Page> {
     const items: string[] = [];
     let after = last !== undefined ? checkIdentifier('repository', last, 'PAGINATION_INVALID') : undefined;
     const batch = Math.min(Math.max(n + 2, 16), 1024);
     for (;;) {
       const entries = await this.metadata.range(repositories, { ...(after === undefined ? {} : { start: after }), limit: batch });
-      for (const { key: name } of entries) {
-        if (name === after || !canRead(name)) continue;
+      for (const { key: name, value } of entries) {
+        if (name === after || !(await canRead(value))) continue;
         items.push(name);
         if (items.length > n) return page(items, n);
       }
@@ -300,6 +305,7 @@ export class Registry {
     const pending = [...new Set(layers)].filter((d) => !known.has(d));
     const result = await this.inspect({ config: configDigest, layers: pending });
     checkPlatform(result.config);
+    checkConfigStrings(result.config);
     const fresh = new Map<Digest, LayerScan>();
     for (const d of pending) if (result.scans[d]) fresh.set(d, result.scans[d]!);
     if (fresh.size > 0) await this.metadata.transact((tx) => putLayerScansInTransaction(tx, fresh));
@@ -346,7 +352,7 @@ export async function holdsManifest(reader: MetadataReader, repository: string, 
  */
 export async function manifestTotals(reader: MetadataReader): Promise<{ manifests: number; bytes: number }> {
   let count = 0, bytes = 0;
-  for await (const { value } of scanKeyspace(reader, manifests)) { count++; bytes += value.bytes.length; }
+  for await (const { value } of scanKeyspace(reader, manifests)) { count++; bytes += manifestSize(value); }
   return { manifests: count, bytes };
 }
 

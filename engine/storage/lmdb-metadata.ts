@@ -17,10 +17,36 @@
  */
 import type { Database, RootDatabase } from 'lmdb';
 import {
-  checkKey, resolveRange, TransactionConflictError,
-  type Entry, type Keyspace, type MetadataStore, type MetadataTransaction, type RangeOptions, type TransactOptions,
+  checkKey, checkLockName, resolveRange, TransactionConflictError,
+  type Entry, type ExclusiveOptions, type ExclusiveOutcome, type Keyspace, type MetadataStore, type MetadataTransaction,
+  type RangeOptions, type TransactOptions,
 } from './metadata.js';
 import { BufferedWrites, REMOVED } from './pending-writes.js';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * Process ids holding a POSIX lock on `file`, from Linux's `/proc/locks` (lines like
+ * `1: POSIX  ADVISORY  READ 11858 fe:00:2148513 0 0`: pid, then device major:minor (hex) and
+ * inode). Empty where `/proc/locks` does not exist.
+ */
+function lockHolders(file: string): number[] {
+  let text: string;
+  let st: { dev: number; ino: number };
+  try {
+    text = readFileSync('/proc/locks', 'utf8');
+    st = statSync(file);
+  } catch {
+    return [];
+  }
+  const major = (st.dev >> 8) & 0xfff, minor = (st.dev & 0xff) | ((st.dev >> 12) & 0xfff00);
+  const out: number[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^\d+:\s+POSIX\s+\S+\s+\S+\s+(\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line);
+    if (m && Number(m[4]) === st.ino && parseInt(m[2]!, 16) === major && parseInt(m[3]!, 16) === minor) out.push(Number(m[1]));
+  }
+  return out;
+}
 
 interface Handles {
   /** Decoded view (msgpack with shared structures). */
@@ -136,6 +162,8 @@ function sameBytes(a: Buffer | undefined, b: Buffer | undefined): boolean {
 export class LmdbMetadataStore implements MetadataStore {
   readonly kind = 'lmdb';
   readonly #handles = new Map<string, Handles>();
+  /** Exclusive locks held in this process: name → settles when released. */
+  readonly #held = new Map<string, Promise<void>>();
 
   /** @param env an environment opened with msgpack encoding and `overlappingSync: false`. */
   constructor(readonly env: RootDatabase) {}
@@ -188,6 +216,55 @@ export class LmdbMetadataStore implements MetadataStore {
       if (committed) return result;
     }
     throw new TransactionConflictError(maxAttempts);
+  }
+
+  /**
+   * Names of the keyspaces (named databases) the environment holds, in name order: for
+   * whole-store tools that copy every keyspace without knowing its records (`slipway migrate`).
+   */
+  keyspaceNames(): string[] {
+    return [...this.env.getKeys()].filter((k): k is string => typeof k === 'string');
+  }
+
+  /**
+   * Ids of the other live processes that have the environment open (a running `slipway serve`,
+   * `gc` or `fsck`), for tools that need it to themselves (`slipway migrate`). Every process
+   * with the environment open holds LMDB's shared POSIX lock on `lock.mdb` for as long as it is
+   * open; on Linux `/proc/locks` lists those locks with their process ids. Elsewhere only LMDB's
+   * reader table is consulted (after clearing the slots of dead processes), which shows a
+   * process only while it holds a read snapshot.
+   */
+  otherProcesses(): number[] {
+    const pids = new Set<number>();
+    this.env.readerCheck();
+    for (const line of this.env.readerList().split('\n').slice(1)) {
+      const pid = Number(line.trim().split(/\s+/)[0]);
+      if (Number.isSafeInteger(pid) && pid > 0) pids.add(pid);
+    }
+    const path = (this.env as unknown as { path: string }).path;
+    for (const pid of lockHolders(join(path, 'lock.mdb'))) pids.add(pid);
+    pids.delete(process.pid);
+    return [...pids].sort((a, b) => a - b);
+  }
+
+  /**
+   * In-process: one process owns the environment (a server; the operator CLI's `slipway gc`
+   * is a separate, documented-safe run). The lock is never lost, so `signal` never aborts.
+   */
+  async exclusive<T>(name: string, fn: (signal: AbortSignal) => Promise<T>, opts: ExclusiveOptions = {}): Promise<ExclusiveOutcome<T>> {
+    checkLockName(name);
+    for (let held = this.#held.get(name); held; held = this.#held.get(name)) {
+      if (!opts.wait) return { ran: false };
+      await held;
+    }
+    let release!: () => void;
+    this.#held.set(name, new Promise<void>((r) => { release = r; }));
+    try {
+      return { ran: true, value: await fn(new AbortController().signal) };
+    } finally {
+      this.#held.delete(name);
+      release();
+    }
   }
 
   async close(): Promise<void> {

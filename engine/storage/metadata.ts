@@ -11,8 +11,12 @@
  *   bytes (LMDB's order, and PostgreSQL's with `COLLATE "C"`); multi-part keys are joined with
  *   `key(...parts)`.
  * - **Values** are plain data: objects, arrays, strings, finite numbers, booleans and null
- *   (no `undefined` inside arrays, no Dates, no class instances, no binary). Every
- *   implementation returns a value equal to what was written (field order may differ).
+ *   (no `undefined` inside arrays, no Dates, no class instances, no binary, no bigint, no Map
+ *   or Set; strings without NUL or unpaired surrogates, which PostgreSQL's jsonb cannot hold).
+ *   An object property whose value is `undefined` counts as absent. `put` checks this
+ *   (`checkValue`) on every implementation, so a record that one backend could not store is
+ *   refused by all of them. Binary content is stored as text (a manifest's UTF-8, or base64).
+ *   Every implementation returns a value equal to what was written (field order may differ).
  * - **Size limits**: a key is at most `MAX_KEY_BYTES` bytes of UTF-8 (LMDB's limit is 511 with
  *   its defaults; identifiers are checked against their own, smaller limits before any store
  *   access); a value at most `MAX_VALUE_BYTES` once encoded.
@@ -50,6 +54,8 @@
  * before leaves none of them.
  */
 
+import { SlipwayError } from '../errors.js';
+
 /** The domains that own keyspaces. */
 export type Domain = 'meta' | 'identity' | 'oauth' | 'platform' | 'registry' | 'blobs';
 
@@ -69,6 +75,15 @@ export interface Keyspace<V> {
 export function keyspace<V>(owner: Domain, name: string): Keyspace<V> {
   if (!/^[a-z0-9-]{1,48}$/.test(name)) throw new Error(`invalid keyspace name ${JSON.stringify(name)}`);
   return Object.freeze({ owner, name });
+}
+
+/**
+ * A keyspace named `name` whose records the caller treats as opaque values: only for
+ * whole-store tools that copy or compare every keyspace of a store (`slipway migrate`), never
+ * for reading a domain's records (domains declare theirs with `keyspace`).
+ */
+export function storedKeyspace(name: string): Keyspace<unknown> {
+  return keyspace<unknown>('meta', name);
 }
 
 /** Longest key in UTF-8 bytes every implementation accepts. */
@@ -145,8 +160,51 @@ export interface MetadataStore extends MetadataReader {
    *         reached (networked implementations).
    */
   transact<T>(body: (tx: MetadataTransaction) => Promise<T> | T, opts?: TransactOptions): Promise<T>;
+  /**
+   * Runs `fn` only while this process holds the exclusive lock `name` across every node that
+   * shares the store: background jobs that must run on one node at a time (GC, the upload
+   * reaper), and start-up steps that must run once (schema migrations, the first account).
+   * Without `wait`, returns `{ ran: false }` at once when another holder has the lock; with
+   * `wait`, waits for it (polling; for start-up steps).
+   *
+   * LMDB: one process owns the environment, so the lock is in-process. PostgreSQL: a
+   * session-level advisory lock (`pg_try_advisory_lock`) on a connection of its own, held while
+   * `fn` runs and released when it settles — or when that connection dies, which a database
+   * restart or a network cut can do while `fn` still runs: `signal` then aborts, and `fn` must
+   * stop at its next step (another node may take the lock). Whatever `fn` does must therefore be
+   * safe against a second holder for the moments between the lock's loss and `fn` noticing:
+   * GC and the reaper are (their deletions re-check in serializable transactions).
+   * @param name `[a-z0-9-]+`, one per job.
+   * @throws StoreUnavailableError when the lock cannot be asked for; whatever `fn` throws.
+   */
+  exclusive<T>(name: string, fn: (signal: AbortSignal) => Promise<T>, opts?: ExclusiveOptions): Promise<ExclusiveOutcome<T>>;
   /** Closes the store; pending transactions finish first. */
   close(): Promise<void>;
+}
+
+/** Options of `exclusive`. */
+export interface ExclusiveOptions {
+  /** Wait for the lock instead of giving up when it is held (default false). */
+  wait?: boolean;
+}
+
+/** What `exclusive` did: ran `fn` (with its result) or not (another holder had the lock). */
+export type ExclusiveOutcome<T> = { ran: true; value: T } | { ran: false };
+
+/**
+ * Runs `fn` once this process holds the exclusive lock `name`, waiting for it as long as another
+ * holder keeps it (start-up steps that must run once across nodes starting together).
+ * @returns what `fn` returned. @throws what `exclusive` throws.
+ */
+export async function runWhenExclusive<T>(store: MetadataStore, name: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const outcome = await store.exclusive(name, fn, { wait: true });
+  if (!outcome.ran) throw new Error(`exclusive lock ${name}: a waiting call returned without running`);
+  return outcome.value;
+}
+
+/** Checks an exclusive-lock name. @throws RangeError. */
+export function checkLockName(name: string): void {
+  if (!/^[a-z0-9-]{1,64}$/.test(name)) throw new RangeError(`invalid lock name ${JSON.stringify(name)}`);
 }
 
 /** A transaction kept conflicting with concurrent commits. */
@@ -157,11 +215,18 @@ export class TransactionConflictError extends Error {
   }
 }
 
-/** The metadata backend cannot be reached or answered with an error (networked backends). */
-export class StoreUnavailableError extends Error {
-  constructor(message: string, readonly cause?: unknown) {
-    super(message);
-    this.name = 'StoreUnavailableError';
+/** Seconds a client is told to wait before retrying a request refused with StoreUnavailableError. */
+export const STORE_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * The metadata backend cannot be reached, or did not answer within its timeouts (networked
+ * backends). A SlipwayError of code STORE_UNAVAILABLE, so every host answers it with its own
+ * 503 (engine/errors.ts): the message and detail are safe for clients and name no host, port or
+ * driver detail; `reason` (the driver's message) is for logs and readiness.
+ */
+export class StoreUnavailableError extends SlipwayError {
+  constructor(readonly reason: string, readonly cause?: unknown) {
+    super('STORE_UNAVAILABLE', 'the metadata database is unavailable; retry shortly', { retryAfter: STORE_RETRY_AFTER_SECONDS });
   }
 }
 
@@ -198,4 +263,60 @@ export function checkKey(ks: Keyspace<unknown>, k: string): void {
   if (k.length * 3 > MAX_KEY_BYTES && Buffer.byteLength(k) > MAX_KEY_BYTES) {
     throw new RangeError(`key of ${Buffer.byteLength(k)} bytes in keyspace ${ks.name} exceeds ${MAX_KEY_BYTES} bytes`);
   }
+}
+
+/** Deepest nesting `checkValue` accepts (also stops a cyclic value). */
+export const MAX_VALUE_DEPTH = 64;
+
+/**
+ * Checks that `value` is plain JSON-representable data (see "Values" at the top of this file):
+ * null, booleans, finite numbers, strings without NUL or unpaired surrogates, arrays of such
+ * values (no holes, no `undefined`) and plain objects (prototype Object.prototype or null) whose
+ * properties are such values or `undefined` (absent), nested at most MAX_VALUE_DEPTH deep.
+ * @throws TypeError naming the keyspace, key and the path of the first offending part.
+ */
+export function checkValue(ks: Keyspace<unknown>, k: string, value: unknown): void {
+  const bad = offending(value, 0);
+  if (bad !== null) {
+    throw new TypeError(`value for ${ks.name}/${JSON.stringify(k)} is not JSON-representable: ${bad.what} at ${bad.path || '(root)'}`);
+  }
+}
+
+/**
+ * True when every backend can store `s` inside a value: no NUL (PostgreSQL text and jsonb
+ * cannot hold U+0000) and no unpaired surrogate (not Unicode text; jsonb refuses its escape).
+ * Request readers check input strings with it so such input is a 400, not a failed write.
+ */
+export function storableString(s: string): boolean {
+  return !s.includes('\0') && (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+}
+
+function offending(v: unknown, depth: number): { what: string; path: string } | null {
+  switch (typeof v) {
+    case 'boolean': return null;
+    case 'number': return Number.isFinite(v) ? null : { what: String(v), path: '' };
+    case 'string': return storableString(v) ? null : { what: 'a string with NUL or an unpaired surrogate', path: '' };
+    case 'object': break;
+    default: return { what: typeof v, path: '' };
+  }
+  if (v === null) return null;
+  if (depth >= MAX_VALUE_DEPTH) return { what: `nesting deeper than ${MAX_VALUE_DEPTH}`, path: '' };
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      if (!(i in v) || v[i] === undefined) return { what: 'undefined', path: `[${i}]` };
+      const inner = offending(v[i], depth + 1);
+      if (inner) return { what: inner.what, path: `[${i}]${inner.path}` };
+    }
+    return null;
+  }
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return { what: `a ${proto?.constructor?.name ?? 'class'} instance`, path: '' };
+  for (const name in v) {
+    if (!storableString(name)) return { what: 'a property name with NUL or an unpaired surrogate', path: '' };
+    const p = (v as Record<string, unknown>)[name];
+    if (p === undefined) continue;
+    const inner = offending(p, depth + 1);
+    if (inner) return { what: inner.what, path: `.${name}${inner.path}` };
+  }
+  return null;
 }

@@ -33,10 +33,13 @@
  */
 import pg from 'pg';
 import {
-  checkKey, resolveRange, StoreUnavailableError, TransactionConflictError,
-  type Entry, type Keyspace, type MetadataStore, type MetadataTransaction, type RangeOptions, type TransactOptions,
+  checkKey, resolveRange, TransactionConflictError,
+  type Entry, type ExclusiveOptions, type ExclusiveOutcome, type Keyspace, type MetadataStore, type MetadataTransaction,
+  type RangeOptions, type TransactOptions,
 } from './metadata.js';
 import { BufferedWrites, REMOVED } from './pending-writes.js';
+import { isRetryable, translate } from './postgres-errors.js';
+import { runExclusive, type LockConnection } from './postgres-exclusive.js';
 
 /** Settings of the PostgreSQL metadata store. */
 export interface PostgresMetadataOptions {
@@ -62,25 +65,6 @@ const MIGRATIONS: readonly string[] = [
 
 /** Advisory lock id taken while migrating ("slipway" as hex digits, one bigint). */
 const MIGRATION_LOCK = 0x736c6970776179;
-
-/** SQLSTATEs that mean "run the transaction again". */
-const RETRYABLE = new Set(['40001', '40P01']);
-/** SQLSTATE classes that mean the database is unavailable rather than the request wrong. */
-const UNAVAILABLE = /^(08|53|57)/;
-
-function isRetryable(e: unknown): boolean {
-  return RETRYABLE.has((e as { code?: string }).code ?? '');
-}
-
-/** Maps driver errors to the contract's: unavailability becomes StoreUnavailableError. */
-function translate(e: unknown): unknown {
-  const code = (e as { code?: string }).code ?? '';
-  const message = (e as Error).message ?? String(e);
-  if (UNAVAILABLE.test(code) || /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|timeout|Connection terminated|not queryable/i.test(`${code} ${message}`)) {
-    return new StoreUnavailableError(`metadata database unavailable: ${message}`, e);
-  }
-  return e;
-}
 
 /** A SELECT over one keyspace's range, with its parameters. */
 function rangeQuery(ks: Keyspace<unknown>, opts: RangeOptions | undefined): { text: string; values: unknown[] } | null {
@@ -161,9 +145,14 @@ class Attempt extends BufferedWrites implements MetadataTransaction {
 export class PostgresMetadataStore implements MetadataStore {
   readonly kind = 'postgres';
   readonly pool: pg.Pool;
+  readonly #lock: LockConnection;
 
   private constructor(opts: PostgresMetadataOptions) {
     const statementTimeout = opts.statementTimeoutMs ?? 5000;
+    this.#lock = {
+      connectionString: opts.connectionString, connectTimeoutMs: opts.connectTimeoutMs ?? 5000, statementTimeoutMs: statementTimeout,
+      heartbeatMs: Math.max(1000, statementTimeout), pollMs: 200,
+    };
     this.pool = new pg.Pool({
       connectionString: opts.connectionString,
       max: opts.poolSize ?? 10,
@@ -267,6 +256,20 @@ export class PostgresMetadataStore implements MetadataStore {
     } finally {
       client.release(broken instanceof Error ? broken : undefined);
     }
+  }
+
+  /** Names of the keyspaces holding at least one record, in name order (whole-store tools: `slipway migrate`). */
+  async keyspaceNames(): Promise<string[]> {
+    try {
+      return (await this.pool.query('SELECT keyspace FROM slipway_kv GROUP BY keyspace ORDER BY keyspace COLLATE "C"')).rows.map((r: { keyspace: string }) => r.keyspace);
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+
+  /** A session-level advisory lock on a connection of its own (engine/storage/postgres-exclusive.ts). */
+  exclusive<T>(name: string, fn: (signal: AbortSignal) => Promise<T>, opts?: ExclusiveOptions): Promise<ExclusiveOutcome<T>> {
+    return runExclusive(this.#lock, name, fn, opts);
   }
 
   async close(): Promise<void> {

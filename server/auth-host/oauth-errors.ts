@@ -19,6 +19,7 @@ const MEANING = {
   invalid_scope: 'the requested scope is invalid, unknown, or exceeds the grant',
   unsupported_grant_type: 'the grant type is not supported',
   rate_limit: 'the account reached its rate limit',
+  temporarily_unavailable: 'the server cannot answer right now (its database is unavailable); retry shortly',
 } as const;
 
 type OAuthError = keyof typeof MEANING;
@@ -46,6 +47,8 @@ export const OAUTH_ERRORS: ErrorTable = {
   NOT_ACCEPTABLE: invalidRequest,
   TOO_SLOW: invalidRequest,
   UNAVAILABLE: invalidRequest,
+  // RFC 6749 §4.1.2.1's name for a server that cannot answer for now, with 503 (RFC 9110).
+  STORE_UNAVAILABLE: row('temporarily_unavailable', 503),
   // Registry conditions; the token endpoint does not raise them, the rows keep the table complete.
   BLOB_UNKNOWN: invalidRequest,
   BLOB_UPLOAD_INVALID: invalidRequest,
@@ -88,6 +91,8 @@ export function sendOAuthError(ex: Exchange, log: Logger, e: unknown, extraHeade
   // RFC 6749 §5.2: invalid_client answered with 401 names the scheme to use.
   if (wire.status === 401) headers['www-authenticate'] = 'Basic realm="slipway", charset="UTF-8"';
   if (wire.status === 405) headers.allow = 'POST';
+  const retryAfter = isSlipwayError(e) ? (e.detail as { retryAfter?: unknown } | undefined)?.retryAfter : undefined;
+  if (typeof retryAfter === 'number') headers['retry-after'] = String(retryAfter);
   const text = JSON.stringify({ error: wire.code, error_description: description });
   ex.send(wire.status, headers, text, Buffer.byteLength(text));
 }

@@ -56,14 +56,17 @@ export function sendAuthError(ctx: AuthContext, ex: Exchange, e: unknown): void 
   let status = 500;
   let heading = 'Request refused';
   let message = 'Something went wrong on our side. Please try again.';
+  const headers: Record<string, string> = {};
   if (isSlipwayError(e)) {
     ({ status, heading } = PAGE_ERRORS[e.code]);
     message = e.message;
+    const retryAfter = (e.detail as { retryAfter?: unknown } | undefined)?.retryAfter;
+    if (typeof retryAfter === 'number') headers['retry-after'] = String(retryAfter);
   } else {
     ctx.log.error({ err: e, reqId: ex.id, path: ex.path }, 'auth request failed');
   }
   const html = ctx.views.render('message', { title: 'Error', heading, message, error: true, requestId: ex.id });
-  sendPage(ex, status, html);
+  sendPage(ex, status, html, headers);
 }
 
 export async function handleAuth(ctx: AuthContext, ex: Exchange): Promise<void> {

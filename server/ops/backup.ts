@@ -82,6 +82,18 @@ async function recordedBlobs(dir: string): Promise<{ digests: Digest[]; bytes: n
 }
 
 /**
+ * Refuses `slipway backup` and `slipway restore` in cluster mode: they copy the embedded LMDB
+ * environment, and with SLIPWAY_DATABASE_URL the metadata is in PostgreSQL (back it up with
+ * PostgreSQL's own tools: pg_dump, or pg_basebackup with WAL archiving; docs/cluster.md).
+ * @throws Error saying so when `databaseUrl` is set.
+ */
+export function refuseInClusterMode(command: 'backup' | 'restore', databaseUrl: string | undefined): void {
+  if (databaseUrl === undefined) return;
+  throw new Error(`slipway ${command} works on the embedded LMDB store only; SLIPWAY_DATABASE_URL is set, so the metadata is in PostgreSQL: ` +
+    'back it up with pg_dump or pg_basebackup, and the blob store with its own tools (docs/cluster.md)');
+}
+
+/**
  * Takes a backup of `dataDir` (the server may be running) into `to` (new or empty).
  * @throws Error when `to` is not empty or the store cannot be read.
  */
@@ -94,6 +106,7 @@ export async function backup(dataDir: string, to: string): Promise<BackupReport>
     // The one use of the LMDB environment outside the metadata contract: a consistent
     // whole-store copy is a capability of the embedded backend (LMDB's own compacting copy), not
     // of the contract; a networked store is backed up with its database's own tools.
+    if (!source.env) throw new Error('backup copies the embedded LMDB store, and this store has none');
     await source.env.backup(join(to, 'lmdb'), true);
   } finally {
     await source.close();

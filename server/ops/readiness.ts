@@ -10,6 +10,7 @@ import type { Store } from '../../engine/store.js';
 import type { HashFactory } from '../../engine/blobs/running-hash.js';
 import type { Digest } from '../../engine/digest.js';
 import { schemaVersion } from '../../engine/migrations.js';
+import { StoreUnavailableError } from '../../engine/storage/metadata.js';
 import type { RequestTracker } from './drain.js';
 
 const CHECK_TIMEOUT_MS = 5_000;
@@ -23,6 +24,8 @@ export interface ReadinessTargets {
   hashFile(path: string): Promise<{ digest: Digest; size: number }>;
   newHash: HashFactory;
   tracker: RequestTracker;
+  /** Check of a remote blob store (S3: the bucket answers); absent for the filesystem. */
+  blobStore?: () => Promise<void>;
 }
 
 /** Result of one probe: `ready` plus each failed check's reason by name. */
@@ -42,7 +45,8 @@ async function check(name: string, out: Record<string, string>, fn: () => Promis
     await within(fn(), name);
     out[name] = 'ok';
   } catch (e) {
-    out[name] = e instanceof Error ? e.message : String(e);
+    // A store that cannot be reached: the driver's reason (readiness is the operator's view).
+    out[name] = e instanceof StoreUnavailableError ? e.reason : e instanceof Error ? e.message : String(e);
   }
 }
 
@@ -73,6 +77,7 @@ export async function probeReadiness(t: ReadinessTargets): Promise<Readiness> {
         await fsp.rm(probe, { force: true });
       }
     }),
+    ...(t.blobStore ? [check('blobStore', checks, t.blobStore)] : []),
     check('hashThread', checks, async () => {
       const h = t.newHash();
       const bytes = Buffer.from(new SharedArrayBuffer(content.length));

@@ -3,10 +3,12 @@ import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
 import type { Admission } from './admission.js';
 import type { RouteParams } from './routes.js';
-import { parseDigest } from '../../engine/digest.js';
-import { fail } from '../../engine/errors.js';
+import { parseDigest, type Digest } from '../../engine/digest.js';
+import { fail, isSlipwayError } from '../../engine/errors.js';
+import type { BlobReader } from '../../engine/blobs/contract.js';
 import { API_VERSION_HEADER } from './context.js';
-import { quarantineBlob, sizeCheck } from '../../engine/blobs/quarantine.js';
+import { quarantineBlob, sizeCheck, type BlobCheck } from '../../engine/blobs/quarantine.js';
+import type { BlobRecord } from '../../engine/blobs/records.js';
 
 /** GET/HEAD of a blob (admitted for pull), with one `bytes=` Range. */
 export async function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, digest: digestParam }: RouteParams): Promise<void> {
@@ -19,11 +21,13 @@ export async function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Adm
     await pending;
     blob = await ctx.registry.statBlob(repository, digest);
   }
-  const quick = sizeCheck(ctx.blobs, digest, blob);
-  const check = quick instanceof Promise ? await quick : quick;
-  if (!check.ok) {
-    await quarantineBlob(ctx.store.metadata, digest, check.reason, blob);
-    throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
+  // A medium that answers a stat at once (the filesystem) has the bytes' size checked on every
+  // GET and HEAD; a remote one (S3) on GET through the reader's size, and HEAD answers from the
+  // record alone (no round trip to the store).
+  const remote = ctx.blobs.statSync === undefined;
+  if (!remote) {
+    const check = sizeCheck(ctx.blobs, digest, blob);
+    await refuseUnlessOk(ctx, digest, blob, check instanceof Promise ? await check : check);
   }
   const headers: Record<string, string> = {
     ...API_VERSION_HEADER,
@@ -34,15 +38,42 @@ export async function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Adm
     'cache-control': 'max-age=31536000',
   };
   if (ex.method === 'HEAD') return ex.send(200, headers, undefined, blob.size);
+  if (ctx.blobRedirectSeconds !== undefined) {
+    // The distribution spec allows a redirect for blob GET ("Pulling blobs"); the client
+    // sends its Range to the store, which serves the same bytes.
+    const url = await ctx.blobs.presignedUrl(digest, ctx.blobRedirectSeconds);
+    if (url !== undefined) {
+      return ex.send(307, { ...API_VERSION_HEADER, 'docker-content-digest': digest, location: url, 'cache-control': 'no-store' });
+    }
+  }
   const range = parseRange(ex.header('range'), blob.size);
   if (range) headers['content-range'] = `bytes ${range.start}-${range.start + range.length - 1}/${blob.size}`;
   // A blob GC deletes meanwhile is still read through the open reader (contract.ts BlobReader).
-  const reader = await ctx.blobs.open(digest);
+  let reader: BlobReader;
+  try {
+    reader = await ctx.blobs.open(digest);
+  } catch (e) {
+    // Recorded but absent from a remote store: quarantined, so HEADs (answered from the record)
+    // stop claiming it and clients push it again.
+    if (remote && isSlipwayError(e) && e.code === 'BLOB_UNKNOWN') await refuseUnlessOk(ctx, digest, blob, { ok: false, reason: 'object missing from the store' });
+    throw e;
+  }
+  if (remote && reader.size !== blob.size) {
+    await reader.close();
+    await refuseUnlessOk(ctx, digest, blob, { ok: false, reason: `the store holds ${reader.size} bytes, record says ${blob.size}` });
+  }
   try {
     await ex.sendBytes(range ? 206 : 200, headers, reader, range?.start ?? 0, range?.length ?? blob.size);
   } finally {
     await reader.close();
   }
+}
+
+/** Quarantines the blob and answers BLOB_UNKNOWN (clients push it again) unless `check` is ok. */
+async function refuseUnlessOk(ctx: RegistryContext, digest: Digest, blob: BlobRecord, check: BlobCheck): Promise<void> {
+  if (check.ok) return;
+  await quarantineBlob(ctx.store.metadata, digest, check.reason, blob);
+  throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
 }
 
 /** DELETE of a blob's link to the repository (admitted for delete). */

@@ -16,7 +16,13 @@ export interface RegistryContext {
   clock: Clock;
   registry: Registry;
   uploads: Uploads;
+  /** Blob bytes (the blob contract). */
   blobs: BlobBackend;
+  /**
+   * When set, a blob GET is answered with a 307 to a presigned URL of the backend valid this
+   * many seconds (SLIPWAY_S3_REDIRECT_EXPIRY), instead of the bytes.
+   */
+  blobRedirectSeconds?: number;
   accounts: Accounts;
   apps: Apps;
   keys: ServerKeys;

@@ -24,6 +24,8 @@ const MEANING = {
   UNAUTHORIZED: 'authentication required',
   DENIED: 'requested access to the resource is denied',
   TOOMANYREQUESTS: 'too many requests',
+  // Not in the distribution spec's table; docker/distribution's registry sends it (errcode.ErrorCodeUnavailable).
+  UNAVAILABLE: 'service unavailable',
 } as const;
 
 type RegistryCode = keyof typeof MEANING;
@@ -52,6 +54,8 @@ export const REGISTRY_ERRORS: ErrorTable = {
   UPLOAD_BUSY: row('BLOB_UPLOAD_INVALID', 409),
   TOO_SLOW: row('BLOB_UPLOAD_INVALID', 408),
   UNAVAILABLE: row('TOOMANYREQUESTS', 503),
+  // docker/distribution's own code for a registry that cannot serve right now (errcode.ErrorCodeUnavailable).
+  STORE_UNAVAILABLE: row('UNAVAILABLE', 503),
   METHOD_NOT_ALLOWED: row('UNSUPPORTED', 405),
   UNAUTHORIZED: row('UNAUTHORIZED', 401),
   DENIED: row('DENIED', 403),

@@ -8,6 +8,7 @@
  */
 import t from 'tap';
 import { images, manifests, repositoryBlobs, repositoryManifests, tags } from '../../engine/registry/keyspaces.js';
+import { manifestBytes } from '../../engine/registry/records.js';
 import { waitFor } from '../helpers/harness.js';
 import { engineFixture } from '../helpers/engine.js';
 import { createHash, randomBytes } from 'node:crypto';
@@ -129,7 +130,7 @@ t.test('the 21st-newest release: its image goes after 30 days, a younger one sta
 t.test('an image is a (repository, manifest) pair', async (t) => {
   const e = await engine(t);
   const web = await e.push('pair/web', [layer()]);
-  const bytes = (await e.store.metadata.get(manifests, web.digest))!.bytes;
+  const bytes = manifestBytes((await e.store.metadata.get(manifests, web.digest))!);
   for (const d of web.blobs) await e.registry.mount('pair/web', 'pair/worker', d);
   await e.registry.putManifest('pair/worker', 'app-pair', 'latest', bytes, 'application/vnd.docker.distribution.manifest.v2+json');
   const worker: Image = { ...web, repository: 'pair/worker' };

@@ -4,7 +4,7 @@ import { parseRepositoryName, parseReference } from '../../engine/registry/names
 import { parseDigest, digestOf } from '../../engine/digest.js';
 import { parseManifest } from '../../engine/registry/manifest-parse.js';
 import { parseRange } from '../../server/registry/blobs.js';
-import { loadConfig } from '../../server/config.js';
+import { databaseOf, loadConfig } from '../../server/config.js';
 import { totpCode, verifyTotp } from '../../engine/identity/totp.js';
 import { checkPlatform } from '../../engine/registry/image-info.js';
 
@@ -78,6 +78,24 @@ t.test('configuration names the bad setting', async (t) => {
   t.equal(loadConfig({}).adminPort, 5004, 'admin listener default port');
   t.throws(() => loadConfig({ SLIPWAY_DRAIN_SECONDS: '-1' }), /SLIPWAY_DRAIN_SECONDS: "-1" is not a number of seconds/);
   t.throws(() => loadConfig({ SLIPWAY_ACCESS_LOG_LEVEL: 'warn' }), /SLIPWAY_ACCESS_LOG_LEVEL: "warn" is not an access-log level/);
+});
+
+t.test('cluster database settings: defaults, database settings, refusals that never show the password', async (t) => {
+  const embedded = loadConfig({});
+  t.equal(embedded.databaseUrl, undefined, 'no setting: the embedded store');
+  t.equal(databaseOf(embedded), undefined);
+  const c = loadConfig({ SLIPWAY_DATABASE_URL: 'postgres://slip:pw@db.internal:5433/slipway?sslmode=require', SLIPWAY_DATABASE_POOL: '25', SLIPWAY_DATABASE_STATEMENT_TIMEOUT: '2.5' });
+  t.same(databaseOf(c), { url: 'postgres://slip:pw@db.internal:5433/slipway?sslmode=require', poolSize: 25, statementTimeoutMs: 2500, connectTimeoutMs: 5000 });
+  t.equal(loadConfig({}, { 'database-url': 'postgresql://h/db' }).databaseUrl, 'postgresql://h/db', 'the flag, and the postgresql: scheme');
+  for (const [url, why] of [['http://h/db', /not a PostgreSQL URL/], ['postgres:///db', /names no host/], ['postgres://u:pw@h', /names no database/]] as const) {
+    const err = t.throws(() => loadConfig({ SLIPWAY_DATABASE_URL: url })) as Error;
+    t.match(err.message, /^environment variable SLIPWAY_DATABASE_URL: /, `${url}: names the setting`);
+    t.match(err.message, why, `${url}: says what is wrong`);
+    t.notMatch(err.message, /pw/, `${url}: not the password`);
+  }
+  t.throws(() => loadConfig({ SLIPWAY_DATABASE_POOL: '0' }), /SLIPWAY_DATABASE_POOL: "0" is not a pool size/);
+  t.throws(() => loadConfig({ SLIPWAY_DATABASE_POOL: '5000' }), /is not a pool size \(1-1000/);
+  t.throws(() => loadConfig({ SLIPWAY_DATABASE_CONNECT_TIMEOUT: '0' }), /SLIPWAY_DATABASE_CONNECT_TIMEOUT: "0" is not a number of seconds above 0/);
 });
 
 t.test('TOTP (RFC 6238 test vector, SHA-1)', async (t) => {

@@ -7,7 +7,8 @@
  *   needs a separate process: a crash (SIGKILL), signals and drain (SIGTERM), the operator CLI
  *   on a running server, skopeo interop, large uploads, and the server's own output.
  *
- * Both listen on 127.0.0.1 port 0 with a fresh or given data directory. Waiting for something to
+ * Both listen on 127.0.0.1 port 0 with a fresh or given data directory, on the embedded store or
+ * (`databaseUrl`) a PostgreSQL database that several nodes may share. Waiting for something to
  * happen is `waitFor` (a condition polled with a deadline), never a fixed sleep.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -48,6 +49,17 @@ export interface StartOptions {
   dataDir?: string;
   /** SLIPWAY_* settings (server/config.ts). */
   env?: Record<string, string>;
+  /**
+   * Cluster mode: keep the metadata in this PostgreSQL database (SLIPWAY_DATABASE_URL; see
+   * test/helpers/postgres.ts). Nodes started on one URL serve one platform; give them one
+   * `dataDir` too to share the server key and the blob files (the filesystem blob store).
+   */
+  databaseUrl?: string;
+}
+
+/** The SLIPWAY_* settings of `opts`: `env`, plus SLIPWAY_DATABASE_URL from `databaseUrl`. */
+function settingsOf(opts: StartOptions): Record<string, string> {
+  return { ...opts.env, ...(opts.databaseUrl === undefined ? {} : { SLIPWAY_DATABASE_URL: opts.databaseUrl }) };
 }
 
 /** A server in the test process. */
@@ -89,7 +101,7 @@ const PORTS = { 'registry-port': '0', 'api-port': '0', 'auth-port': '0', 'upload
 export async function startInProcess(opts: StartOptions & { clock?: ManualClock } = {}): Promise<InProcessSlipway> {
   const tmp = opts.dataDir === undefined ? tempDir() : undefined;
   const dataDir = opts.dataDir ?? tmp!.dir;
-  const env = { SLIPWAY_LOG_LEVEL: 'silent', ...opts.env, SLIPWAY_DATA: dataDir };
+  const env = { SLIPWAY_LOG_LEVEL: 'silent', ...settingsOf(opts), SLIPWAY_DATA: dataDir };
   const clock = opts.clock ?? new ManualClock(TEST_EPOCH);
   let server: RunningServer;
   try {
@@ -157,7 +169,7 @@ export function startSpawned(opts: StartOptions = {}): Promise<SpawnedSlipway> {
   const dataDir = opts.dataDir ?? tmp!.dir;
   const flags = Object.entries(PORTS).flatMap(([k, v]) => [`--${k}`, v]);
   const proc = spawn(process.execPath, [CLI, 'serve', '--data', dataDir, ...flags], {
-    env: { ...process.env, SLIPWAY_LOG_LEVEL: process.env.SLIPWAY_TEST_LOG_LEVEL ?? 'warn', ...opts.env },
+    env: { ...process.env, SLIPWAY_LOG_LEVEL: process.env.SLIPWAY_TEST_LOG_LEVEL ?? 'warn', ...settingsOf(opts) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));

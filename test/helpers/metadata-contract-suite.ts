@@ -2,7 +2,8 @@
  * The metadata contract's test suite (engine/storage/metadata.ts), one function run against
  * every implementation: records, ordered ranges, read-your-writes, atomicity, serializable
  * isolation under concurrent transactions (lost updates, write skew, phantoms), retries and
- * their limit, durability across a reopen, key limits.
+ * their limit, durability across a reopen, key limits, exclusive locks, and the refusal of values
+ * that are not plain JSON-representable data (so no domain can store what one backend could not hold).
  */
 import type { Test } from 'tap';
 import {
@@ -185,5 +186,71 @@ export function metadataContractSuite(t: Test, target: ContractTarget): void {
     await t.rejects(store.transact((tx: MetadataTransaction) => tx.put(rows, tooLong, 'x')), RangeError);
     await t.rejects(store.get(rows, tooLong), RangeError);
     await t.rejects(store.transact((tx: MetadataTransaction) => tx.put(rows, 'nul\u0000key', 'x')), RangeError, 'NUL is not a key character');
+  });
+
+  t.test('values that are not JSON-representable are refused before any write', async (t) => {
+    const loose = keyspace<unknown>('meta', 'contract-loose');
+    const cyclic: Record<string, unknown> = { n: 1 };
+    cyclic.self = cyclic;
+    const refused: Array<[string, unknown]> = [
+      ['a Buffer', Buffer.from('ab')], ['a Uint8Array', new Uint8Array([1, 2])], ['a Date', new Date(0)],
+      ['a bigint', 1n], ['a Map', new Map([['a', 1]])], ['a Set', new Set([1])], ['NaN', Number.NaN], ['Infinity', Infinity],
+      ['undefined in an array', [1, undefined, 2]], ['a hole in an array', [1, , 2]], ['a function', () => 1], ['a symbol', Symbol('s')],
+      ['a class instance', new (class Thing { n = 1 })()], ['a string with NUL', 'a\u0000b'], ['an unpaired surrogate', 'a\ud800b'],
+      ['binary nested in a record', { n: 1, nested: { bytes: new Uint8Array([1]) } }], ['a Date in an array', { tags: [new Date(0)] }],
+      ['a cyclic value', cyclic],
+    ];
+    await store.transact((tx) => tx.put(loose, 'kept', { n: 1 }));
+    for (const [label, value] of refused) {
+      await t.rejects(store.transact((tx) => { tx.put(loose, 'first', 'written first'); tx.put(loose, 'kept', value); }), TypeError, `${label} is refused`);
+    }
+    t.equal(await store.get(loose, 'first'), undefined, 'nothing of a refused transaction is written');
+    t.same(await store.get(loose, 'kept'), { n: 1 }, 'the record is unchanged');
+    const accepted = { n: 0, s: 'ü 日本 🚢 \\u0000 escaped', a: [null, true, -0.5, [], {}], o: Object.assign(Object.create(null), { k: 'v' }), absent: undefined };
+    await store.transact((tx) => tx.put(loose, 'plain', accepted));
+    t.same(await store.get(loose, 'plain'), { n: 0, s: 'ü 日本 🚢 \\u0000 escaped', a: [null, true, -0.5, [], {}], o: { k: 'v' } }, 'plain data is accepted; an undefined property reads back absent');
+  });
+
+  t.test('exclusive: one holder per name; others skip, or wait with `wait`', async (t) => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => { release = r; });
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => { entered = r; });
+    const first = store.exclusive('contract-job', async (signal) => { entered(); await held; return signal.aborted ? 'lost' : 'first'; });
+    await inside;
+    t.same(await store.exclusive('contract-job', async () => 'second'), { ran: false }, 'a second caller skips while the lock is held');
+    t.same(await store.exclusive('contract-other', async () => 'other'), { ran: true, value: 'other' }, 'another name is another lock');
+    const waiting = store.exclusive('contract-job', async () => 'waited', { wait: true });
+    let waited = false;
+    void waiting.then(() => { waited = true; });
+    await jitter(20);
+    t.notOk(waited, 'a waiting caller waits while the lock is held');
+    release();
+    t.same(await first, { ran: true, value: 'first' });
+    t.same(await waiting, { ran: true, value: 'waited' }, 'and runs once it is released');
+    await t.rejects(store.exclusive('contract-job', async () => { throw new Error('job failed'); }), /job failed/, 'what fn throws is thrown');
+    t.same(await store.exclusive('contract-job', async () => 'after'), { ran: true, value: 'after' }, 'a failed job released the lock');
+    await t.rejects(store.exclusive('Not A Name', async () => 1), RangeError, 'lock names are checked');
+  });
+
+  t.test('exclusive: concurrent callers never overlap (random timing, many rounds)', async (t) => {
+    let running = 0;
+    let most = 0;
+    let ran = 0;
+    for (let round = 0; round < 10; round++) {
+      const outcomes = await Promise.all(Array.from({ length: 6 }, async (_, i) => {
+        await jitter(Math.floor(random() * 5));
+        return store.exclusive('contract-race', async () => {
+          running++;
+          most = Math.max(most, running);
+          await jitter(1 + Math.floor(random() * 5));
+          running--;
+          return i;
+        }, { wait: random() < 0.5 });
+      }));
+      ran += outcomes.filter((o) => o.ran).length;
+    }
+    t.equal(most, 1, 'never two holders at once');
+    t.ok(ran >= 10, `at least one caller ran per round (${ran} in all)`);
   });
 }

@@ -31,6 +31,13 @@ export interface Postgres {
   timings: Record<string, number>;
   /** Stops the server and removes the directory; safe to call twice. */
   stop(): Promise<void>;
+  /**
+   * Stops the server and keeps its data directory: an outage or the first half of a restart.
+   * `fast` (default) ends sessions and checkpoints; `immediate` is a crash of the postmaster.
+   */
+  halt(mode?: 'fast' | 'immediate'): Promise<void>;
+  /** Starts the halted server again on the same directory and port; resolves once it accepts connections. */
+  resume(): Promise<void>;
 }
 
 const BIN = '/usr/lib/postgresql/15/bin';
@@ -99,11 +106,14 @@ export async function startPostgres(opts: { durable?: boolean } = {}): Promise<P
     if (!opts.durable) settings.push('-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off');
     const t1 = Date.now();
     // pg_ctl -w returns once the server accepts connections; the postmaster writes to the log.
-    await pg('pg_ctl', ['-D', data, '-l', join(root, 'server.log'), '-w', '-t', '60', '-o', settings.join(' '), 'start'])
-      .catch(async (e) => {
-        throw new Error(`${(e as Error).message}\n${await fsp.readFile(join(root, 'server.log'), 'utf8').catch(() => '')}`);
-      });
-    pid = readPidFile(join(data, 'postmaster.pid'));
+    const pgStart = async () => {
+      await pg('pg_ctl', ['-D', data, '-l', join(root, 'server.log'), '-w', '-t', '60', '-o', settings.join(' '), 'start'])
+        .catch(async (e) => {
+          throw new Error(`${(e as Error).message}\n${await fsp.readFile(join(root, 'server.log'), 'utf8').catch(() => '')}`);
+        });
+      pid = readPidFile(join(data, 'postmaster.pid'));
+    };
+    await pgStart();
     timings.start = Date.now() - t1;
     timings.total = Date.now() - t0;
     if (process.env.SLIPWAY_HARNESS_VERBOSE) console.error(`# postgres ready in ${timings.total} ms ${JSON.stringify(timings)}`);
@@ -111,6 +121,11 @@ export async function startPostgres(opts: { durable?: boolean } = {}): Promise<P
       host: '127.0.0.1', port, user: 'postgres', database: 'postgres',
       connectionString: `postgres://postgres@127.0.0.1:${port}/postgres`,
       socketDir: root, dir: root, timings, stop,
+      halt: async (mode = 'fast') => {
+        await pg('pg_ctl', ['-D', data, '-m', mode, '-w', 'stop']);
+        pid = undefined;
+      },
+      resume: pgStart,
     };
   } catch (e) {
     await stop();

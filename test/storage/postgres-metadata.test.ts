@@ -7,10 +7,12 @@ import t from 'tap';
 import pg from 'pg';
 import { startPostgres, postgresSkip, type Postgres } from '../helpers/postgres.js';
 import { PostgresMetadataStore } from '../../engine/storage/postgres-metadata.js';
-import { keyspace, StoreUnavailableError } from '../../engine/storage/metadata.js';
+import { keyspace } from '../../engine/storage/metadata.js';
 import { metadataContractSuite } from '../helpers/metadata-contract-suite.js';
 
 const skip = postgresSkip();
+/** How StoreUnavailableError matches (a SlipwayError of code STORE_UNAVAILABLE). */
+const unavailable = { name: 'SlipwayError', code: 'STORE_UNAVAILABLE' };
 
 t.test('PostgreSQL metadata store', { skip }, async (t) => {
   const server: Postgres = await startPostgres();
@@ -34,16 +36,55 @@ t.test('PostgreSQL metadata store', { skip }, async (t) => {
     });
   });
 
+  await t.test('exclusive across nodes: the lock is freed when its holder\'s session dies, and the holder is told', async (t) => {
+    const a = await PostgresMetadataStore.open({ connectionString, statementTimeoutMs: 1000 });
+    const b = await PostgresMetadataStore.open({ connectionString });
+    t.teardown(async () => { await a.close(); await b.close(); });
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => { entered = r; });
+    const holding = a.exclusive('cross-node', async (signal) => {
+      entered();
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      return signal.reason as Error;
+    });
+    await inside;
+    t.same(await b.exclusive('cross-node', async () => 'b'), { ran: false }, 'node B skips while A holds the lock');
+    const admin = new pg.Client({ connectionString });
+    await admin.connect();
+    const killed = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'slipway-lock-cross-node'");
+    await admin.end();
+    t.equal(killed.rowCount, 1, 'the lock connection was terminated');
+    const outcome = await holding;
+    t.ok(outcome.ran && outcome.value instanceof Error, 'the holder\'s signal aborted');
+    t.same(await b.exclusive('cross-node', async () => 'b'), { ran: true, value: 'b' }, 'node B gets the lock');
+  });
+
+  await t.test('a restarted database: refused while down, recovered after without reopening', async (t) => {
+    const ks = keyspace<string>('meta', 'restart');
+    const store = await PostgresMetadataStore.open({ connectionString, connectTimeoutMs: 1000, statementTimeoutMs: 1000 });
+    t.teardown(() => store.close());
+    await store.transact((tx) => tx.put(ks, 'k', 'before'));
+    await server.halt('fast');
+    const started = Date.now();
+    await t.rejects(store.get(ks, 'k'), unavailable, 'a read while down');
+    await t.rejects(store.transact((tx) => tx.put(ks, 'k', 'x')), unavailable, 'a transaction while down');
+    t.ok(Date.now() - started < 5_000, `refused in ${Date.now() - started} ms`);
+    await server.resume();
+    t.equal(await store.get(ks, 'k'), 'before', 'reads work again, on new connections');
+    await store.transact((tx) => tx.put(ks, 'k', 'after'));
+    t.equal(await store.get(ks, 'k'), 'after', 'and writes');
+  });
+
   await t.test('an unreachable database is StoreUnavailableError within the timeouts', async (t) => {
     const ks = keyspace<string>('meta', 'unreachable');
     const store = await PostgresMetadataStore.open({ connectionString, connectTimeoutMs: 1000, statementTimeoutMs: 1000 });
     await store.transact((tx) => tx.put(ks, 'k', 'v'));
     await server.stop();
     const started = Date.now();
-    await t.rejects(store.get(ks, 'k'), StoreUnavailableError, 'a read');
-    await t.rejects(store.transact((tx) => tx.put(ks, 'k', 'w')), StoreUnavailableError, 'a transaction');
+    await t.rejects(store.get(ks, 'k'), unavailable, 'a read');
+    await t.rejects(store.transact((tx) => tx.put(ks, 'k', 'w')), unavailable, 'a transaction');
     t.ok(Date.now() - started < 10_000, 'refused within the connect and statement timeouts, not hung');
     await store.close();
-    await t.rejects(PostgresMetadataStore.open({ connectionString, connectTimeoutMs: 1000 }), StoreUnavailableError, 'a start');
+    await t.rejects(PostgresMetadataStore.open({ connectionString, connectTimeoutMs: 1000 }), unavailable, 'a start');
   });
 });
