@@ -8,7 +8,7 @@
 import { runWhenExclusive, type MetadataReader, type MetadataStore } from './storage/metadata.js';
 import { meta } from './storage/meta-keyspace.js';
 import { indexAllAuthorizations, type AuthorizationIndex } from './identity/migrations.js';
-import { indexBlobLinks, indexManifestTags } from './registry/migrations.js';
+import { indexBlobLinks, indexManifestTags, manifestBytesAsText } from './registry/migrations.js';
 import { markLegacyBlobsForVerification } from './blobs/migrations.js';
 import { moveAuthorizationCodes } from './oauth/migrations.js';
 
@@ -23,8 +23,10 @@ import { moveAuthorizationCodes } from './oauth/migrations.js';
  *    are verified once at start-up (meta `blobs-to-verify`, engine/blobs/quarantine.ts).
  * 7: authorization codes move from the `grants` keyspace to `authorization-codes`
  *    (engine/oauth/migrations.ts).
+ * 8: manifest records hold their bytes as text (`ManifestRecord.text`) instead of binary, so
+ *    every record is JSON-representable (engine/registry/migrations.ts).
  */
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 /**
  * Migrates `metadata` to SCHEMA_VERSION (see the top of this file), holding the store's
@@ -56,6 +58,7 @@ async function migrateNow(metadata: MetadataStore): Promise<void> {
     // Older builds could record a blob whose bytes disagree with it: verify them once.
     if (version < 6) markLegacyBlobsForVerification(tx);
     if (version < 7) await moveAuthorizationCodes(tx);
+    if (version < 8) await manifestBytesAsText(tx);
     tx.put(meta, 'schema', SCHEMA_VERSION);
   });
 }

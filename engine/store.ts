@@ -54,6 +54,8 @@ export function redactDatabaseUrl(url: string): string {
     return '(unparseable URL)';
   }
 }
+/** The embedded store: always has its LMDB environment. */
+export type EmbeddedStore = Store & { env: RootDatabase };
 
 /**
  * Opens (creating if needed) the store and migrates it to the current schema. The data
@@ -94,11 +96,19 @@ async function openPostgres(db: DatabaseSettings): Promise<Store> {
     }
     throw e;
   }
-  try {
-    await migrate(metadata);
-  } catch (e) {
-    await metadata.close().catch(() => {});
+  return storeOver(metadata);
+}
+
+/**
+ * A store over an already open metadata implementation (PostgreSQL for a cluster node, or any
+ * other `MetadataStore`), migrated to the current schema like `openStore` does. `close()` closes
+ * `metadata` (so does a failed migration).
+ * @throws Error when the store was written by a newer build (engine/migrations.ts).
+ */
+export async function storeOver(metadata: MetadataStore): Promise<Store> {
+  await migrate(metadata).catch(async (e: unknown) => {
+    await metadata.close().catch(() => undefined);
     throw e;
-  }
+  });
   return { metadata, close: () => metadata.close() };
 }

@@ -8,25 +8,29 @@
  *   slipway backup --to DIR             online snapshot of the data directory (server/ops/backup.ts)
  *   slipway restore --from DIR --data NEWDIR
  *   slipway fsck [--full] [--repair] [--json]   records against blob files (server/ops/fsck.ts)
+ *   slipway migrate --to-database URL [--to-blob-store s3] [--json]   copy into cluster stores (server/ops/migrate.ts)
+ *   slipway key adopt                   record the configured server key as the installation's (a lost key)
  * Settings also come from SLIPWAY_* environment variables (server/config.ts).
  */
 import { parseArgs } from 'node:util';
 import { databaseOf, FLAGS, loadConfig, type Config } from './config.js';
 import { startServer } from './main.js';
+import { openBlobStore } from './blob-store.js';
 import { openStore } from '../engine/store.js';
 import { StoreUnavailableError } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
+import { adoptServerKey, checkServerKey } from '../engine/identity/key-check.js';
 import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
 import { systemClock } from '../engine/clock.js';
 import { isSlipwayError } from '../engine/errors.js';
-import { FileBlobStore } from '../engine/blobs/cas.js';
+import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
 import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
 import { releaseRetention } from '../engine/platform/retention.js';
 import { backup, refuseInClusterMode, restore, type BackupReport } from './ops/backup.js';
 import { resolve } from 'node:path';
 import { fsck } from './ops/fsck.js';
-import { WorkerPool } from '../workers/pool.js';
+import { migrateDataDir } from './ops/migrate-cli.js';
 
 const USAGE = `usage:
   slipway serve [--data DIR] [--host ADDR] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N]
@@ -36,7 +40,10 @@ const USAGE = `usage:
   slipway gc [--dry-run] [--json] [--data DIR]
   slipway backup --to DIR [--json] [--data DIR]
   slipway restore --from DIR --data NEWDIR [--json]
-  slipway fsck [--full] [--repair] [--json] [--data DIR]`;
+  slipway fsck [--full] [--repair] [--json] [--data DIR]
+  slipway migrate --to-database postgres://USER@HOST:PORT/DB [--to-blob-store s3] [--json] [--data DIR]
+                  offline copy of the data directory into PostgreSQL (and S3: SLIPWAY_S3_* settings)
+  slipway key adopt [--key-file FILE] [--data DIR]`;
 
 const options = {
   ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])),
@@ -50,6 +57,8 @@ const options = {
   full: { type: 'boolean' as const },
   repair: { type: 'boolean' as const },
   from: { type: 'string' as const },
+  'to-database': { type: 'string' as const },
+  'to-blob-store': { type: 'string' as const },
   help: { type: 'boolean' as const, short: 'h' },
 };
 
@@ -99,7 +108,9 @@ async function serve(config: Config): Promise<void> {
 async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promise<T>): Promise<T> {
   const store = await openStore(config.dataDir, databaseOf(config));
   try {
-    return await fn(new Accounts(store.metadata, systemClock, ServerKeys.loadOrCreate(config.dataDir, config.keyFile)), new Apps(store.metadata, systemClock));
+    const keys = ServerKeys.load(config);
+    await checkServerKey(store.metadata, keys, systemClock.now());
+    return await fn(new Accounts(store.metadata, systemClock, keys), new Apps(store.metadata, systemClock));
   } finally {
     await store.close();
   }
@@ -110,13 +121,15 @@ async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promi
  * safe against a running server's pushes; engine/registry/gc.ts). Prints what it deleted.
  */
 async function collectGarbage(config: Config, dryRun: boolean, json: boolean): Promise<void> {
+  const blobs = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir));
   const store = await openStore(config.dataDir, databaseOf(config));
   let report: GcReport;
   try {
-    const gc = new GarbageCollector(store.metadata, new FileBlobStore(config.dataDir), systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
+    const gc = new GarbageCollector(store.metadata, blobs.backend, systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
     report = await gc.run({ dryRun });
   } finally {
     await store.close();
+    blobs.close();
   }
   if (json) return console.log(JSON.stringify(report));
   const verb = dryRun ? 'Would delete' : 'Deleted';
@@ -142,11 +155,11 @@ function printBackup(verb: string, r: BackupReport, dir: string, json: boolean):
  * Safe while the server runs (LMDB is multi-process; repairs are the GC's and the reaper's).
  */
 async function checkStore(config: Config, full: boolean, repair: boolean, json: boolean): Promise<number> {
+  const blobs = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir));
   const store = await openStore(config.dataDir, databaseOf(config));
-  const pool = new WorkerPool();
   try {
-    const report = await fsck(store, config.dataDir, systemClock, {
-      full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000, orphanGraceMs: config.gcGraceSeconds * 1000, hashFile: (p) => pool.hashFile(p),
+    const report = await fsck(store, blobs.backend, systemClock, {
+      full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000, orphanGraceMs: config.gcGraceSeconds * 1000,
     });
     const left = report.problems.filter((p) => !p.repaired).length;
     if (json) console.log(JSON.stringify(report));
@@ -157,8 +170,8 @@ async function checkStore(config: Config, full: boolean, repair: boolean, json: 
     }
     return left > 0 ? 1 : 0;
   } finally {
-    await pool.close();
     await store.close();
+    blobs.close();
   }
 }
 
@@ -206,10 +219,23 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'fsck':
       return checkStore(config, values.full === true, values.repair === true, values.json === true);
+    case 'migrate':
+      return migrateDataDir(config.dataDir, values['to-database'], values['to-blob-store'], values.json === true);
     case 'restore': {
       refuseInClusterMode('restore', config.databaseUrl);
       if (!values.from || !flags.data) throw new Error('restore needs --from DIR and --data NEWDIR');
       return printBackup('Restored into', await restore(resolve(values.from), config.dataDir), config.dataDir, values.json === true);
+    }
+    case 'key adopt': {
+      const store = await openStore(config.dataDir);
+      try {
+        const keys = ServerKeys.load(config);
+        const before = await adoptServerKey(store.metadata, keys, systemClock.now());
+        console.log(`Server key ${keys.fingerprint().slice(0, 12)} recorded as this installation's key${before && before !== keys.fingerprint() ? ` (was ${before.slice(0, 12)}): values signed and second factors sealed under the old key no longer work` : ''}.`);
+      } finally {
+        await store.close();
+      }
+      return 0;
     }
     default:
       console.error(`unknown command "${command}"\n${USAGE}`);

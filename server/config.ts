@@ -5,7 +5,9 @@
  * unset URL defaults to http://<host>:<bound port> (so port 0 works in tests).
  */
 import { resolve } from 'node:path';
+import { loadBlobStoreSettings, type BlobStoreSettings } from './blob-store-settings.js';
 import { redactDatabaseUrl, type DatabaseSettings } from '../engine/store.js';
+import { decodeServerKey } from '../engine/identity/keys.js';
 
 export interface Config {
   /** Data directory: lmdb/, blobs/, uploads/, keys/. Env SLIPWAY_DATA, flag --data. */
@@ -58,6 +60,20 @@ export interface Config {
    */
   keyFile?: string;
   /**
+   * The server key itself, base64 of 32 bytes (every node of a cluster is given the same one;
+   * docs/cluster.md). Wins over the key file; setting both is an error. Environment only (Env
+   * SLIPWAY_SERVER_KEY): a flag would show it in the process list. Never logged.
+   */
+  serverKey?: string;
+  /**
+   * A second key accepted when verifying signatures and unsealing, never used to sign or seal:
+   * the next key before a rotation, the previous one after it (docs/cluster.md "Shared secrets
+   * and rotation"). Env SLIPWAY_ACCEPTED_SERVER_KEY (base64, environment only) or
+   * SLIPWAY_ACCEPTED_KEY_FILE (flag --accepted-key-file; never created).
+   */
+  acceptedServerKey?: string;
+  acceptedKeyFile?: string;
+  /**
    * What serves the registry, API and auth hosts: `h1`, the own HTTP/1.1 listener (every
    * malformed request gets a status: 400, 405 with Allow, 431), or `uws`, uWebSockets.js (faster;
    * its native parser closes some malformed requests without a response, README "HTTP listeners").
@@ -100,6 +116,8 @@ export interface Config {
   accessLogLevel: 'info' | 'debug' | 'trace' | 'silent';
   /** Readiness fails below this much free space in the data directory (MiB). Env SLIPWAY_MIN_FREE_DISK_MB. */
   minFreeDiskMb: number;
+  /** Where blob bytes live: SLIPWAY_BLOB_STORE=fs|s3 and the SLIPWAY_S3_* settings (server/blob-store-settings.ts). */
+  blobStore: BlobStoreSettings;
   /**
    * Cluster mode: the metadata lives in this PostgreSQL database, shared by every node
    * (`postgres://user:password@host:port/database`, libpq URL; `?sslmode=…` and the other
@@ -151,6 +169,7 @@ export const DEFAULT_CONFIG: Config = {
   drainSeconds: 30,
   accessLogLevel: 'info',
   minFreeDiskMb: 512,
+  blobStore: { kind: 'fs' },
   databasePool: 10,
   databaseStatementTimeoutSeconds: 5,
   databaseConnectTimeoutSeconds: 5,
@@ -222,6 +241,9 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_TLS_CERT: 'tlsCert',
   SLIPWAY_TLS_KEY: 'tlsKey',
   SLIPWAY_KEY_FILE: 'keyFile',
+  SLIPWAY_SERVER_KEY: 'serverKey',
+  SLIPWAY_ACCEPTED_SERVER_KEY: 'acceptedServerKey',
+  SLIPWAY_ACCEPTED_KEY_FILE: 'acceptedKeyFile',
   SLIPWAY_LISTENER: 'listener',
   SLIPWAY_RATE_LIMIT_POOL: 'rateLimitPool',
   SLIPWAY_RATE_LIMIT_PER_MINUTE: 'rateLimitPerMinute',
@@ -245,9 +267,12 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_DATABASE_CONNECT_TIMEOUT: 'databaseConnectTimeoutSeconds',
 };
 
+/** Settings given only in the environment: key material must not show in the process list. */
+const ENV_ONLY: ReadonlySet<keyof Config> = new Set(['serverKey', 'acceptedServerKey']);
+
 /** Flag names (`--registry-port`) for each setting. */
 export const FLAGS: Record<string, keyof Config> = Object.fromEntries(
-  Object.values(ENV).map((k) => [k === 'dataDir' ? 'data' : k.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase()), k]),
+  Object.values(ENV).filter((k) => !ENV_ONLY.has(k)).map((k) => [k === 'dataDir' ? 'data' : k.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase()), k]),
 );
 
 /**
@@ -325,7 +350,12 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     const v = flags[flag];
     if (v !== undefined) set(k, v, `flag --${flag}`);
   }
+  c.blobStore = loadBlobStoreSettings(env);
   c.dataDir = resolve(c.dataDir);
   if (c.keyFile !== undefined) c.keyFile = resolve(c.keyFile);
+  if (c.acceptedKeyFile !== undefined) c.acceptedKeyFile = resolve(c.acceptedKeyFile);
+  // Malformed keys are refused here, at the setting, without echoing the value.
+  if (c.serverKey !== undefined) decodeServerKey(c.serverKey, 'environment variable SLIPWAY_SERVER_KEY');
+  if (c.acceptedServerKey !== undefined) decodeServerKey(c.acceptedServerKey, 'environment variable SLIPWAY_ACCEPTED_SERVER_KEY');
   return c;
 }

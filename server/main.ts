@@ -9,10 +9,13 @@ import type { us_listen_socket } from 'uWebSockets.js';
 import { databaseOf, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { systemClock, type Clock } from '../engine/clock.js';
-import { openStore, type Store } from '../engine/store.js';
-import { runWhenExclusive } from '../engine/storage/metadata.js';
+import { openStore, storeOver, type Store } from '../engine/store.js';
+import { runWhenExclusive, type MetadataStore } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
-import { GarbageCollector, GcSafeBlobStore } from '../engine/registry/gc.js';
+import { checkServerKey, resealSecrets } from '../engine/identity/key-check.js';
+import { GarbageCollector } from '../engine/registry/gc.js';
+import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
+import type { S3BlobBackend } from '../engine/blobs/s3-backend.js';
 import { blobHasher } from '../engine/blobs/hash-blob.js';
 import { EVENT_KINDS, subscribeEvent } from '../engine/events.js';
 import { Uploads } from '../engine/blobs/uploads.js';
@@ -40,13 +43,15 @@ import { handleAuth, sendAuthError } from './auth-host/routes.js';
 import type { AuthContext } from './auth-host/context.js';
 import { Views } from './auth-host/views.js';
 import { createOAuth, type OAuth } from '../engine/oauth/service.js';
-import { RateLimiter } from './api/rate-limit.js';
+import { rateLimitPoolFor } from '../engine/identity/shared-rate-limit.js';
 import { webUrlOf } from './api/web-url.js';
 import { Metrics } from './ops/metrics.js';
 import { observe, type Observers } from './ops/observe.js';
 import { RequestTracker } from './ops/drain.js';
 import { probeReadiness } from './ops/readiness.js';
 import { startAdmin } from './ops/admin.js';
+import { openBlobStore, type OpenedBlobStore } from './blob-store.js';
+import type { BlobBackend } from '../engine/blobs/contract.js';
 
 /** The four hosts, each on its own listener. */
 type HostName = 'registry' | 'api' | 'auth' | 'upload';
@@ -59,6 +64,11 @@ export interface StartOptions {
   log?: Logger;
   /** Create the operator account when the store has no account (default true). */
   bootstrap?: boolean;
+  /**
+   * Opens the metadata store to run on instead of the embedded LMDB one (tests of cluster
+   * behaviour: two servers over one PostgreSQL database). The server closes it on close().
+   */
+  metadata?: () => Promise<MetadataStore>;
 }
 
 /**
@@ -77,6 +87,8 @@ export interface RunningServer {
   accounts: Accounts;
   apps: Apps;
   oauth: OAuth;
+  /** The blob bytes (SLIPWAY_BLOB_STORE: the filesystem or S3 backend). */
+  blobs: BlobBackend;
   /** The operator account created by this start, with its one-time secrets; null otherwise. */
   bootstrap: CreatedAccount | null;
   /** Runs the upload reaper now (it also runs every SLIPWAY_UPLOAD_REAP_INTERVAL); resolves with the sessions removed. */
@@ -98,15 +110,39 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel, config.logFile);
   secureDataDir(config.dataDir);
-  const keys = ServerKeys.loadOrCreate(config.dataDir, config.keyFile);
-  const store = await openStore(config.dataDir, databaseOf(config));
+  const keys = ServerKeys.load(config);
+  const store = opts.metadata ? await storeOver(await opts.metadata()) : await openStore(config.dataDir, databaseOf(config));
+  // Refuse to start with a key the cluster's other nodes do not share (engine/identity/key-check.ts).
+  try {
+    if ((await checkServerKey(store.metadata, keys, clock.now())) === 'rotated') log.info({ fingerprint: keys.fingerprint().slice(0, 12) }, 'server key rotation recorded: this key signs and seals from now on');
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+  // The bytes (SLIPWAY_BLOB_STORE): the data directory, or an S3 bucket probed now (bad or
+  // unreachable settings stop the start naming the setting). Sessions hash on the hash thread.
+  // Uploads dedupe by record, not by bytes: safe against online GC (engine/registry/gc.ts).
+  let blobStore: OpenedBlobStore<FsBlobBackend | S3BlobBackend>;
+  try {
+    blobStore = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir, { newHash: () => hashThread.create() }), () => hashThread.create());
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+  const blobs = blobStore.backend;
+  let resealRun: Promise<unknown> | undefined;
+  /** Moves second-factor secrets sealed under the accepted key to the signing key (only with an accepted key). */
+  const reseal = () => {
+    if (keys.acceptedFingerprint() === null) return;
+    resealRun ??= resealSecrets(store.metadata, keys, clock.now()).then(
+      (n) => log.info({ resealed: n }, 'second-factor secrets re-sealed'),
+      (e) => log.error({ err: e }, 're-sealing second-factor secrets failed')).finally(() => { resealRun = undefined; });
+  };
+  reseal();
   const pool = new WorkerPool();
-  // Dedupe by record, not by file: safe against online GC (engine/registry/gc.ts).
-  const blobs = new GcSafeBlobStore(config.dataDir, store);
   const hashThread = new HashThread();
-  const uploads = new Uploads(store, blobs, clock, (p) => pool.hashFile(p), config.dataDir, {
+  const uploads = new Uploads(store, blobs, clock, {
     staleAfterMs: config.uploadTtlSeconds * 1000,
-    newHash: hashThread.create,
     maxSessionsPerAccount: config.uploadSessionsPerAccount,
     memory: new UploadMemory(config.uploadMemoryMiB * 1024 * 1024),
   });
@@ -119,7 +155,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       (r) => log.info({ checked: r.checked, quarantined: r.quarantined }, 'blobs of an older build verified'),
       (e) => log.error({ err: e }, 'verifying blobs of an older build failed'));
   }
-  const registry = new Registry(store.metadata, blobs, clock, (r) => pool.inspectImage(r));
+  // The worker opens its own instance of the backend (S3: the same settings, credentials from the SDK chain).
+  const blobSpec = blobs.spec;
+  if (!blobSpec) throw new Error('the blob backend cannot be opened by a worker thread (built on a client instance)');
+  const registry = new Registry(store.metadata, blobs, clock, (r) => pool.inspectImage(blobSpec, r));
   const gc = new GarbageCollector(store.metadata, blobs, clock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
   registry.touchEveryMs = Math.min(5 * 60_000, gc.options.graceMs / 4);
   await gc.recoverTrash();
@@ -135,15 +174,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const bootstrap = opts.bootstrap === false ? null : await runWhenExclusive(store.metadata, 'bootstrap', async () =>
     (await accounts.isEmpty()) ? accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null);
   const oauth = createOAuth(store, clock, accounts, teams);
-  const rateLimiter = new RateLimiter(clock, config.rateLimitPool, config.rateLimitPerMinute);
+  const rateLimiter = rateLimitPoolFor(store.metadata, clock, config.rateLimitPool, config.rateLimitPerMinute);
   const views = new Views();
   const tracker = new RequestTracker();
-  const metrics = new Metrics(store, pool);
+  const metrics = new Metrics(store, pool, uploads);
   pool.onTask = (name, seconds) => metrics.workerTaskDuration.observe({ task: name }, seconds);
   const obs: Observers = { metrics, log, accessLogLevel: config.accessLogLevel, tracker };
 
   const urls = { registry: '', api: '', auth: '', upload: '', admin: '' };
-  const rctx: RegistryContext = { store, clock, registry, uploads, blobs, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
+  const rctx: RegistryContext = { store, clock, registry, uploads, blobs, blobRedirectSeconds: blobStore.redirectExpirySeconds, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
     receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 }, shutdown: tracker };
   const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl: webUrlOf(config.appUrlTemplate, config.apiUrl ?? 'http://localhost') };
   const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000 };
@@ -194,7 +233,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   authCtx.secureCookies = urls.auth.startsWith('https:');
   const admin = await startAdmin(config.adminHost, config.adminPort, metrics, () => probeReadiness({
     store, dataDir: config.dataDir, minFreeBytes: config.minFreeDiskMb * 1024 * 1024,
-    hashFile: (p) => pool.hashFile(p), newHash: hashThread.create, tracker,
+    hashFile: (p) => pool.hashFile(p), newHash: hashThread.create, tracker, blobStore: blobStore.check,
   }));
   urls.admin = base(admin.port, false, config.adminHost);
 
@@ -206,6 +245,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   reaper.unref();
   const oauthPruner = setInterval(() => {
     oauth.prune().catch((e) => log.error({ err: e }, 'OAuth pruning failed'));
+    reseal();
   }, 10 * 60_000);
   oauthPruner.unref();
   let gcRun: Promise<unknown> | undefined;
@@ -213,7 +253,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     gcRun ??= store.metadata.exclusive('gc', (signal) => gc.run({ signal })).catch((e) => log.error({ err: e }, 'garbage collection failed')).finally(() => { gcRun = undefined; });
   }, config.gcIntervalSeconds * 1000) : undefined;
   gcTimer?.unref();
-  log.info({ urls, dataDir: config.dataDir }, 'slipway started');
+  log.info({ urls, dataDir: config.dataDir, blobStore: blobs.kind }, 'slipway started');
 
   const stopListening = (names: HostName[]) => {
     for (const name of names) listeners[name]?.stopAccepting();
@@ -228,16 +268,18 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // Handlers of cut requests wind up (an aborted body ends its upload append) before the store closes.
     await tracker.settle(0, performance.now() + CUT_GRACE_MS);
     await gcRun;
+    await resealRun;
     for (const off of unsubscribeEvents) off();
     metrics.close();
     await new Promise<void>((resolve) => admin.server.close(() => resolve()));
     admin.server.closeAllConnections();
     await pool.close();
     await hashThread.close();
+    blobStore.close();
     await store.close();
   })());
   return {
-    config, urls, store, accounts, apps, oauth, bootstrap,
+    config, urls, store, accounts, apps, oauth, blobs, bootstrap,
     reapUploads: () => uploads.reap(),
     async drain() {
       tracker.draining = true;

@@ -1,14 +1,24 @@
 /**
  * Worker task: reads an image config and scans layer tars for whiteouts (docs/rules.md What the service does 6:
  * whiteout files are not honoured). Runs in the Piscina pool so gunzip never blocks requests.
+ * Bytes are read by digest through the blob contract: the task carries the server backend's
+ * description (engine/blobs/backend-spec.ts) and the thread opens its own instance of it once.
  * Layers are streamed (gunzip → tar headers, file bodies skipped), never held in memory.
  */
-import { createReadStream, promises as fsp } from 'node:fs';
 import { createGunzip } from 'node:zlib';
+import { Readable } from 'node:stream';
 import tar from 'tar-stream';
 import type { ConfigSummary } from '../engine/registry/image-info.js';
 import type { LayerScan } from '../engine/blobs/records.js';
 import type { InspectRequest, InspectResult } from '../engine/registry/registry.js';
+import type { BlobBackend } from '../engine/blobs/contract.js';
+import { openBlobBackend, type BlobBackendSpec } from '../engine/blobs/backend-spec.js';
+import type { Digest } from '../engine/digest.js';
+
+/** An InspectRequest with the backend holding its blobs. */
+export interface InspectTask extends InspectRequest {
+  blobs: BlobBackendSpec;
+}
 
 /** Worker results never throw across threads: a clone would lose the error code. */
 export type TaskResult<T> = { ok: true; value: T } | { ok: false; code: 'MANIFEST_INVALID'; message: string };
@@ -16,24 +26,42 @@ export type TaskResult<T> = { ok: true; value: T } | { ok: false; code: 'MANIFES
 /** Largest config blob read (bytes). */
 const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
 
-export async function inspectImage(req: InspectRequest): Promise<TaskResult<InspectResult>> {
+/** This thread's backends, by description (one per server backend, opened on first use). */
+const backends = new Map<string, Promise<BlobBackend>>();
+
+function backendOf(spec: BlobBackendSpec): Promise<BlobBackend> {
+  const k = JSON.stringify(spec);
+  let b = backends.get(k);
+  if (!b) backends.set(k, (b = openBlobBackend(spec)));
+  return b;
+}
+
+export async function inspectImage(task: InspectTask): Promise<TaskResult<InspectResult>> {
+  const blobs = await backendOf(task.blobs);
   let config: ConfigSummary;
   try {
-    config = await readConfig(req.configPath);
+    config = await readConfig(blobs, task.config);
   } catch (e) {
     return { ok: false, code: 'MANIFEST_INVALID', message: (e as Error).message };
   }
   const scans: Record<string, LayerScan> = {};
-  for (const l of req.layers) scans[l.digest] = await scanLayer(l.path);
+  for (const d of task.layers) scans[d] = await scanLayer(blobs, d);
   return { ok: true, value: { config, scans } };
 }
 
-async function readConfig(path: string): Promise<ConfigSummary> {
-  const { size } = await fsp.stat(path);
-  if (size > MAX_CONFIG_BYTES) throw new Error(`image config is ${size} bytes; the limit is ${MAX_CONFIG_BYTES}`);
+async function readAll(s: Readable): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const c of s) parts.push(c as Buffer);
+  return Buffer.concat(parts);
+}
+
+async function readConfig(blobs: BlobBackend, digest: Digest): Promise<ConfigSummary> {
+  const st = await blobs.stat(digest);
+  if (!st) throw new Error(`image config ${digest} is not stored`);
+  if (st.size > MAX_CONFIG_BYTES) throw new Error(`image config is ${st.size} bytes; the limit is ${MAX_CONFIG_BYTES}`);
   let doc: Record<string, unknown>;
   try {
-    doc = JSON.parse(await fsp.readFile(path, 'utf8'));
+    doc = JSON.parse((await readAll(await blobs.read(digest))).toString('utf8'));
   } catch (e) {
     throw new Error(`image config is not valid JSON: ${(e as Error).message}`);
   }
@@ -59,24 +87,32 @@ async function readConfig(path: string): Promise<ConfigSummary> {
   };
 }
 
-/** Counts whiteout entries (`.wh.` basenames) in a gzip-compressed or plain tar. */
-export async function scanLayer(path: string): Promise<LayerScan> {
-  const scan: LayerScan = { whiteouts: 0, examples: [], readable: true };
-  const head = Buffer.alloc(2);
-  const fh = await fsp.open(path, 'r');
-  try {
-    await fh.read(head, 0, 2, 0);
-  } finally {
-    await fh.close();
+/** The first bytes of `source` (up to `n`), and a stream of all its bytes (the first included). */
+async function peek(source: Readable, n: number): Promise<{ head: Buffer; stream: Readable }> {
+  const it = source[Symbol.asyncIterator]();
+  const first = await it.next();
+  const head = first.done ? Buffer.alloc(0) : (first.value as Buffer);
+  async function* all() {
+    if (head.length > 0) yield head;
+    for (let r = await it.next(); !r.done; r = await it.next()) yield r.value as Buffer;
   }
-  const gz = head[0] === 0x1f && head[1] === 0x8b;
+  return { head: head.subarray(0, n), stream: Readable.from(all(), { objectMode: false }) };
+}
+
+/** Counts whiteout entries (`.wh.` basenames) in a gzip-compressed or plain tar layer blob. */
+export async function scanLayer(blobs: BlobBackend, digest: Digest): Promise<LayerScan> {
+  const scan: LayerScan = { whiteouts: 0, examples: [], readable: true };
+  let file: Readable | undefined;
   const extract = tar.extract();
-  const file = createReadStream(path, { highWaterMark: 1024 * 1024 });
-  const source = gz ? file.pipe(createGunzip()) : file;
-  file.on('error', (e) => extract.destroy(e));
-  source.on('error', (e: Error) => extract.destroy(e));
-  source.pipe(extract);
+  const raw = await blobs.read(digest); // absent (GC took it meanwhile): the task fails
   try {
+    const { head, stream } = await peek(raw, 2);
+    file = stream;
+    const gz = head[0] === 0x1f && head[1] === 0x8b;
+    const source = gz ? file.pipe(createGunzip()) : file;
+    file.on('error', (e) => extract.destroy(e));
+    source.on('error', (e: Error) => extract.destroy(e));
+    source.pipe(extract);
     for await (const entry of extract) {
       const base = entry.header.name.split('/').filter(Boolean).pop() ?? '';
       if (base.startsWith('.wh.')) {
@@ -86,7 +122,7 @@ export async function scanLayer(path: string): Promise<LayerScan> {
       entry.resume();
     }
   } catch {
-    file.destroy();
+    (file ?? raw).destroy();
     return { whiteouts: scan.whiteouts, examples: scan.examples, readable: false };
   }
   return scan;

@@ -1,13 +1,15 @@
 /**
- * Typed facade over the Piscina pool: one method per task. Paths, not bytes, cross the thread
- * boundary. Threads start on demand and exit when idle, so a server that is only receiving
+ * Typed facade over the Piscina pool: one method per task. Digests and a backend's description
+ * (engine/blobs/backend-spec.ts), not bytes, cross the thread boundary; the threads read blobs
+ * through their own instance of the backend. Threads start on demand and exit when idle, so a server that is only receiving
  * uploads keeps no worker memory resident.
  */
 import { Piscina } from 'piscina';
 import { fail } from '../engine/errors.js';
 import type { Digest } from '../engine/digest.js';
 import type { InspectRequest, InspectResult } from '../engine/registry/registry.js';
-import type { TaskResult } from './inspect-image.js';
+import type { InspectTask, TaskResult } from './inspect-image.js';
+import type { BlobBackendSpec } from '../engine/blobs/backend-spec.js';
 
 export interface PoolOptions {
   /** Upper bound of worker threads (default: 2, the machine's cores). */
@@ -29,11 +31,14 @@ export class WorkerPool {
   }
 
   /**
-   * Reads the config and scans the named layers.
-   * @throws MANIFEST_INVALID when the config is unreadable or not JSON.
+   * Reads the config and scans the named layers, stored in the backend `blobs` describes.
+   * @throws MANIFEST_INVALID when the config is unreadable or not JSON; Error when `blobs` is
+   *   undefined (a backend built on a client instance cannot be opened by another thread).
    */
-  async inspectImage(req: InspectRequest): Promise<InspectResult> {
-    const r = (await this.#run(req, 'inspectImage')) as TaskResult<InspectResult>;
+  async inspectImage(blobs: BlobBackendSpec | undefined, req: InspectRequest): Promise<InspectResult> {
+    if (!blobs) throw new Error('image inspection needs a blob backend a worker thread can open (no description)');
+    const task: InspectTask = { ...req, blobs };
+    const r = (await this.#run(task, 'inspectImage')) as TaskResult<InspectResult>;
     if (!r.ok) throw fail(r.code, r.message);
     return r.value;
   }

@@ -1,11 +1,12 @@
 /**
  * Rules shared by every blob backend (contract.ts): session id and range checks, the running
- * hash of a session, and the digest verification at commit.
+ * hash of a session, the digest verification at commit, and a copy between backends.
  */
+import { randomBytes } from 'node:crypto';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
-import { isSessionId, type ByteRange } from './contract.js';
-import type { RunningHash } from './running-hash.js';
+import { isSessionId, type BlobBackend, type BlobWriter, type ByteRange } from './contract.js';
+import { isSlipwayError } from '../errors.js';
 
 /**
  * Validates a session id given to `create`/`resume`/`abortSession`.
@@ -31,10 +32,14 @@ export function resolveRange(size: number, range: ByteRange | undefined): { star
   return { start: offset, end: Math.min(size, length === undefined ? size : offset + length) - 1 };
 }
 
-/** Feeds `bytes` to a running hash; resolves once the hash is done reading the buffer. */
-export function hashBytes(hash: RunningHash, bytes: Uint8Array): Promise<void> {
+/**
+ * `BlobWriter.append` in terms of its two halves: feeds `bytes` to the writer's running hash
+ * and writes them, resolving once both are done with the buffer.
+ */
+export async function appendHashed(writer: BlobWriter, bytes: Uint8Array): Promise<void> {
   const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  return new Promise((resolve) => hash.update(buf, resolve));
+  const hashed = new Promise<void>((resolve) => writer.feedHash(buf, resolve));
+  await Promise.all([writer.write([bytes]), hashed]);
 }
 
 /**
@@ -43,7 +48,7 @@ export function hashBytes(hash: RunningHash, bytes: Uint8Array): Promise<void> {
  */
 export function verifyDigest(expected: Digest, actual: Digest): void {
   if (expected !== actual) {
-    throw fail('DIGEST_INVALID', `provided digest ${expected} did not match uploaded content (${actual})`, { expected, actual });
+    throw fail('DIGEST_INVALID', `provided digest ${expected} does not match uploaded content (${actual}); nothing was stored`, { expected, actual });
   }
 }
 
@@ -66,4 +71,29 @@ export class DigestLocks {
       if (this.#tails.get(digest) === settled) this.#tails.delete(digest);
     }
   }
+}
+
+/**
+ * Copies the committed blob `digest` from `from` to `to` through the contract (a read stream
+ * into a new session of `to`, committed under the digest, so the copy is verified).
+ * @returns false when `from` has no such blob.
+ * @throws DIGEST_INVALID when the bytes read do not hash to `digest`; I/O errors of either side.
+ */
+export async function copyThrough(from: BlobBackend, to: BlobBackend, digest: Digest): Promise<boolean> {
+  let source;
+  try {
+    source = await from.read(digest);
+  } catch (e) {
+    if (isSlipwayError(e) && e.code === 'BLOB_UNKNOWN') return false;
+    throw e;
+  }
+  const w = await to.create(`copy-${randomBytes(12).toString('hex')}`);
+  try {
+    for await (const chunk of source) await w.append(chunk as Buffer);
+  } catch (e) {
+    await w.abort();
+    throw e;
+  }
+  await w.commit(digest);
+  return true;
 }

@@ -10,8 +10,10 @@
  * - **Content addressing, immutability.** A committed blob is stored under its sha256 digest and
  *   its bytes never change afterwards. A commit never overwrites a committed digest with
  *   different bytes: the bytes are verified against the digest before they become visible
- *   under it, so a second commit of the same digest either finds it present (dedupe: the
- *   session's bytes are dropped, `created: false`) or writes identical bytes.
+ *   under it, so a second commit of the same digest either reuses the present copy (dedupe: the
+ *   session's bytes are dropped, `created: false`) or replaces it atomically with identical,
+ *   verified bytes (`CommitOptions.reuse` answered false, or the present copy has another size
+ *   and so cannot be the digest's).
  * - **Atomic visibility.** A reader sees a committed blob whole or not at all; never a prefix,
  *   never bytes whose digest was not verified. A digest mismatch at commit leaves nothing behind
  *   (neither the blob nor the session) and throws DIGEST_INVALID.
@@ -23,14 +25,20 @@
  *   caller (GC) must already have removed every record of it. A commit of the same digest that
  *   races the delete is protected by passing the `version` GC saw before removing the record:
  *   the filesystem then deletes only that inode (a replacement committed meanwhile stays; an
- *   interruption is settled by `recover`); S3 compares the ETag just before deleting (a window of
+ *   interruption is settled by `recover`); S3 compares the commit's version just before deleting (a window of
  *   one round trip remains, covered by the grace period of the GC safety argument).
  * - **Upload sessions.** A session holds the bytes of one in-progress upload, identified by an
- *   id chosen by the caller (`[A-Za-z0-9_-]{1,128}`). Appends are strictly sequential (one call
- *   at a time per session; the caller serialises). Memory held per session is bounded by the
- *   backend's buffer (filesystem: none beyond the chunk in flight; S3: `partSize` × (upload
- *   concurrency + 1)). The running sha256 is computed while bytes stream in; `commit` does not
- *   re-read the bytes unless the hash state was lost (a session resumed after a restart).
+ *   id chosen by the caller (`[A-Za-z0-9_-]{1,128}`), written through one `BlobWriter` for the
+ *   whole upload (suspended between its requests). Writes are strictly sequential (one call at
+ *   a time per session; the caller serialises). Memory held per session is bounded by the
+ *   backend's buffer (filesystem: none beyond the chunks in flight; S3: `partSize` × (upload
+ *   concurrency + 1), also while suspended). The running sha256 is computed while bytes stream
+ *   in (fed by the caller beside the write, possibly on another thread); `commit` does not
+ *   re-read the bytes unless the hash state was lost (a session resumed after a restart, or a
+ *   hash thread that died). No session path or handle ever reaches the caller.
+ * - **Dedupe rule.** Whether a committed copy of the digest may be reused is the caller's
+ *   decision (`CommitOptions.reuse`): the registry reuses bytes only when their record exists,
+ *   because unrecorded bytes may be what GC is about to delete (engine/registry/gc.ts).
  * - **Crash survival.** Committed blobs survive a crash of the process (and, for the
  *   filesystem, of the machine once `commit` resolved). Session bytes are best effort: the
  *   filesystem keeps them (a session can be resumed after a restart and is re-hashed at
@@ -65,7 +73,8 @@ export interface BlobStat {
   size: number;
   /**
    * Identifies this commit of the blob: a later commit of the same digest that replaced the
-   * bytes has another (filesystem: the inode number; S3: the ETag). For `delete(digest, version)`.
+   * bytes has another, also when they are identical (filesystem: the inode number; S3: a random
+   * id stored with each commit). For `delete(digest, version)`.
    */
   version?: string;
   /** When the bytes were committed (filesystem: mtime; S3: LastModified). */
@@ -75,8 +84,9 @@ export interface BlobStat {
 /** The result of committing an upload session. */
 export interface CommitResult extends BlobStat {
   /**
-   * False when the digest was already committed (dedupe: the session's bytes were dropped).
-   * Within one backend instance exactly one of concurrent commits of a digest reports true.
+   * False when the digest was already committed and reused (dedupe: the session's bytes were
+   * dropped). Within one backend instance, of concurrent commits of a digest that all reuse,
+   * exactly one reports true; a commit that replaced existing bytes reports true.
    */
   created: boolean;
 }
@@ -108,25 +118,75 @@ export interface BlobReader {
   close(): Promise<void>;
 }
 
-/** Writer of one upload session. Calls are sequential: never two at once on one writer. */
+/** How `BlobWriter.commit` treats a blob of the same digest that is already committed. */
+export interface CommitOptions {
+  /**
+   * Asked (once, while commits of this digest are serialised) when a blob of the digest is
+   * already committed with the session's size: true reuses it (dedupe: the session's bytes are
+   * dropped, `created: false`), false replaces it with the session's verified bytes (the
+   * registry answers false unless the blob's record exists, engine/registry/gc.ts). An existing
+   * blob of another size is always replaced: its bytes cannot be the digest's. Default: reuse.
+   */
+  reuse?: (existing: BlobStat) => boolean | Promise<boolean>;
+}
+
+/**
+ * Writer of one upload session, alive across the requests of the upload (suspended between
+ * them). Calls are sequential — never two at once on one writer — except `sync`, which may run
+ * beside later writes (a background sync between PATCHes).
+ *
+ * Two ways to add bytes: `append` (hashes and writes one buffer), or `feedHash` + `write`
+ * separately, so the caller can hash on another thread while the same buffers are written
+ * (engine/blobs/writer.ts). Either way the running sha256 must be fed exactly the bytes written,
+ * in order; `commit` trusts it only when it was fed as many bytes as were written, and re-hashes
+ * the stored bytes otherwise.
+ */
 export interface BlobWriter {
   readonly id: string;
-  /** Bytes appended so far. */
+  /** Bytes written so far (for a resumed session, including those of the earlier process). */
   readonly size: number;
   /**
-   * Appends `bytes` at the current end. Resolves once the buffer may be reused by the caller
-   * and the session's memory is back within its bound (back-pressure: await it before the next
-   * chunk).
+   * Hashes and writes `bytes` at the current end. Resolves once the buffer may be reused by the
+   * caller and the session's memory is back within its bound (back-pressure: await it before
+   * the next chunk).
    * @throws on I/O errors of the medium; the session is then unusable (abort it).
    */
   append(bytes: Uint8Array): Promise<void>;
   /**
-   * Verifies that the bytes hash to `expected`, then makes them visible under that digest and
-   * ends the session.
-   * @throws SlipwayError DIGEST_INVALID when they do not (the session is aborted: nothing stays).
+   * Feeds `bytes` to the session's running sha256 (the next bytes in order); `done` runs once
+   * the buffer may be reused (the hash may read it on another thread, without a copy when it is
+   * SharedArrayBuffer-backed).
    */
-  commit(expected: Digest): Promise<CommitResult>;
-  /** Discards the session and its bytes. Idempotent. */
+  feedHash(bytes: Buffer, done: () => void): void;
+  /**
+   * Writes `chunks`, in order, at the current end without hashing them (one vectored write on
+   * the filesystem; copied into the part buffer on S3). Resolves once every byte is written and
+   * the buffers may be reused; `size` grows by their total then.
+   * @throws on I/O errors of the medium; the session is then unusable (abort it).
+   */
+  write(chunks: readonly Uint8Array[]): Promise<void>;
+  /**
+   * Makes the bytes written before the call durable as far as the medium allows (filesystem:
+   * fdatasync; S3: the parts in flight are stored, the part still buffered stays in memory).
+   * May run while later writes proceed.
+   * @throws on I/O errors of the medium.
+   */
+  sync(): Promise<void>;
+  /**
+   * Releases what the writer holds between requests once its operations in flight finished
+   * (filesystem: the descriptor; S3 keeps its multipart state and part buffer in memory). The
+   * next call takes it again; the session and its bytes stay.
+   */
+  suspend(): void;
+  /**
+   * Makes the bytes durable, verifies that they hash to `expected`, then makes them visible under
+   * that digest (or reuses a committed copy, `options.reuse`) and ends the session.
+   * @throws SlipwayError DIGEST_INVALID when they do not hash to `expected`; BLOB_UPLOAD_INVALID
+   *   when the medium holds another number of bytes than were written. Either way the session
+   *   is aborted: nothing stays.
+   */
+  commit(expected: Digest, options?: CommitOptions): Promise<CommitResult>;
+  /** Discards the session and its bytes (once operations in flight finished). Idempotent. */
   abort(): Promise<void>;
 }
 
@@ -167,15 +227,20 @@ export interface BlobBackend {
   /** Every committed digest, in no particular order (GC's sweep). */
   list(): AsyncIterable<Digest>;
   /**
-   * Starts a new upload session.
-   * @throws SlipwayError BLOB_UPLOAD_INVALID when the id is malformed or already in use.
+   * Starts a new upload session. Does no I/O: the medium sees the session with its first bytes
+   * (filesystem: the file is created by the first write, sync or commit, and that call fails
+   * with BLOB_UPLOAD_INVALID if a session of that id is already stored).
+   * @throws SlipwayError BLOB_UPLOAD_INVALID when the id is malformed or in use by a writer of
+   *   this instance.
    */
   create(id: string): Promise<BlobWriter>;
   /**
    * Reopens a session left by an earlier process when the backend can (filesystem), with its
-   * bytes so far; undefined when it cannot or the session is unknown (the client restarts).
+   * bytes so far, suspended; its running hash is lost (commit re-hashes). With `size`, bytes
+   * past `size` are cut off (they were never acknowledged to the client). Undefined when it
+   * cannot, the session is unknown, or it holds fewer than `size` bytes (the client restarts).
    */
-  resume(id: string): Promise<BlobWriter | undefined>;
+  resume(id: string, size?: number): Promise<BlobWriter | undefined>;
   /** Every session present in the backend, live or abandoned. */
   sessions(): AsyncIterable<SessionInfo>;
   /** Removes whatever the session `id` left (bytes, multipart parts). Idempotent. */

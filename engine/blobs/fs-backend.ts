@@ -1,41 +1,51 @@
 /**
  * The filesystem blob backend (contract.ts), in the data directory's layout:
  *
- *   `<data>/blobs/sha256/<2 hex>/<64 hex>`   committed blob, immutable (a hard link of its session file)
- *   `<data>/uploads/<id>`                    an upload session's bytes
+ *   `<data>/blobs/sha256/<2 hex>/<64 hex>`   committed blob, immutable once in place
+ *   `<data>/uploads/<id>`                    an upload session's bytes (created by its first write)
  *   `<data>/blobs/gc-trash/<hex>.<pid>.<r>`  a blob being deleted by version (`delete(d, ifVersion)`)
  *
- * Commit order (each step only after the previous one): the bytes are written to
- * `uploads/<id>` and fdatasynced; the digest is verified (the running hash, or the file
- * re-hashed when the session was resumed after a restart); the file is hard-linked to its final
- * name — `link` fails when the name exists, so a committed blob is never replaced (dedupe); the
- * blob directory is fsynced; the session file is removed. The caller records the blob
- * afterwards. A crash at any step leaves either an unchanged session (re-hashed and
- * re-committed, or reaped) or a complete, verified blob.
+ * Commit order (each step only after the previous one; fs-writer.ts does 1–3, `publish` 4–6):
+ *   1. bytes: written to `uploads/<id>` (PATCHes, with background fdatasyncs between them);
+ *   2. fdatasync of the session file, and its size checked against the bytes written;
+ *   3. verify: the running sha256 (or the file re-hashed, when the session was resumed after a
+ *      restart or the hash thread died) must equal the client's digest — a mismatch removes the
+ *      session file and nothing else;
+ *   4. rename `uploads/<id>` → `blobs/sha256/<2>/<hex>` — or, when the digest is already there
+ *      with the same size and the caller's `reuse` agrees (the registry: its record exists),
+ *      remove the session file instead (dedupe); rename replaces unrecorded bytes atomically;
+ *   5. fsync of the blob's directory (the rename survives a crash);
+ *   6. the caller records the blob (engine/blobs/uploads.ts, one metadata transaction).
+ * A crash at any step leaves either a session file (re-hashed and committed after a restart, or
+ * reaped) or a complete, verified blob (recorded by the retried commit, or GC's orphan sweep).
+ * Commits of one digest are serialised within the process (one process owns a data directory).
  *
  * Delete by version: the blob is renamed into `gc-trash/` (atomic) and unlinked only if it is
  * still the inode the caller saw; another inode (a commit made meanwhile) is linked back at once.
  * `recover` settles the trash of a process that died in between.
  *
- * No path leaves this file: readers, writers, stat, delete and listings are the contract's.
+ * No path leaves this file and fs-writer.ts: readers, writers, stat, delete, listings and
+ * copies (`copyTo`, hard links for backups) are the contract's or take a backend.
  */
-import { createReadStream, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { promises as fsp, constants as fsc } from 'node:fs';
-import { createHash } from 'node:crypto';
 import { join, dirname } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
 import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type CommitResult, type SessionInfo } from './contract.js';
-import { checkSessionId, hashBytes, resolveRange, verifyDigest, DigestLocks } from './backend-common.js';
-import { inlineHash, lostHash, type HashFactory, type RunningHash } from './running-hash.js';
+import { checkSessionId, copyThrough, resolveRange, DigestLocks } from './backend-common.js';
+import { FsWriter, type FsSessionHost } from './fs-writer.js';
+import type { BlobBackendSpec } from './backend-spec.js';
+import { inlineHash, lostHash, type HashFactory } from './running-hash.js';
 
 /** Options of the filesystem backend. */
 export interface FsBackendOptions {
-  /** Running sha256 of new sessions (default: node:crypto on the calling thread). */
+  /**
+   * Running sha256 of new sessions, also used to re-hash a session whose hash state was lost
+   * (default: node:crypto on the calling thread; the server passes its hash thread).
+   */
   newHash?: HashFactory;
-  /** sha256 of a whole file, for sessions resumed without hash state (default: streamed here). */
-  rehash?: (path: string) => Promise<Digest>;
 }
 
 function isMissing(e: unknown): boolean {
@@ -62,6 +72,19 @@ async function restore(trash: string, target: string): Promise<void> {
   await fsp.rm(trash, { force: true });
 }
 
+/** Hard link, or copy when linking is not possible (another file system, no permission). */
+async function linkOrCopy(from: string, to: string): Promise<'linked' | 'copied'> {
+  try {
+    await fsp.link(from, to);
+    return 'linked';
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'EMLINK' && code !== 'ENOTSUP') throw e;
+    await fsp.copyFile(from, to, fsc.COPYFILE_EXCL);
+    return 'copied';
+  }
+}
+
 function pidAlive(pid: number): boolean {
   if (pid === process.pid) return true;
   try {
@@ -72,12 +95,6 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-async function hashFile(path: string): Promise<Digest> {
-  const h = createHash('sha256');
-  for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
-  return `sha256:${h.digest('hex')}` as Digest;
-}
-
 /** Blob bytes in `<dataDir>/blobs` and `<dataDir>/uploads`. */
 export class FsBlobBackend implements BlobBackend {
   readonly kind = 'fs';
@@ -85,11 +102,27 @@ export class FsBlobBackend implements BlobBackend {
   readonly #uploads: string;
   readonly #trash: string;
   readonly #locks = new DigestLocks();
+  /** Ids of this instance's open writers. */
+  readonly #live = new Set<string>();
+  readonly newHash: HashFactory;
+  /** What this backend's session writers call back (fs-writer.ts); never handed out. */
+  readonly #host: FsSessionHost;
 
-  constructor(dataDir: string, readonly options: FsBackendOptions = {}) {
+  constructor(dataDir: string, options: FsBackendOptions = {}) {
     this.#data = dataDir;
     this.#uploads = join(dataDir, 'uploads');
     this.#trash = join(dataDir, 'blobs', 'gc-trash');
+    this.newHash = options.newHash ?? inlineHash;
+    this.#host = {
+      newHash: this.newHash,
+      publish: (sessionPath, digest, size, reuse) => this.#publish(sessionPath, digest, size, reuse),
+      ended: (id) => this.#live.delete(id),
+    };
+  }
+
+  /** What a worker thread needs to open the same backend (workers/inspect-image.ts). */
+  get spec(): BlobBackendSpec {
+    return { kind: 'fs', dataDir: this.#data };
   }
 
   #blobPath(digest: Digest): string {
@@ -215,21 +248,17 @@ export class FsBlobBackend implements BlobBackend {
     }
   }
 
+  /** No I/O: the session file is created by the writer's first write, sync or commit. */
   async create(id: string): Promise<BlobWriter> {
     checkSessionId(id);
-    await fsp.mkdir(this.#uploads, { recursive: true });
-    let h: fsp.FileHandle;
-    try {
-      h = await fsp.open(this.#sessionPath(id), 'wx');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw fail('BLOB_UPLOAD_INVALID', `upload session ${id} already exists`);
-      throw e;
-    }
-    return new FsWriter(this, id, this.#sessionPath(id), h, 0, (this.options.newHash ?? inlineHash)());
+    if (this.#live.has(id)) throw fail('BLOB_UPLOAD_INVALID', `upload session ${id} already exists`);
+    this.#live.add(id);
+    return new FsWriter(this.#host, id, this.#sessionPath(id), false, 0, this.newHash());
   }
 
-  async resume(id: string): Promise<BlobWriter | undefined> {
+  async resume(id: string, size?: number): Promise<BlobWriter | undefined> {
     checkSessionId(id);
+    if (this.#live.has(id)) throw fail('BLOB_UPLOAD_INVALID', `upload session ${id} is open`);
     let h: fsp.FileHandle;
     try {
       h = await fsp.open(this.#sessionPath(id), 'r+');
@@ -237,8 +266,19 @@ export class FsBlobBackend implements BlobBackend {
       if (isMissing(e)) return undefined;
       throw e;
     }
-    const size = (await h.stat()).size;
-    return new FsWriter(this, id, this.#sessionPath(id), h, size, lostHash());
+    let stored: number;
+    try {
+      stored = (await h.stat()).size;
+      if (size !== undefined && stored < size) return undefined;
+      if (size !== undefined && stored > size) {
+        await h.truncate(size);
+        stored = size;
+      }
+    } finally {
+      await h.close();
+    }
+    this.#live.add(id);
+    return new FsWriter(this.#host, id, this.#sessionPath(id), true, stored, lostHash());
   }
 
   async *sessions(): AsyncIterable<SessionInfo> {
@@ -269,29 +309,43 @@ export class FsBlobBackend implements BlobBackend {
   }
 
   /**
-   * Step 3–5 of the commit order for a fully synced, verified session file.
-   * @internal used by FsWriter.
+   * Steps 4–5 of the commit order for a synced, verified session file: reuse a committed copy
+   * of the same size when `reuse` agrees (the session file is removed), else rename the session
+   * file into place (atomically replacing what is there) and fsync the directory.
    */
-  adoptSession(sessionPath: string, digest: Digest, size: number): Promise<CommitResult> {
+  #publish(sessionPath: string, digest: Digest, size: number, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<CommitResult> {
     return this.#locks.with(digest, async () => {
+      const existing = await this.stat(digest);
+      if (existing && existing.size === size && (await reuse(existing))) {
+        await fsp.rm(sessionPath, { force: true });
+        return { digest, size, created: false };
+      }
       const target = this.#blobPath(digest);
       await fsp.mkdir(dirname(target), { recursive: true });
-      let created = true;
-      try {
-        await fsp.link(sessionPath, target);
-        await fsyncDir(dirname(target));
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-        created = false;
-      }
-      await fsp.rm(sessionPath, { force: true });
-      return { digest, size, created };
+      await fsp.rename(sessionPath, target);
+      await fsyncDir(dirname(target));
+      return { digest, size, created: true };
     });
   }
 
-  /** @internal */
-  rehash(path: string): Promise<Digest> {
-    return (this.options.rehash ?? hashFile)(path);
+  /**
+   * Copies the committed blob `digest` into `target`: a hard link when `target` is a filesystem
+   * backend on the same file system (blobs never change in place), else a copy (a file copy,
+   * or streamed through `target`'s writer for another kind of backend). Returns what was done,
+   * or 'missing' when this backend has no such blob. Backups and restores use it.
+   */
+  async copyTo(target: BlobBackend, digest: Digest): Promise<'linked' | 'copied' | 'missing'> {
+    if (target instanceof FsBlobBackend) {
+      const to = target.#blobPath(digest);
+      await fsp.mkdir(dirname(to), { recursive: true });
+      try {
+        return await linkOrCopy(this.#blobPath(digest), to);
+      } catch (e) {
+        if (isMissing(e)) return 'missing';
+        throw e;
+      }
+    }
+    return (await copyThrough(this, target, digest)) ? 'copied' : 'missing';
   }
 }
 
@@ -315,64 +369,5 @@ class FsReader implements BlobReader {
     if (this.#closed) return;
     this.#closed = true;
     await this.handle.close();
-  }
-}
-
-class FsWriter implements BlobWriter {
-  #closed = false;
-
-  constructor(
-    readonly backend: FsBlobBackend,
-    readonly id: string,
-    readonly path: string,
-    readonly handle: fsp.FileHandle,
-    public size: number,
-    readonly hash: RunningHash,
-  ) {}
-
-  #open(): void {
-    if (this.#closed) throw fail('BLOB_UPLOAD_UNKNOWN', `upload session ${this.id} is closed`);
-  }
-
-  async append(bytes: Uint8Array): Promise<void> {
-    this.#open();
-    const at = this.size;
-    const write = async () => {
-      let done = 0;
-      while (done < bytes.byteLength) {
-        const { bytesWritten } = await this.handle.write(bytes, done, bytes.byteLength - done, at + done);
-        done += bytesWritten;
-      }
-    };
-    await Promise.all([write(), hashBytes(this.hash, bytes)]);
-    this.size = at + bytes.byteLength;
-  }
-
-  async commit(expected: Digest): Promise<CommitResult> {
-    this.#open();
-    this.#closed = true;
-    try {
-      await this.handle.datasync();
-    } finally {
-      await this.handle.close();
-    }
-    const hex = await this.hash.digest();
-    const actual = hex === null ? await this.backend.rehash(this.path) : (`sha256:${hex}` as Digest);
-    try {
-      verifyDigest(expected, actual);
-    } catch (e) {
-      await fsp.rm(this.path, { force: true });
-      throw e;
-    }
-    return this.backend.adoptSession(this.path, actual, this.size);
-  }
-
-  async abort(): Promise<void> {
-    if (!this.#closed) {
-      this.#closed = true;
-      this.hash.discard();
-      await this.handle.close();
-    }
-    await fsp.rm(this.path, { force: true });
   }
 }

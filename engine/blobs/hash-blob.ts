@@ -1,14 +1,15 @@
 /**
  * The sha256 of a committed blob, read through the blob contract (contract.ts `open`): the
  * re-hash of blob verification (quarantine.ts) and `slipway fsck --full`. No filesystem path is
- * involved, so it works on every backend.
+ * involved, so it works on every backend. `hashPositional` is the same over any positional
+ * source (the filesystem backend re-hashes a resumed upload session's file with it).
  *
  * Two 1 MiB buffers backed by SharedArrayBuffers alternate: one is hashed (on the server's hash
  * thread, workers/hash-thread.ts, which reads it without a copy) while the next is read; the
  * event loop only issues the reads.
  */
 import type { Digest } from '../digest.js';
-import type { BlobBackend } from './contract.js';
+import type { BlobBackend, BlobReader } from './contract.js';
 import { inlineHash, type HashFactory } from './running-hash.js';
 
 /** Bytes read per call. */
@@ -39,8 +40,29 @@ export function blobHasher(blobs: BlobBackend, newHash: HashFactory = inlineHash
   return (digest) => hashBlob(blobs, digest, newHash);
 }
 
+/** Bytes readable by position: a `BlobReader`, or a session's file. */
+export type PositionalSource = Pick<BlobReader, 'size' | 'read'>;
+
+/**
+ * Hashes every byte of `source` with running hashes from `newHash`; when that hash's state is
+ * lost (the hash thread died), hashes again on the calling thread.
+ * @throws I/O errors of the source.
+ */
+export async function hashPositional(source: PositionalSource, newHash: HashFactory = inlineHash): Promise<HashedBlob> {
+  const first = await hashSource(source, newHash);
+  return first ?? (await hashSource(source, inlineHash))!;
+}
+
 async function hashOnce(blobs: BlobBackend, digest: Digest, newHash: HashFactory): Promise<HashedBlob | null> {
   const reader = await blobs.open(digest);
+  try {
+    return await hashSource(reader, newHash);
+  } finally {
+    await reader.close();
+  }
+}
+
+async function hashSource(reader: PositionalSource, newHash: HashFactory): Promise<HashedBlob | null> {
   const hash = newHash();
   let hex: string | null = null;
   try {
@@ -59,6 +81,5 @@ async function hashOnce(blobs: BlobBackend, digest: Digest, newHash: HashFactory
     return hex === null ? null : { digest: `sha256:${hex}` as Digest, size };
   } finally {
     if (hex === null) hash.discard();
-    await reader.close();
   }
 }

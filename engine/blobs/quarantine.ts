@@ -6,8 +6,8 @@
  * references, but every reader treats the blob as unknown (registry/links.ts `linkedBlob`): GET
  * and HEAD answer BLOB_UNKNOWN so clients push it again, a manifest naming it gets
  * MANIFEST_BLOB_UNKNOWN, a mount falls back to an upload, and an upload of the digest is never
- * deduplicated onto it (registry/gc.ts `GcSafeBlobStore.adopt`): the verified upload's bytes
- * replace the file and its commit rewrites the record (blobs/uploads.ts), which heals it.
+ * deduplicated onto it (blobs/uploads.ts `#reusable`, registry/gc.ts): the verified upload's
+ * bytes replace the file and its commit rewrites the record (blobs/uploads.ts), which heals it.
  *
  * Used three ways: on every blob GET/HEAD (`sizeCheck`: one stat), once at start-up for blobs
  * written by a build before store schema 6 (`LegacyBlobCheck`: size, then sha256 in the worker

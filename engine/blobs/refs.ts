@@ -9,14 +9,15 @@
  * write of a blob record goes through this file.
  */
 import type { Digest } from '../digest.js';
-import type { MetadataReader, MetadataTransaction } from '../storage/metadata.js';
+import { readMaybe, type MetadataReader, type MetadataTransaction } from '../storage/metadata.js';
+import type { MaybePromise } from '../maybe-sync.js';
 import { scanKeyspace } from '../storage/scan.js';
 import { blobs, uploads } from './keyspaces.js';
 import type { BlobRecord, LayerScan, UploadRecord } from './records.js';
 
-/** The record of `digest` (quarantined ones included), or undefined. */
-export function blobRecord(reader: MetadataReader, digest: Digest): Promise<BlobRecord | undefined> {
-  return reader.get(blobs, digest);
+/** The record of `digest` (quarantined ones included), or undefined; at once when `reader` reads synchronously. */
+export function blobRecord(reader: MetadataReader, digest: Digest): MaybePromise<BlobRecord | undefined> {
+  return readMaybe(reader, blobs, digest);
 }
 
 /** Every blob record in digest order, paged (outside a transaction; see storage/scan.ts). */
@@ -55,7 +56,7 @@ export async function putLayerScansInTransaction(tx: MetadataTransaction, scans:
 /**
  * Records `size` verified bytes of `digest`, committed at `now` (ms): creates the record with no
  * references, or heals one that is quarantined or of another size (verified bytes replaced its
- * file, registry/gc.ts `GcSafeBlobStore.adopt`), keeping its references; an intact record is left
+ * bytes, the `reuse` rule of blobs/uploads.ts and registry/gc.ts), keeping its references; an intact record is left
  * as is. Inside the caller's transaction (an upload's commit, blobs/uploads.ts).
  */
 export async function recordVerifiedBlobInTransaction(tx: MetadataTransaction, digest: Digest, size: number, now: number): Promise<void> {
@@ -114,7 +115,9 @@ export function uploadSession(reader: MetadataReader, id: string): Promise<Uploa
   return reader.get(uploads, id);
 }
 
-/** How many upload sessions are open (one range read; sessions are bounded per account). */
-export async function uploadSessionCount(reader: MetadataReader): Promise<number> {
-  return (await reader.range(uploads)).length;
-}
+/**
+ * Name of the upload sessions' keyspace: node-local state (the session bytes live beside the
+ * node's blob backend) that a copy of the store into other stores leaves behind (`slipway
+ * migrate`: clients restart uploads in progress).
+ */
+export const UPLOAD_SESSIONS_KEYSPACE: string = uploads.name;

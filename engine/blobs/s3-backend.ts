@@ -3,13 +3,16 @@
  * MinIO or any S3-compatible store. Keys: `<prefix>blobs/sha256/<2 hex>/<hex>` for committed
  * blobs, `<prefix>uploads/<id>/data` for a session's multipart upload.
  *
- * Upload sessions: appends of any size are copied into a part buffer of `partSize` bytes (≥ 5
+ * Upload sessions (s3-writer.ts): appends of any size are copied into a part buffer of `partSize` bytes (≥ 5
  * MiB, S3's minimum for all parts but the last) while the sha256 is computed; each full buffer
  * becomes an UploadPart of a multipart upload created on the first full part, with at most
  * `uploadConcurrency` parts in flight, so a session holds at most `partSize` ×
  * (`uploadConcurrency` + 1) bytes. @aws-sdk/lib-storage's Upload is not used: it takes a whole
  * stream per upload, while a session receives its bytes over many requests and must be
  * committed or aborted explicitly.
+ *
+ * Session writers live across PATCHes (`suspend` keeps the multipart state and part buffer in
+ * memory); bytes come through `append` or `write` with the hash fed beside (`feedHash`).
  *
  * Commit: the running digest is compared with the client's before anything becomes visible
  * under `blobs/` (a mismatch aborts the multipart upload). A session smaller than one part
@@ -20,24 +23,39 @@
  * is known once the last byte arrived, and S3 has no rename); RGW's copy within a bucket shares
  * the data instead of rewriting it. The completed object's size is checked before the copy.
  *
- * Immutability: the final key is checked (HeadObject) before it is written and commits of one
- * digest are serialised within the process; the store's writes of a key are atomic, so a
+ * When the hash state was lost (the hash thread died), the session's bytes are read back and
+ * re-hashed before the comparison.
+ *
+ * Versions: each commit stores a random `x-amz-meta-slipway-commit` with the object, which
+ * `stat` reports as the blob's version (the ETag of identical bytes would not tell a
+ * replacement from the copy GC saw); objects without it fall back to the ETag.
+ *
+ * Immutability: the final key is checked (HeadObject) before it is written (reused when the
+ * caller's `reuse` agrees, replaced otherwise) and commits of one digest are serialised within
+ * the process; the store's writes of a key are atomic, so a
  * concurrent commit of the same digest on another node can at worst rewrite identical,
  * verified bytes. RGW 16 needs `forcePathStyle`, and checksums `WHEN_REQUIRED` (it has no
  * aws-chunked trailers): see `s3ClientConfig`.
  */
 import {
   S3Client, HeadObjectCommand, GetObjectCommand, PutObjectCommand, DeleteObjectCommand, ListObjectsV2Command,
-  CreateMultipartUploadCommand, UploadPartCommand, CompleteMultipartUploadCommand, AbortMultipartUploadCommand,
+  CreateMultipartUploadCommand, CompleteMultipartUploadCommand, AbortMultipartUploadCommand,
   ListMultipartUploadsCommand, CopyObjectCommand, UploadPartCopyCommand, type S3ClientConfig, type CompletedPart,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Readable } from 'node:stream';
+import { randomBytes } from 'node:crypto';
 import { fail } from '../errors.js';
+import { sequentialReader, translateUnavailability } from './s3-read.js';
 import type { Digest } from '../digest.js';
-import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type CommitResult, type SessionInfo } from './contract.js';
-import { checkSessionId, hashBytes, resolveRange, verifyDigest, DigestLocks } from './backend-common.js';
-import { inlineHash, type HashFactory, type RunningHash } from './running-hash.js';
+import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type SessionInfo } from './contract.js';
+import { checkSessionId, resolveRange, DigestLocks } from './backend-common.js';
+import type { BlobBackendSpec } from './backend-spec.js';
+import { S3Writer } from './s3-writer.js';
+import { inlineHash, type HashFactory } from './running-hash.js';
+
+/** User metadata naming one commit of a blob: its `BlobStat.version`. */
+const COMMIT_META = 'slipway-commit';
 
 /** S3's smallest part (all but the last): 5 MiB. */
 export const MIN_PART_SIZE = 5 * 1024 * 1024;
@@ -95,10 +113,13 @@ export class S3BlobBackend implements BlobBackend {
   readonly #newHash: HashFactory;
   readonly #locks = new DigestLocks();
   readonly #live = new Set<string>();
+  /** What a worker thread needs to open the same backend; undefined when built on a client instance. */
+  readonly spec: BlobBackendSpec | undefined;
 
   /** @throws Error naming the option when `partSize`, `uploadConcurrency` or `prefix` is invalid. */
   constructor(opts: S3BackendOptions) {
     this.client = opts.client instanceof S3Client ? opts.client : new S3Client(s3ClientConfig(opts.client));
+    translateUnavailability(this.client);
     this.bucket = opts.bucket;
     this.prefix = opts.prefix ?? '';
     this.partSize = opts.partSize ?? 8 * 1024 * 1024;
@@ -107,6 +128,9 @@ export class S3BlobBackend implements BlobBackend {
     if (!Number.isSafeInteger(this.partSize) || this.partSize < MIN_PART_SIZE) throw new Error(`partSize must be an integer ≥ ${MIN_PART_SIZE} bytes, got ${opts.partSize}`);
     if (!Number.isSafeInteger(this.uploadConcurrency) || this.uploadConcurrency < 1) throw new Error(`uploadConcurrency must be ≥ 1, got ${opts.uploadConcurrency}`);
     if (this.prefix !== '' && !this.prefix.endsWith('/')) throw new Error(`prefix must be empty or end with "/", got "${this.prefix}"`);
+    this.spec = opts.client instanceof S3Client ? undefined : {
+      kind: 's3', client: opts.client, bucket: this.bucket, prefix: this.prefix, partSize: this.partSize, uploadConcurrency: this.uploadConcurrency,
+    };
   }
 
   /** Full key of a committed blob. */
@@ -122,7 +146,8 @@ export class S3BlobBackend implements BlobBackend {
   async stat(digest: Digest): Promise<BlobStat | undefined> {
     try {
       const r = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest) }));
-      return { digest, size: r.ContentLength ?? 0, ...(r.ETag ? { version: r.ETag } : {}), ...(r.LastModified ? { modifiedAt: r.LastModified } : {}) };
+      const version = r.Metadata?.[COMMIT_META] ?? r.ETag;
+      return { digest, size: r.ContentLength ?? 0, ...(version ? { version } : {}), ...(r.LastModified ? { modifiedAt: r.LastModified } : {}) };
     } catch (e) {
       if (isNotFound(e)) return undefined;
       throw e;
@@ -142,27 +167,11 @@ export class S3BlobBackend implements BlobBackend {
     }
   }
 
-  /** One HEAD for the size; each read is a ranged GET into the caller's buffer. */
+  /** One HEAD for the size, then a sequential streaming reader (s3-read.ts). */
   async open(digest: Digest): Promise<BlobReader> {
     const st = await this.stat(digest);
     if (!st) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
-    return {
-      digest,
-      size: st.size,
-      read: async (into, position) => {
-        const length = Math.min(into.byteLength, st.size - position);
-        if (length <= 0) return 0;
-        let done = 0;
-        for await (const chunk of await this.read(digest, { offset: position, length })) {
-          const c = chunk as Buffer;
-          const n = Math.min(c.length, length - done);
-          into.set(c.subarray(0, n), done);
-          done += n;
-        }
-        return done;
-      },
-      close: async () => {},
-    };
+    return sequentialReader(digest, st.size, (offset) => this.read(digest, { offset }));
   }
 
   async delete(digest: Digest, ifVersion?: string): Promise<boolean> {
@@ -193,7 +202,7 @@ export class S3BlobBackend implements BlobBackend {
   }
 
   /** Never: the hash state and the unflushed part lived only in the crashed process. */
-  async resume(id: string): Promise<BlobWriter | undefined> {
+  async resume(id: string, _size?: number): Promise<BlobWriter | undefined> {
     checkSessionId(id);
     return undefined;
   }
@@ -261,23 +270,28 @@ export class S3BlobBackend implements BlobBackend {
 
   /**
    * Makes verified bytes visible under `digest`: `small` bytes are PUT directly; otherwise the
-   * completed session object is copied. Returns false when the digest already existed.
+   * completed session object is copied. Returns false when a committed copy of the same size
+   * was reused (`reuse` agreed).
    * @internal used by S3Writer.commit, inside the digest lock.
    */
-  publish(digest: Digest, size: number, small: Buffer | undefined, sessionKey: string): Promise<boolean> {
+  publish(digest: Digest, size: number, small: Buffer | undefined, sessionKey: string, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<boolean> {
     return this.#locks.with(digest, async () => {
-      if (await this.stat(digest)) return false;
+      const existing = await this.stat(digest);
+      if (existing && existing.size === size && (await reuse(existing))) return false;
       const Key = this.keyOf(digest);
+      // Each commit's own version (the ETag of identical bytes is the same), so that GC's
+      // delete of the copy it saw never takes a replacement committed since.
+      const Metadata = { [COMMIT_META]: randomBytes(12).toString('hex') };
       if (small) {
-        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: small, ContentLength: size }));
+        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: small, ContentLength: size, Metadata }));
         return true;
       }
       const CopySource = `${this.bucket}/${encodeURI(sessionKey)}`;
       if (size <= MAX_COPY_OBJECT) {
-        await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key, CopySource }));
+        await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key, CopySource, MetadataDirective: 'REPLACE', Metadata }));
         return true;
       }
-      const { UploadId } = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key }));
+      const { UploadId } = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key, Metadata }));
       try {
         const Parts: CompletedPart[] = [];
         for (let start = 0, n = 1; start < size; start += COPY_PART, n++) {
@@ -294,139 +308,5 @@ export class S3BlobBackend implements BlobBackend {
       }
       return true;
     });
-  }
-}
-
-/** One session: a part buffer, the running hash, the multipart upload once the first part is full. */
-class S3Writer implements BlobWriter {
-  size = 0;
-  #buf: Buffer | undefined;
-  #fill = 0;
-  #uploadId: Promise<string> | undefined;
-  readonly #parts: CompletedPart[] = [];
-  readonly #inflight = new Set<Promise<void>>();
-  #error: unknown;
-  #closed = false;
-  readonly #key: string;
-
-  constructor(readonly backend: S3BlobBackend, readonly id: string, readonly hash: RunningHash, readonly release: () => void) {
-    this.#key = backend.sessionKey(id);
-  }
-
-  #check(): void {
-    if (this.#closed) throw fail('BLOB_UPLOAD_UNKNOWN', `upload session ${this.id} is closed`);
-    if (this.#error) throw this.#error;
-  }
-
-  #multipart(): Promise<string> {
-    this.#uploadId ??= this.backend.client
-      .send(new CreateMultipartUploadCommand({ Bucket: this.backend.bucket, Key: this.#key }))
-      .then((r) => r.UploadId!);
-    return this.#uploadId;
-  }
-
-  /** Starts uploading the current buffer as the next part. */
-  #flush(): void {
-    const body = this.#fill === this.#buf!.length ? this.#buf! : this.#buf!.subarray(0, this.#fill);
-    const PartNumber = this.#parts.length + 1;
-    const entry: CompletedPart = { PartNumber };
-    this.#parts.push(entry);
-    this.#buf = undefined;
-    this.#fill = 0;
-    const p = (async () => {
-      const UploadId = await this.#multipart();
-      const r = await this.backend.client.send(new UploadPartCommand({
-        Bucket: this.backend.bucket, Key: this.#key, UploadId, PartNumber, Body: body, ContentLength: body.length,
-      }));
-      entry.ETag = r.ETag;
-    })().catch((e) => { this.#error ??= e; });
-    const tracked = p.finally(() => this.#inflight.delete(tracked));
-    this.#inflight.add(tracked);
-  }
-
-  async append(bytes: Uint8Array): Promise<void> {
-    this.#check();
-    const hashed = hashBytes(this.hash, bytes);
-    const partSize = this.backend.partSize;
-    let at = 0;
-    while (at < bytes.byteLength) {
-      this.#buf ??= Buffer.allocUnsafe(partSize);
-      const n = Math.min(partSize - this.#fill, bytes.byteLength - at);
-      this.#buf.set(bytes.subarray(at, at + n), this.#fill);
-      this.#fill += n;
-      at += n;
-      if (this.#fill === partSize) {
-        this.#flush();
-        while (this.#inflight.size >= this.backend.uploadConcurrency) await Promise.race(this.#inflight);
-        this.#check();
-      }
-    }
-    this.size += bytes.byteLength;
-    await hashed;
-  }
-
-  async commit(expected: Digest): Promise<CommitResult> {
-    this.#check();
-    this.#closed = true;
-    try {
-      const actual = `sha256:${await this.hash.digest()}` as Digest;
-      verifyDigest(expected, actual);
-      let created: boolean;
-      if (this.#uploadId === undefined) {
-        const small = this.#buf ? this.#buf.subarray(0, this.#fill) : Buffer.alloc(0);
-        created = await this.backend.publish(actual, this.size, small, this.#key);
-      } else {
-        if (this.#fill > 0) this.#flush();
-        while (this.#inflight.size) await Promise.race(this.#inflight);
-        if (this.#error) throw this.#error;
-        created = await this.#completeAndPublish(actual);
-      }
-      this.release();
-      return { digest: actual, size: this.size, created };
-    } catch (e) {
-      await this.#discard();
-      throw e;
-    }
-  }
-
-  async #completeAndPublish(digest: Digest): Promise<boolean> {
-    const { client, bucket } = this.backend;
-    if (await this.backend.stat(digest)) {
-      await this.#discard(); // dedupe: no need to complete
-      return false;
-    }
-    const UploadId = await this.#multipart();
-    await client.send(new CompleteMultipartUploadCommand({
-      Bucket: bucket, Key: this.#key, UploadId, MultipartUpload: { Parts: this.#parts },
-    }));
-    this.#uploadId = undefined;
-    const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: this.#key }));
-    if (head.ContentLength !== this.size) {
-      throw new Error(`upload session ${this.id}: the store holds ${head.ContentLength} bytes, ${this.size} were sent`);
-    }
-    const created = await this.backend.publish(digest, this.size, undefined, this.#key);
-    await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: this.#key }));
-    return created;
-  }
-
-  /** Drops buffers, waits for parts in flight, aborts the multipart upload, deletes the session object. */
-  async #discard(): Promise<void> {
-    this.#closed = true;
-    this.#buf = undefined;
-    this.hash.discard();
-    while (this.#inflight.size) await Promise.race(this.#inflight);
-    const uploadId = this.#uploadId;
-    this.#uploadId = undefined;
-    try {
-      const id = uploadId && await uploadId.catch(() => undefined);
-      if (id) await this.backend.abortUpload(this.#key, id);
-      await this.backend.client.send(new DeleteObjectCommand({ Bucket: this.backend.bucket, Key: this.#key }));
-    } finally {
-      this.release();
-    }
-  }
-
-  async abort(): Promise<void> {
-    await this.#discard();
   }
 }

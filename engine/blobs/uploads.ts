@@ -1,8 +1,11 @@
 /**
  * Upload sessions (distribution spec "Pushing blobs"): POST opens one, PATCH appends at the
- * current offset, PUT `?digest=` finishes it, DELETE cancels it. Bytes go to `uploads/<id>`;
- * the running sha256 of each session is kept in memory so chunked uploads never re-read bytes.
- * After a restart that state is gone: the file is re-hashed in a worker at completion.
+ * current offset, PUT `?digest=` finishes it, DELETE cancels it. Bytes go through the blob
+ * contract (contract.ts): each open session holds one `BlobWriter` of the backend (filesystem or
+ * S3), suspended between requests, which keeps the session's running sha256 so chunked uploads
+ * never re-read bytes. After a restart the backend resumes the session when it can (the
+ * filesystem) and its commit re-hashes the bytes; otherwise the session is dropped and the
+ * client starts again.
  *
  * One owner at a time (`claim`): a PATCH, a PUT (from its body through its commit), a DELETE or
  * the reaper holds the session exclusively, and a concurrent operation is refused with
@@ -11,75 +14,31 @@
  *
  * Records: a session is recorded in keyspace `uploads` (engine/storage/metadata.ts) with its
  * first bytes, and rewritten with each acknowledged offset. This process is the only writer of
- * its sessions (their bytes are its local files), so it also keeps the open sessions' records in
- * memory (loaded at start-up) and answers lookups from there: a PATCH costs one write and no
- * read. The stored records are what survives a restart, and what GC reads (blobs/refs.ts
- * `uploadSessionSizes`).
+ * its sessions, so it also keeps the open sessions' records in memory (loaded at start-up) and
+ * answers lookups (and the open-session count of the metrics) from there: a PATCH costs one
+ * write and no read. The stored records are what survives a restart, and what GC reads
+ * (blobs/refs.ts `uploadSessionSizes`).
  */
 import { randomBytes } from 'node:crypto';
-import { promises as fsp, openSync, constants as fsc } from 'node:fs';
-import { join } from 'node:path';
 import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
 import { SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
-import { inlineHash, lostHash, type HashFactory, type RunningHash } from './running-hash.js';
-import { datasyncFile, type BlobStore } from './cas.js';
+import type { BlobBackend, BlobWriter } from './contract.js';
 import type { UploadRecord } from './records.js';
+import { newLive, SessionBook, type Lease, type LiveState } from './session-book.js';
+
+export type { Lease } from './session-book.js';
 import { linkBlobInTransaction } from '../registry/links.js';
 import { uploads as uploadRecords } from './keyspaces.js';
-import { recordVerifiedBlobInTransaction } from './refs.js';
-
-/** Re-hashes a file off the event loop; returns its sha256 digest and size in bytes. */
-export type FileHasher = (path: string) => Promise<{ digest: Digest; size: number }>;
-
-/**
- * Exclusive use of one session by one operation (a PATCH, a PUT from its body to its commit, a
- * DELETE, the reaper). Taken with `Uploads.claim`, given back with `Uploads.release`.
- */
-export interface Lease {
-  readonly id: string;
-  /** What holds it, for the message a concurrent request gets ("PATCH", "PUT", ...). */
-  readonly op: string;
-  /** Set once released or once the session ended; a released lease authorises nothing. */
-  released: boolean;
-}
-
-interface LiveState {
-  hash: RunningHash;
-  /** Bytes fed to `hash` (the session offset it is in step with); -1 when the state was lost. */
-  hashed: number;
-  /** The operation that owns the session now, if any. */
-  owner: Lease | null;
-  /** Bytes appended since the session's last fdatasync began. */
-  unsynced: number;
-  /** A background fdatasync of the session file, started between chunks. */
-  syncing: Promise<void> | null;
-  /** The session's record while it is not in the store yet (no bytes recorded so far). */
-  unrecorded?: UploadRecord;
-}
-
-function newLive(hash: RunningHash, hashed: number): LiveState {
-  return { hash, hashed, owner: null, unsynced: 0, syncing: null };
-}
-
-/** Background fdatasync between chunks; errors are left to the final sync at commit. */
-function syncInBackground(path: string): Promise<void> {
-  // The session was cancelled meanwhile, or the commit's own sync will report the error.
-  return datasyncFile(path).catch(() => {});
-}
-
-/** Ids of ended sessions remembered (tombstones): about 3 MB at most. */
-const TOMBSTONES = 50_000;
+import { blobRecord, recordVerifiedBlobInTransaction } from './refs.js';
 
 /** Options of the upload service. */
 export interface UploadOptions {
   /** Sessions untouched for this long are reaped (ms). Distribution's default is 168 h; ours 24 h. */
   staleAfterMs: number;
-  /** Running sha256 of new sessions (default: on the event loop; the server uses a hash thread). */
-  newHash?: HashFactory;
   /** Open sessions (created, not yet completed or cancelled) one account may have; default 64. */
   maxSessionsPerAccount?: number;
   /** Global budget of upload buffer memory; default unlimited (the server passes SLIPWAY_UPLOAD_MEMORY). */
@@ -91,14 +50,12 @@ export const DEFAULT_SESSIONS_PER_ACCOUNT = 64;
 
 const unknownSession = (id: string) => fail('BLOB_UPLOAD_UNKNOWN', 'blob upload unknown to registry', { uuid: id.slice(0, 64) });
 
+/** The upload sessions of one server (see the file header). */
 export class Uploads {
-  readonly dir: string;
   readonly memory: UploadMemory;
   readonly #live = new Map<string, LiveState>();
-  /** Sessions that were completed or cancelled: never written again (insertion order = age). */
-  readonly #ended = new Set<string>();
-  /** Open sessions per account id. */
-  readonly #byAccount = new Map<string, Set<string>>();
+  /** Open sessions per account, and tombstones of ended ones. */
+  readonly #book = new SessionBook();
   /** Leases taken inside beginAppend/commit/cancel when the caller passed none. */
   readonly #implicit = new WeakSet<Lease>();
   readonly #writerLeases = new WeakMap<UploadWriter, Lease>();
@@ -107,53 +64,54 @@ export class Uploads {
 
   /**
    * @param store the metadata store's owner (the server's `Store`; only its `metadata` is used).
+   * @param blobs the blob backend holding session bytes and committed blobs (filesystem or S3;
+   *   its hash factory computes the sessions' running sha256).
    */
   constructor(
     readonly store: { readonly metadata: MetadataStore },
-    readonly blobs: BlobStore,
+    readonly blobs: BlobBackend,
     readonly clock: Clock,
-    readonly rehash: FileHasher,
-    dataDir: string,
     readonly options: UploadOptions = { staleAfterMs: 24 * 3600_000 },
   ) {
-    this.dir = join(dataDir, 'uploads');
     this.memory = options.memory ?? unlimitedMemory();
   }
 
-  /** Creates the uploads directory and reaps what a crash or timeout left behind. */
+  /**
+   * Start-up, before any request is served: loads the recorded sessions, resumes their writers
+   * and reaps what a crash or timeout left behind (`#recover`).
+   */
   async init(): Promise<void> {
-    await fsp.mkdir(this.dir, { recursive: true });
-    for (const { value: rec } of await this.store.metadata.range(uploadRecords)) this.#recorded.set(rec.id, rec);
+    await this.load();
     await this.#recover();
-    for (const rec of this.#recorded.values()) this.#count(rec, true);
+  }
+
+  /**
+   * Loads the recorded sessions without touching their bytes (no writer): enough for `reap`
+   * from a tool running beside a server (fsck --repair). A server calls `init` instead.
+   */
+  async load(): Promise<void> {
+    for (const { value: rec } of await this.store.metadata.range(uploadRecords)) {
+      this.#recorded.set(rec.id, rec);
+      this.#live.set(rec.id, newLive(undefined));
+      this.#book.opened(rec);
+    }
+  }
+
+  /** Open sessions with at least one acknowledged chunk (recorded), from memory: the metrics' gauge. */
+  get recordedSessions(): number {
+    return this.#recorded.size;
   }
 
   /** Writes a session's record (one transaction with no reads), then its in-memory copy. */
   async #record(rec: UploadRecord): Promise<void> {
     await this.store.metadata.transact((tx) => tx.put(uploadRecords, rec.id, rec));
     // A session that ended while the write was in flight stays ended.
-    if (!this.#ended.has(rec.id)) this.#recorded.set(rec.id, rec);
-  }
-
-  /** Path of a session's bytes. */
-  pathOf(id: string): string {
-    return join(this.dir, id);
-  }
-
-  #count(rec: UploadRecord, open: boolean): void {
-    let set = this.#byAccount.get(rec.accountId);
-    if (open) {
-      if (!set) this.#byAccount.set(rec.accountId, (set = new Set()));
-      set.add(rec.id);
-    } else if (set) {
-      set.delete(rec.id);
-      if (set.size === 0) this.#byAccount.delete(rec.accountId);
-    }
+    if (!this.#book.hasEnded(rec.id)) this.#recorded.set(rec.id, rec);
   }
 
   /** Open sessions of an account (created and not yet completed, cancelled or reaped). */
   openSessions(accountId: string): number {
-    return this.#byAccount.get(accountId)?.size ?? 0;
+    return this.#book.openSessions(accountId);
   }
 
   /**
@@ -168,14 +126,15 @@ export class Uploads {
     const id = randomBytes(16).toString('hex');
     const now = this.clock.now();
     const rec: UploadRecord = { id, repository, accountId, offset: 0, createdAt: now, updatedAt: now };
-    // Recorded in the store with its first bytes (finishAppend), and its file created then too
-    // (beginAppend): a POST does no I/O, so it does not queue behind other uploads' writes and
-    // syncs (measured under 16 concurrent uploads: POST p50 75-130 ms before). Until then the
-    // session lives only here; a crash forgets it, as the client would after any lost session.
-    const live = newLive((this.options.newHash ?? inlineHash)(), 0);
+    // Recorded in the store with its first bytes (finishAppend), and the backend's session
+    // created then too (the writer's first write): a POST does no I/O, so it does not queue
+    // behind other uploads' writes and syncs (measured under 16 concurrent uploads: POST p50
+    // 75-130 ms before). Until then the session lives only here; a crash forgets it, as the
+    // client would after any lost session.
+    const live = newLive(await this.blobs.create(id));
     live.unrecorded = rec;
     this.#live.set(id, live);
-    this.#count(rec, true);
+    this.#book.opened(rec);
     return rec;
   }
 
@@ -184,7 +143,7 @@ export class Uploads {
    * @throws BLOB_UPLOAD_UNKNOWN when it does not exist, ended, or belongs to another repository.
    */
   get(id: string, repository: string): UploadRecord {
-    const valid = /^[a-f0-9]{32}$/.test(id) && !this.#ended.has(id);
+    const valid = /^[a-f0-9]{32}$/.test(id) && !this.#book.hasEnded(id);
     const rec = valid ? (this.#live.get(id)?.unrecorded ?? this.#recorded.get(id)) : undefined;
     if (!rec || rec.repository !== repository) throw unknownSession(id);
     return rec;
@@ -196,14 +155,9 @@ export class Uploads {
    * @throws BLOB_UPLOAD_UNKNOWN when the session ended; UPLOAD_BUSY when another operation holds it.
    */
   claim(rec: UploadRecord, op: string): Lease {
-    if (this.#ended.has(rec.id)) throw unknownSession(rec.id);
-    let live = this.#live.get(rec.id);
-    if (!live) {
-      if (!this.#recorded.has(rec.id)) throw unknownSession(rec.id);
-      // Recorded before a restart: the running hash is gone; completion re-hashes the file.
-      live = newLive(lostHash(), -1);
-      this.#live.set(rec.id, live);
-    }
+    if (this.#book.hasEnded(rec.id)) throw unknownSession(rec.id);
+    const live = this.#live.get(rec.id);
+    if (!live) throw unknownSession(rec.id);
     if (live.owner) {
       throw fail('UPLOAD_BUSY', `upload session ${rec.id} is in use by a ${live.owner.op} request; retry once it has finished (GET the session for its offset)`, { uuid: rec.id });
     }
@@ -249,21 +203,13 @@ export class Uploads {
       throw fail('UNAVAILABLE', 'the registry is receiving as many upload bytes as it can buffer; retry shortly', { retryAfter: 2 });
     }
     const own = this.#lease(rec, lease, 'PATCH');
-    const live = this.#live.get(rec.id)!;
-    if (live.hashed !== rec.offset) {
-      // Hash state lost (restart) or out of step: continue without it; completion re-hashes.
-      live.hash.discard();
-      live.hash = lostHash();
-      live.hashed = -1;
-    }
-    let fd: number;
-    try {
-      fd = openSync(this.pathOf(rec.id), fsc.O_WRONLY | (live.unrecorded ? fsc.O_CREAT : 0), 0o600);
-    } catch (e) {
+    const blob = this.#live.get(rec.id)!.writer;
+    if (!blob || blob.size !== rec.offset) {
+      // Not reachable in a server (init resumed every session; a failed append ends it).
       this.#done(own);
       throw fail('BLOB_UPLOAD_UNKNOWN', 'upload session bytes are missing; start a new upload', { uuid: rec.id });
     }
-    const writer = new UploadWriter(fd, rec.offset, live.hash, this.memory);
+    const writer = new UploadWriter(blob, this.memory);
     this.#writerLeases.set(writer, own);
     return writer;
   }
@@ -294,63 +240,65 @@ export class Uploads {
       this.#done(lease);
       throw fail('BLOB_UPLOAD_INVALID', 'upload interrupted; the session was discarded, start a new upload');
     }
+    const blob = live.writer!;
     const updated: UploadRecord = { ...rec, offset: writer.offset, updatedAt: this.clock.now() };
     // Recorded before the reply, also when the same request commits next: GC keeps every blob
     // and orphan file whose size equals a recorded session offset (engine/registry/gc.ts), which
     // is what protects bytes between the commit's dedupe check or rename and its transaction.
     await this.#record(updated);
     live.unrecorded = undefined;
-    if (live.hashed !== -1) live.hashed = writer.hashed;
     // Chunked uploads: sync every SYNC_EVERY_BYTES in the background, overlapping the next
     // chunk, so the commit's final sync has little left (the writer syncs within one chunk).
+    // Errors are left to the commit's own sync (or the session was cancelled meanwhile).
     live.unsynced += writer.unsyncedBytes;
     if (live.unsynced >= SYNC_EVERY_BYTES && !live.syncing) {
       live.unsynced = 0;
-      const syncing = syncInBackground(this.pathOf(rec.id));
+      const syncing = blob.sync().catch(() => {});
       live.syncing = syncing;
       void syncing.then(() => { if (live.syncing === syncing) live.syncing = null; });
     }
-    if (keep === 'received') await datasyncFile(this.pathOf(rec.id));
-    this.#done(lease);
+    try {
+      if (keep === 'received') await blob.sync();
+    } finally {
+      blob.suspend();
+      this.#done(lease);
+    }
     return updated;
   }
 
   /**
-   * Completes a session: fsyncs the bytes, verifies them against `expected`, moves them into
-   * the blob store and, in one transaction, records the blob, links it to the repository and
-   * deletes the session. The blob's size is the number of bytes hashed, and it is adopted only
-   * when that equals both the file's size and the session's acknowledged offset. The session
-   * ends either way.
+   * Completes a session: the backend syncs the bytes, verifies them against `expected` and
+   * makes them visible under the digest (reusing a committed copy only when its record exists:
+   * see `#reusable`); then one transaction records the blob, links it to the repository and
+   * deletes the session. The blob's size is the session's acknowledged offset, which must equal
+   * the bytes written and stored. The session ends either way.
    * @throws DIGEST_INVALID (session discarded, nothing stored) when the bytes do not match;
-   *         BLOB_UPLOAD_INVALID (session discarded) when hash, file and offset disagree;
+   *         BLOB_UPLOAD_INVALID (session discarded) when the stored bytes and the offset disagree;
    *         UPLOAD_BUSY when another request holds the session (without `lease`).
    */
   async commit(rec: UploadRecord, expected: Digest, lease?: Lease): Promise<{ digest: Digest; size: number }> {
     const own = this.#lease(rec, lease, 'PUT');
-    const path = this.pathOf(rec.id);
     const live = this.#live.get(rec.id)!;
     try {
       if (live.unrecorded) {
-        // Completed without a body: create its (empty) file, and record the session before the
-        // bytes move (GC keeps blobs of a recorded session's size, gc.ts).
-        await fsp.writeFile(path, new Uint8Array(0), { flag: 'a' });
+        // Completed without a body: record the session before the bytes move (GC keeps blobs
+        // of a recorded session's size, gc.ts).
         await this.#record(rec);
         live.unrecorded = undefined;
       }
       if (live.syncing) await live.syncing;
-      await datasyncFile(path);
-      const fileSize = (await fsp.stat(path)).size;
-      const hex = live.hashed === rec.offset ? await live.hash.digest() : (live.hash.discard(), null);
-      const { digest: actual, size } = hex !== null ? { digest: `sha256:${hex}` as Digest, size: live.hashed } : await this.rehash(path);
-      if (size !== rec.offset || fileSize !== rec.offset) {
+      const blob = live.writer;
+      if (!blob || blob.size !== rec.offset) {
         await this.cancel(rec, own);
-        throw fail('BLOB_UPLOAD_INVALID', `upload session bytes disagree (hashed ${size}, file ${fileSize}, acknowledged ${rec.offset} bytes); the session was discarded, start a new upload`);
+        throw fail('BLOB_UPLOAD_INVALID', `upload session bytes disagree (${blob?.size ?? 'no'} bytes written, ${rec.offset} acknowledged); the session was discarded, start a new upload`);
       }
-      if (actual !== expected) {
-        await this.cancel(rec, own);
-        throw fail('DIGEST_INVALID', `provided digest ${expected} does not match uploaded content (${actual}); nothing was stored`, { expected, actual });
+      const size = rec.offset;
+      try {
+        await blob.commit(expected, { reuse: () => this.#reusable(expected, size) });
+      } catch (e) {
+        await this.cancel(rec, own); // the record, and whatever bytes an I/O error left
+        throw e;
       }
-      await this.blobs.adopt(path, expected);
       const now = this.clock.now();
       await this.store.metadata.transact(async (tx) => {
         await recordVerifiedBlobInTransaction(tx, expected, size, now);
@@ -364,16 +312,26 @@ export class Uploads {
     }
   }
 
+  /**
+   * Whether committed bytes of `digest` (of the session's `size`) may be reused instead of the
+   * session's own: only when their record exists, is not quarantined (blobs/quarantine.ts) and
+   * has that size. Read after the session reached its final size, so GC keeps that record
+   * until this upload's transaction; without a record the bytes may be what GC is about to
+   * delete, so the verified upload replaces them (engine/registry/gc.ts).
+   */
+  async #reusable(digest: Digest, size: number): Promise<boolean> {
+    const rec = await blobRecord(this.store.metadata, digest);
+    return rec !== undefined && !rec.quarantined && rec.size === size;
+  }
+
   /** Forgets a session for good: no lease, no hash, no count; its id is never served again. */
-  #end(rec: UploadRecord): void {
+  #end(rec: UploadRecord): BlobWriter | undefined {
     const live = this.#live.get(rec.id);
     if (live?.owner) live.owner.released = true;
-    live?.hash.discard();
     this.#live.delete(rec.id);
     this.#recorded.delete(rec.id);
-    this.#count(rec, false);
-    this.#ended.add(rec.id);
-    if (this.#ended.size > TOMBSTONES) this.#ended.delete(this.#ended.values().next().value!);
+    this.#book.ended(rec);
+    return live?.writer;
   }
 
   /**
@@ -382,13 +340,19 @@ export class Uploads {
    */
   async cancel(rec: UploadRecord, lease?: Lease): Promise<void> {
     const own = this.#lease(rec, lease, 'DELETE');
-    this.#end(rec);
     try {
-      await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
-      await this.blobs.abortSession(rec.id);
+      await this.#drop(rec);
     } finally {
       this.#done(own);
     }
+  }
+
+  /** Ends a session: its record, then its bytes (the writer's, or whatever the backend holds). */
+  async #drop(rec: UploadRecord): Promise<void> {
+    const writer = this.#end(rec);
+    await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
+    if (writer) await writer.abort();
+    else await this.blobs.abortSession(rec.id);
   }
 
   /**
@@ -400,7 +364,7 @@ export class Uploads {
     let removed = 0;
     const unrecorded = [...this.#live.values()].flatMap((l) => (l.unrecorded ? [l.unrecorded] : []));
     for (const rec of [...unrecorded, ...this.#recorded.values()]) {
-      if (now - rec.updatedAt <= this.options.staleAfterMs || this.#live.get(rec.id)?.owner || this.#ended.has(rec.id)) continue;
+      if (now - rec.updatedAt <= this.options.staleAfterMs || this.#live.get(rec.id)?.owner || this.#book.hasEnded(rec.id)) continue;
       let lease: Lease;
       try {
         lease = this.claim(rec, 'reaper');
@@ -415,17 +379,18 @@ export class Uploads {
 
   /**
    * Start-up recovery, before any request is served: aborts the blob backend's sessions without
-   * a record (crash between bytes and record), drops sessions whose acknowledged bytes did not
-   * reach the disk, truncates bytes past the acknowledged offset, then reaps stale sessions.
+   * a record (crash between bytes and record), resumes the others cut back to their
+   * acknowledged offset (bytes past it were never acknowledged), drops those the backend cannot
+   * resume or whose acknowledged bytes did not reach the medium, then reaps stale sessions.
    */
   async #recover(): Promise<void> {
     for await (const { id } of this.blobs.sessions()) {
       if (!this.#recorded.has(id)) await this.blobs.abortSession(id);
     }
     for (const rec of [...this.#recorded.values()]) {
-      const size = await fsp.stat(this.pathOf(rec.id)).then((s) => s.size, () => -1);
-      if (size < rec.offset) await this.cancel(rec, this.claim(rec, 'recovery'));
-      else if (size > rec.offset) await fsp.truncate(this.pathOf(rec.id), rec.offset);
+      const writer = await this.blobs.resume(rec.id, rec.offset);
+      if (writer) this.#live.get(rec.id)!.writer = writer;
+      else await this.#drop(rec);
     }
     await this.reap();
   }

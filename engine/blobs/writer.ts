@@ -1,12 +1,15 @@
 /**
- * Streams bytes into an upload file while updating its sha256 (docs/architecture.md (Blob upload)).
+ * Streams one request's bytes into an upload session's blob writer (contract.ts `BlobWriter`)
+ * while updating its sha256 (docs/architecture.md (Blob upload)).
  *
- * Bytes land in a small per-writer pool of buffers (at most 4): either read there directly by
+ * Bytes land in a small per-request pool of buffers (at most 4): either read there directly by
  * the transport (`region`/`commit`, the upload host's zero-copy path) or copied by `write`. A full
- * buffer is handed at the same time to the running hash (possibly on another thread) and to a
- * positional `writev`; it returns to the pool when both are done. `write`/`commit` return false
- * once every buffer is busy; the caller pauses its socket until `onDrain`. Every 64 MiB an
- * `fdatasync` starts in the background so the final sync at commit has little left to do.
+ * buffer is handed at the same time to the session's running hash (`feedHash`, possibly on
+ * another thread) and to the session's vectored `write` (batched: every buffer filled while the
+ * previous write ran goes in one call); it returns to the pool when both are done.
+ * `write`/`commit` return false once every buffer is busy; the caller pauses its socket until
+ * `onDrain`. Every 64 MiB a `sync` starts in the background so the final sync at commit has
+ * little left to do.
  *
  * Memory follows the bytes received, not the number of sessions: the first buffer is 4 KiB and
  * each one that fills up makes the next four times larger, up to 1 MiB (a free buffer that was
@@ -15,7 +18,7 @@
  * `UploadMemory` budget and given back when dropped (at `end` at the latest); when the budget is
  * spent the writer asks for a pause and resumes when memory is given back.
  *
- * Integrity: the writer counts the bytes it accepted, handed to the hash and wrote to the file;
+ * Integrity: the writer counts the bytes it accepted, handed to the hash and wrote to the session;
  * `end` rejects unless the three agree, so a session's recorded size is exactly what was hashed.
  * After `end` the writer accepts nothing more.
  *
@@ -23,8 +26,7 @@
  * shared between writers: a socket may still hold a region of a finished writer's buffer (a body
  * cut off mid-read), and only that dead writer's memory may receive such stray bytes.
  */
-import { close, fdatasync, writev } from 'node:fs';
-import type { RunningHash } from './running-hash.js';
+import type { BlobWriter } from './contract.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
 
 /** Size of the largest pool buffer (bytes). */
@@ -41,17 +43,15 @@ interface Slot {
   /** Outstanding holders (write, hash); the buffer is free again at 0. */
   holds: number;
   pooled: boolean;
-  /** Bytes of the memory budget this buffer holds (0 for a short-write remainder). */
-  budget: number;
 }
 
 function sharedBuffer(bytes: number): Buffer {
   return Buffer.from(new SharedArrayBuffer(bytes));
 }
 
+/** One request's bytes into an upload session (see the file header). */
 export class UploadWriter {
-  readonly #fd: number;
-  readonly #hash: RunningHash;
+  readonly #blob: BlobWriter;
   readonly #memory: UploadMemory;
   readonly #start: number;
   #position: number;
@@ -74,17 +74,16 @@ export class UploadWriter {
   #idleWaiters: Array<(e: Error | null) => void> = [];
 
   /**
-   * @param fd an open file descriptor; positioned writes start at `position` (bytes)
-   * @param hash the running sha256 of every byte before `position`
+   * @param blob the session's writer; bytes go after its current `size`
    * @param memory the global upload buffer budget
    */
-  constructor(fd: number, position: number, hash: RunningHash, memory: UploadMemory = unlimitedMemory()) {
-    this.#fd = fd;
+  constructor(blob: BlobWriter, memory: UploadMemory = unlimitedMemory()) {
+    const position = blob.size;
+    this.#blob = blob;
     this.#start = position;
     this.#position = position;
     this.#accepted = position;
     this.#hashed = position;
-    this.#hash = hash;
     this.#memory = memory;
   }
 
@@ -98,7 +97,7 @@ export class UploadWriter {
     return this.#hashed;
   }
 
-  /** Bytes written since the last background fdatasync started (all of them once `end` resolved). */
+  /** Bytes written since the last background sync started (all of them once `end` resolved). */
   get unsyncedBytes(): number {
     return this.#unsynced;
   }
@@ -214,8 +213,8 @@ export class UploadWriter {
   }
 
   /**
-   * Flushes, waits for background syncs, gives the buffers back and closes the descriptor.
-   * Nothing is accepted after it was called.
+   * Flushes, waits for background syncs, gives the buffers back and suspends the session's
+   * writer (it stays open for the next request). Nothing is accepted after it was called.
    * @throws the first write error, or an Error when the bytes accepted, hashed and written differ.
    */
   async end(): Promise<void> {
@@ -233,30 +232,28 @@ export class UploadWriter {
         this.#current = null;
       }
       for (const b of this.#free.splice(0)) this.#drop(b, true);
-      await new Promise<void>((resolve) => close(this.#fd, () => resolve()));
+      this.#blob.suspend();
     }
   }
 
   #enqueueCurrent(): void {
     const buf = this.#current!;
-    const slot: Slot = { buf, used: this.#fill, holds: 2, pooled: this.#currentPooled, budget: buf.length };
+    const slot: Slot = { buf, used: this.#fill, holds: 2, pooled: this.#currentPooled };
     if (this.#fill === buf.length) this.#nextSize = Math.min(BUFFER_BYTES, Math.max(this.#nextSize, buf.length * 4));
     this.#current = null;
     this.#fill = 0;
     this.#queue.push(slot);
     this.#inFlight++;
     this.#hashed += slot.used;
-    this.#hash.update(slot.buf.subarray(0, slot.used), () => this.#release(slot));
+    this.#blob.feedHash(slot.buf.subarray(0, slot.used), () => this.#release(slot));
     this.#pump();
   }
 
   #release(slot: Slot): void {
     if (--slot.holds > 0) return;
-    if (slot.budget > 0) {
-      this.#inFlight--;
-      if (slot.pooled && !this.#ended) this.#free.push(slot.buf);
-      else this.#drop(slot.buf, slot.pooled);
-    }
+    this.#inFlight--;
+    if (slot.pooled && !this.#ended) this.#free.push(slot.buf);
+    else this.#drop(slot.buf, slot.pooled);
     this.#wake();
   }
 
@@ -266,28 +263,24 @@ export class UploadWriter {
     this.#queue = [];
     const bytes = batch.reduce((n, s) => n + s.used, 0);
     this.#writing = true;
-    writev(this.#fd, batch.map((s) => s.buf.subarray(0, s.used)), this.#position, (err, written) => {
-      this.#writing = false;
-      if (err) this.#error = err;
-      else if (written !== bytes) {
-        // Short write: the remainder goes first, from a copy (the slots are released below).
-        const rest = Buffer.concat(batch.map((s) => s.buf.subarray(0, s.used))).subarray(written);
-        this.#queue.unshift({ buf: rest, used: rest.length, holds: 1, pooled: false, budget: 0 });
-      }
-      const done = err ? 0 : written;
-      this.#position += done;
-      this.#unsynced += done;
-      if (this.#unsynced >= SYNC_EVERY_BYTES && !this.#error) {
-        this.#unsynced = 0;
-        this.#syncs.push(new Promise((resolve) => fdatasync(this.#fd, () => resolve())));
-      }
-      for (const s of batch) this.#release(s);
-      if (this.#error || this.#queue.length === 0) {
-        const waiters = this.#idleWaiters;
-        this.#idleWaiters = [];
-        for (const w of waiters) w(this.#error);
-      }
-      this.#pump();
-    });
+    this.#blob.write(batch.map((s) => s.buf.subarray(0, s.used))).then(() => this.#written(batch, bytes, null), (e: Error) => this.#written(batch, 0, e));
+  }
+
+  #written(batch: Slot[], bytes: number, err: Error | null): void {
+    this.#writing = false;
+    if (err) this.#error = err;
+    this.#position += bytes;
+    this.#unsynced += bytes;
+    if (this.#unsynced >= SYNC_EVERY_BYTES && !this.#error) {
+      this.#unsynced = 0;
+      this.#syncs.push(this.#blob.sync().catch(() => {})); // the commit's own sync reports errors
+    }
+    for (const s of batch) this.#release(s);
+    if (this.#error || this.#queue.length === 0) {
+      const waiters = this.#idleWaiters;
+      this.#idleWaiters = [];
+      for (const w of waiters) w(this.#error);
+    }
+    this.#pump();
   }
 }

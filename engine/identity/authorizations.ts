@@ -3,7 +3,8 @@
  * An authorization owns at most one live access token and one refresh token; revoking it
  * blocks every token at once because each token look-up reads its authorization.
  */
-import { key, keyParts, type MetadataReader, type MetadataTransaction } from '../storage/metadata.js';
+import { key, keyParts, readMaybe, type MetadataReader, type MetadataTransaction } from '../storage/metadata.js';
+import { andThen, type MaybePromise } from '../maybe-sync.js';
 import { fail } from '../errors.js';
 import type { AuthorizationKind, AuthorizationRecord, TokenRecord } from './records.js';
 import { hashToken, newId, newToken, redactToken } from './tokens.js';
@@ -142,18 +143,20 @@ export type TokenRejection = 'unknown' | 'expired' | 'revoked' | 'wrong-kind';
 /**
  * Resolves a bearer value to a principal: one `get` of the token record and one of its
  * authorization, outside any transaction, no writes (this runs on every API and registry
- * request).
+ * request). Synchronous when `db` reads synchronously (engine/maybe-sync.ts).
  * @returns the principal, or the reason it was rejected.
  */
-export async function authenticateToken(db: MetadataReader, value: string, now: number): Promise<Principal | TokenRejection> {
-  const rec = await db.get(tokens, hashToken(value));
-  if (!rec) return 'unknown';
-  if (rec.kind !== 'access') return 'wrong-kind';
-  if (rec.expiresAt !== null && now >= rec.expiresAt) return 'expired';
-  const auth = await db.get(authorizations, rec.authorizationId);
-  if (!auth || auth.revokedAt !== null) return 'revoked';
-  if (auth.expiresAt !== null && now >= auth.expiresAt) return 'expired';
-  return principalOfAuthorization(auth);
+export function authenticateToken(db: MetadataReader, value: string, now: number): MaybePromise<Principal | TokenRejection> {
+  return andThen(readMaybe(db, tokens, hashToken(value)), (rec): MaybePromise<Principal | TokenRejection> => {
+    if (!rec) return 'unknown';
+    if (rec.kind !== 'access') return 'wrong-kind';
+    if (rec.expiresAt !== null && now >= rec.expiresAt) return 'expired';
+    return andThen(readMaybe(db, authorizations, rec.authorizationId), (auth) => {
+      if (!auth || auth.revokedAt !== null) return 'revoked';
+      if (auth.expiresAt !== null && now >= auth.expiresAt) return 'expired';
+      return principalOfAuthorization(auth);
+    });
+  });
 }
 
 /** The principal an authorization record stands for. */
@@ -170,13 +173,14 @@ export function principalOfAuthorization(auth: AuthorizationRecord): Principal {
 
 /**
  * Re-checks that an authorization is still usable (registry bearer tokens carry its id): one
- * `get`, outside any transaction.
+ * `get`, outside any transaction; synchronous when `db` reads synchronously.
  * @returns the record when live (not revoked, not expired at `now`), else undefined.
  */
-export async function isAuthorizationLive(db: MetadataReader, id: string, now: number): Promise<AuthorizationRecord | undefined> {
-  const auth = await db.get(authorizations, id);
-  if (!auth || auth.revokedAt !== null || (auth.expiresAt !== null && now >= auth.expiresAt)) return undefined;
-  return auth;
+export function isAuthorizationLive(db: MetadataReader, id: string, now: number): MaybePromise<AuthorizationRecord | undefined> {
+  return andThen(readMaybe(db, authorizations, id), (auth) => {
+    if (!auth || auth.revokedAt !== null || (auth.expiresAt !== null && now >= auth.expiresAt)) return undefined;
+    return auth;
+  });
 }
 
 /**

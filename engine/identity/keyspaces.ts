@@ -1,10 +1,11 @@
 /**
- * The identity domain's keyspaces: Accounts, direct and web-flow authorizations, their tokens and when they were last used. Only modules of engine/identity/ may import this
+ * The identity domain's keyspaces: Accounts, direct and web-flow authorizations, their tokens, when they were last used,
+ * the cluster's server-key fingerprint and the shared API rate-limit pools. Only modules of engine/identity/ may import this
  * file (test/engine/import-rules.test.ts); other domains call this domain's service functions.
  * Names are the LMDB database names the data has always had (docs/storage.md).
  */
 import { keyspace } from '../storage/metadata.js';
-import type { Account, AuthorizationRecord, TokenRecord } from './records.js';
+import type { Account, AuthorizationRecord, Bucket, ServerKeyRecord, TokenRecord } from './records.js';
 
 /** account id → account (password only as a hash, second-factor secret sealed). */
 export const accounts = keyspace<Account>('identity', 'accounts');
@@ -22,3 +23,7 @@ export const authorizationsByClient = keyspace<number>('identity', 'authorizatio
 export const authorizationsByTeam = keyspace<number>('identity', 'authorizations-by-team');
 /** authorization id → when it last authenticated a request (ms; at most once a minute). Absent: never recorded. */
 export const authorizationUse = keyspace<number>('identity', 'authorization-use');
+/** `current` → the fingerprint of the cluster's server key and its rotation state (engine/identity/key-check.ts). */
+export const serverKey = keyspace<ServerKeyRecord>('identity', 'server-key');
+/** account id → its API rate-limit bucket on a cluster (engine/identity/shared-rate-limit.ts); the embedded store keeps buckets in memory. */
+export const rateLimits = keyspace<Bucket>('identity', 'rate-limits');

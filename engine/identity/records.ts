@@ -54,3 +54,27 @@ export interface TokenRecord {
   /** Redacted form shown after creation, e.g. `SVC-**********abcd` (docs/platform-conventions.md 2.2 "Listing may redact"). */
   hint?: string;
 }
+
+/**
+ * The cluster's server key as the metadata store knows it (keyspace `server-key`, one record
+ * under `current`): fingerprints only, never key material (engine/identity/key-check.ts).
+ */
+export interface ServerKeyRecord {
+  /** Fingerprint of the key every node signs and seals with (engine/identity/keys.ts `fingerprint()`). */
+  fingerprint: string;
+  /** Fingerprint of the key it replaced at the last rotation; null before any rotation. */
+  previous: string | null;
+  /**
+   * False from a rotation until a pass re-sealed every second-factor secret under the new key:
+   * until then no node may start without the previous key as its accepted key.
+   */
+  resealed: boolean;
+  /** ms since epoch of the last change. */
+  updatedAt: number;
+}
+
+/** An API rate-limit bucket (engine/identity/rate-limit.ts): whole and fractional tokens at time `at` (ms since epoch). */
+export interface Bucket {
+  tokens: number;
+  at: number;
+}

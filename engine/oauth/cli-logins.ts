@@ -4,39 +4,27 @@
  * token; a person signs in on the auth host (password and TOTP) and approves or denies the login
  * in the browser; the CLI's poll then receives one access token, exactly once.
  *
- * Logins live in memory only (they last minutes; a restart ends them, and the CLI is told to
- * start again). The polling token is kept only as its sha256. The access token is not made at
- * approval but by the one poll that claims the approved login (`claim` is synchronous, so two
- * polls can never both win), so no token value is ever held waiting for a poll.
- *
- * Being in memory, a login is known only to the process that started it: behind a load
- * balancer over several processes, the browser and the polls must reach that process. Moving
- * logins into the metadata store (an oauth keyspace, `decide`/`claim` each one transaction,
- * waiting polls woken by a store notification) is left for the cluster work.
+ * Logins live in the metadata store (keyspace `cli-logins`), so behind a load balancer the
+ * start, the browser and the polls may each reach a different node. The polling token is kept
+ * only as its sha256. The access token is not made at approval but by the one poll that claims
+ * the approved login: `claim` moves it from `approved` to `delivered` in one serializable
+ * transaction, so two polls, on one node or on two, can never both win, and no token value is
+ * ever held waiting for a poll. A waiting poll is woken at once by an answer given through its
+ * own node, and re-reads the store every `CLI_LOGIN_RECHECK_MS` to see one given elsewhere.
  */
+import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import { hashToken, newSecret, secretMatches } from '../identity/tokens.js';
+import type { CliLoginRecord, CliLoginState } from './records.js';
+import { cliLogins } from './keyspaces.js';
 import { CLI_LOGIN_MAX_PENDING, CLI_LOGIN_MEMORY_MS, CLI_LOGIN_TTL_MS } from './limits.js';
+import { pruneKeyspace } from './prune.js';
 
-/** Where a login stands: waiting for the browser, answered there, or its token handed out. */
-export type CliLoginState = 'pending' | 'approved' | 'denied' | 'delivered';
+export type { CliLoginState };
 
-/** One CLI login. */
-export interface CliLogin {
-  /** Random 256-bit id (base64url), part of the browser and poll URLs. */
-  readonly id: string;
-  /** sha256 hex of the polling token. */
-  readonly tokenHash: string;
-  /** What the CLI said it is, e.g. "Heroku CLI login from build-host" (shown on the confirmation page). */
-  readonly description: string;
-  /** ms since epoch. */
-  readonly createdAt: number;
-  readonly expiresAt: number;
-  state: CliLoginState;
-  /** The account that answered in the browser; null while pending. */
-  accountId: string | null;
-}
+/** One CLI login (a stored record: changes go through `decide` and `claim`). */
+export type CliLogin = Readonly<CliLoginRecord>;
 
 /** What a poll finds. `approved`: the caller now owns the one delivery for `accountId`. */
 export type CliLoginClaim =
@@ -56,83 +44,118 @@ export interface CliLoginLimits {
 /** Longest description kept, characters (the CLI sends "Heroku CLI login from <hostname>"). */
 export const MAX_CLI_LOGIN_DESCRIPTION = 200;
 
+/** What a login id looks like (`newSecret`: 32 random bytes, base64url); anything else is unknown. */
+const LOGIN_ID = /^[A-Za-z0-9_-]{43}$/;
+
+/** True when the login can no longer be answered or claimed at `now` because its time ran out. */
+function expiredAt(login: CliLogin, now: number): boolean {
+  return now >= login.expiresAt && (login.state === 'pending' || login.state === 'approved');
+}
+
+/** True when the login is over and past its memory, at `now`. */
+const forgettable = (login: CliLogin, now: number) => now >= login.expiresAt + CLI_LOGIN_MEMORY_MS;
+
 export class CliLogins {
-  readonly #logins = new Map<string, CliLogin>();
   readonly #waiters = new Map<string, Set<() => void>>();
 
-  constructor(readonly clock: Clock, readonly limits: CliLoginLimits = { ttlMs: CLI_LOGIN_TTL_MS, maxPending: CLI_LOGIN_MAX_PENDING }) {}
+  constructor(readonly metadata: MetadataStore, readonly clock: Clock, readonly limits: CliLoginLimits = { ttlMs: CLI_LOGIN_TTL_MS, maxPending: CLI_LOGIN_MAX_PENDING }) {}
 
   /**
-   * Starts a login.
+   * Starts a login; forgets logins past their memory on the way.
    * @param description free text from the CLI; trimmed and cut to `MAX_CLI_LOGIN_DESCRIPTION`
    * @returns the login and its polling token (shown once; only its hash is kept)
    * @throws RATE_LIMITED when `maxPending` logins are already waiting.
    */
-  start(description: string): { login: CliLogin; token: string } {
+  async start(description: string): Promise<{ login: CliLogin; token: string }> {
     const now = this.clock.now();
-    this.prune();
-    let live = 0;
-    for (const l of this.#logins.values()) if (l.state === 'pending' && now < l.expiresAt) live++;
+    // Every record: the waiting ones (at most maxPending) and those ended in the last
+    // CLI_LOGIN_TTL_MS + CLI_LOGIN_MEMORY_MS (ending one takes a signed-in person).
+    const all = await this.metadata.range(cliLogins);
+    const live = all.filter((e) => e.value.state === 'pending' && now < e.value.expiresAt).length;
     if (live >= this.limits.maxPending) {
       throw fail('RATE_LIMITED', 'Too many CLI logins are waiting for their browser sign-in right now. Try again in a few minutes.');
     }
+    const stale = all.filter((e) => forgettable(e.value, now)).map((e) => e.key);
     const token = newSecret();
     const cleaned = description.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim().slice(0, MAX_CLI_LOGIN_DESCRIPTION);
-    const login: CliLogin = {
+    const login: CliLoginRecord = {
       id: newSecret(), tokenHash: hashToken(token), description: cleaned || 'Platform CLI login',
       createdAt: now, expiresAt: now + this.limits.ttlMs, state: 'pending', accountId: null,
     };
-    this.#logins.set(login.id, login);
+    await this.metadata.transact(async (tx) => {
+      for (const k of stale) {
+        const v = await tx.get(cliLogins, k);
+        if (v && forgettable(v, now)) tx.remove(cliLogins, k);
+      }
+      tx.put(cliLogins, login.id, login);
+    });
     return { login, token };
   }
 
-  /** A login by id (also ended ones, for a while); undefined when unknown or forgotten. */
-  get(id: string): CliLogin | undefined {
-    return this.#logins.get(id);
+  /** A login by id (also ended ones, for a while); undefined when unknown, forgotten or not a login id. One read. */
+  async get(id: string): Promise<CliLogin | undefined> {
+    return LOGIN_ID.test(id) ? this.metadata.get(cliLogins, id) : undefined;
   }
 
   /** True when the login can no longer be answered or claimed because its time ran out. */
   expired(login: CliLogin): boolean {
-    return this.clock.now() >= login.expiresAt && (login.state === 'pending' || login.state === 'approved');
+    return expiredAt(login, this.clock.now());
   }
 
   /**
-   * Answers a login in the browser (after sign-in) and wakes its waiting polls.
+   * Answers a login in the browser (after sign-in) in one transaction, and wakes the polls
+   * waiting on this node (those on other nodes see it at their next re-read).
    * @returns 'ok', or why not: 'expired', 'answered' (already approved, denied or delivered), 'unknown'.
    */
-  decide(id: string, accountId: string, approve: boolean): CliLoginDecision {
-    const login = this.#logins.get(id);
-    if (!login) return 'unknown';
-    if (this.expired(login)) return 'expired';
-    if (login.state !== 'pending') return 'answered';
-    login.state = approve ? 'approved' : 'denied';
-    login.accountId = accountId;
-    this.#wake(id);
-    return 'ok';
+  async decide(id: string, accountId: string, approve: boolean): Promise<CliLoginDecision> {
+    if (!LOGIN_ID.test(id)) return 'unknown';
+    const now = this.clock.now();
+    const result = await this.metadata.transact(async (tx): Promise<CliLoginDecision> => {
+      const login = await tx.get(cliLogins, id);
+      if (!login) return 'unknown';
+      if (expiredAt(login, now)) return 'expired';
+      if (login.state !== 'pending') return 'answered';
+      tx.put(cliLogins, id, { ...login, state: approve ? 'approved' : 'denied', accountId });
+      return 'ok';
+    });
+    if (result === 'ok') this.#wake(id);
+    return result;
   }
 
   /**
-   * What a poll presenting `token` gets. An approved login moves to `delivered` in this same
-   * synchronous step, so exactly one poll is ever told `approved`.
+   * What a poll presenting `token` gets. An approved login moves to `delivered` in the same
+   * transaction that finds it approved, so exactly one poll, cluster-wide, is ever told
+   * `approved`. Other outcomes are one read, no transaction.
    */
-  claim(id: string, token: string): CliLoginClaim {
-    const login = this.#logins.get(id);
-    if (!login) return { kind: 'unknown' };
-    if (!secretMatches(token, login.tokenHash)) return { kind: 'bad-token' };
-    if (this.expired(login)) return { kind: 'expired' };
-    switch (login.state) {
-      case 'pending': return { kind: 'pending' };
-      case 'denied': return { kind: 'denied' };
-      case 'delivered': return { kind: 'used' };
-      case 'approved':
-        login.state = 'delivered';
-        return { kind: 'approved', login, accountId: login.accountId! };
-    }
+  async claim(id: string, token: string): Promise<CliLoginClaim> {
+    const seen = await this.get(id);
+    const now = this.clock.now();
+    const judge = (login: CliLogin | undefined): CliLoginClaim | null => {
+      if (!login) return { kind: 'unknown' };
+      if (!secretMatches(token, login.tokenHash)) return { kind: 'bad-token' };
+      if (expiredAt(login, now)) return { kind: 'expired' };
+      switch (login.state) {
+        case 'pending': return { kind: 'pending' };
+        case 'denied': return { kind: 'denied' };
+        case 'delivered': return { kind: 'used' };
+        case 'approved': return null;
+      }
+    };
+    const first = judge(seen);
+    if (first) return first;
+    return this.metadata.transact(async (tx): Promise<CliLoginClaim> => {
+      const login = await tx.get(cliLogins, id);
+      const again = judge(login);
+      if (again) return again;
+      const delivered: CliLoginRecord = { ...login!, state: 'delivered' };
+      tx.put(cliLogins, id, delivered);
+      return { kind: 'approved', login: delivered, accountId: delivered.accountId! };
+    });
   }
 
   /**
-   * Resolves when the login is answered in the browser, or after `ms` (never rejects). The timer
-   * does not keep the process alive.
+   * Resolves when the login is answered through this node, or after `ms` (never rejects); the
+   * caller re-reads the store then (`claim`). The timer does not keep the process alive.
    */
   waitForAnswer(id: string, ms: number): Promise<void> {
     return new Promise((resolve) => {
@@ -152,17 +175,9 @@ export class CliLogins {
   }
 
   /** Forgets logins ended more than `CLI_LOGIN_MEMORY_MS` ago. @returns how many. */
-  prune(): number {
+  async prune(): Promise<number> {
     const now = this.clock.now();
-    let n = 0;
-    for (const [id, l] of this.#logins) {
-      if (now >= l.expiresAt + CLI_LOGIN_MEMORY_MS) {
-        this.#logins.delete(id);
-        this.#wake(id);
-        n++;
-      }
-    }
-    return n;
+    return pruneKeyspace(this.metadata, cliLogins, (l) => forgettable(l, now));
   }
 
   #wake(id: string): void {

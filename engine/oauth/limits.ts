@@ -44,8 +44,18 @@ export const CLI_LOGIN_TTL_MS = 10 * 60_000;
 /** An ended CLI login is remembered this long after its expiry, so a late poll hears why. Our decision. */
 export const CLI_LOGIN_MEMORY_MS = 10 * 60_000;
 
-/** Most CLI logins in progress at once (they are held in memory, per process); more are refused until some end. Our decision. */
+/**
+ * Most CLI logins in progress at once across the installation; more are refused until some end.
+ * Counted before the new login is written, so concurrent starts may pass it by their number. Our decision.
+ */
 export const CLI_LOGIN_MAX_PENDING = 1000;
+
+/**
+ * A waiting poll re-reads its login from the metadata store at least this often (ms): an answer
+ * given through another node reaches it within this time; one given through the poll's own node
+ * wakes it at once. Our decision.
+ */
+export const CLI_LOGIN_RECHECK_MS = 250;
 
 /**
  * Lifetime of the token a CLI browser login hands out: 30 days, the lifetime the platform CLI

@@ -60,3 +60,22 @@ export interface SignInState {
   lastTotpStep: number | null;
   updatedAt: number;
 }
+
+/** Where a CLI login stands: waiting for the browser, answered there, or its token handed out. */
+export type CliLoginState = 'pending' | 'approved' | 'denied' | 'delivered';
+
+/** One browser login of the platform CLI (engine/oauth/cli-logins.ts), keyed by its id. */
+export interface CliLoginRecord {
+  /** Random 256-bit id (base64url), part of the browser and poll URLs. */
+  id: string;
+  /** sha256 hex of the polling token. */
+  tokenHash: string;
+  /** What the CLI said it is, e.g. "Heroku CLI login from build-host" (shown on the confirmation page). */
+  description: string;
+  /** ms since epoch. */
+  createdAt: number;
+  expiresAt: number;
+  state: CliLoginState;
+  /** The account that answered in the browser; null while pending. */
+  accountId: string | null;
+}

@@ -1,8 +1,8 @@
 /**
  * The OAuth engine as one object for server/main.ts to build and hand to the API and auth
  * hosts: clients, authorization codes, authorizations, sign-in and its sessions, and the platform
- * CLI's browser logins. Everything but the CLI logins lives in the metadata store
- * (`store.metadata`, engine/storage/metadata.ts).
+ * CLI's browser logins. Everything lives in the metadata store (`store.metadata`,
+ * engine/storage/metadata.ts), so every node of a cluster sees the same state.
  */
 import type { Store } from '../store.js';
 import type { Clock } from '../clock.js';
@@ -13,6 +13,7 @@ import { Authorizations } from './authorizations.js';
 import { WebSessions } from './web-sessions.js';
 import { SignIn } from './sign-in.js';
 import { CliLogins } from './cli-logins.js';
+import { OnceForms } from './once-forms.js';
 import { NO_TEAMS, type TeamDirectory } from './owners.js';
 
 export interface OAuth {
@@ -22,9 +23,11 @@ export interface OAuth {
   sessions: WebSessions;
   signIn: SignIn;
   teams: TeamDirectory;
-  /** Browser logins of the platform CLI (in this process's memory: not shared across a cluster yet). */
+  /** Browser logins of the platform CLI. */
   cliLogins: CliLogins;
-  /** Deletes expired codes, sessions and sign-in bookkeeping. @returns how many records. */
+  /** Claimed one-time forms of the dashboard. */
+  onceForms: OnceForms;
+  /** Deletes expired codes, sessions, sign-in bookkeeping, CLI logins and one-time form claims. @returns how many records. */
   prune(): Promise<number>;
 }
 
@@ -34,12 +37,13 @@ export function createOAuth(store: Store, clock: Clock, accounts: Accounts, team
   const authorizationCodes = new AuthorizationCodes(store.metadata, clock, clients);
   const sessions = new WebSessions(store.metadata, clock);
   const signIn = new SignIn(store.metadata, clock, accounts);
-  const cliLogins = new CliLogins(clock);
+  const cliLogins = new CliLogins(store.metadata, clock);
+  const onceForms = new OnceForms(store.metadata, clock);
   return {
-    clients, authorizationCodes, sessions, signIn, teams, cliLogins,
+    clients, authorizationCodes, sessions, signIn, teams, cliLogins, onceForms,
     authorizations: new Authorizations(store.metadata, clock),
     async prune() {
-      return (await authorizationCodes.prune()) + (await sessions.prune()) + (await signIn.prune()) + cliLogins.prune();
+      return (await authorizationCodes.prune()) + (await sessions.prune()) + (await signIn.prune()) + (await cliLogins.prune()) + (await onceForms.prune());
     },
   };
 }

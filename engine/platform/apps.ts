@@ -2,7 +2,8 @@
  * Apps (docs/platform-conventions.md 3.2). Names follow the platform pattern `^[a-z][a-z0-9-]{1,28}[a-z0-9]$`;
  * an app's registry repositories are `<app name>/<process type>`.
  */
-import type { MetadataStore } from '../storage/metadata.js';
+import { readMaybe, type MetadataStore } from '../storage/metadata.js';
+import { andThen, type MaybePromise } from '../maybe-sync.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import { newId } from '../identity/tokens.js';
@@ -55,12 +56,12 @@ export class Apps {
   }
 
   /**
-   * By id or name; undefined when absent. Two reads outside a transaction (name index, record).
+   * By id or name; undefined when absent. Two reads outside a transaction (name index, record),
+   * synchronous when the store reads synchronously (engine/maybe-sync.ts).
    * @throws INVALID_PARAMS for a malformed identifier (checkIdentifier).
    */
-  async find(idOrName: string): Promise<AppRecord | undefined> {
-    const id = await this.metadata.get(appsByName, checkIdentifier('app', idOrName)) ?? idOrName;
-    return this.metadata.get(apps, id);
+  find(idOrName: string): MaybePromise<AppRecord | undefined> {
+    return andThen(readMaybe(this.metadata, appsByName, checkIdentifier('app', idOrName)), (id) => readMaybe(this.metadata, apps, id ?? idOrName));
   }
 
   /** Every app, in id order (callers filter by access). */

@@ -27,21 +27,25 @@
  *   first, the blob's refs is above 0 and GC's re-check keeps it. The grace period (and the
  *   touch of an unreferenced blob on HEAD/GET/mount) makes that failure rare: a client that just
  *   uploaded or checked a blob has `graceMs` to reference it.
- * - Blob upload: the session records its final size before the bytes are moved into place, and
- *   one transaction later creates (or reuses) the record, links it and deletes the session.
- *   GC keeps any unreferenced blob or orphan file whose size equals the offset of a live
- *   session, so between rename and commit the bytes are untouchable whatever the grace.
- * - Dedupe: `GcSafeBlobStore.adopt` reuses existing bytes only when their record exists (read
- *   after the session reached its final size, so GC keeps that record until the upload's commit).
- *   With no record it renames its own file into place even if a file is there, because that
- *   file may be one GC is about to remove.
+ * - Blob upload: the session records its final size before the bytes are made visible under
+ *   the digest (the blob contract's commit, engine/blobs/contract.ts), and one transaction later
+ *   creates (or reuses) the record, links it and deletes the session. GC keeps any unreferenced
+ *   blob or orphan file whose size equals the offset of a live session, so between the
+ *   backend's commit and the transaction the bytes are untouchable whatever the grace.
+ * - Dedupe: the upload's commit reuses committed bytes only when their record exists
+ *   (`CommitOptions.reuse`, answered by engine/blobs/uploads.ts from the record, read after the
+ *   session reached its final size, so GC keeps that record until the upload's transaction).
+ *   With no record the backend puts the upload's own verified bytes in place even if a copy is
+ *   there (the filesystem: an atomic rename over it), because that copy may be one GC is about
+ *   to remove.
  * - Byte removal: GC notes the blob's version (`BlobStat.version`, the inode on the filesystem)
  *   before its transaction, and deletes through the blob contract only that version
  *   (engine/blobs/contract.ts `delete(digest, ifVersion)`): another version is an upload's fresh
  *   copy (committed after GC's transaction) and stays. What a crash interrupts is settled by the
  *   backend's `recover` at the next run (or start), which puts back bytes a record needs.
- * This needs every upload to go through Uploads (session) and `GcSafeBlobStore` (server/main.ts
- * wires it); a plain FileBlobStore dedupes by file and is not safe against online GC.
+ * This needs every upload to go through Uploads (engine/blobs/uploads.ts), which gives the
+ * record-based `reuse` to every commit; a commit with the contract's default (reuse whatever is
+ * there) is not safe against online GC.
  * What can still fail, by design, and never loses an accepted manifest: a manifest PUT whose
  * blob GC took first (the grace period passed, or the blob was referenced when the client
  * HEADed it and lost its last reference since) gets MANIFEST_BLOB_UNKNOWN, also when GC took
@@ -49,15 +53,12 @@
  * the trash before being put back can fail once.
  * Time: record ages come from the injectable clock; an orphan's age is clock time minus mtime.
  */
-import { promises as fsp } from 'node:fs';
-import { join } from 'node:path';
 import type { BlobBackend, BlobStat } from '../blobs/contract.js';
 import { performance } from 'node:perf_hooks';
 import type { Digest } from '../digest.js';
 import { key, KEY_SEPARATOR, type MetadataReader, type MetadataStore } from '../storage/metadata.js';
 import { scanKeyspace } from '../storage/scan.js';
 import type { Clock } from '../clock.js';
-import { FileBlobStore, fsyncDir } from '../blobs/cas.js';
 import { blobRecord, removeBlobRecordInTransaction, scanBlobRecords, uploadSessionSizes } from '../blobs/refs.js';
 import { publishEvent, type GcEvent } from '../events.js';
 import { removeManifestInTransaction } from './registry.js';
@@ -121,32 +122,6 @@ export interface ImageRetention {
 }
 
 interface ImageCandidate { repository: string; digest: Digest; pushedAt: number; appId: string | undefined; reason: 'unreleased' | 'expired' }
-
-/**
- * Blob store whose dedupe is safe against online GC: existing bytes are reused only when their
- * record exists; otherwise the upload's own file replaces whatever is at the path (see header).
- */
-export class GcSafeBlobStore extends FileBlobStore {
-  /** @param store anything holding the metadata store (blob records are read through engine/blobs/refs.ts). */
-  constructor(dataDir: string, readonly store: { metadata: MetadataReader }) {
-    super(dataDir);
-  }
-
-  override async adopt(tmpPath: string, digest: Digest): Promise<boolean> {
-    const rec = await blobRecord(this.store.metadata, digest);
-    // Never onto quarantined bytes (blobs/quarantine.ts): the verified upload replaces them.
-    // nor onto a file whose size is not the record's (the commit then corrects the record).
-    if (rec && !rec.quarantined && (await this.sizeOf(digest)) === rec.size) {
-      await fsp.rm(tmpPath, { force: true });
-      return false;
-    }
-    const target = this.pathOf(digest);
-    await fsp.mkdir(join(target, '..'), { recursive: true });
-    await fsp.rename(tmpPath, target);
-    await fsyncDir(join(target, '..'));
-    return true;
-  }
-}
 
 function emptyReport(dryRun: boolean, startedAt: number): GcReport {
   return {

@@ -6,6 +6,7 @@
 import { fail } from '../errors.js';
 import type { ImageInfo } from './records.js';
 import type { LayerScan } from '../blobs/records.js';
+import { storableString } from '../storage/metadata.js';
 
 /** Fields a worker extracts from an image config blob (Docker image spec v1.2). */
 export interface ConfigSummary {
@@ -47,6 +48,21 @@ export function checkPlatform(c: ConfigSummary): void {
   }
   if (c.os !== 'linux') {
     throw fail('UNSUPPORTED_ARCHITECTURE', `unsupported operating system "${c.os || 'unknown'}": only linux/amd64 images are supported`, { os: c.os });
+  }
+}
+
+/**
+ * Refuses a config whose strings no record may hold (U+0000 or an unpaired surrogate, which a
+ * config's JSON can spell as escapes; engine/storage/metadata.ts `storableString`): the
+ * ImageInfo kept with the manifest copies them.
+ * @throws MANIFEST_INVALID naming the field.
+ */
+export function checkConfigStrings(c: ConfigSummary): void {
+  for (const [field, value] of Object.entries(c)) {
+    const strings = typeof value === 'string' ? [value] : Array.isArray(value) ? value : [];
+    if (strings.some((s) => !storableString(s))) {
+      throw fail('MANIFEST_INVALID', `the image config's ${field} holds U+0000 or an unpaired surrogate, which cannot be stored`, { field });
+    }
   }
 }
 

@@ -9,7 +9,8 @@
  * `blobRepositories` `digest␟repository` (which repositories link the blob? GC), both with the
  * time linked (ms) as value. `␟` is KEY_SEPARATOR (U+001F).
  */
-import { key, KEY_SEPARATOR, type MetadataReader, type MetadataTransaction } from '../storage/metadata.js';
+import { key, KEY_SEPARATOR, readMaybe, type MetadataReader, type MetadataTransaction } from '../storage/metadata.js';
+import { andThen, type MaybePromise } from '../maybe-sync.js';
 import type { Digest } from '../digest.js';
 import type { BlobRecord } from '../blobs/records.js';
 import { blobRecord } from '../blobs/refs.js';
@@ -69,19 +70,20 @@ export async function repositoriesLinking(reader: MetadataReader, digest: Digest
   return (await reader.range(blobRepositories, { prefix: digest })).map((e) => e.key.slice(digest.length + 1));
 }
 
-/** True when `repository` links `digest` (whatever the blob's record says). */
-export async function isLinked(reader: MetadataReader, repository: string, digest: Digest): Promise<boolean> {
-  return (await reader.get(repositoryBlobs, key(repository, digest))) !== undefined;
+/** True when `repository` links `digest` (whatever the blob's record says); at once when `reader` reads synchronously. */
+export function isLinked(reader: MetadataReader, repository: string, digest: Digest): MaybePromise<boolean> {
+  return andThen(readMaybe(reader, repositoryBlobs, key(repository, digest)), (v) => v !== undefined);
 }
 
 /**
  * The blob's record when `repository` may serve `digest` (linked, stored and not quarantined),
- * else undefined. Two reads (link, record); in or outside a transaction.
+ * else undefined. Two reads (link, record); in or outside a transaction; synchronous when
+ * `reader` reads synchronously (a blob HEAD, engine/maybe-sync.ts).
  */
-export async function linkedBlob(reader: MetadataReader, repository: string, digest: Digest): Promise<BlobRecord | undefined> {
-  if (!(await isLinked(reader, repository, digest))) return undefined;
-  const rec = await blobRecord(reader, digest);
-  // A quarantined blob (bytes failed verification, blobs/quarantine.ts) is unknown to every
-  // reader until a verified upload heals it.
-  return rec?.quarantined ? undefined : rec;
+export function linkedBlob(reader: MetadataReader, repository: string, digest: Digest): MaybePromise<BlobRecord | undefined> {
+  return andThen(isLinked(reader, repository, digest), (linked) => linked
+    // A quarantined blob (bytes failed verification, blobs/quarantine.ts) is unknown to every
+    // reader until a verified upload heals it.
+    ? andThen(blobRecord(reader, digest), (rec) => rec?.quarantined ? undefined : rec)
+    : undefined);
 }

@@ -15,7 +15,12 @@ export interface ParsedManifest {
   layers: Descriptor[];
   /** Distinct blob digests (config + layers). */
   blobs: Digest[];
+  /** The manifest's bytes decoded as UTF-8 (a BOM kept), what the record stores. */
+  text: string;
 }
+
+/** Decodes UTF-8 strictly: invalid bytes throw instead of becoming U+FFFD; a BOM is kept. */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 const SUPPORTED = `only ${MANIFEST_V2S2} (Docker image manifest v2, schema 2) is supported`;
 
@@ -27,14 +32,22 @@ export function baseMediaType(contentType: string | undefined): string {
 /**
  * @param bytes the request body
  * @param contentType the request's Content-Type (may be empty or generic JSON)
- * @throws MANIFEST_INVALID for malformed JSON, a refused type, or a malformed descriptor.
+ * @throws MANIFEST_INVALID for bytes that are not valid UTF-8 (manifests are JSON, RFC 8259
+ *         section 8.1; the record stores them as text), malformed JSON, a refused type, or a
+ *         malformed descriptor.
  */
 export function parseManifest(bytes: Uint8Array, contentType: string | undefined): ParsedManifest {
   const declared = baseMediaType(contentType);
   refuseType(declared);
+  let text: string;
+  try {
+    text = strictUtf8.decode(bytes);
+  } catch {
+    throw fail('MANIFEST_INVALID', 'manifest is not valid UTF-8 (manifests are JSON, which is UTF-8)');
+  }
   let doc: unknown;
   try {
-    doc = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+    doc = JSON.parse(text);
   } catch (e) {
     throw fail('MANIFEST_INVALID', `manifest is not valid JSON: ${(e as Error).message}`);
   }
@@ -61,7 +74,7 @@ export function parseManifest(bytes: Uint8Array, contentType: string | undefined
     return d;
   });
   const blobs = [...new Set([config.digest, ...layers.map((l) => l.digest)])];
-  return { config, layers, blobs };
+  return { config, layers, blobs, text };
 }
 
 function refuseType(t: string): void {

@@ -36,8 +36,15 @@ export interface ImageInfo {
 /** A stored manifest, shared by every repository that holds it. */
 export interface ManifestRecord {
   mediaType: string;
-  /** The exact bytes the client pushed (their sha256 is the manifest digest). */
-  bytes: Uint8Array;
+  /**
+   * The exact bytes the client pushed (their sha256 is the manifest digest), as text: their
+   * UTF-8 decoding (a PUT requires valid UTF-8, so encoding it again gives the same bytes), or
+   * their base64 when `encoding` is 'base64' (only manifests stored by builds before schema 8
+   * whose bytes are not valid UTF-8: engine/registry/migrations.ts). Read with `manifestBytes`.
+   */
+  text: string;
+  /** How `text` holds the bytes: absent for UTF-8. */
+  encoding?: 'base64';
   configDigest: Digest;
   layers: Descriptor[];
   /** Distinct blob digests this manifest references (config + layers). */
@@ -57,4 +64,14 @@ export interface RepositoryRecord {
 export interface TagRecord {
   digest: Digest;
   updatedAt: number;
+}
+
+/** The exact bytes of a stored manifest (see `ManifestRecord.text`). */
+export function manifestBytes(record: Pick<ManifestRecord, 'text' | 'encoding'>): Buffer {
+  return Buffer.from(record.text, record.encoding === 'base64' ? 'base64' : 'utf8');
+}
+
+/** The size in bytes of a stored manifest, without copying it. */
+export function manifestSize(record: Pick<ManifestRecord, 'text' | 'encoding'>): number {
+  return Buffer.byteLength(record.text, record.encoding === 'base64' ? 'base64' : 'utf8');
 }

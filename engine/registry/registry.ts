@@ -1,6 +1,6 @@
 /**
  * Manifests, tags, repositories and the image-id index (distribution spec "Pulling manifests",
- * "Pushing manifests", "Content discovery", "Deleting"). Blob bytes are the BlobStore's and blob
+ * "Pushing manifests", "Content discovery", "Deleting"). Blob bytes are the blob backend's and blob
  * records the blobs domain's (engine/blobs/refs.ts); this service keeps the registry's records
  * over the metadata contract (engine/storage/metadata.ts), each change in one transaction. Reads
  * that serve pulls (manifest GET/HEAD, blob HEAD) run outside transactions, one `get` per record.
@@ -14,19 +14,20 @@
  */
 import { digestOf, isDigest, type Digest } from '../digest.js';
 import { fail } from '../errors.js';
-import { key, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
+import { key, readMaybe, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
+import { andThen, type MaybePromise } from '../maybe-sync.js';
 import { scanKeyspace } from '../storage/scan.js';
 import type { Clock } from '../clock.js';
-import type { BlobStore } from '../blobs/cas.js';
+import type { BlobBackend } from '../blobs/contract.js';
 import type { BlobRecord, LayerScan } from '../blobs/records.js';
 import { addBlobRefsInTransaction, blobRecord, putLayerScansInTransaction, touchBlobInTransaction } from '../blobs/refs.js';
 import { parseManifest } from './manifest-parse.js';
-import { checkPlatform, imageInfo, type ConfigSummary } from './image-info.js';
+import { checkConfigStrings, checkPlatform, imageInfo, type ConfigSummary } from './image-info.js';
 import { MANIFEST_V2S2 } from './media-types.js';
 import { parseReference } from './names.js';
 import { linkedBlob, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
 import { putTagInTransaction, removeTagInTransaction, removeTagsOfManifestInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest } from './tags.js';
-import type { ManifestRecord } from './records.js';
+import { manifestBytes, manifestSize, type ManifestRecord, type RepositoryRecord } from './records.js';
 import { images, manifests, repositories, repositoryManifests } from './keyspaces.js';
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
 import { checkIdentifier } from '../identifiers.js';
@@ -34,11 +35,14 @@ import { checkIdentifier } from '../identifiers.js';
 /** Largest manifest accepted (bytes); the OCI spec asks registries to take at least 4 MiB. */
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 
-/** Work sent to the worker pool at manifest PUT. Paths, not bytes, cross the thread boundary. */
+/**
+ * Work sent to the worker pool at manifest PUT: digests only; the worker reads the bytes
+ * through its own instance of the blob backend (workers/inspect-image.ts).
+ */
 export interface InspectRequest {
-  configPath: string;
+  config: Digest;
   /** Layers not inspected before (their scan is cached on the blob record afterwards). */
-  layers: Array<{ digest: string; path: string }>;
+  layers: Digest[];
 }
 export interface InspectResult {
   config: ConfigSummary;
@@ -67,20 +71,22 @@ export class Registry {
 
   constructor(
     readonly metadata: MetadataStore,
-    readonly blobs: BlobStore,
+    readonly blobs: BlobBackend,
     readonly clock: Clock,
     readonly inspect: ImageInspector,
   ) {}
 
   /**
-   * A blob `repository` may serve (two reads outside a transaction).
+   * A blob `repository` may serve (two reads outside a transaction; synchronous when the store
+   * reads synchronously, engine/maybe-sync.ts).
    * @throws BLOB_UNKNOWN when absent, quarantined or not linked to the repository.
    */
-  async statBlob(repository: string, digest: Digest): Promise<BlobRecord> {
-    const rec = await linkedBlob(this.metadata, repository, digest);
-    if (!rec) throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
-    if (rec.refs === 0) this.#touch(digest, rec);
-    return rec;
+  statBlob(repository: string, digest: Digest): MaybePromise<BlobRecord> {
+    return andThen(linkedBlob(this.metadata, repository, digest), (rec) => {
+      if (!rec) throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
+      if (rec.refs === 0) this.#touch(digest, rec);
+      return rec;
+    });
   }
 
   /** True when `at` is at least `touchEveryMs` after the blob was committed or last touched. */
@@ -160,7 +166,7 @@ export class Registry {
       const stored = await tx.get(manifests, digest);
       const record: ManifestRecord = stored ? { ...stored } : {
         mediaType: MANIFEST_V2S2,
-        bytes,
+        text: parsed.text,
         configDigest: parsed.config.digest,
         layers: parsed.layers,
         blobs: parsed.blobs,
@@ -191,36 +197,38 @@ export class Registry {
 
   /**
    * The digest a tag or digest reference names in a repository (tag record, or the
-   * repository's manifest link): one read outside a transaction.
-   * @throws MANIFEST_UNKNOWN
+   * repository's manifest link): one read outside a transaction, synchronous when the store reads
+   * synchronously.
+   * @throws MANIFEST_INVALID for a reference that is neither (at once); MANIFEST_UNKNOWN
    */
-  async resolveManifest(repository: string, reference: string): Promise<Digest> {
+  resolveManifest(repository: string, reference: string): MaybePromise<Digest> {
     const ref = parseReference(reference);
-    let digest: Digest | undefined;
-    if ('digest' in ref) {
-      if (await holdsManifest(this.metadata, repository, ref.digest)) digest = ref.digest;
-    } else {
-      digest = await taggedDigest(this.metadata, repository, ref.tag);
-    }
-    if (!digest) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
-    return digest;
+    const found = 'digest' in ref
+      ? andThen(holdsManifest(this.metadata, repository, ref.digest), (held) => held ? ref.digest : undefined)
+      : taggedDigest(this.metadata, repository, ref.tag);
+    return andThen(found, (digest) => {
+      if (!digest) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
+      return digest;
+    });
   }
 
   /**
    * What a manifest GET/HEAD serves: digest, media type and the exact bytes pushed. The content
    * comes from a digest-keyed cache (content-cache.ts) once the repository is known to hold it.
-   * @throws MANIFEST_UNKNOWN
+   * Synchronous when the store reads synchronously (the pull hot path, engine/maybe-sync.ts).
+   * @throws MANIFEST_INVALID for a reference that is neither tag nor digest (at once); MANIFEST_UNKNOWN
    */
-  async manifestContent(repository: string, reference: string): Promise<ManifestContent & { digest: Digest }> {
-    const digest = await this.resolveManifest(repository, reference);
-    let content = this.#contents.get(digest);
-    if (!content) {
-      const record = await this.metadata.get(manifests, digest);
-      if (!record) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
-      content = { mediaType: record.mediaType, bytes: Buffer.from(record.bytes) };
-      this.#contents.set(digest, content);
-    }
-    return { digest, ...content };
+  manifestContent(repository: string, reference: string): MaybePromise<ManifestContent & { digest: Digest }> {
+    return andThen(this.resolveManifest(repository, reference), (digest) => {
+      const cached = this.#contents.get(digest);
+      if (cached) return { digest, ...cached };
+      return andThen(readMaybe(this.metadata, manifests, digest), (record) => {
+        if (!record) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
+        const content = { mediaType: record.mediaType, bytes: manifestBytes(record) };
+        this.#contents.set(digest, content);
+        return { digest, ...content };
+      });
+    });
   }
 
   /**
@@ -263,15 +271,20 @@ export class Registry {
     return (await this.metadata.get(repositories, repository)) !== undefined;
   }
 
-  /** Repository names in lexical order that `canRead` accepts, `n` at a time after `last`. */
-  async catalog(canRead: (repository: string) => boolean, n: number, last: string | undefined): Promise<Page> {
+  /**
+   * Repository names in lexical order whose record `canRead` accepts, `n` at a time after
+   * `last`. `canRead` may answer later (a promise); it is asked about the repositories in order,
+   * one at a time, and only until the page is full.
+   * @throws PAGINATION_INVALID for a malformed `last`.
+   */
+  async catalog(canRead: (repository: RepositoryRecord) => boolean | Promise<boolean>, n: number, last: string | undefined): Promise<Page> {
     const items: string[] = [];
     let after = last !== undefined ? checkIdentifier('repository', last, 'PAGINATION_INVALID') : undefined;
     const batch = Math.min(Math.max(n + 2, 16), 1024);
     for (;;) {
       const entries = await this.metadata.range(repositories, { ...(after === undefined ? {} : { start: after }), limit: batch });
-      for (const { key: name } of entries) {
-        if (name === after || !canRead(name)) continue;
+      for (const { key: name, value } of entries) {
+        if (name === after || !(await canRead(value))) continue;
         items.push(name);
         if (items.length > n) return page(items, n);
       }
@@ -295,11 +308,9 @@ export class Registry {
       if (scan) known.set(d, scan);
     }
     const pending = [...new Set(layers)].filter((d) => !known.has(d));
-    const result = await this.inspect({
-      configPath: this.blobs.pathOf(configDigest),
-      layers: pending.map((d) => ({ digest: d, path: this.blobs.pathOf(d) })),
-    });
+    const result = await this.inspect({ config: configDigest, layers: pending });
     checkPlatform(result.config);
+    checkConfigStrings(result.config);
     const fresh = new Map<Digest, LayerScan>();
     for (const d of pending) if (result.scans[d]) fresh.set(d, result.scans[d]!);
     if (fresh.size > 0) await this.metadata.transact((tx) => putLayerScansInTransaction(tx, fresh));
@@ -334,9 +345,9 @@ export async function removeManifestInTransaction(tx: MetadataTransaction, repos
   return true;
 }
 
-/** True when `repository` holds the manifest `digest` (one read; in or outside a transaction). */
-export async function holdsManifest(reader: MetadataReader, repository: string, digest: Digest): Promise<boolean> {
-  return (await reader.get(repositoryManifests, key(repository, digest))) !== undefined;
+/** True when `repository` holds the manifest `digest` (one read; in or outside a transaction; at once when `reader` reads synchronously). */
+export function holdsManifest(reader: MetadataReader, repository: string, digest: Digest): MaybePromise<boolean> {
+  return andThen(readMaybe(reader, repositoryManifests, key(repository, digest)), (v) => v !== undefined);
 }
 
 /**
@@ -346,7 +357,7 @@ export async function holdsManifest(reader: MetadataReader, repository: string, 
  */
 export async function manifestTotals(reader: MetadataReader): Promise<{ manifests: number; bytes: number }> {
   let count = 0, bytes = 0;
-  for await (const { value } of scanKeyspace(reader, manifests)) { count++; bytes += value.bytes.length; }
+  for await (const { value } of scanKeyspace(reader, manifests)) { count++; bytes += manifestSize(value); }
   return { manifests: count, bytes };
 }
 

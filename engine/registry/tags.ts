@@ -10,7 +10,8 @@
  * what follows the last separator. Re-tagging (a PUT of `repository:tag` naming another digest)
  * moves the index entry from the old digest to the new one.
  */
-import { key, type MetadataReader, type MetadataTransaction } from '../storage/metadata.js';
+import { key, readMaybe, type MetadataReader, type MetadataTransaction } from '../storage/metadata.js';
+import { andThen, type MaybePromise } from '../maybe-sync.js';
 import type { Digest } from '../digest.js';
 import { manifestTags, tags } from './keyspaces.js';
 
@@ -74,8 +75,8 @@ export async function tagsOfManifest(reader: MetadataReader, repository: string,
 }
 
 /** The digest `repository:tag` points at, or undefined (one read). */
-export async function taggedDigest(reader: MetadataReader, repository: string, tag: string): Promise<Digest | undefined> {
-  return (await reader.get(tags, key(repository, tag)))?.digest;
+export function taggedDigest(reader: MetadataReader, repository: string, tag: string): MaybePromise<Digest | undefined> {
+  return andThen(readMaybe(reader, tags, key(repository, tag)), (t) => t?.digest);
 }
 
 /**

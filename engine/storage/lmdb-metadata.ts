@@ -12,6 +12,9 @@
  * writer, so committed transactions are serializable in commit order. A transaction that wrote
  * nothing is validated in one synchronous pass over a single read snapshot instead (no commit).
  *
+ * LMDB reads are synchronous, so the store and its transactions offer the contract's `getNow`
+ * fast path (`get` is `getNow` wrapped in a Promise).
+ *
  * Durability: the environment is opened with `overlappingSync: false` by its owner, so the
  * commit's promise resolves only once the transaction is on disk.
  */
@@ -22,6 +25,31 @@ import {
   type RangeOptions, type TransactOptions,
 } from './metadata.js';
 import { BufferedWrites, REMOVED } from './pending-writes.js';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * Process ids holding a POSIX lock on `file`, from Linux's `/proc/locks` (lines like
+ * `1: POSIX  ADVISORY  READ 11858 fe:00:2148513 0 0`: pid, then device major:minor (hex) and
+ * inode). Empty where `/proc/locks` does not exist.
+ */
+function lockHolders(file: string): number[] {
+  let text: string;
+  let st: { dev: number; ino: number };
+  try {
+    text = readFileSync('/proc/locks', 'utf8');
+    st = statSync(file);
+  } catch {
+    return [];
+  }
+  const major = (st.dev >> 8) & 0xfff, minor = (st.dev & 0xff) | ((st.dev >> 12) & 0xfff00);
+  const out: number[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^\d+:\s+POSIX\s+\S+\s+\S+\s+(\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line);
+    if (m && Number(m[4]) === st.ino && parseInt(m[2]!, 16) === major && parseInt(m[3]!, 16) === minor) out.push(Number(m[1]));
+  }
+  return out;
+}
 
 interface Handles {
   /** Decoded view (msgpack with shared structures). */
@@ -75,17 +103,18 @@ class Attempt extends BufferedWrites implements MetadataTransaction {
   }
 
   get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
-    try {
-      checkKey(ks, k);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    return later(() => this.getNow(ks, k));
+  }
+
+  /** `get`'s answer at once: own writes first, else a committed read remembered for validation. */
+  getNow<V>(ks: Keyspace<V>, k: string): V | undefined {
+    checkKey(ks, k);
     const pending = this.writes.lookup(ks, k);
-    if (pending) return Promise.resolve(pending.value);
+    if (pending) return pending.value;
     const h = this.store.handles(ks);
     const bytes = h.raw.getBinary(k);
     this.reads.push({ h, k, bytes });
-    return Promise.resolve(bytes === undefined ? undefined : (decode(h, bytes) as V));
+    return bytes === undefined ? undefined : (decode(h, bytes) as V);
   }
 
   range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {
@@ -124,6 +153,15 @@ class Attempt extends BufferedWrites implements MetadataTransaction {
   }
 }
 
+/** `f`'s value as a Promise; its throw as a rejection (the contract's async reads never throw). */
+function later<T>(f: () => T): Promise<T> {
+  try {
+    return Promise.resolve(f());
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
+
 function decode(h: Handles, bytes: Buffer): unknown {
   return (h.db as unknown as { encoder: { decode(b: Buffer): unknown } }).encoder.decode(bytes);
 }
@@ -157,12 +195,17 @@ export class LmdbMetadataStore implements MetadataStore {
   }
 
   get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
-    try {
-      checkKey(ks, k);
-      return Promise.resolve(this.handles(ks).db.get(k) as V | undefined);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    return later(() => this.#read(ks, k));
+  }
+
+  /** The latest committed value at `k`, synchronously (the contract's fast path). */
+  getNow<V>(ks: Keyspace<V>, k: string): V | undefined {
+    return this.#read(ks, k);
+  }
+
+  #read<V>(ks: Keyspace<V>, k: string): V | undefined {
+    checkKey(ks, k);
+    return this.handles(ks).db.get(k) as V | undefined;
   }
 
   range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {
@@ -191,6 +234,35 @@ export class LmdbMetadataStore implements MetadataStore {
       if (committed) return result;
     }
     throw new TransactionConflictError(maxAttempts);
+  }
+
+  /**
+   * Names of the keyspaces (named databases) the environment holds, in name order: for
+   * whole-store tools that copy every keyspace without knowing its records (`slipway migrate`).
+   */
+  keyspaceNames(): string[] {
+    return [...this.env.getKeys()].filter((k): k is string => typeof k === 'string');
+  }
+
+  /**
+   * Ids of the other live processes that have the environment open (a running `slipway serve`,
+   * `gc` or `fsck`), for tools that need it to themselves (`slipway migrate`). Every process
+   * with the environment open holds LMDB's shared POSIX lock on `lock.mdb` for as long as it is
+   * open; on Linux `/proc/locks` lists those locks with their process ids. Elsewhere only LMDB's
+   * reader table is consulted (after clearing the slots of dead processes), which shows a
+   * process only while it holds a read snapshot.
+   */
+  otherProcesses(): number[] {
+    const pids = new Set<number>();
+    this.env.readerCheck();
+    for (const line of this.env.readerList().split('\n').slice(1)) {
+      const pid = Number(line.trim().split(/\s+/)[0]);
+      if (Number.isSafeInteger(pid) && pid > 0) pids.add(pid);
+    }
+    const path = (this.env as unknown as { path: string }).path;
+    for (const pid of lockHolders(join(path, 'lock.mdb'))) pids.add(pid);
+    pids.delete(process.pid);
+    return [...pids].sort((a, b) => a - b);
   }
 
   /**

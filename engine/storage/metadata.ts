@@ -11,8 +11,12 @@
  *   bytes (LMDB's order, and PostgreSQL's with `COLLATE "C"`); multi-part keys are joined with
  *   `key(...parts)`.
  * - **Values** are plain data: objects, arrays, strings, finite numbers, booleans and null
- *   (no `undefined` inside arrays, no Dates, no class instances, no binary). Every
- *   implementation returns a value equal to what was written (field order may differ).
+ *   (no `undefined` inside arrays, no Dates, no class instances, no binary, no bigint, no Map
+ *   or Set; strings without NUL or unpaired surrogates, which PostgreSQL's jsonb cannot hold).
+ *   An object property whose value is `undefined` counts as absent. `put` checks this
+ *   (`checkValue`) on every implementation, so a record that one backend could not store is
+ *   refused by all of them. Binary content is stored as text (a manifest's UTF-8, or base64).
+ *   Every implementation returns a value equal to what was written (field order may differ).
  * - **Size limits**: a key is at most `MAX_KEY_BYTES` bytes of UTF-8 (LMDB's limit is 511 with
  *   its defaults; identifiers are checked against their own, smaller limits before any store
  *   access); a value at most `MAX_VALUE_BYTES` once encoded.
@@ -21,6 +25,9 @@
  * `get` and `range` read the latest committed state. Each call is atomic on its own (a `range`
  * is one consistent snapshot), but two calls may see different states. Request paths that only
  * read (manifest GET, token checks) use these: one read, one round trip.
+ *
+ * An embedded store also offers `getNow`, the same read returned synchronously; hot paths read
+ * through `readMaybe`, which uses it when present and falls back to `get` (see `getNow`).
  *
  * ## Transactions: serializable, retried by the contract
  * `transact(body)` runs `body` against a transaction and commits what it wrote atomically, all or
@@ -51,6 +58,7 @@
  */
 
 import { SlipwayError } from '../errors.js';
+import type { MaybePromise } from '../maybe-sync.js';
 
 /** The domains that own keyspaces. */
 export type Domain = 'meta' | 'identity' | 'oauth' | 'platform' | 'registry' | 'blobs';
@@ -71,6 +79,15 @@ export interface Keyspace<V> {
 export function keyspace<V>(owner: Domain, name: string): Keyspace<V> {
   if (!/^[a-z0-9-]{1,48}$/.test(name)) throw new Error(`invalid keyspace name ${JSON.stringify(name)}`);
   return Object.freeze({ owner, name });
+}
+
+/**
+ * A keyspace named `name` whose records the caller treats as opaque values: only for
+ * whole-store tools that copy or compare every keyspace of a store (`slipway migrate`), never
+ * for reading a domain's records (domains declare theirs with `keyspace`).
+ */
+export function storedKeyspace(name: string): Keyspace<unknown> {
+  return keyspace<unknown>('meta', name);
 }
 
 /** Longest key in UTF-8 bytes every implementation accepts. */
@@ -116,8 +133,27 @@ export interface RangeOptions {
 export interface MetadataReader {
   /** The value at `k`, or undefined. */
   get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined>;
+  /**
+   * Optional fast path: the same answer as `get` (the same state, the same errors, thrown
+   * instead of rejected), returned synchronously. Only a store whose reads are local and
+   * synchronous implements it (LMDB, in and outside transactions; inside, the read counts for
+   * validation exactly like `get`'s); networked stores (PostgreSQL) leave it out. Callers never
+   * require it: they read through `readMaybe` below, which falls back to `get`, and write the
+   * rest over `MaybePromise` (engine/maybe-sync.ts), so one code path serves both kinds of store
+   * and a request whose data is local completes without any promise.
+   * @throws RangeError for a bad key (see `checkKey`)
+   */
+  getNow?<V>(ks: Keyspace<V>, k: string): V | undefined;
   /** The entries selected by `opts`, in key order (see RangeOptions). */
   range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>>;
+}
+
+/**
+ * The value at `k`: at once when `reader` has the synchronous fast path (`getNow`), else a
+ * Promise from `get`. A bad key throws on the fast path and rejects otherwise (RangeError).
+ */
+export function readMaybe<V>(reader: MetadataReader, ks: Keyspace<V>, k: string): MaybePromise<V | undefined> {
+  return reader.getNow ? reader.getNow(ks, k) : reader.get(ks, k);
 }
 
 /** A transaction: reads see the transaction's own writes; writes commit together. */
@@ -250,4 +286,60 @@ export function checkKey(ks: Keyspace<unknown>, k: string): void {
   if (k.length * 3 > MAX_KEY_BYTES && Buffer.byteLength(k) > MAX_KEY_BYTES) {
     throw new RangeError(`key of ${Buffer.byteLength(k)} bytes in keyspace ${ks.name} exceeds ${MAX_KEY_BYTES} bytes`);
   }
+}
+
+/** Deepest nesting `checkValue` accepts (also stops a cyclic value). */
+export const MAX_VALUE_DEPTH = 64;
+
+/**
+ * Checks that `value` is plain JSON-representable data (see "Values" at the top of this file):
+ * null, booleans, finite numbers, strings without NUL or unpaired surrogates, arrays of such
+ * values (no holes, no `undefined`) and plain objects (prototype Object.prototype or null) whose
+ * properties are such values or `undefined` (absent), nested at most MAX_VALUE_DEPTH deep.
+ * @throws TypeError naming the keyspace, key and the path of the first offending part.
+ */
+export function checkValue(ks: Keyspace<unknown>, k: string, value: unknown): void {
+  const bad = offending(value, 0);
+  if (bad !== null) {
+    throw new TypeError(`value for ${ks.name}/${JSON.stringify(k)} is not JSON-representable: ${bad.what} at ${bad.path || '(root)'}`);
+  }
+}
+
+/**
+ * True when every backend can store `s` inside a value: no NUL (PostgreSQL text and jsonb
+ * cannot hold U+0000) and no unpaired surrogate (not Unicode text; jsonb refuses its escape).
+ * Request readers check input strings with it so such input is a 400, not a failed write.
+ */
+export function storableString(s: string): boolean {
+  return !s.includes('\0') && (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+}
+
+function offending(v: unknown, depth: number): { what: string; path: string } | null {
+  switch (typeof v) {
+    case 'boolean': return null;
+    case 'number': return Number.isFinite(v) ? null : { what: String(v), path: '' };
+    case 'string': return storableString(v) ? null : { what: 'a string with NUL or an unpaired surrogate', path: '' };
+    case 'object': break;
+    default: return { what: typeof v, path: '' };
+  }
+  if (v === null) return null;
+  if (depth >= MAX_VALUE_DEPTH) return { what: `nesting deeper than ${MAX_VALUE_DEPTH}`, path: '' };
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      if (!(i in v) || v[i] === undefined) return { what: 'undefined', path: `[${i}]` };
+      const inner = offending(v[i], depth + 1);
+      if (inner) return { what: inner.what, path: `[${i}]${inner.path}` };
+    }
+    return null;
+  }
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return { what: `a ${proto?.constructor?.name ?? 'class'} instance`, path: '' };
+  for (const name in v) {
+    if (!storableString(name)) return { what: 'a property name with NUL or an unpaired surrogate', path: '' };
+    const p = (v as Record<string, unknown>)[name];
+    if (p === undefined) continue;
+    const inner = offending(p, depth + 1);
+    if (inner) return { what: inner.what, path: `.${name}${inner.path}` };
+  }
+  return null;
 }

@@ -3,7 +3,7 @@
  * committed reads (a transaction reads its own writes). Shared by every metadata backend that
  * applies a transaction's writes at its end (engine/storage/metadata.ts).
  */
-import { checkKey, compareUtf8, resolveRange, type Entry, type Keyspace, type RangeOptions } from './metadata.js';
+import { checkKey, checkValue, compareUtf8, resolveRange, type Entry, type Keyspace, type RangeOptions } from './metadata.js';
 
 /** Marks a key removed by the transaction. */
 export const REMOVED: unique symbol = Symbol('removed');
@@ -90,9 +90,14 @@ export class PendingWrites {
 export abstract class BufferedWrites {
   readonly writes = new PendingWrites();
 
-  /** Sets `k` to `value` at commit. @throws RangeError for a bad key (metadata.ts `checkKey`). */
+  /**
+   * Sets `k` to `value` at commit.
+   * @throws RangeError for a bad key (metadata.ts `checkKey`); TypeError for a value that is not
+   *         plain JSON-representable data (metadata.ts `checkValue`).
+   */
   put<V>(ks: Keyspace<V>, k: string, value: V): void {
     checkKey(ks, k);
+    if (value !== undefined) checkValue(ks, k, value);
     this.writes.put(ks, k, value);
   }
 

@@ -258,6 +258,15 @@ export class PostgresMetadataStore implements MetadataStore {
     }
   }
 
+  /** Names of the keyspaces holding at least one record, in name order (whole-store tools: `slipway migrate`). */
+  async keyspaceNames(): Promise<string[]> {
+    try {
+      return (await this.pool.query('SELECT keyspace FROM slipway_kv GROUP BY keyspace ORDER BY keyspace COLLATE "C"')).rows.map((r: { keyspace: string }) => r.keyspace);
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+
   /** A session-level advisory lock on a connection of its own (engine/storage/postgres-exclusive.ts). */
   exclusive<T>(name: string, fn: (signal: AbortSignal) => Promise<T>, opts?: ExclusiveOptions): Promise<ExclusiveOutcome<T>> {
     return runExclusive(this.#lock, name, fn, opts);

@@ -43,5 +43,5 @@ export async function getAccountFeature(_ctx: ApiContext, call: ApiCall): Promis
 
 /** `{"remaining": n}`: the caller's pool, read without taking from it. */
 export async function getRateLimits(ctx: ApiContext, call: ApiCall): Promise<void> {
-  reply(ctx, call, 200, { remaining: call.remaining ?? ctx.rateLimiter.peek(principalOf(call).accountId).remaining });
+  reply(ctx, call, 200, { remaining: call.remaining ?? (await ctx.rateLimiter.peek(principalOf(call).accountId)).remaining });
 }

@@ -13,7 +13,7 @@ import type { Teams } from '../../engine/platform/teams.js';
 import type { OAuth } from '../../engine/oauth/service.js';
 import type { Exchange } from '../http/exchange.js';
 import type { Logger } from '../log.js';
-import type { RateLimiter } from './rate-limit.js';
+import type { RateLimitPool } from '../../engine/identity/rate-limit.js';
 
 export interface ApiContext {
   store: Store;
@@ -28,7 +28,7 @@ export interface ApiContext {
   oauth: OAuth;
   keys: ServerKeys;
   /** Per-account API rate limit, shared with the auth host's refresh grant. */
-  rateLimiter: RateLimiter;
+  rateLimiter: RateLimitPool;
   log: Logger;
   /** `application/vnd.<vendor>+json`. */
   vendor: string;

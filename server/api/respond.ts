@@ -9,6 +9,7 @@ import type { Exchange } from '../http/exchange.js';
 import type { ApiCall, ApiContext } from './context.js';
 import { fail, isSlipwayError } from '../../engine/errors.js';
 import { API_ERRORS } from './error-codes.js';
+import { storableString } from '../../engine/storage/metadata.js';
 
 /** Largest JSON request body (bytes). */
 export const MAX_JSON_BODY = 1024 * 1024;
@@ -17,8 +18,10 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Reads a JSON object body; an empty body is `{}`.
- * @throws BAD_REQUEST for bytes that are not UTF-8 (RFC 8259 §8.1), malformed JSON or a
- *         non-object; BODY_TOO_LARGE past 1 MiB.
+ * @throws BAD_REQUEST for bytes that are not UTF-8 (RFC 8259 §8.1), malformed JSON, a
+ *         non-object, or a string (value or name) with U+0000 or an unpaired surrogate escape,
+ *         which no record may hold (engine/storage/metadata.ts `storableString`);
+ *         BODY_TOO_LARGE past 1 MiB.
  */
 export async function readJson(ex: Exchange): Promise<Record<string, unknown>> {
   const raw = await ex.body(MAX_JSON_BODY);
@@ -30,12 +33,21 @@ export async function readJson(ex: Exchange): Promise<Record<string, unknown>> {
     throw fail('BAD_REQUEST', 'Request body is not valid UTF-8.');
   }
   let v: unknown;
+  // Only an escape can put NUL or a lone surrogate into a string of valid UTF-8 JSON: look at
+  // the strings only when the text has such an escape.
+  const suspect = /\\u(?:0000|d[89a-f])/i.test(text);
+  let unstorable = false;
+  const reviver = (name: string, value: unknown) => {
+    if (!storableString(name) || (typeof value === 'string' && !storableString(value))) unstorable = true;
+    return value;
+  };
   try {
-    v = JSON.parse(text);
+    v = suspect ? JSON.parse(text, reviver) : JSON.parse(text);
   } catch (e) {
     throw fail('BAD_REQUEST', `Request body is not valid JSON: ${(e as Error).message}`);
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw fail('BAD_REQUEST', 'Request body must be a JSON object.');
+  if (unstorable) throw fail('BAD_REQUEST', 'Request body strings must not contain U+0000 or unpaired surrogates (\\u0000, \\ud800…).');
   return v as Record<string, unknown>;
 }
 

@@ -150,7 +150,7 @@ export async function handleApi(ctx: ApiContext, ex: Exchange): Promise<void> {
     if (principal) noteCaller(ex, principal);
     if (!principal && route.access !== 'public') throw fail('UNAUTHORIZED', 'No credentials provided. Send "Authorization: Bearer <token>".');
     if (principal) {
-      const state = route.counted === false ? ctx.rateLimiter.peek(principal.accountId) : ctx.rateLimiter.take(principal.accountId);
+      const state = await (route.counted === false ? ctx.rateLimiter.peek(principal.accountId) : ctx.rateLimiter.take(principal.accountId));
       remaining = state.remaining;
       if (!state.ok) throw fail('RATE_LIMITED', 'Your account reached the API rate limit\nPlease wait a few minutes before making new requests');
       requireRouteAccess(principal, route);

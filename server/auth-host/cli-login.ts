@@ -24,7 +24,7 @@ import { isSlipwayError } from '../../engine/errors.js';
 import { browserOf, csrfToken, csrfValid } from './session.js';
 import { sendPage, sendRedirect } from './views.js';
 import { field, readForm } from './forms.js';
-import { CLI_LOGIN_TOKEN_TTL_SECONDS } from '../../engine/oauth/limits.js';
+import { CLI_LOGIN_RECHECK_MS, CLI_LOGIN_TOKEN_TTL_SECONDS } from '../../engine/oauth/limits.js';
 import type { CliLogin } from '../../engine/oauth/cli-logins.js';
 
 type Params = Record<string, string>;
@@ -56,7 +56,7 @@ export async function startCliLogin(ctx: AuthContext, ex: Exchange): Promise<voi
     const body = await readJson(ex);
     const description = body.description ?? '';
     if (typeof description !== 'string') return cliError(ex, 422, 'invalid_params', 'description must be a string.');
-    const { login, token } = ctx.oauth.cliLogins.start(description);
+    const { login, token } = await ctx.oauth.cliLogins.start(description);
     const paths = cliLoginPaths(login.id);
     ctx.log.info({ reqId: ex.id, login: logId(login.id), description: login.description }, 'CLI login started');
     sendJson(ex, 201, {
@@ -82,10 +82,10 @@ export async function pollCliLogin(ctx: AuthContext, ex: Exchange, params: Param
     const id = params.id!;
     const deadline = performance.now() + ctx.cliLoginPollMs;
     for (;;) {
-      const claim = logins.claim(id, token);
+      const claim = await logins.claim(id, token);
       switch (claim.kind) {
         case 'approved': return await deliver(ctx, ex, claim.login, claim.accountId);
-        case 'unknown': return cliError(ex, 404, 'not_found', `There is no such CLI login: it ended long ago, or the server restarted. ${AGAIN}`);
+        case 'unknown': return cliError(ex, 404, 'not_found', `There is no such CLI login: it ended long ago. ${AGAIN}`);
         case 'bad-token': return cliError(ex, 401, 'unauthorized', 'The polling token does not match this login.');
         case 'expired': return cliError(ex, 410, 'expired_token', `This login expired: it was not confirmed in the browser in time. ${AGAIN}`);
         case 'denied': return cliError(ex, 403, 'access_denied', `The login was denied in the browser. ${AGAIN}`);
@@ -94,12 +94,13 @@ export async function pollCliLogin(ctx: AuthContext, ex: Exchange, params: Param
       }
       const left = deadline - performance.now();
       if (left <= 0) {
-        const login = logins.get(id)!;
+        const login = (await logins.get(id))!;
         return cliError(ex, 503, 'authorization_pending',
           `Not confirmed in the browser yet. Sign in at ${ctx.urls.auth}${cliLoginPaths(id).browser} and confirm the login before ${utc(login.expiresAt)} UTC; if heroku login stopped waiting, run it again.`,
           { 'retry-after': '0' });
       }
-      await logins.waitForAnswer(id, left);
+      // Woken at once by an answer through this node; re-reads the store for one given elsewhere.
+      await logins.waitForAnswer(id, Math.min(left, CLI_LOGIN_RECHECK_MS));
       // A poll whose client has gone must not claim the token: the next poll gets it.
       if (ex.aborted) return;
     }
@@ -130,10 +131,10 @@ function messagePage(ctx: AuthContext, ex: Exchange, status: number, heading: st
 }
 
 /** The login in the path if it can still be answered; otherwise answers with a page and returns undefined. */
-function answerable(ctx: AuthContext, ex: Exchange, id: string): CliLogin | undefined {
-  const login = ctx.oauth.cliLogins.get(id);
+async function answerable(ctx: AuthContext, ex: Exchange, id: string): Promise<CliLogin | undefined> {
+  const login = await ctx.oauth.cliLogins.get(id);
   if (!login) {
-    messagePage(ctx, ex, 404, 'Unknown CLI login', `This CLI login is unknown: it ended long ago, or the server restarted. ${AGAIN}`);
+    messagePage(ctx, ex, 404, 'Unknown CLI login', `This CLI login is unknown: it ended long ago. ${AGAIN}`);
   } else if (ctx.oauth.cliLogins.expired(login)) {
     messagePage(ctx, ex, 410, 'CLI login expired', `This CLI login expired before it was confirmed. ${AGAIN}`);
   } else if (login.state !== 'pending') {
@@ -146,7 +147,7 @@ function answerable(ctx: AuthContext, ex: Exchange, id: string): CliLogin | unde
 
 /** GET /auth/cli/browser/{id}: sign-in (with return here), then the confirmation page. */
 export async function showCliLogin(ctx: AuthContext, ex: Exchange, params: Params): Promise<void> {
-  const login = answerable(ctx, ex, params.id!);
+  const login = await answerable(ctx, ex, params.id!);
   if (!login) return;
   const browser = await browserOf(ctx, ex, true);
   if (!browser.signedIn) {
@@ -170,10 +171,10 @@ export async function submitCliLogin(ctx: AuthContext, ex: Exchange, params: Par
   if (!browser.signedIn) return messagePage(ctx, ex, 401, 'Not confirmed', 'Your session ended before you answered. Open the link the CLI printed again.');
   const decision = field(form, 'decision');
   if (decision !== 'allow' && decision !== 'deny') return messagePage(ctx, ex, 400, 'Not confirmed', 'Choose Log in or Deny.');
-  const login = answerable(ctx, ex, params.id!);
+  const login = await answerable(ctx, ex, params.id!);
   if (!login) return;
   const { account } = browser.signedIn;
-  const result = ctx.oauth.cliLogins.decide(login.id, account.id, decision === 'allow');
+  const result = await ctx.oauth.cliLogins.decide(login.id, account.id, decision === 'allow');
   if (result !== 'ok') return messagePage(ctx, ex, 409, 'CLI login already answered', `This CLI login was answered elsewhere or has ended. ${AGAIN}`);
   ctx.log.info({ reqId: ex.id, login: logId(login.id), accountId: account.id, decision }, 'CLI login answered');
   if (decision === 'deny') {

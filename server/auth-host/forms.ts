@@ -11,7 +11,9 @@ export const MAX_FORM_BODY = 16 * 1024;
 
 /**
  * Reads a form body.
- * @throws BAD_REQUEST for another content type, BODY_TOO_LARGE past `MAX_FORM_BODY`.
+ * @throws BAD_REQUEST for another content type or a field with U+0000 (%00), which no record
+ *         may hold (engine/storage/metadata.ts `storableString`); BODY_TOO_LARGE past
+ *         `MAX_FORM_BODY`.
  */
 export async function readForm(ex: Exchange): Promise<URLSearchParams> {
   const type = ex.header('content-type').split(';')[0]!.trim().toLowerCase();
@@ -19,7 +21,12 @@ export async function readForm(ex: Exchange): Promise<URLSearchParams> {
     throw fail('BAD_REQUEST', `The body must be application/x-www-form-urlencoded, not "${type.slice(0, 80) || 'missing'}".`);
   }
   const raw = await ex.body(MAX_FORM_BODY);
-  return new URLSearchParams(raw.toString('utf8'));
+  const params = new URLSearchParams(raw.toString('utf8'));
+  // Percent-decoding turns bad sequences into U+FFFD, so NUL is the one unstorable character.
+  for (const [name, value] of params) {
+    if (name.includes('\0') || value.includes('\0')) throw fail('BAD_REQUEST', 'Form fields must not contain U+0000 (%00).');
+  }
+  return params;
 }
 
 /**

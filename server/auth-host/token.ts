@@ -86,7 +86,7 @@ async function refreshToken(ctx: AuthContext, ex: Exchange, form: URLSearchParam
   const accountId = (await resolveToken(ctx.store.metadata, value))?.authorization?.accountId;
   let remaining: number | null = null;
   if (accountId) {
-    const state = ctx.rateLimiter.take(accountId);
+    const state = await ctx.rateLimiter.take(accountId);
     remaining = state.remaining;
     if (!state.ok) {
       return sendOAuthError(ex, ctx.log, fail('RATE_LIMITED', 'Your account reached the API rate limit. Please wait a few minutes before making new requests.'), { 'ratelimit-remaining': '0' });

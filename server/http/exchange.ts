@@ -8,6 +8,7 @@
  */
 
 import { fail } from '../../engine/errors.js';
+import { tryMaybe, type MaybePromise } from '../../engine/maybe-sync.js';
 
 /**
  * Where a streamed request body goes: `write` returns false to ask for a pause until `onDrain`.
@@ -94,5 +95,14 @@ export interface ByteSource {
   read(into: Uint8Array, position: number): Promise<number>;
 }
 
-/** Handles one exchange; must always end in `send`/`sendBytes` (or the client aborting). */
-export type Handler = (ex: Exchange) => Promise<void>;
+/**
+ * Handles one exchange; must always end in `send`/`sendBytes` (or the client aborting). A
+ * handler that could answer at once returns nothing (errors are thrown), else a Promise
+ * (errors reject); see engine/maybe-sync.ts and `runHandler`.
+ */
+export type Handler = (ex: Exchange) => MaybePromise<void>;
+
+/** Runs `handler` on `ex`, handing an error it throws or rejects with to `onError` (the transports' one call site). */
+export function runHandler(handler: Handler, ex: Exchange, onError: (ex: Exchange, e: unknown) => void): void {
+  void tryMaybe(() => handler(ex), (e) => onError(ex, e));
+}

@@ -12,7 +12,7 @@
 import { createServer, Socket, type Server } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { randomUUID } from 'node:crypto';
-import { collectBody, type BodySink, type ByteSource, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
+import { collectBody, runHandler, type BodySink, type ByteSource, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
 import { Connection, DEFAULT_TIMEOUTS, type ConnectionTimeouts } from './h1-connection.js';
 import type { RequestHead } from './h1-head.js';
 import { fail } from '../../engine/errors.js';
@@ -170,7 +170,7 @@ export function createH1Server(handler: Handler, onError: (ex: Exchange, e: unkn
   const open = new Set<Socket>();
   const onRequest = (conn: Connection, head: RequestHead) => {
     const ex = new H1Exchange(conn, head);
-    handler(ex).catch((e) => onError(ex, e));
+    runHandler(handler, ex, onError);
   };
   const track = (socket: Socket) => {
     open.add(socket);

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { STATUS_CODES } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { collectBody, type BodySink, type ByteSource, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
+import { collectBody, runHandler, type BodySink, type ByteSource, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
 import { fail } from '../../engine/errors.js';
 
 const require = createRequire(import.meta.url);
@@ -302,7 +302,7 @@ export function serveUws(app: TemplatedApp, handler: Handler, onError: (ex: Exch
       });
       return;
     }
-    handler(ex).catch((e) => onError(ex, e));
+    runHandler(handler, ex, onError);
   });
 }
 

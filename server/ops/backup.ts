@@ -5,8 +5,9 @@
  *   lmdb/data.mdb   a consistent copy of the whole store (LMDB's own copy, `mdb_env_copy2` with
  *                   compaction, through lmdb-js `env.backup`): taken in one read transaction, so
  *                   it is a snapshot even while the server writes
- *   blobs/sha256/…  every blob the snapshot records, hard-linked from the data directory where
- *                   the file system allows (blob files never change once in place), else copied
+ *   blobs/sha256/…  every blob the snapshot records, in the filesystem blob backend's layout,
+ *                   hard-linked from the data directory where the file system allows (blob
+ *                   files never change once in place), else copied (`FsBlobBackend.copyTo`)
  *   keys/           the server key and TLS files: the backup holds secrets, keep it safe
  *   backup.json     what was taken (counts, bytes, blobs whose files were already gone)
  * Upload sessions are not backed up: their bytes are not blobs yet; after a restore the
@@ -17,7 +18,7 @@ import { join } from 'node:path';
 import { openStore } from '../../engine/store.js';
 import { SCHEMA_VERSION, schemaVersion } from '../../engine/migrations.js';
 import { scanBlobRecords } from '../../engine/blobs/refs.js';
-import { FileBlobStore } from '../../engine/blobs/cas.js';
+import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
 import type { Digest } from '../../engine/digest.js';
 
 /** What a backup or restore did; written to `backup.json` for a backup. */
@@ -47,32 +48,14 @@ async function emptyOrAbsent(dir: string, what: string): Promise<void> {
   await fsp.mkdir(dir, { recursive: true });
 }
 
-/** Hard link, or copy when linking is not possible (another file system, no permission). */
-async function linkOrCopy(from: string, to: string): Promise<'linked' | 'copied'> {
-  try {
-    await fsp.link(from, to);
-    return 'linked';
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'EMLINK' && code !== 'ENOTSUP') throw e;
-    await fsp.copyFile(from, to, fsc.COPYFILE_EXCL);
-    return 'copied';
-  }
-}
-
-/** Copies every blob `digests` names from `fromDir`'s blob store into `toDir`'s. */
+/** Copies every blob `digests` names from `fromDir`'s blob backend into `toDir`'s. */
 async function transferBlobs(fromDir: string, toDir: string, digests: Iterable<Digest>, report: BackupReport): Promise<void> {
-  const from = new FileBlobStore(fromDir);
-  const to = new FileBlobStore(toDir);
+  const from = new FsBlobBackend(fromDir);
+  const to = new FsBlobBackend(toDir);
   for (const d of digests) {
-    const target = to.pathOf(d);
-    await fsp.mkdir(join(target, '..'), { recursive: true });
-    try {
-      report[await linkOrCopy(from.pathOf(d), target)]++;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-      report.missing.push(d);
-    }
+    const done = await from.copyTo(to, d);
+    if (done === 'missing') report.missing.push(d);
+    else report[done]++;
   }
 }
 

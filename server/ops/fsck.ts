@@ -1,7 +1,7 @@
 /**
  * `slipway fsck`: checks that the store's records and the blob files agree.
  *   - every blob record against its file: present, same size; with `full`, bytes re-hashed on
- *     the worker pool (Piscina) and compared with the digest
+ *     the calling thread (or `newHash`'s) and compared with the digest
  *   - every blob file has a record (else an orphan file)
  *   - every (repository, manifest) pair: the manifest record exists, each blob it names has a
  *     record and is linked to the repository; blob `refs` and manifest `links` match the pairs
@@ -16,8 +16,7 @@
  * results; while serving, a push committing during the run can show a transient mismatch.
  */
 import type { Store } from '../../engine/store.js';
-import { FileBlobStore } from '../../engine/blobs/cas.js';
-import { blobKey } from '../../engine/blobs/contract.js';
+import { blobKey, type BlobBackend } from '../../engine/blobs/contract.js';
 import { hashBlob } from '../../engine/blobs/hash-blob.js';
 import { blobRecord, scanBlobRecords, scanUploadSessions, uploadSession } from '../../engine/blobs/refs.js';
 import type { HashFactory } from '../../engine/blobs/running-hash.js';
@@ -53,8 +52,6 @@ export interface FsckOptions {
   orphanGraceMs: number;
   /** Running hashes for `full` (default: on the calling thread). */
   newHash?: HashFactory;
-  /** Re-hashes a session's file when an upload must be completed by the repair (worker pool). */
-  hashFile(path: string): Promise<{ digest: Digest; size: number }>;
 }
 
 /** Parallel hashes with `full` (the worker pool has two threads). */
@@ -69,15 +66,17 @@ function repairCorruptBlob(_problem: Problem): boolean {
   return false;
 }
 
-/** Runs every check on the data directory behind `store`. Never throws for a problem found. */
-export async function fsck(store: Store, dataDir: string, clock: Clock, o: FsckOptions): Promise<FsckReport> {
+/**
+ * Runs every check on the records of `store` and the bytes of `files` (the blob backend, read
+ * only through the blob contract). Never throws for a problem found.
+ */
+export async function fsck(store: Store, files: BlobBackend, clock: Clock, o: FsckOptions): Promise<FsckReport> {
   const problems: Problem[] = [];
   const add = (kind: ProblemKind, subject: string, detail: string) => {
     const p: Problem = { kind, subject, detail, repaired: false };
     problems.push(p);
     return p;
   };
-  const files = new FileBlobStore(dataDir);
   const checked = { blobs: 0, hashed: 0, manifests: 0, tags: 0, uploads: 0, files: 0 };
 
   // Blob records against their files.
@@ -127,7 +126,8 @@ export async function fsck(store: Store, dataDir: string, clock: Clock, o: FsckO
       for (const p of orphans) p.repaired = removed.has(p.subject);
     }
     if (stale.length > 0) {
-      const uploads = new Uploads(store, files, clock, o.hashFile, dataDir, { staleAfterMs: o.uploadTtlMs });
+      const uploads = new Uploads(store, files, clock, { staleAfterMs: o.uploadTtlMs });
+      await uploads.load(); // the records only: a running server's sessions are left alone
       await uploads.reap();
       for (const p of stale) p.repaired = (await uploadSession(store.metadata, p.subject)) === undefined;
     }

@@ -12,7 +12,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Store } from '../../engine/store.js';
 import { subscribeEvent, type GcEvent } from '../../engine/events.js';
-import { blobTotals, uploadSessionCount } from '../../engine/blobs/refs.js';
+import { blobTotals } from '../../engine/blobs/refs.js';
 import { manifestTotals } from '../../engine/registry/registry.js';
 
 /** Upper bounds of the request-duration buckets (seconds). */
@@ -85,7 +85,8 @@ export class Metrics {
   });
   readonly #unsubscribe: () => void;
 
-  constructor(store: Store, pool: PoolProbe) {
+  /** @param uploads the server's upload sessions: the open-session gauge is read from their memory (no store read per scrape). */
+  constructor(store: Store, pool: PoolProbe, uploads: { readonly recordedSessions: number }) {
     collectDefaultMetrics({ register: this.registry, prefix: '' });
     // prom-client names these gauges `_total`, which Prometheus reserves for counters (promtool
     // rejects them); the handle and request counts are of little use to an operator anyway.
@@ -114,7 +115,7 @@ export class Metrics {
       name: 'slipway_http_requests_in_flight', help: 'Requests being handled now, by host.', labelNames: ['host'] as const, registers: [this.registry],
       collect() { for (const host in inFlight) this.set({ host }, inFlight[host]!); },
     });
-    gauge('slipway_upload_sessions_open', 'Upload sessions with at least one acknowledged chunk.', () => uploadSessionCount(store.metadata));
+    gauge('slipway_upload_sessions_open', 'Upload sessions with at least one acknowledged chunk.', () => uploads.recordedSessions);
     gauge('slipway_worker_pool_queue_size', 'Worker-pool tasks waiting for a thread.', () => pool.queueSize);
     this.#unsubscribe = subscribeEvent('gc', (e: GcEvent) => {
       this.gcRuns.inc();

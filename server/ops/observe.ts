@@ -14,6 +14,7 @@ import { statusClass, type Metrics } from './metrics.js';
 import { routeTemplate, type HostName } from './routes.js';
 import { callerOf, type CallerIds } from './request-info.js';
 import type { RequestTracker } from './drain.js';
+import { isPromise, tryMaybe, type MaybePromise } from '../../engine/maybe-sync.js';
 
 /** Methods that get their own metrics label; any other is `other` (labels stay bounded). */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
@@ -88,51 +89,58 @@ class ObservedExchange implements Exchange {
 
 /**
  * Wraps a host's handler and error handler: the result handles errors itself (always ends in a
- * response or an aborted exchange) and reports every request to `obs`.
+ * response or an aborted exchange) and reports every request to `obs`. A handler that answers
+ * synchronously is reported synchronously (no promise on that path, engine/maybe-sync.ts).
  */
 export function observe(host: HostName, handler: Handler, onError: (ex: Exchange, e: unknown) => void, obs: Observers): Handler {
   const { metrics, log, tracker } = obs;
-  return async (inner) => {
+  return (inner) => {
     const started = performance.now();
     const level0 = obs.accessLogLevel;
     const ex = new ObservedExchange(inner, level0 !== 'silent' && log.isLevelEnabled(level0));
     tracker.begin();
     metrics.inFlight[host] = (metrics.inFlight[host] ?? 0) + 1;
+    let done: MaybePromise<void> = undefined;
     try {
-      await handler(ex);
-    } catch (e) {
-      onError(ex, e);
+      done = tryMaybe(() => handler(ex), (e) => onError(ex, e));
     } finally {
-      tracker.end();
-      metrics.inFlight[host]!--;
-      const seconds = (performance.now() - started) / 1000;
-      const route = routeTemplate(host, ex.path);
-      const status = ex.aborted && !ex.responded ? 0 : ex.status;
-      const series = host + ' ' + route;
-      const method = METHODS.has(ex.method) ? ex.method : 'other';
-      const statusLabel = statusClass(status);
-      metrics.requestDuration.observe(series + ' ' + method + ' ' + statusLabel, () => ({ host, route, method, status: statusLabel }), seconds);
-      if (ex.bytesIn > 0) metrics.receivedBytes.add(series, () => ({ host, route }), ex.bytesIn);
-      if (ex.bytesOut > 0) metrics.sentBytes.add(series, () => ({ host, route }), ex.bytesOut);
-      const auth = ex.header('authorization');
-      if (auth) {
-        const prefix = auth.slice(0, 7).toLowerCase();
-        const scheme = prefix.startsWith('basic ') ? 'basic' : prefix === 'bearer ' ? 'bearer' : 'other';
-        const result = status === 401 ? 'rejected' : 'ok';
-        metrics.tokenChecks.add(host + ' ' + scheme + ' ' + result, () => ({ host, scheme, result }), 1);
-      }
-      if (status === 429) metrics.rateLimited.inc();
-      // A 500 is a fault; other 5xx are answers the server gives on purpose (503 while a CLI
-      // login is pending, the upload memory budget spent, draining): worth a warning, not an error.
-      const level = status === 500 ? 'error' : status > 500 ? 'warn' : obs.accessLogLevel;
-      if (level !== 'silent' && log.isLevelEnabled(level)) {
-        const caller = callerOf(ex);
-        log[level]({
-          reqId: ex.id, host, method: ex.method, route, status, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut,
-          ms: Math.round(seconds * 100_000) / 100, accountId: caller?.accountId ?? null, authorizationId: caller?.authorizationId ?? null,
-          client: ex.client || ex.remoteAddress, via: ex.transport,
-        }, 'request');
-      }
+      if (!isPromise(done)) report(host, ex, started, obs);
     }
+    return isPromise(done) ? done.finally(() => report(host, ex, started, obs)) : undefined;
   };
+}
+
+/** The end of a request: the in-flight counts, the request metrics and the access-log line. */
+function report(host: HostName, ex: ObservedExchange, started: number, obs: Observers): void {
+  const { metrics, log, tracker } = obs;
+  tracker.end();
+  metrics.inFlight[host]!--;
+  const seconds = (performance.now() - started) / 1000;
+  const route = routeTemplate(host, ex.path);
+  const status = ex.aborted && !ex.responded ? 0 : ex.status;
+  const series = host + ' ' + route;
+  const method = METHODS.has(ex.method) ? ex.method : 'other';
+  const statusLabel = statusClass(status);
+  metrics.requestDuration.observe(series + ' ' + method + ' ' + statusLabel, () => ({ host, route, method, status: statusLabel }), seconds);
+  if (ex.bytesIn > 0) metrics.receivedBytes.add(series, () => ({ host, route }), ex.bytesIn);
+  if (ex.bytesOut > 0) metrics.sentBytes.add(series, () => ({ host, route }), ex.bytesOut);
+  const auth = ex.header('authorization');
+  if (auth) {
+    const prefix = auth.slice(0, 7).toLowerCase();
+    const scheme = prefix.startsWith('basic ') ? 'basic' : prefix === 'bearer ' ? 'bearer' : 'other';
+    const result = status === 401 ? 'rejected' : 'ok';
+    metrics.tokenChecks.add(host + ' ' + scheme + ' ' + result, () => ({ host, scheme, result }), 1);
+  }
+  if (status === 429) metrics.rateLimited.inc();
+  // A 500 is a fault; other 5xx are answers the server gives on purpose (503 while a CLI
+  // login is pending, the upload memory budget spent, draining): worth a warning, not an error.
+  const level = status === 500 ? 'error' : status > 500 ? 'warn' : obs.accessLogLevel;
+  if (level !== 'silent' && log.isLevelEnabled(level)) {
+    const caller = callerOf(ex);
+    log[level]({
+      reqId: ex.id, host, method: ex.method, route, status, bytesIn: ex.bytesIn, bytesOut: ex.bytesOut,
+      ms: Math.round(seconds * 100_000) / 100, accountId: caller?.accountId ?? null, authorizationId: caller?.authorizationId ?? null,
+      client: ex.client || ex.remoteAddress, via: ex.transport,
+    }, 'request');
+  }
 }

@@ -24,6 +24,8 @@ export interface ReadinessTargets {
   hashFile(path: string): Promise<{ digest: Digest; size: number }>;
   newHash: HashFactory;
   tracker: RequestTracker;
+  /** Check of a remote blob store (S3: the bucket answers); absent for the filesystem. */
+  blobStore?: () => Promise<void>;
 }
 
 /** Result of one probe: `ready` plus each failed check's reason by name. */
@@ -75,6 +77,7 @@ export async function probeReadiness(t: ReadinessTargets): Promise<Readiness> {
         await fsp.rm(probe, { force: true });
       }
     }),
+    ...(t.blobStore ? [check('blobStore', checks, t.blobStore)] : []),
     check('hashThread', checks, async () => {
       const h = t.newHash();
       const bytes = Buffer.from(new SharedArrayBuffer(content.length));

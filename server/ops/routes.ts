@@ -10,13 +10,19 @@ import { authRouter } from '../auth-host/routes.js';
 /** The four public hosts. */
 export type HostName = 'registry' | 'upload' | 'api' | 'auth';
 
+/** pattern → template, filled on first use (the patterns are a fixed set; this runs per request). */
+const registryTemplates = new Map<string, string>();
+
 /**
  * Template of a registry (and upload host) path: its REGISTRY_ROUTES pattern with `:param`
  * written `<param>` (`/v2/<name>/referrers/<digest>`).
  */
 function registryTemplate(path: string): string {
   const m = matchRegistryPath(path);
-  return m ? m.pattern.replace(/:([a-z]+)/g, '<$1>') : 'unmatched';
+  if (!m) return 'unmatched';
+  let template = registryTemplates.get(m.pattern);
+  if (template === undefined) registryTemplates.set(m.pattern, template = m.pattern.replace(/:([a-z]+)/g, '<$1>'));
+  return template;
 }
 
 /** The route template of `path` on `host`; `unmatched` for paths no route serves. */

@@ -5,6 +5,9 @@
  * Failures answer 401 with `WWW-Authenticate: Bearer realm="<registry>/token",service=…,scope=…`
  * (plus `error="insufficient_scope"` when a registry token lacks the action), which is what
  * makes docker, skopeo and containerd fetch a token and retry.
+ *
+ * Authentication and `authorize` run on every request, so they are written over `MaybePromise`
+ * (engine/maybe-sync.ts): with the embedded store they answer synchronously, without a promise.
  */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
@@ -17,6 +20,7 @@ import { mayUseRepository, thirdPartyBlock, type RegistryAction } from '../../en
 import { usesContainerRegistry } from '../../engine/platform/runtime-rules.js';
 import type { AppRecord } from '../../engine/platform/records.js';
 import { noteCaller } from '../ops/request-info.js';
+import { andThen, type MaybePromise } from '../../engine/maybe-sync.js';
 
 /** An authenticated registry caller. */
 export interface Caller {
@@ -50,13 +54,14 @@ export function serviceName(ctx: RegistryContext): string {
  * @returns the caller, or null when no credentials were sent.
  * @throws Challenge when credentials were sent but are not valid.
  */
-export async function authenticate(ctx: RegistryContext, ex: Exchange): Promise<Caller | null> {
-  const caller = await readCaller(ctx, ex);
-  if (caller) noteCaller(ex, caller.principal);
-  return caller;
+export function authenticate(ctx: RegistryContext, ex: Exchange): MaybePromise<Caller | null> {
+  return andThen(readCaller(ctx, ex), (caller) => {
+    if (caller) noteCaller(ex, caller.principal);
+    return caller;
+  });
 }
 
-async function readCaller(ctx: RegistryContext, ex: Exchange): Promise<Caller | null> {
+function readCaller(ctx: RegistryContext, ex: Exchange): MaybePromise<Caller | null> {
   const h = ex.header('authorization');
   if (!h) return null;
   const space = h.indexOf(' ');
@@ -67,23 +72,27 @@ async function readCaller(ctx: RegistryContext, ex: Exchange): Promise<Caller | 
     const decoded = Buffer.from(value, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon < 0) throw new Challenge('malformed Basic credentials', undefined);
-    return { principal: await basicPrincipal(ctx, decoded.slice(0, colon), decoded.slice(colon + 1), now) };
+    return andThen(basicPrincipal(ctx, decoded.slice(0, colon), decoded.slice(colon + 1), now), (principal) => ({ principal }));
   }
   if (scheme === 'bearer') {
     if (value.includes('.')) {
+      const invalid = () => new Challenge('registry token is invalid, expired or revoked', undefined);
       const claims = verifyRegistryToken(ctx.keys, value, now);
-      const auth = claims && await isAuthorizationLive(ctx.store.metadata, claims.aid, now);
-      if (!claims || !auth) throw new Challenge('registry token is invalid, expired or revoked', undefined);
-      recordUse(ctx.store.metadata, auth.id, now);
-      return {
-        principal: principalOfAuthorization(auth),
-        tokenAccess: claims.access,
-      };
+      if (!claims) throw invalid();
+      return andThen(isAuthorizationLive(ctx.store.metadata, claims.aid, now), (auth) => {
+        if (!auth) throw invalid();
+        recordUse(ctx.store.metadata, auth.id, now);
+        return {
+          principal: principalOfAuthorization(auth),
+          tokenAccess: claims.access,
+        };
+      });
     }
-    const p = await authenticateToken(ctx.store.metadata, value, now);
-    if (typeof p === 'string') throw new Challenge('access token is invalid, expired or revoked', undefined);
-    recordUse(ctx.store.metadata, p.authorizationId, now);
-    return { principal: p };
+    return andThen(authenticateToken(ctx.store.metadata, value, now), (p) => {
+      if (typeof p === 'string') throw new Challenge('access token is invalid, expired or revoked', undefined);
+      recordUse(ctx.store.metadata, p.authorizationId, now);
+      return { principal: p };
+    });
   }
   throw new Challenge(`unsupported authorization scheme "${scheme.slice(0, 20)}"; use Basic or Bearer`, undefined);
 }
@@ -94,21 +103,27 @@ async function readCaller(ctx: RegistryContext, ex: Exchange): Promise<Caller | 
  * @throws Challenge when they do not match, or when the e-mail is over its length limit
  *         (engine/identifiers.ts; the message names the limit).
  */
-export async function basicPrincipal(ctx: RegistryContext, username: string, password: string, now: number): Promise<Principal> {
-  const p = await authenticateToken(ctx.store.metadata, password, now);
-  if (typeof p === 'string') throw new Challenge('invalid username or password: use "_" (or an empty username) or your e-mail as username and your API key as password', undefined);
-  if (username !== '_' && username !== '') {
-    let account;
-    try {
-      account = await ctx.accounts.byEmail(username);
-    } catch (e) {
-      if (isSlipwayError(e)) throw new Challenge(`invalid username: ${e.message}`, undefined);
-      throw e;
-    }
-    if (!account || account.id !== p.accountId) throw new Challenge('invalid username or password: the API key does not belong to that e-mail', undefined);
+export function basicPrincipal(ctx: RegistryContext, username: string, password: string, now: number): MaybePromise<Principal> {
+  return andThen(authenticateToken(ctx.store.metadata, password, now), (p) => {
+    if (typeof p === 'string') throw new Challenge('invalid username or password: use "_" (or an empty username) or your e-mail as username and your API key as password', undefined);
+    const checked = username === '_' || username === '' ? undefined : checkEmail(ctx, username, p);
+    return andThen(checked, () => {
+      recordUse(ctx.store.metadata, p.authorizationId, now);
+      return p;
+    });
+  });
+}
+
+/** Requires that `username` is the e-mail of the account `p` belongs to. @throws Challenge */
+async function checkEmail(ctx: RegistryContext, username: string, p: Principal): Promise<void> {
+  let account;
+  try {
+    account = await ctx.accounts.byEmail(username);
+  } catch (e) {
+    if (isSlipwayError(e)) throw new Challenge(`invalid username: ${e.message}`, undefined);
+    throw e;
   }
-  recordUse(ctx.store.metadata, p.authorizationId, now);
-  return p;
+  if (!account || account.id !== p.accountId) throw new Challenge('invalid username or password: the API key does not belong to that e-mail', undefined);
 }
 
 /** The app owning a repository name, or undefined for a malformed name or a missing app. */
@@ -134,28 +149,33 @@ export async function permittedActions(ctx: RegistryContext, p: Principal, repos
  * @returns the app that owns the repository.
  * @throws NAME_INVALID for a malformed name; Challenge (401) without credentials or when a
  *         registry token lacks the action; DENIED (403) when the caller may not act on the app.
+ *         Synchronous (thrown at once) when the store reads synchronously.
  */
-export async function authorize(ctx: RegistryContext, caller: Caller | null, repository: string, action: RegistryAction): Promise<AppRecord> {
+export function authorize(ctx: RegistryContext, caller: Caller | null, repository: string, action: RegistryAction): MaybePromise<AppRecord> {
   const { app: appName } = parseRepositoryName(repository);
   const scope = `repository:${repository}:${action === 'push' ? 'pull,push' : action}`;
   if (!caller) throw new Challenge('authentication required', scope);
-  const app = await ctx.apps.find(appName);
-  if (!app || !await mayUseRepository(ctx.store, caller.principal, app, action)) {
-    const blocked = app && await thirdPartyBlock(ctx.store, caller.principal, app);
-    const why = !app
-      ? `app "${appName}" does not exist or you do not have access to it`
-      : blocked
-        ? blocked
-        : await mayUseRepository(ctx.store, caller.principal, app, 'pull')
-        ? `the credentials' scope (${caller.principal.scope.join(', ')}) does not allow ${action}; use a token with write or global scope`
-        : `you do not have access to app "${appName}"`;
-    throw new SlipwayError('DENIED', `requested access to the resource is denied: ${why}`, { name: repository, action });
-  }
-  if (action === 'push' && !usesContainerRegistry(app)) {
-    throw new SlipwayError('DENIED', `requested access to the resource is denied: app "${appName}" is a ${app.generation}-generation app; the container registry is available to cedar-generation apps only`, { name: repository, action });
-  }
-  if (caller.tokenAccess && !(caller.tokenAccess[repository] ?? []).includes(action)) {
-    throw new Challenge(`registry token does not grant ${action} on ${repository}`, scope, true);
-  }
-  return app;
+  return andThen(ctx.apps.find(appName), (app) => andThen(app ? mayUseRepository(ctx.store, caller.principal, app, action) : false, (allowed) => {
+    if (!app || !allowed) return deny(ctx, caller, repository, appName, app, action);
+    if (action === 'push' && !usesContainerRegistry(app)) {
+      throw new SlipwayError('DENIED', `requested access to the resource is denied: app "${appName}" is a ${app.generation}-generation app; the container registry is available to cedar-generation apps only`, { name: repository, action });
+    }
+    if (caller.tokenAccess && !(caller.tokenAccess[repository] ?? []).includes(action)) {
+      throw new Challenge(`registry token does not grant ${action} on ${repository}`, scope, true);
+    }
+    return app;
+  }));
+}
+
+/** The DENIED refusal of `authorize`, saying why (the failure path: may take more reads). @throws always */
+async function deny(ctx: RegistryContext, caller: Caller, repository: string, appName: string, app: AppRecord | undefined, action: RegistryAction): Promise<never> {
+  const blocked = app && await thirdPartyBlock(ctx.store, caller.principal, app);
+  const why = !app
+    ? `app "${appName}" does not exist or you do not have access to it`
+    : blocked
+      ? blocked
+      : await mayUseRepository(ctx.store, caller.principal, app, 'pull')
+      ? `the credentials' scope (${caller.principal.scope.join(', ')}) does not allow ${action}; use a token with write or global scope`
+      : `you do not have access to app "${appName}"`;
+  throw new SlipwayError('DENIED', `requested access to the resource is denied: ${why}`, { name: repository, action });
 }

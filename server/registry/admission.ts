@@ -9,6 +9,7 @@ import type { RegistryContext } from './context.js';
 import type { AppRecord } from '../../engine/platform/records.js';
 import type { RegistryAction } from '../../engine/platform/access.js';
 import { authenticate, authorize, Challenge, type Caller } from './access.js';
+import { andThen, type MaybePromise } from '../../engine/maybe-sync.js';
 
 /**
  * What a route requires:
@@ -44,24 +45,27 @@ export interface AdmissionTarget {
  * @throws Challenge (401 with WWW-Authenticate) without valid credentials, or for a registry
  *         token lacking the action; DENIED (403) when the caller may not act on the app;
  *         NAME_INVALID for a malformed repository name (after the credentials are read).
+ *         With the embedded store the admission (or refusal) is synchronous: a value, or a
+ *         throw; otherwise a Promise (engine/maybe-sync.ts). Callers handle both.
  */
-export async function admit(ctx: RegistryContext, ex: Exchange, action: RouteAction, target: AdmissionTarget): Promise<Admission> {
+export function admit(ctx: RegistryContext, ex: Exchange, action: RouteAction, target: AdmissionTarget): MaybePromise<Admission> {
   if (target.session !== undefined) {
     const state = ex.query.get('_state');
     if (state && ctx.keys.verify('upload-state', `${target.session}:${target.repository}`, state)) return { caller: null };
   }
-  const caller = await authenticate(ctx, ex);
-  switch (action) {
-    case 'check':
-      if (!caller) throw new Challenge('authentication required', undefined);
-      return { caller };
-    case 'catalog':
-      if (!caller) throw new Challenge('authentication required', 'registry:catalog:*');
-      return { caller };
-    case 'token':
-      if (!caller || caller.tokenAccess) throw new Challenge('send your e-mail or "_" and your API key with Basic authentication', undefined);
-      return { caller };
-    default:
-      return { caller, app: await authorize(ctx, caller, target.repository, action) };
-  }
+  return andThen(authenticate(ctx, ex), (caller): MaybePromise<Admission> => {
+    switch (action) {
+      case 'check':
+        if (!caller) throw new Challenge('authentication required', undefined);
+        return { caller };
+      case 'catalog':
+        if (!caller) throw new Challenge('authentication required', 'registry:catalog:*');
+        return { caller };
+      case 'token':
+        if (!caller || caller.tokenAccess) throw new Challenge('send your e-mail or "_" and your API key with Basic authentication', undefined);
+        return { caller };
+      default:
+        return andThen(authorize(ctx, caller, target.repository, action), (app) => ({ caller, app }));
+    }
+  });
 }

@@ -3,28 +3,42 @@ import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
 import type { Admission } from './admission.js';
 import type { RouteParams } from './routes.js';
-import { parseDigest } from '../../engine/digest.js';
-import { fail } from '../../engine/errors.js';
+import { parseDigest, type Digest } from '../../engine/digest.js';
+import { fail, isSlipwayError } from '../../engine/errors.js';
+import type { BlobReader } from '../../engine/blobs/contract.js';
 import { API_VERSION_HEADER } from './context.js';
 import { quarantineBlob, sizeCheck } from '../../engine/blobs/quarantine.js';
+import type { BlobRecord } from '../../engine/blobs/records.js';
+import { andThen, type MaybePromise } from '../../engine/maybe-sync.js';
 
-/** GET/HEAD of a blob (admitted for pull), with one `bytes=` Range. */
-export async function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, digest: digestParam }: RouteParams): Promise<void> {
+/**
+ * GET/HEAD of a blob (admitted for pull), with one `bytes=` Range. A HEAD answers synchronously
+ * when the store reads synchronously and the backend stats synchronously (engine/maybe-sync.ts).
+ */
+export function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, digest: digestParam }: RouteParams): MaybePromise<void> {
   const digest = parseDigest(digestParam);
-  let blob = await ctx.registry.statBlob(repository, digest);
-  // Never serve bytes that are not the record's: wait for a pending start-up verification, and
-  // check the file's size (quarantining the blob when it differs: clients then push it again).
-  const pending = ctx.legacyCheck?.pending(digest);
-  if (pending) {
-    await pending;
-    blob = await ctx.registry.statBlob(repository, digest);
-  }
-  const quick = sizeCheck(ctx.blobs, digest, blob);
-  const check = quick instanceof Promise ? await quick : quick;
-  if (!check.ok) {
-    await quarantineBlob(ctx.store.metadata, digest, check.reason, blob);
-    throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
-  }
+  return andThen(servableBlob(ctx, repository, digest), (blob) => sendBlob(ctx, ex, digest, blob));
+}
+
+/**
+ * The record of a blob `repository` may serve, once its bytes are known to be the record's: a
+ * pending start-up verification is waited for. A medium that answers a stat at once (the
+ * filesystem) has the bytes' size checked on every GET and HEAD (a blob whose size differs is
+ * quarantined: clients then push it again); a remote one (S3) on GET through the reader's size
+ * (streamBlob), and HEAD answers from the record alone (no round trip to the store).
+ * @throws BLOB_UNKNOWN
+ */
+function servableBlob(ctx: RegistryContext, repository: string, digest: Digest): MaybePromise<BlobRecord> {
+  return andThen(ctx.registry.statBlob(repository, digest), (first) => {
+    const pending = ctx.legacyCheck?.pending(digest);
+    const blob = pending ? pending.then(() => ctx.registry.statBlob(repository, digest)) : first;
+    if (ctx.blobs.statSync === undefined) return blob;
+    return andThen(blob, (rec) => andThen(sizeCheck(ctx.blobs, digest, rec), (check) => check.ok ? rec : refuse(ctx, digest, rec, check.reason)));
+  });
+}
+
+/** The response of a servable blob: headers only for HEAD, a redirect when enabled, else its bytes (with one Range). */
+function sendBlob(ctx: RegistryContext, ex: Exchange, digest: Digest, blob: BlobRecord): MaybePromise<void> {
   const headers: Record<string, string> = {
     ...API_VERSION_HEADER,
     'content-type': 'application/octet-stream',
@@ -35,14 +49,53 @@ export async function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Adm
   };
   if (ex.method === 'HEAD') return ex.send(200, headers, undefined, blob.size);
   const range = parseRange(ex.header('range'), blob.size);
+  if (ctx.blobRedirectSeconds !== undefined) return redirectOrStream(ctx, ex, digest, blob, headers, range, ctx.blobRedirectSeconds);
   if (range) headers['content-range'] = `bytes ${range.start}-${range.start + range.length - 1}/${blob.size}`;
+  return streamBlob(ctx, ex, digest, blob, headers, range);
+}
+
+/**
+ * A 307 to the store's presigned URL (the distribution spec allows a redirect for blob GET,
+ * "Pulling blobs"; the client sends its Range to the store, which serves the same bytes), or the
+ * bytes when the backend has no URL to give (the filesystem).
+ */
+async function redirectOrStream(ctx: RegistryContext, ex: Exchange, digest: Digest, blob: BlobRecord, headers: Record<string, string>, range: ByteRangeOf | undefined, seconds: number): Promise<void> {
+  const url = await ctx.blobs.presignedUrl(digest, seconds);
+  if (url !== undefined) return ex.send(307, { ...API_VERSION_HEADER, 'docker-content-digest': digest, location: url, 'cache-control': 'no-store' });
+  if (range) headers['content-range'] = `bytes ${range.start}-${range.start + range.length - 1}/${blob.size}`;
+  return streamBlob(ctx, ex, digest, blob, headers, range);
+}
+
+type ByteRangeOf = { start: number; length: number };
+
+/** Streams the blob's bytes (or `range` of them) through an open reader. */
+async function streamBlob(ctx: RegistryContext, ex: Exchange, digest: Digest, blob: BlobRecord, headers: Record<string, string>, range: ByteRangeOf | undefined): Promise<void> {
+  const remote = ctx.blobs.statSync === undefined;
   // A blob GC deletes meanwhile is still read through the open reader (contract.ts BlobReader).
-  const reader = await ctx.blobs.open(digest);
+  let reader: BlobReader;
+  try {
+    reader = await ctx.blobs.open(digest);
+  } catch (e) {
+    // Recorded but absent from a remote store: quarantined, so HEADs (answered from the record)
+    // stop claiming it and clients push it again.
+    if (remote && isSlipwayError(e) && e.code === 'BLOB_UNKNOWN') await refuse(ctx, digest, blob, 'object missing from the store');
+    throw e;
+  }
+  if (remote && reader.size !== blob.size) {
+    await reader.close();
+    await refuse(ctx, digest, blob, `the store holds ${reader.size} bytes, record says ${blob.size}`);
+  }
   try {
     await ex.sendBytes(range ? 206 : 200, headers, reader, range?.start ?? 0, range?.length ?? blob.size);
   } finally {
     await reader.close();
   }
+}
+
+/** Quarantines the blob for `reason` and answers BLOB_UNKNOWN (clients push it again). */
+async function refuse(ctx: RegistryContext, digest: Digest, blob: BlobRecord, reason: string): Promise<never> {
+  await quarantineBlob(ctx.store.metadata, digest, reason, blob);
+  throw fail('BLOB_UNKNOWN', 'blob unknown to registry', { digest });
 }
 
 /** DELETE of a blob's link to the repository (admitted for delete). */

@@ -6,7 +6,7 @@ import type { Uploads } from '../../engine/blobs/uploads.js';
 import type { Accounts } from '../../engine/identity/accounts.js';
 import type { Apps } from '../../engine/platform/apps.js';
 import type { ServerKeys } from '../../engine/identity/keys.js';
-import type { BlobStore } from '../../engine/blobs/cas.js';
+import type { BlobBackend } from '../../engine/blobs/contract.js';
 import type { Logger } from '../log.js';
 import type { ReceiveRate } from './receive-rate.js';
 import type { LegacyBlobCheck } from '../../engine/blobs/quarantine.js';
@@ -16,7 +16,13 @@ export interface RegistryContext {
   clock: Clock;
   registry: Registry;
   uploads: Uploads;
-  blobs: BlobStore;
+  /** Blob bytes (the blob contract). */
+  blobs: BlobBackend;
+  /**
+   * When set, a blob GET is answered with a 307 to a presigned URL of the backend valid this
+   * many seconds (SLIPWAY_S3_REDIRECT_EXPIRY), instead of the bytes.
+   */
+  blobRedirectSeconds?: number;
   accounts: Accounts;
   apps: Apps;
   keys: ServerKeys;

@@ -4,7 +4,7 @@ import type { RegistryContext } from './context.js';
 import { parseRepositoryName } from '../../engine/registry/names.js';
 import type { Admission } from './admission.js';
 import type { RouteParams } from './routes.js';
-import { mayUseRepository } from '../../engine/platform/access.js';
+import { repositoryAccess } from '../../engine/platform/access.js';
 import { fail } from '../../engine/errors.js';
 import { sendJson } from '../http/respond.js';
 import { API_VERSION_HEADER } from './context.js';
@@ -38,12 +38,10 @@ export async function listTags(ctx: RegistryContext, ex: Exchange, _admitted: Ad
 export async function listCatalog(ctx: RegistryContext, ex: Exchange, admitted: Admission): Promise<void> {
   const caller = admitted.caller!;
   const { n, last } = pageParams(ex);
-  // The apps whose repositories the caller may pull, decided once per app before the listing.
-  const pullable = new Set<string>();
-  for (const app of await ctx.apps.all()) {
-    if (await mayUseRepository(ctx.store, caller.principal, app, 'pull')) pullable.add(app.name);
-  }
-  const page = await ctx.registry.catalog((r) => pullable.has(appNameOf(r)), n, last);
+  // Each app decided once per request, only for apps the listing reaches (one read of the app
+  // record; membership, team and client read once however many apps share them).
+  const pullable = repositoryAccess(ctx.store, caller.principal, 'pull');
+  const page = await ctx.registry.catalog(async (r) => (await pullable(r.appId))?.name === appNameOf(r.name), n, last);
   sendJson(ex, 200, { repositories: page.items }, { ...API_VERSION_HEADER, ...linkHeader(ex.path, n, page) });
 }
 

@@ -8,6 +8,7 @@ import { MAX_MANIFEST_BYTES } from '../../engine/registry/registry.js';
 import { API_VERSION_HEADER } from './context.js';
 import { parseDigest } from '../../engine/digest.js';
 import { sendJson } from '../http/respond.js';
+import { andThen, tryMaybe, type MaybePromise } from '../../engine/maybe-sync.js';
 
 /** PUT of a manifest by tag or digest (admitted for push: `admitted.app` owns the repository). */
 export async function putManifest(ctx: RegistryContext, ex: Exchange, admitted: Admission, { name: repository, reference }: RouteParams): Promise<void> {
@@ -27,25 +28,24 @@ export async function putManifest(ctx: RegistryContext, ex: Exchange, admitted: 
  * GET/HEAD of a manifest. A reference that is neither a tag nor a digest names nothing, so it is
  * 404 MANIFEST_UNKNOWN (the distribution spec's conformance suite expects that for GET/HEAD; a PUT
  * to such a reference stays 400 MANIFEST_INVALID). A malformed digest stays 400 DIGEST_INVALID.
+ * Answers synchronously when the store reads synchronously (engine/maybe-sync.ts).
  */
-export async function getManifest(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, reference }: RouteParams): Promise<void> {
-  let content;
-  try {
-    content = await ctx.registry.manifestContent(repository, reference);
-  } catch (e) {
+export function getManifest(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, reference }: RouteParams): MaybePromise<void> {
+  const content = tryMaybe(() => ctx.registry.manifestContent(repository, reference), (e) => {
     if ((e as { code?: string }).code !== 'MANIFEST_INVALID') throw e;
     throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${(e as Error).message}`, { name: repository, reference: reference.slice(0, 200) });
-  }
-  const { digest, mediaType, bytes } = content;
-  const headers = {
-    ...API_VERSION_HEADER,
-    'content-type': mediaType,
-    'docker-content-digest': digest,
-    etag: `"${digest}"`,
-  };
-  const inm = ex.header('if-none-match');
-  if (inm && (inm === `"${digest}"` || inm === digest)) return ex.send(304, headers);
-  ex.send(200, headers, bytes, bytes.length);
+  });
+  return andThen(content, ({ digest, mediaType, bytes }) => {
+    const headers = {
+      ...API_VERSION_HEADER,
+      'content-type': mediaType,
+      'docker-content-digest': digest,
+      etag: `"${digest}"`,
+    };
+    const inm = ex.header('if-none-match');
+    if (inm && (inm === `"${digest}"` || inm === digest)) return ex.send(304, headers);
+    ex.send(200, headers, bytes, bytes.length);
+  });
 }
 
 /** The OCI image index media type of a referrers response (OCI distribution spec 1.1 "Listing Referrers"). */

@@ -17,6 +17,7 @@ import { cancelUpload, completeUpload, patchUpload, startUpload, uploadStatus } 
 import { deleteManifest, getManifest, listReferrers, putManifest } from './manifests.js';
 import { listCatalog, listTags } from './listing.js';
 import { sendJson } from '../http/respond.js';
+import { andThen, tryMaybe, type MaybePromise } from '../../engine/maybe-sync.js';
 
 
 /** Path parameters of a registry route; a part the route's pattern lacks is ''. */
@@ -31,8 +32,12 @@ export interface RouteParams {
   session: string;
 }
 
-/** A registry handler: runs after admission, with what admission found (admission.ts). */
-export type RegistryHandler = (ctx: RegistryContext, ex: Exchange, admitted: Admission, params: RouteParams) => Promise<void>;
+/**
+ * A registry handler: runs after admission, with what admission found (admission.ts). Returns
+ * nothing when it answered at once (the hot reads with the embedded store), else a Promise
+ * (engine/maybe-sync.ts); errors are thrown or rejected.
+ */
+export type RegistryHandler = (ctx: RegistryContext, ex: Exchange, admitted: Admission, params: RouteParams) => MaybePromise<void>;
 
 /** The registry's path patterns (`:name` is `<app>/<process-type>` and contains a slash). */
 export type RegistryPattern =
@@ -113,34 +118,46 @@ export function matchRegistryPath(path: string): { pattern: RegistryPattern; par
   if (!m) return undefined;
   const [, name, tags, reference, uploads, session, digest, subject] = m as unknown as Array<string | undefined>;
   params.name = name!;
-  if (subject !== undefined) return { pattern: '/v2/:name/referrers/:digest', params: { ...params, digest: subject } };
-  if (tags) return { pattern: '/v2/:name/tags/list', params };
-  if (reference !== undefined) return { pattern: '/v2/:name/manifests/:reference', params: { ...params, reference } };
-  if (uploads !== undefined) {
-    return session ? { pattern: '/v2/:name/blobs/uploads/:session', params: { ...params, session } } : { pattern: '/v2/:name/blobs/uploads/', params };
+  if (subject !== undefined) {
+    params.digest = subject;
+    return { pattern: '/v2/:name/referrers/:digest', params };
   }
-  return { pattern: '/v2/:name/blobs/:digest', params: { ...params, digest: digest! } };
+  if (tags) return { pattern: '/v2/:name/tags/list', params };
+  if (reference !== undefined) {
+    params.reference = reference;
+    return { pattern: '/v2/:name/manifests/:reference', params };
+  }
+  if (uploads !== undefined) {
+    if (!session) return { pattern: '/v2/:name/blobs/uploads/', params };
+    params.session = session;
+    return { pattern: '/v2/:name/blobs/uploads/:session', params };
+  }
+  params.digest = digest!;
+  return { pattern: '/v2/:name/blobs/:digest', params };
 }
 
-/** Handles one registry request, including its errors. */
-export async function handleRegistry(ctx: RegistryContext, ex: Exchange): Promise<void> {
-  try {
-    await dispatch(ctx, ex);
-  } catch (e) {
-    sendRegistryError(ctx, ex, e);
-  }
+/**
+ * Handles one registry request, including its errors: synchronously when admission and the
+ * handler are (engine/maybe-sync.ts), else the returned Promise settles once answered.
+ */
+export function handleRegistry(ctx: RegistryContext, ex: Exchange): MaybePromise<void> {
+  return tryMaybe(() => dispatch(ctx, ex), (e) => sendRegistryError(ctx, ex, e));
 }
+
+/** The routes of each pattern, in REGISTRY_ROUTES order (built once). */
+const ROUTES_BY_PATTERN = new Map<RegistryPattern, RegistryRoute[]>();
+for (const r of REGISTRY_ROUTES) ROUTES_BY_PATTERN.set(r.pattern, [...(ROUTES_BY_PATTERN.get(r.pattern) ?? []), r]);
 
 /** Route (404 / 405) → admission by the route's action (401 / 403) → handler. */
-async function dispatch(ctx: RegistryContext, ex: Exchange): Promise<void> {
+function dispatch(ctx: RegistryContext, ex: Exchange): MaybePromise<void> {
   const matched = matchRegistryPath(ex.path);
   if (!matched) throw fail('NOT_FOUND', `no registry endpoint at ${ex.path.slice(0, 200)}`);
   const { pattern, params } = matched;
-  const candidates = REGISTRY_ROUTES.filter((r) => r.pattern === pattern);
+  const candidates = ROUTES_BY_PATTERN.get(pattern) ?? [];
   const route = candidates.find((r) => r.method === ex.method);
   if (!route) throw unsupported(ex.method, RESOURCE_NAMES[pattern], candidates.map((r) => r.method));
-  const admitted = await admit(ctx, ex, route.action, { repository: params.name, session: route.session ? params.session : undefined });
-  return route.handler(ctx, ex, admitted, params);
+  const admitted = admit(ctx, ex, route.action, { repository: params.name, session: route.session ? params.session : undefined });
+  return andThen(admitted, (a) => route.handler(ctx, ex, a, params));
 }
 
 /** METHOD_NOT_ALLOWED (405 UNSUPPORTED) naming the methods `what` allows (sent as `Allow`, RFC 9110 "405 Method Not Allowed"). */

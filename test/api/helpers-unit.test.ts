@@ -7,7 +7,7 @@ import t from 'tap';
 import { createHash } from 'node:crypto';
 import { paginate, parseRange } from '../../server/api/range.js';
 import { negotiate } from '../../server/api/accept.js';
-import { RateLimiter } from '../../server/api/rate-limit.js';
+import { RateLimiter } from '../../engine/identity/rate-limit.js';
 import { ManualClock } from '../../engine/clock.js';
 import { validateRedirectUri, withQuery } from '../../engine/oauth/redirect-uri.js';
 import { isS256Challenge, verifyS256 } from '../../engine/oauth/pkce.js';

@@ -8,13 +8,15 @@
  */
 import t from 'tap';
 import { images, manifests, repositoryBlobs, repositoryManifests, tags } from '../../engine/registry/keyspaces.js';
+import { manifestBytes } from '../../engine/registry/records.js';
 import { waitFor } from '../helpers/harness.js';
 import { engineFixture } from '../helpers/engine.js';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync, statSync, utimesSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdirSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { key, type Store } from '../../engine/store.js';
-import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
+import { GarbageCollector } from '../../engine/registry/gc.js';
+import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
 import { releaseRetention } from '../../engine/platform/retention.js';
 import { subscribeEvent, type GcEvent } from '../../engine/events.js';
 import type { Digest } from '../../engine/digest.js';
@@ -30,7 +32,7 @@ const sha = (b: Buffer) => ('sha256:' + createHash('sha256').update(b).digest('h
 interface Image { repository: string; digest: Digest; config: Digest; blobs: Digest[] }
 
 async function engine(t: { teardown(fn: () => unknown): void }) {
-  const { tmp, store, clock, blobs, uploads, registry, gc, upload } = await engineFixture(t);
+  const { tmp, store, clock, blobs, uploads, registry, gc, upload, blobPath } = await engineFixture(t);
   /** Pushes config + layers and a v2s2 manifest tagged `tag`; returns the image. */
   async function push(repository: string, layers: Buffer[], tag = 'latest'): Promise<Image> {
     const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', n: randomBytes(8).toString('hex') }));
@@ -56,7 +58,7 @@ async function engine(t: { teardown(fn: () => unknown): void }) {
     };
     await store.metadata.transact((tx) => tx.put(releases, key(appId, String(version).padStart(10, '0')), record));
   }
-  return { tmp, store, clock, blobs, uploads, registry, gc, upload, push, release };
+  return { tmp, store, clock, blobs, uploads, registry, gc, upload, push, release, blobPath };
 }
 
 const blobRecordOf = (store: Store, d: Digest) => store.metadata.get(blobs, d);
@@ -88,11 +90,11 @@ t.test('unreleased images go after one day; released ones stay; shared blobs sur
   t.equal(r.blobs.bytes, bytes, 'bytes freed');
   for (const d of gone) {
     t.equal(await blobRecordOf(e.store, d), undefined);
-    t.notOk(existsSync(e.blobs.pathOf(d)), 'file removed');
+    t.notOk(existsSync(e.blobPath(d)), 'file removed');
     t.equal((await e.store.metadata.get(repositoryBlobs, key('shop/web', d))), undefined, 'link removed');
   }
   t.equal((await blobRecordOf(e.store, sha(shared)))!.refs, 1, 'shared layer still referenced by the released image');
-  t.equal(sha(readFileSync(e.blobs.pathOf(sha(shared)))), sha(shared), 'shared bytes intact');
+  t.equal(sha(readFileSync(e.blobPath(sha(shared)))), sha(shared), 'shared bytes intact');
   t.equal((await e.gc.run()).blobs.deleted + (await e.gc.run()).images.unreleased, 0, 'a second run finds nothing');
 });
 
@@ -128,7 +130,7 @@ t.test('the 21st-newest release: its image goes after 30 days, a younger one sta
 t.test('an image is a (repository, manifest) pair', async (t) => {
   const e = await engine(t);
   const web = await e.push('pair/web', [layer()]);
-  const bytes = (await e.store.metadata.get(manifests, web.digest))!.bytes;
+  const bytes = manifestBytes((await e.store.metadata.get(manifests, web.digest))!);
   for (const d of web.blobs) await e.registry.mount('pair/web', 'pair/worker', d);
   await e.registry.putManifest('pair/worker', 'app-pair', 'latest', bytes, 'application/vnd.docker.distribution.manifest.v2+json');
   const worker: Image = { ...web, repository: 'pair/worker' };
@@ -153,7 +155,7 @@ t.test('dry run reports exactly what a run deletes and changes nothing', async (
   const before = await snapshot(e.store);
   const dry = await e.gc.run({ dryRun: true });
   t.same(await snapshot(e.store), before, 'store unchanged');
-  t.ok(dry.deletedBlobs.every((b) => existsSync(e.blobs.pathOf(b.digest as Digest))), 'files unchanged');
+  t.ok(dry.deletedBlobs.every((b) => existsSync(e.blobPath(b.digest as Digest))), 'files unchanged');
   const real = await e.gc.run();
   t.same(dry.deletedImages, real.deletedImages);
   t.same(dry.deletedBlobs.map((b) => b.digest).sort(), real.deletedBlobs.map((b) => b.digest).sort());
@@ -213,8 +215,8 @@ t.test('orphan files: old ones go, fresh ones and those of a live session stay',
   const e = await engine(t);
   const put = (bytes: Buffer) => {
     const d = sha(bytes);
-    mkdirSync(join(e.blobs.pathOf(d), '..'), { recursive: true });
-    writeFileSync(e.blobs.pathOf(d), bytes);
+    mkdirSync(join(e.blobPath(d), '..'), { recursive: true });
+    writeFileSync(e.blobPath(d), bytes);
     return d;
   };
   const old = put(layer());
@@ -226,26 +228,26 @@ t.test('orphan files: old ones go, fresh ones and those of a live session stay',
   session = await e.uploads.finishAppend(session, w, true);
   e.clock.advance(2 * HOUR);
   const fresh = put(layer());
-  utimesSync(e.blobs.pathOf(fresh), e.clock.now() / 1000, e.clock.now() / 1000);
+  utimesSync(e.blobPath(fresh), e.clock.now() / 1000, e.clock.now() / 1000);
   const r = await e.gc.run();
   t.same(r.deletedOrphans.map((o) => o.digest), [old]);
-  t.notOk(existsSync(e.blobs.pathOf(old)));
-  t.ok(existsSync(e.blobs.pathOf(fresh)), 'younger than the grace period: kept');
-  t.ok(existsSync(e.blobs.pathOf(guardedDigest)), 'size of a live session: kept');
+  t.notOk(existsSync(e.blobPath(old)));
+  t.ok(existsSync(e.blobPath(fresh)), 'younger than the grace period: kept');
+  t.ok(existsSync(e.blobPath(guardedDigest)), 'size of a live session: kept');
 });
 
 t.test('dedupe is by record: bytes without a record are replaced by the upload', async (t) => {
   const e = await engine(t);
   const bytes = layer();
   const d = sha(bytes);
-  mkdirSync(join(e.blobs.pathOf(d), '..'), { recursive: true });
-  writeFileSync(e.blobs.pathOf(d), bytes);
-  const ino = statSync(e.blobs.pathOf(d)).ino;
+  mkdirSync(join(e.blobPath(d), '..'), { recursive: true });
+  writeFileSync(e.blobPath(d), bytes);
+  const ino = statSync(e.blobPath(d)).ino;
   await e.upload('dedupe/web', bytes);
-  t.not(statSync(e.blobs.pathOf(d)).ino, ino, 'own file renamed into place');
-  const again = statSync(e.blobs.pathOf(d)).ino;
+  t.not(statSync(e.blobPath(d)).ino, ino, 'own file renamed into place');
+  const again = statSync(e.blobPath(d)).ino;
   await e.upload('dedupe/worker', bytes);
-  t.equal(statSync(e.blobs.pathOf(d)).ino, again, 'record exists: existing bytes reused');
+  t.equal(statSync(e.blobPath(d)).ino, again, 'record exists: existing bytes reused');
 });
 
 t.test('a file replaced by an upload while GC removes it is put back', async (t) => {
@@ -254,18 +256,18 @@ t.test('a file replaced by an upload while GC removes it is put back', async (t)
   const d = await e.upload('race/web', bytes);
   e.clock.advance(2 * HOUR);
   // Hook: the moment GC deletes the bytes (after its transaction deleted the record), an upload
-  // finishes: its session reaches the blob's size and, seeing no record, it renames its own copy
-  // into place, as GcSafeBlobStore does; its commit comes later.
-  const blobs = new GcSafeBlobStore(e.tmp.dir, e.store);
+  // finishes: its session reaches the blob's size and, seeing no record (reuse: false, as
+  // Uploads answers), the backend's commit puts its own copy in place; its record comes later.
+  const blobs = new FsBlobBackend(e.tmp.dir);
   const del = blobs.delete.bind(blobs);
   blobs.delete = async (digest: Digest, ifVersion?: string) => {
     if (digest === d) {
-      const p = blobs.pathOf(digest);
       const now = e.clock.now();
       const session = { id: 'f'.repeat(32), repository: 'race/web', accountId: 'acct', offset: bytes.length, createdAt: now, updatedAt: now };
       await e.store.metadata.transact((tx) => tx.put(uploads, session.id, session));
-      writeFileSync(p + '.up', bytes);
-      renameSync(p + '.up', p);
+      const w = await blobs.create(session.id);
+      await w.append(bytes);
+      t.equal((await w.commit(digest, { reuse: () => false })).created, true, 'the upload replaced the bytes');
     }
     return del(digest, ifVersion);
   };
@@ -273,8 +275,8 @@ t.test('a file replaced by an upload while GC removes it is put back', async (t)
   const r = await gc.run();
   t.equal(r.blobs.deleted, 1, 'the record was deleted');
   t.equal(r.blobs.bytes, 0, 'but no bytes were freed');
-  t.ok(existsSync(e.blobs.pathOf(d)), "the upload's copy is back in place");
-  t.equal(sha(readFileSync(e.blobs.pathOf(d))), d);
+  t.ok(existsSync(e.blobPath(d)), "the upload's copy is back in place");
+  t.equal(sha(readFileSync(e.blobPath(d))), d);
   t.equal(r.orphans.deleted, 0, 'not taken for an orphan while its session is open');
 });
 

@@ -8,7 +8,7 @@ import { images, manifests } from '../../engine/registry/keyspaces.js';
 import { join } from 'node:path';
 import { tempDir } from '../helpers/server.js';
 import { startInProcess } from '../helpers/harness.js';
-import { basic, createApp } from '../helpers/http.js';
+import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { buildImage } from '../helpers/image.js';
 import { pushBlob, putManifest, type Target } from '../helpers/registry.js';
 import { key, openStore } from '../../engine/store.js';
@@ -32,6 +32,13 @@ t.test('warnings recorded on the image', async (t) => {
   const small = await buildImage(join(tmp.dir, 'small'), { layers: [{ files: { 'a': 'b' } }], config: { Cmd: ['npm', 'start'] } });
   for (const b of [small.config, ...small.layers.map((l) => l.bytes)]) await pushBlob(target, 'scanapp/worker', b);
   t.equal((await putManifest(target, 'scanapp/worker', 'latest', small.manifest)).status, 201);
+  // A config whose JSON spells a NUL in Env: no record may hold it, so the manifest is refused.
+  const nul = await buildImage(join(tmp.dir, 'nul'), { layers: [{ files: { 'n': 'ul' } }], config: { Env: ['A=x\u0000y'] } });
+  for (const b of [nul.config, ...nul.layers.map((l) => l.bytes)]) await pushBlob(target, 'scanapp/nul', b);
+  const refused = await putManifest(target, 'scanapp/nul', 'latest', nul.manifest);
+  t.equal(refused.status, 400, 'a config string with NUL is refused');
+  t.equal(errCode(refused), 'MANIFEST_INVALID');
+  t.equal((await http('GET', `${target.registry}/v2/scanapp/nul/manifests/latest`, { headers: target.auth })).status, 404, 'nothing stored');
   await server.stop();
 
   const store = await openStore(tmp.dir);

@@ -14,7 +14,8 @@ import { SCHEMA_VERSION, schemaVersion } from '../../engine/migrations.js';
 import * as reg from '../../engine/registry/keyspaces.js';
 import { ManualClock } from '../../engine/clock.js';
 import { Teams, type TeamRecord } from '../../engine/platform/teams.js';
-import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
+import { GarbageCollector } from '../../engine/registry/gc.js';
+import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
 import { releaseRetention } from '../../engine/platform/retention.js';
 import { repositoriesLinking } from '../../engine/registry/links.js';
 import type { Digest } from '../../engine/digest.js';
@@ -78,7 +79,7 @@ t.test('schema 2 → 3', async (t) => {
   t.same((await teams.authorizations(team('team-1'))).map((a) => a.id), ['auth-t1-live'], "team listing reads the migrated index: only the team's live one");
   t.same((await teams.authorizations(team('team-2'))).map((a) => a.id), ['auth-t2']);
 
-  const gc = new GarbageCollector(store.metadata, new GcSafeBlobStore(tmp.dir, store), clock, releaseRetention);
+  const gc = new GarbageCollector(store.metadata, new FsBlobBackend(tmp.dir), clock, releaseRetention);
   const r = await gc.run();
   t.same(r.deletedBlobs.map((b) => b.digest), [X], 'GC deletes the unreferenced blob');
   t.same(await repositoriesLinking(store.metadata, X), [], 'with its links in all three repositories, found through the migrated index');

@@ -12,7 +12,8 @@ import { SCHEMA_VERSION, schemaVersion } from '../../engine/migrations.js';
 import * as reg from '../../engine/registry/keyspaces.js';
 import { ManualClock } from '../../engine/clock.js';
 import { Registry } from '../../engine/registry/registry.js';
-import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
+import { GarbageCollector } from '../../engine/registry/gc.js';
+import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
 import { releaseRetention } from '../../engine/platform/retention.js';
 import { tagsOfManifest } from '../../engine/registry/tags.js';
 import type { Digest } from '../../engine/digest.js';
@@ -74,7 +75,7 @@ t.test('schema 3 → 4', async (t) => {
   t.same(await tagsOfManifest(store.metadata, 'app/web', M1), ['latest', 'v1']);
 
   const clock = new ManualClock(now);
-  const blobs = new GcSafeBlobStore(tmp.dir, store);
+  const blobs = new FsBlobBackend(tmp.dir);
   const registry = new Registry(store.metadata, blobs, clock, async () => { throw new Error('no inspection in this test'); });
   await registry.deleteManifest('app/web', M2);
   t.same((await store.metadata.range(reg.tags)).map((e) => e.key), [key('app/web', 'latest'), key('app/web', 'v1'), key('other/web', 'prod')], 'DELETE by digest removes the tag found through the migrated index');

@@ -1,23 +1,36 @@
 /**
- * The upload writer and the hash thread: bytes fed through `write` (copy) and `region`/`commit`
- * (zero-copy) in any mix land in the file in order, the running hash matches node:crypto, the
- * pool asks for a pause when full, buffer memory follows the bytes received within a global
- * budget, and a lost hash thread reports lost instead of a wrong digest.
+ * The upload writer over a session's blob writer (the filesystem backend) and the hash thread:
+ * bytes fed through `write` (copy) and `region`/`commit` (zero-copy) in any mix land in the
+ * session in order, the running hash matches node:crypto, the pool asks for a pause when full,
+ * buffer memory follows the bytes received within a global budget, and a lost hash thread
+ * reports lost instead of a wrong digest (the commit then re-hashes the session's bytes).
  */
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
-import { openSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BUFFER_BYTES, POOL_BUFFERS, UploadWriter } from '../../engine/blobs/writer.js';
 import { MIN_BUFFER_BYTES, UploadMemory } from '../../engine/blobs/upload-memory.js';
 import { inlineHash, type RunningHash } from '../../engine/blobs/running-hash.js';
 import { HashThread } from '../../workers/hash-thread.js';
+import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
+import type { BlobWriter } from '../../engine/blobs/contract.js';
+import type { Digest } from '../../engine/digest.js';
+import { sessionFile } from '../helpers/engine.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'slipway-writer-'));
 const thread = new HashThread();
 t.teardown(async () => { await thread.close(); rmSync(dir, { recursive: true, force: true }); });
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+let sessions = 0;
+
+/** A new session of the filesystem backend in `dir` whose running hash is `hash`; and its file. */
+async function session(hash: RunningHash): Promise<{ blob: BlobWriter; file: string }> {
+  const id = `w${sessions++}`;
+  const blob = await new FsBlobBackend(dir, { newHash: () => hash }).create(id);
+  return { blob, file: sessionFile(dir, id) };
+}
 
 /** Feeds `data` alternating copy and zero-copy pieces of varied sizes; waits on pauses. */
 async function feed(writer: UploadWriter, data: Buffer): Promise<number> {
@@ -48,37 +61,40 @@ async function feed(writer: UploadWriter, data: Buffer): Promise<number> {
 for (const [name, make] of [['inline', inlineHash], ['hash thread', thread.create]] as Array<[string, () => RunningHash]>) {
   t.test(`bytes and digest, ${name}`, async (t) => {
     const data = randomBytes(9 * BUFFER_BYTES + 12345);
-    const path = join(dir, `${name}.bin`);
     const hash = make();
-    const writer = new UploadWriter(openSync(path, 'w'), 0, hash);
+    const { blob, file } = await session(hash);
+    const writer = new UploadWriter(blob);
     const pauses = await feed(writer, data);
     await writer.end();
     t.equal(writer.offset, data.length);
-    t.equal(sha(readFileSync(path)), sha(data), 'file holds the bytes in order');
+    t.equal(blob.size, data.length, 'the session counts the bytes written');
+    t.equal(sha(readFileSync(file)), sha(data), 'file holds the bytes in order');
     t.equal(await hash.digest(), sha(data), 'running hash matches');
     t.ok(pauses >= 0);
   });
 }
 
-t.test('resuming at an offset appends after the earlier bytes', async (t) => {
+t.test('a second request on a suspended session appends after the earlier bytes', async (t) => {
   const first = randomBytes(3000);
   const second = randomBytes(2 * BUFFER_BYTES);
-  const path = join(dir, 'resume.bin');
   const hash = thread.create();
-  let w = new UploadWriter(openSync(path, 'w'), 0, hash);
+  const { blob, file } = await session(hash);
+  let w = new UploadWriter(blob);
   await feed(w, first);
   await w.end();
-  w = new UploadWriter(openSync(path, 'r+'), first.length, hash);
+  blob.suspend();
+  w = new UploadWriter(blob);
   await feed(w, second);
   await w.end();
-  t.equal(sha(readFileSync(path)), sha(Buffer.concat([first, second])));
-  t.equal(await hash.digest(), sha(Buffer.concat([first, second])));
+  const all = Buffer.concat([first, second]);
+  t.equal(sha(readFileSync(file)), sha(all));
+  t.same(await blob.commit(`sha256:${sha(all)}` as Digest), { digest: `sha256:${sha(all)}`, size: all.length, created: true }, 'committed by the running hash');
 });
 
 t.test('the pool asks for a pause when every buffer is busy; buffers grow with the bytes received', async (t) => {
   const hash: RunningHash = { update: () => {}, digest: async () => null, discard: () => {} }; // never releases
   const memory = new UploadMemory(64 * 1024 * 1024);
-  const w = new UploadWriter(openSync(join(dir, 'pause.bin'), 'w'), 0, hash, memory);
+  const w = new UploadWriter((await session(hash)).blob, memory);
   t.ok(w.write(Buffer.alloc(3)));
   t.equal(memory.used, MIN_BUFFER_BYTES, 'a few bytes hold one small buffer, not a full pool');
   let more = w.write(Buffer.alloc(MIN_BUFFER_BYTES - 3));
@@ -94,9 +110,10 @@ t.test('the pool asks for a pause when every buffer is busy; buffers grow with t
 t.test('the global budget: a writer waits for memory and resumes when it is given back', async (t) => {
   const memory = new UploadMemory(MIN_BUFFER_BYTES);
   const data = randomBytes(3 * MIN_BUFFER_BYTES);
-  const a = new UploadWriter(openSync(join(dir, 'budget-a.bin'), 'w'), 0, inlineHash(), memory);
+  const a = new UploadWriter((await session(inlineHash())).blob, memory);
   t.ok(a.write(data.subarray(0, 5)), 'first bytes fit the budget');
-  const b = new UploadWriter(openSync(join(dir, 'budget-b.bin'), 'w'), 0, inlineHash(), memory);
+  const bs = await session(inlineHash());
+  const b = new UploadWriter(bs.blob, memory);
   t.equal(b.region(), null, 'a second writer gets no buffer while the budget is spent');
   let resumed = false;
   b.onDrain(() => { resumed = true; });
@@ -104,18 +121,21 @@ t.test('the global budget: a writer waits for memory and resumes when it is give
   t.ok(resumed, 'resumed once the first writer gave its buffer back');
   await feed(b, data);
   await b.end();
-  t.equal(sha(readFileSync(join(dir, 'budget-b.bin'))), sha(data));
+  t.equal(sha(readFileSync(bs.file)), sha(data));
   t.equal(memory.used, 0, 'every buffer given back');
 });
 
 t.test('a hash thread that stops reports lost, never a wrong digest', async (t) => {
   const own = new HashThread();
   const hash = own.create();
-  const w = new UploadWriter(openSync(join(dir, 'lost.bin'), 'w'), 0, hash);
-  await feed(w, randomBytes(2 * BUFFER_BYTES));
+  const { blob } = await session(hash);
+  const w = new UploadWriter(blob);
+  const bytes = randomBytes(2 * BUFFER_BYTES);
+  await feed(w, bytes);
   await w.end();
   await own.close();
   t.equal(await hash.digest(), null, 'lost after the thread stopped');
+  t.same(await blob.commit(`sha256:${sha(bytes)}` as Digest), { digest: `sha256:${sha(bytes)}`, size: bytes.length, created: true }, 'the commit re-hashed the bytes');
   const after = own.create();
   const data = randomBytes(1000);
   await new Promise<void>((resolve) => after.update(Buffer.from(data), resolve));

@@ -37,6 +37,13 @@ export interface CephRgw {
   dir: string;
   /** Milliseconds spent in each start phase, and `total`. */
   timings: Record<string, number>;
+  /**
+   * Kills radosgw (SIGKILL: the store vanishes mid-request; connections are refused until
+   * `startGateway`). The monitor, the OSD and the data stay. Idempotent.
+   */
+  stopGateway(): Promise<void>;
+  /** Starts radosgw again on the same port and waits until it answers HTTP (60 s at most). */
+  startGateway(): Promise<void>;
   /** Stops every daemon and removes the directory; safe to call twice. */
   stop(): Promise<void>;
 }
@@ -175,9 +182,26 @@ export async function startCephRgw(opts: { memstoreBytes?: number } = {}): Promi
     await waitFor('the OSD to be up', async () => JSON.parse(await ceph(['osd', 'stat', '-f', 'json'])).num_up_osds === 1, { abort });
     phase('osd');
 
-    daemons.push(startDaemon('client.rgw.a', 'radosgw', ['-c', cfg, '-n', 'client.rgw.a', '-f'], join(dir, 'log', 'rgw.out')));
-    await waitFor('radosgw to answer HTTP', () => httpUp(rgwPort), { abort });
+    const gateway = async () => {
+      daemons.push(startDaemon('client.rgw.a', 'radosgw', ['-c', cfg, '-n', 'client.rgw.a', '-f'], join(dir, 'log', 'rgw.out')));
+      await waitFor('radosgw to answer HTTP', () => httpUp(rgwPort), { abort });
+    };
+    await gateway();
     phase('rgw');
+    const stopGateway = async () => {
+      const d = daemons.find((x) => x.name === 'client.rgw.a');
+      if (!d) return;
+      daemons.splice(daemons.indexOf(d), 1);
+      if (d.exited === undefined && d.child.exitCode === null) {
+        const gone = new Promise<void>((r) => d.child.once('exit', () => r()));
+        d.child.kill('SIGKILL');
+        await gone;
+      }
+    };
+    const startGateway = async () => {
+      if (stopped) throw new Error('the cluster is stopped');
+      if (!daemons.some((x) => x.name === 'client.rgw.a')) await gateway();
+    };
 
     const accessKeyId = 'SLIPWAY' + randomBytes(6).toString('hex').toUpperCase();
     const secretAccessKey = randomBytes(24).toString('base64url');
@@ -186,7 +210,7 @@ export async function startCephRgw(opts: { memstoreBytes?: number } = {}): Promi
     phase('user');
     timings.total = Date.now() - t0;
     if (process.env.SLIPWAY_HARNESS_VERBOSE) console.error(`# ceph-rgw ready in ${timings.total} ms ${JSON.stringify(timings)}`);
-    return { endpoint: `http://127.0.0.1:${rgwPort}`, region: 'us-east-1', accessKeyId, secretAccessKey, dir, timings, stop };
+    return { endpoint: `http://127.0.0.1:${rgwPort}`, region: 'us-east-1', accessKeyId, secretAccessKey, dir, timings, stopGateway, startGateway, stop };
   } catch (e) {
     await stop();
     throw e;

@@ -1,5 +1,5 @@
 /**
- * An engine without HTTP for tests: store, ManualClock, GC-safe blob store, upload sessions,
+ * An engine without HTTP for tests: store, ManualClock, filesystem blob backend, upload sessions,
  * registry (image inspection stubbed as an amd64 image) and garbage collector on a temp dir,
  * closed and removed at teardown.
  */
@@ -11,19 +11,28 @@ import type { Keyspace } from '../../engine/storage/metadata.js';
 import type { LmdbMetadataStore } from '../../engine/storage/lmdb-metadata.js';
 import { Uploads, type UploadOptions } from '../../engine/blobs/uploads.js';
 import { Registry } from '../../engine/registry/registry.js';
-import { GarbageCollector, GcSafeBlobStore } from '../../engine/registry/gc.js';
+import { GarbageCollector } from '../../engine/registry/gc.js';
+import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
+import { blobKey } from '../../engine/blobs/contract.js';
+import { join } from 'node:path';
 import { releaseRetention } from '../../engine/platform/retention.js';
 import type { Digest } from '../../engine/digest.js';
 
 /** sha256 digest of `b`. */
 export const digestOf = (b: Buffer) => ('sha256:' + createHash('sha256').update(b).digest('hex')) as Digest;
 
+/** Where the filesystem backend keeps the committed blob `digest` under `dataDir` (fs-backend.ts layout). */
+export const blobFile = (dataDir: string, digest: Digest) => join(dataDir, blobKey(digest));
+
+/** Where the filesystem backend keeps the bytes of upload session `id` under `dataDir`. */
+export const sessionFile = (dataDir: string, id: string) => join(dataDir, 'uploads', id);
+
 export async function engineFixture(t: { teardown(fn: () => unknown): void }, uploadOptions?: UploadOptions) {
   const tmp = tempDir();
   const store = await openStore(tmp.dir);
   const clock = new ManualClock();
-  const blobs = new GcSafeBlobStore(tmp.dir, store);
-  const uploads = new Uploads(store, blobs, clock, async () => { throw new Error('no rehash in tests'); }, tmp.dir, uploadOptions);
+  const blobs = new FsBlobBackend(tmp.dir);
+  const uploads = new Uploads(store, blobs, clock, uploadOptions);
   await uploads.init();
   const registry = new Registry(store.metadata, blobs, clock, async () => ({
     config: { architecture: 'amd64', os: 'linux', entrypoint: null, cmd: ['/bin/sh'], workingDir: '/', env: [], user: '', ignoredInstructions: [] },
@@ -40,7 +49,7 @@ export async function engineFixture(t: { teardown(fn: () => unknown): void }, up
     await uploads.commit(rec, digestOf(bytes));
     return digestOf(bytes);
   }
-  return { tmp, store, clock, blobs, uploads, registry, gc, upload };
+  return { tmp, store, clock, blobs, uploads, registry, gc, upload, blobPath: (d: Digest) => blobFile(tmp.dir, d) };
 }
 
 /**

@@ -15,6 +15,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ManualClock } from '../../engine/clock.js';
+import type { MetadataStore } from '../../engine/storage/metadata.js';
 import { loadConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/main.js';
 import { createLogger } from '../../server/log.js';
@@ -64,6 +65,20 @@ function settingsOf(opts: StartOptions): Record<string, string> {
   return { ...opts.env, ...(opts.databaseUrl === undefined ? {} : { SLIPWAY_DATABASE_URL: opts.databaseUrl }) };
 }
 
+/** Options only an in-process server has. */
+export interface InProcessOptions extends StartOptions {
+  /** The clock the server reads; default a new ManualClock at TEST_EPOCH. */
+  clock?: ManualClock;
+  /**
+   * Opens the metadata store the server runs on instead of its data directory's LMDB (two nodes
+   * over one PostgreSQL database: `() => PostgresMetadataStore.open({ connectionString })`).
+   * The server closes it on stop().
+   */
+  metadata?: () => Promise<MetadataStore>;
+  /** Create the operator account when the store has no account (default true). */
+  bootstrap?: boolean;
+}
+
 /** A server in the test process. */
 export interface InProcessSlipway extends Slipway {
   server: RunningServer;
@@ -100,7 +115,7 @@ const PORTS = { 'registry-port': '0', 'api-port': '0', 'auth-port': '0', 'upload
  * belongs to tap).
  * @throws what `startServer` throws (bad settings, an unusable key file), after removing a temporary data directory.
  */
-export async function startInProcess(opts: StartOptions & { clock?: ManualClock } = {}): Promise<InProcessSlipway> {
+export async function startInProcess(opts: InProcessOptions = {}): Promise<InProcessSlipway> {
   const tmp = opts.dataDir === undefined ? tempDir() : undefined;
   const dataDir = opts.dataDir ?? tmp!.dir;
   const env = { SLIPWAY_LOG_LEVEL: 'silent', ...settingsOf(opts), SLIPWAY_DATA: dataDir };
@@ -108,7 +123,7 @@ export async function startInProcess(opts: StartOptions & { clock?: ManualClock 
   let server: RunningServer;
   try {
     const config = loadConfig(env, PORTS);
-    server = await startServer(config, { clock, log: createLogger(config.logLevel, config.logFile) });
+    server = await startServer(config, { clock, log: createLogger(config.logLevel, config.logFile), metadata: opts.metadata, bootstrap: opts.bootstrap });
   } catch (e) {
     tmp?.cleanup();
     throw e;

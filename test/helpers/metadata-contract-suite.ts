@@ -2,19 +2,23 @@
  * The metadata contract's test suite (engine/storage/metadata.ts), one function run against
  * every implementation: records, ordered ranges, read-your-writes, atomicity, serializable
  * isolation under concurrent transactions (lost updates, write skew, phantoms), retries and
- * their limit, durability across a reopen, key limits, exclusive locks.
+ * their limit, durability across a reopen, key limits, exclusive locks, and the refusal of values
+ * that are not plain JSON-representable data (so no domain can store what one backend could not hold).
  */
 import type { Test } from 'tap';
 import {
-  keyspace, key, MAX_KEY_BYTES, TransactionConflictError,
-  type MetadataStore, type MetadataTransaction,
+  keyspace, key, MAX_KEY_BYTES, readMaybe, TransactionConflictError,
+  type Keyspace, type MetadataReader, type MetadataStore, type MetadataTransaction,
 } from '../../engine/storage/metadata.js';
+import { isPromise } from '../../engine/maybe-sync.js';
 
 /** Opens the implementation under test on fresh (or, with `reopen`, the same) storage. */
 export interface ContractTarget {
   open(): Promise<MetadataStore>;
   /** Closes `store` and opens the same storage again. */
   reopen(store: MetadataStore): Promise<MetadataStore>;
+  /** True when the store and its transactions offer the synchronous fast path `getNow`. */
+  syncReads?: boolean;
 }
 
 const things = keyspace<{ n: number; tags?: string[]; nested?: { ok: boolean | null } }>('meta', 'contract-things');
@@ -102,6 +106,54 @@ export function metadataContractSuite(t: Test, target: ContractTarget): void {
     t.equal(await store.get(rows, 'atomic-2'), undefined);
   });
 
+  t.test('the synchronous fast path (getNow, readMaybe) gives what get gives, in and after transactions', async (t) => {
+    t.equal(typeof store.getNow, target.syncReads ? 'function' : 'undefined', 'the store offers getNow exactly when it reads synchronously');
+    /** Every way to read `k` through `reader`, after checking that each read returns at once or not as promised. */
+    const readAll = async <V>(reader: MetadataReader, ks: Keyspace<V>, k: string) => {
+      const maybe = readMaybe(reader, ks, k);
+      t.equal(isPromise(maybe), !target.syncReads, 'readMaybe answers at once exactly when the reader has getNow');
+      return { get: await reader.get(ks, k), maybe: await maybe, now: reader.getNow ? reader.getNow(ks, k) : await reader.get(ks, k) };
+    };
+    const same = <V>(r: { get: V; maybe: V; now: V }, expected: V, what: string) => t.same(r, { get: expected, maybe: expected, now: expected }, what);
+    await store.transact((tx) => { tx.put(things, 'fast-1', { n: 1 }); tx.put(things, 'fast-gone', { n: 0 }); });
+    same(await readAll(store, things, 'fast-1'), { n: 1 }, 'committed value');
+    same(await readAll(store, things, 'fast-absent'), undefined, 'absent key');
+
+    let outsideDuring: unknown;
+    const inside = await store.transact(async (tx) => {
+      t.equal(typeof tx.getNow, target.syncReads ? 'function' : 'undefined', 'transactions offer getNow like their store');
+      tx.put(things, 'fast-1', { n: 2 });
+      tx.remove(things, 'fast-gone');
+      tx.put(things, 'fast-new', { n: 3 });
+      outsideDuring = (await readAll(store, things, 'fast-1')).now;
+      return { changed: await readAll(tx, things, 'fast-1'), removed: await readAll(tx, things, 'fast-gone'), added: await readAll(tx, things, 'fast-new') };
+    });
+    same(inside.changed, { n: 2 }, 'a transaction reads its own put');
+    same(inside.removed, undefined, 'and its own remove');
+    same(inside.added, { n: 3 }, 'and a new key');
+    t.same(outsideDuring, { n: 1 }, 'outside, the uncommitted write is not seen');
+    same(await readAll(store, things, 'fast-1'), { n: 2 }, 'after the commit, the new value');
+    same(await readAll(store, things, 'fast-gone'), undefined, 'after the commit, the removed key is gone');
+
+    // A read through the fast path counts for the transaction's validation like get's does.
+    await store.transact((tx) => tx.put(counters, 'fast-retry', 0));
+    let attempts = 0;
+    const result = await store.transact(async (tx) => {
+      attempts++;
+      const v = (await readMaybe(tx, counters, 'fast-retry')) ?? 0;
+      if (attempts === 1) await store.transact((other) => other.put(counters, 'fast-retry', v + 100));
+      tx.put(counters, 'fast-retry', v + 1);
+      return v;
+    });
+    t.equal(attempts, 2, 'a concurrent change of what readMaybe read runs the body again');
+    t.equal(result, 100);
+    t.equal(await store.get(counters, 'fast-retry'), 101);
+
+    const tooLong = 'é'.repeat(MAX_KEY_BYTES / 2 + 1);
+    if (store.getNow) t.throws(() => store.getNow!(rows, tooLong), RangeError, 'getNow throws for a bad key');
+    await t.rejects(async () => readMaybe(store, rows, tooLong), RangeError, 'readMaybe refuses a bad key');
+  });
+
   t.test('concurrent read-modify-write loses no update', async (t) => {
     const n = 40;
     await Promise.all(Array.from({ length: n }, async () => {
@@ -185,6 +237,29 @@ export function metadataContractSuite(t: Test, target: ContractTarget): void {
     await t.rejects(store.transact((tx: MetadataTransaction) => tx.put(rows, tooLong, 'x')), RangeError);
     await t.rejects(store.get(rows, tooLong), RangeError);
     await t.rejects(store.transact((tx: MetadataTransaction) => tx.put(rows, 'nul\u0000key', 'x')), RangeError, 'NUL is not a key character');
+  });
+
+  t.test('values that are not JSON-representable are refused before any write', async (t) => {
+    const loose = keyspace<unknown>('meta', 'contract-loose');
+    const cyclic: Record<string, unknown> = { n: 1 };
+    cyclic.self = cyclic;
+    const refused: Array<[string, unknown]> = [
+      ['a Buffer', Buffer.from('ab')], ['a Uint8Array', new Uint8Array([1, 2])], ['a Date', new Date(0)],
+      ['a bigint', 1n], ['a Map', new Map([['a', 1]])], ['a Set', new Set([1])], ['NaN', Number.NaN], ['Infinity', Infinity],
+      ['undefined in an array', [1, undefined, 2]], ['a hole in an array', [1, , 2]], ['a function', () => 1], ['a symbol', Symbol('s')],
+      ['a class instance', new (class Thing { n = 1 })()], ['a string with NUL', 'a\u0000b'], ['an unpaired surrogate', 'a\ud800b'],
+      ['binary nested in a record', { n: 1, nested: { bytes: new Uint8Array([1]) } }], ['a Date in an array', { tags: [new Date(0)] }],
+      ['a cyclic value', cyclic],
+    ];
+    await store.transact((tx) => tx.put(loose, 'kept', { n: 1 }));
+    for (const [label, value] of refused) {
+      await t.rejects(store.transact((tx) => { tx.put(loose, 'first', 'written first'); tx.put(loose, 'kept', value); }), TypeError, `${label} is refused`);
+    }
+    t.equal(await store.get(loose, 'first'), undefined, 'nothing of a refused transaction is written');
+    t.same(await store.get(loose, 'kept'), { n: 1 }, 'the record is unchanged');
+    const accepted = { n: 0, s: 'ü 日本 🚢 \\u0000 escaped', a: [null, true, -0.5, [], {}], o: Object.assign(Object.create(null), { k: 'v' }), absent: undefined };
+    await store.transact((tx) => tx.put(loose, 'plain', accepted));
+    t.same(await store.get(loose, 'plain'), { n: 0, s: 'ü 日本 🚢 \\u0000 escaped', a: [null, true, -0.5, [], {}], o: { k: 'v' } }, 'plain data is accepted; an undefined property reads back absent');
   });
 
   t.test('exclusive: one holder per name; others skip, or wait with `wait`', async (t) => {

@@ -118,6 +118,9 @@ t.test('API: bad JSON and oversized bodies → 400/413, nothing created, no 5xx'
     ['number', '42', 400, 'bad_request'],
     ['not JSON', 'name=bad-json', 400, 'bad_request'],
     ['invalid UTF-8', Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]), 400, 'bad_request'],
+    ['NUL in a string', '{"name":"bad\\u0000json"}', 400, 'bad_request'],
+    ['unpaired surrogate', '{"name":"bad-json","x":"\\ud800"}', 400, 'bad_request'],
+    ['NUL in a property name', '{"name":"bad-json","a\\u0000":1}', 400, 'bad_request'],
     ['wrong types', '{"name":42}', 422, 'invalid_params'],
     ['too large', JSON.stringify({ name: 'huge-app', pad: 'x'.repeat(1024 * 1024) }), 413, 'bad_request'],
   ];

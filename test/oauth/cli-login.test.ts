@@ -12,6 +12,8 @@ import { totpCode, TOTP_STEP_SECONDS } from '../../engine/identity/totp.js';
 import { loadConfig } from '../../server/config.js';
 import { ManualClock } from '../../engine/clock.js';
 import { CliLogins } from '../../engine/oauth/cli-logins.js';
+import { openStore } from '../../engine/store.js';
+import { tempDir } from '../helpers/server.js';
 
 // Polls wait at most 0.3 s here, so "pending" answers come quickly.
 const ts = await startInProcess({ env: { SLIPWAY_CLI_LOGIN_POLL_WAIT: '0.3' } });
@@ -53,8 +55,8 @@ t.test('start: the shape the CLI reads; bad bodies change nothing', async (t) =>
   const broken = await http('POST', ts.auth + '/auth', { headers: { 'content-type': 'application/json' }, body: '{' });
   t.equal(broken.status, 400);
   t.match(broken.json.message, /not valid JSON/);
-  t.equal(ts.server.oauth.cliLogins.get(s.cli_url.split('/').pop()!)!.tokenHash.length, 64, 'the polling token is kept as its sha256 only');
-  t.notMatch(JSON.stringify(ts.server.oauth.cliLogins.get(s.cli_url.split('/').pop()!)), s.token);
+  t.equal((await ts.server.oauth.cliLogins.get(s.cli_url.split('/').pop()!))!.tokenHash.length, 64, 'the polling token is kept as its sha256 only');
+  t.notMatch(JSON.stringify(await ts.server.oauth.cliLogins.get(s.cli_url.split('/').pop()!)), s.token);
 });
 
 t.test('poll: pending, wrong token, unknown login', async (t) => {
@@ -190,17 +192,21 @@ t.test('SLIPWAY_CLI_LOGIN_POLL_WAIT', async (t) => {
 
 t.test('at most maxPending logins wait at once; ended ones are forgotten later', async (t) => {
   const clock = new ManualClock();
-  const logins = new CliLogins(clock, { ttlMs: 60_000, maxPending: 2 });
-  const a = logins.start('a');
-  logins.start('b');
-  t.throws(() => logins.start('c'), { code: 'RATE_LIMITED' });
-  t.equal(logins.decide(a.login.id, 'acct', false), 'ok');
-  t.ok(logins.start('c'), 'an answered login no longer counts');
+  const tmp = tempDir();
+  const store = await openStore(tmp.dir);
+  t.teardown(async () => { await store.close(); tmp.cleanup(); });
+  const logins = new CliLogins(store.metadata, clock, { ttlMs: 60_000, maxPending: 2 });
+  const a = await logins.start('a');
+  await logins.start('b');
+  await t.rejects(logins.start('c'), { code: 'RATE_LIMITED' });
+  t.equal(await logins.decide(a.login.id, 'acct', false), 'ok');
+  t.ok(await logins.start('c'), 'an answered login no longer counts');
   clock.advance(60_000);
-  t.ok(logins.start('d'), 'expired ones do not count');
-  t.equal(logins.claim(a.login.id, a.token).kind, 'denied', 'an ended login is remembered for a while');
+  t.ok(await logins.start('d'), 'expired ones do not count');
+  t.equal((await logins.claim(a.login.id, a.token)).kind, 'denied', 'an ended login is remembered for a while');
   clock.advance(60_000 + 10 * 60_000);
-  t.equal(logins.prune(), 4, 'pruning (every 10 minutes, and at each start) forgets them');
-  t.equal(logins.claim(a.login.id, a.token).kind, 'unknown', 'then forgotten');
-  t.equal(logins.start('\u0007 x\ny ').login.description, 'x y', 'control characters are cut from descriptions');
+  t.equal(await logins.prune(), 4, 'pruning (every 10 minutes, and at each start) forgets them');
+  t.equal((await logins.claim(a.login.id, a.token)).kind, 'unknown', 'then forgotten');
+  t.equal((await logins.start('\u0007 x\ny ')).login.description, 'x y', 'control characters are cut from descriptions');
+  t.equal((await logins.claim('x'.repeat(600), a.token)).kind, 'unknown', 'an id that is no login id is unknown, without a store read');
 });

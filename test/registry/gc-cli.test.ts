@@ -17,7 +17,7 @@ import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBlob, pushBuiltImage, type Target } from '../helpers/registry.js';
 import { key, openStore } from '../../engine/store.js';
 import * as platform from '../../engine/platform/keyspaces.js';
-import { FileBlobStore } from '../../engine/blobs/cas.js';
+import { blobFile } from '../helpers/engine.js';
 import type { Digest } from '../../engine/digest.js';
 import * as blobKs from '../../engine/blobs/keyspaces.js';
 import { repositoryManifests } from '../../engine/registry/keyspaces.js';
@@ -65,8 +65,7 @@ t.test('gc --dry-run --json reports and changes nothing', async (t) => {
   t.same(report.images, { unreleased: 1, expired: 0, kept: 1 });
   t.equal(await manifestStatus(doomed.manifestDigest), 200, 'still pullable');
   // Not over HTTP: a GET of an unreferenced blob touches it and keeps it (last test).
-  const files = new FileBlobStore(tmp.dir);
-  t.ok(doomedBlobs.every((d) => existsSync(files.pathOf(d as Digest))), 'files still there');
+  t.ok(doomedBlobs.every((d) => existsSync(blobFile(tmp.dir, d as Digest))), 'files still there');
 });
 
 t.test('gc deletes them, prints what it deleted; the released image stays', async (t) => {
@@ -83,8 +82,7 @@ t.test('gc deletes them, prints what it deleted; the released image stays', asyn
     const r = await http('GET', `${me.registry}/v2/cliapp/web/blobs/${sha256(b)}`, { headers: me.auth });
     t.equal(sha256(r.bytes), sha256(b), 'released blobs intact');
   }
-  const files = new FileBlobStore(tmp.dir);
-  t.notOk(doomedBlobs.some((d) => existsSync(files.pathOf(d as Digest))), 'files removed');
+  t.notOk(doomedBlobs.some((d) => existsSync(blobFile(tmp.dir, d as Digest))), 'files removed');
   t.equal((await http('GET', `${me.registry}/v2/cliapp/web/blobs/${sha256(stray)}`, { headers: me.auth })).status, 404);
   const again = JSON.parse(gc('--json'));
   t.same([again.images.unreleased, again.blobs.deleted, again.orphans.deleted], [0, 0, 0], 'a second run finds nothing');

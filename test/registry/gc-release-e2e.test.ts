@@ -14,7 +14,7 @@ import { buildImage, sha256, type BuiltImage } from '../helpers/image.js';
 import { pushBuiltImage, type Target } from '../helpers/registry.js';
 import { GarbageCollector } from '../../engine/registry/gc.js';
 import { releaseRetention } from '../../engine/platform/retention.js';
-import { FileBlobStore } from '../../engine/blobs/cas.js';
+import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -24,7 +24,7 @@ const ts = await startInProcess({ env: { SLIPWAY_GC_INTERVAL: '0' } });
 t.teardown(() => ts.stop());
 const key = ts.operator.apiKey;
 const me: Target = { registry: ts.server.urls.registry, auth: basic('_', key) };
-const gc = new GarbageCollector(ts.server.store.metadata, new FileBlobStore(ts.server.config.dataDir), ts.clock, releaseRetention);
+const gc = new GarbageCollector(ts.server.store.metadata, new FsBlobBackend(ts.server.config.dataDir), ts.clock, releaseRetention);
 if ((await api(ts, 'POST', '/apps', key, { name: 'keep' })).status !== 201) throw new Error('app create failed');
 
 const base = { 'usr/lib/base.so': 'the same bytes in every image\n' };

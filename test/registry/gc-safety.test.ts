@@ -23,7 +23,7 @@ import { tempDir } from '../helpers/server.js';
 import { startSpawned, waitFor, type SpawnedSlipway } from '../helpers/harness.js';
 import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { pushBlob, putManifest, startUpload, withDigest, type Target } from '../helpers/registry.js';
-import { FileBlobStore } from '../../engine/blobs/cas.js';
+import { blobFile } from '../helpers/engine.js';
 import { openStore } from '../../engine/store.js';
 import type { Digest } from '../../engine/digest.js';
 import * as blobKs from '../../engine/blobs/keyspaces.js';
@@ -163,11 +163,10 @@ t.test('phase 2: 240 pushes, GC every 5 ms with a 3 s grace', async (t) => {
 async function storeProblems(): Promise<{ missing: string[]; wrongRefs: string[] }> {
   const store = await openStore(tmp.dir);
   try {
-    const files = new FileBlobStore(tmp.dir);
     const missing: string[] = [];
     const blobRecords = await store.metadata.range(blobKs.blobs);
     for (const { key: d, value } of blobRecords) {
-      const p = files.pathOf(d as Digest);
+      const p = blobFile(tmp.dir, d as Digest);
       if (!existsSync(p) || statSync(p).size !== value.size) missing.push(d);
     }
     const refs = new Map<string, number>();

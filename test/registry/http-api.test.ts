@@ -234,6 +234,9 @@ t.test('manifest refusals change nothing', async (t) => {
   const before = await tags();
   const manifest = JSON.parse(img.manifest.toString());
   const oci = { ...manifest, mediaType: 'application/vnd.oci.image.manifest.v1+json' };
+  // Valid JSON but for one byte inside a string that is not UTF-8 (older builds read it as U+FFFD).
+  const notUtf8 = Buffer.from(JSON.stringify({ ...manifest, note: '~' }));
+  notUtf8[notUtf8.lastIndexOf(0x7e)] = 0xff;
   const cases: Array<[string, Buffer | string, string, number, string, RegExp]> = [
     ['oci', JSON.stringify(oci), 'application/vnd.oci.image.manifest.v1+json', 400, 'MANIFEST_INVALID', /OCI image manifests .* are not supported; only application\/vnd\.docker\.distribution\.manifest\.v2\+json/],
     ['oci-index', JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.index.v1+json', manifests: [] }), 'application/vnd.oci.image.index.v1+json', 400, 'MANIFEST_INVALID', /OCI image indexes/],
@@ -242,6 +245,7 @@ t.test('manifest refusals change nothing', async (t) => {
     ['no-layers-array', JSON.stringify({ ...manifest, layers: 'x' }), 'application/vnd.docker.distribution.manifest.v2+json', 400, 'MANIFEST_INVALID', /layers must be an array/],
     ['missing-blob', JSON.stringify({ ...manifest, layers: [{ ...manifest.layers[0], digest: sha256('absent') }] }), 'application/vnd.docker.distribution.manifest.v2+json', 400, 'MANIFEST_BLOB_UNKNOWN', /not pushed to myapp\/web/],
     ['wrong-size', JSON.stringify({ ...manifest, layers: [{ ...manifest.layers[0], size: 1 }] }), 'application/vnd.docker.distribution.manifest.v2+json', 400, 'MANIFEST_INVALID', /does not match/],
+    ['not-utf8', notUtf8, 'application/vnd.docker.distribution.manifest.v2+json', 400, 'MANIFEST_INVALID', /not valid UTF-8/],
     ['too-large', Buffer.alloc(4 * 1024 * 1024 + 1, 32), 'application/vnd.docker.distribution.manifest.v2+json', 413, 'SIZE_INVALID', /4 MiB/],
   ];
   for (const [label, body, type, status, code, message] of cases) {

@@ -13,4 +13,5 @@ const openEnv = () => new LmdbMetadataStore(open({ path: join(tmp.dir, 'lmdb'), 
 metadataContractSuite(t, {
   open: async () => openEnv(),
   reopen: async (store) => { await store.close(); return openEnv(); },
+  syncReads: true,
 });

@@ -15,7 +15,7 @@ import { SCOPES, SCOPE_DESCRIPTIONS } from '../../../engine/identity/scope.js';
 import { manageableAuthorization } from '../../api/authorizations.js';
 import { lastUsed } from '../../../engine/identity/usage.js';
 import {
-  attempt, backTo, confirmOr, done, firstSubmission, mirror, noticeOf, onceForms, sendDashboard, showSecret, signedInPage, submitted, when,
+  attempt, backTo, confirmOr, done, firstSubmission, mirror, noticeOf, sendDashboard, showSecret, signedInPage, submitted, when,
   type FormState, type Section, type Signed,
 } from './page.js';
 
@@ -58,7 +58,7 @@ async function render(ctx: AuthContext, s: Signed, status: number, state: FormSt
     expiries: DIRECT_EXPIRY_CHOICES.map(([label, value]) => ({ label, value, selected: (values.expires_in ?? '') === value })),
     description: values.description ?? '',
     errors: state?.errors ?? {},
-    once: () => onceForms.issue(),
+    once: () => ctx.oauth.onceForms.issue(),
   });
 }
 
@@ -74,7 +74,7 @@ export async function submitCreateAuthorization(ctx: AuthContext, ex: Exchange, 
   const values = { description: s.form.get('description') ?? '', expires_in: s.form.get('expires_in') ?? '', scope: scope.join(' ') };
   // A form with no scope ticked is an error, not the API's default (a person chose nothing).
   const r = await attempt('create', ['description', 'scope', 'expires_in'], values, async () => {
-    if (!firstSubmission(ctx, s, 'applications')) return null;
+    if (!await firstSubmission(ctx, s, 'applications')) return null;
     return ctx.oauth.authorizations.createDirect(s.account.id, { description: values.description, scope: scope.length ? scope : [], expires_in: values.expires_in || null });
   });
   if (!r.ok) return await render(ctx, s, r.status, r.state);
@@ -95,7 +95,7 @@ export async function submitRegenerate(ctx: AuthContext, ex: Exchange, params: R
   const section = sectionOf(s.form);
   const name = a.kind === 'api-key' ? 'your API key' : `"${a.description || a.id}"`;
   if (!confirmOr(ctx, s, section, { title: 'Regenerate token', message: `Regenerate the token of ${name}? The current token stops working at once; scripts using it must get the new one.`, button: 'Regenerate' })) return;
-  if (!firstSubmission(ctx, s, section)) return;
+  if (!await firstSubmission(ctx, s, section)) return;
   const issued = await ctx.oauth.authorizations.regenerate(a);
   showSecret(ctx, s, section, {
     title: 'Token regenerated', label: a.kind === 'api-key' ? 'API key' : 'Access token',

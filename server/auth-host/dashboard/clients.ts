@@ -13,7 +13,7 @@ import type { AuthContext } from '../context.js';
 import type { ClientRecord } from '../../../engine/oauth/records.js';
 import { clientFields, ownedClient } from '../../api/clients.js';
 import {
-  attempt, confirmOr, done, firstSubmission, mirror, noticeOf, onceForms, sendDashboard, showSecret, signedInPage, submitted, when,
+  attempt, confirmOr, done, firstSubmission, mirror, noticeOf, sendDashboard, showSecret, signedInPage, submitted, when,
   type FormState, type Signed,
 } from './page.js';
 
@@ -27,14 +27,14 @@ async function renderList(ctx: AuthContext, s: Signed, status: number, state: Fo
   sendDashboard(ctx, s, status, 'clients', 'clients', {
     title: 'OAuth clients', notice: noticeOf(s.ex),
     clients: (await ctx.oauth.clients.ownedBy(s.account.id)).map(clientRow),
-    values: state?.values ?? {}, errors: state?.errors ?? {}, once: () => onceForms.issue(),
+    values: state?.values ?? {}, errors: state?.errors ?? {}, once: () => ctx.oauth.onceForms.issue(),
   });
 }
 
 function renderEdit(ctx: AuthContext, s: Signed, c: ClientRecord, status: number, state: FormState | null): void {
   sendDashboard(ctx, s, status, 'client', 'clients', {
     title: `OAuth client ${c.name}`, notice: noticeOf(s.ex), client: clientRow(c),
-    values: state?.values ?? { name: c.name, redirect_uri: c.redirectUri }, errors: state?.errors ?? {}, once: () => onceForms.issue(),
+    values: state?.values ?? { name: c.name, redirect_uri: c.redirectUri }, errors: state?.errors ?? {}, once: () => ctx.oauth.onceForms.issue(),
   });
 }
 
@@ -53,7 +53,7 @@ export async function submitCreateClient(ctx: AuthContext, ex: Exchange, params:
   const values = formValues(s.form);
   const r = await attempt('create', FIELDS, values, async () => {
     const fields = await clientFields(ctx, s.account.id, values);
-    if (!firstSubmission(ctx, s, 'clients')) return null;
+    if (!await firstSubmission(ctx, s, 'clients')) return null;
     return ctx.oauth.clients.create(s.account.id, fields);
   });
   if (!r.ok) return renderList(ctx, s, r.status, r.state);
@@ -88,7 +88,7 @@ export async function submitRotateClient(ctx: AuthContext, ex: Exchange, params:
   mirror(s, 'POST /oauth/clients/:id/actions/rotate-credentials');
   const c = await ownedClient(ctx, s.account.id, params.id!);
   if (!confirmOr(ctx, s, 'clients', { title: 'Rotate secret', message: `Give "${c.name}" a new secret? The current secret stops working at once; the application must be updated.`, button: 'Rotate secret' })) return;
-  if (!firstSubmission(ctx, s, 'clients')) return;
+  if (!await firstSubmission(ctx, s, 'clients')) return;
   const { client, secret } = await ctx.oauth.clients.rotate(c);
   showSecret(ctx, s, 'clients', {
     title: 'Secret rotated', label: 'Client secret',

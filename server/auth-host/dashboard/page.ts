@@ -15,7 +15,6 @@ import type { AuthContext } from '../context.js';
 import type { Account } from '../../../engine/identity/records.js';
 import type { Principal } from '../../../engine/identity/authorizations.js';
 import { fail, isSlipwayError, type SlipwayError } from '../../../engine/errors.js';
-import { newSecret } from '../../../engine/identity/tokens.js';
 import { browserOf, csrfToken, csrfValid, type Browser } from '../session.js';
 import { sendPage, sendRedirect } from '../views.js';
 import { field, readForm } from '../forms.js';
@@ -194,42 +193,11 @@ export async function attempt<T>(form: string, fields: readonly string[], values
 }
 
 /**
- * One-time forms: a form that shows a secret carries a random `_once` value; the first post
- * with it acts, a repeat (the browser re-posting on reload) is refused, so a reload shows no
- * secret and creates nothing. Values are kept in memory for `ONCE_TTL_MS`, per process.
+ * Claims the `_once` value of a secret-showing form (cluster-wide, engine/oauth/once-forms.ts);
+ * on a repeat, renders a page saying the secret is not shown again. @returns true when the action may proceed.
  */
-export class OnceForms {
-  readonly #used = new Map<string, number>();
-  static readonly TTL_MS = 12 * 3600_000;
-  static readonly LIMIT = 100_000;
-
-  /** A new value for a form. */
-  issue(): string {
-    return newSecret();
-  }
-
-  /** @returns true the first time `value` is claimed (within the TTL), false after. */
-  claim(value: string | null, now: number): boolean {
-    if (!value || !/^[A-Za-z0-9_-]{20,64}$/.test(value)) return false;
-    if (this.#used.has(value)) return false;
-    if (this.#used.size >= OnceForms.LIMIT) {
-      for (const [k, at] of this.#used) if (now - at > OnceForms.TTL_MS) this.#used.delete(k);
-      if (this.#used.size >= OnceForms.LIMIT) this.#used.clear();
-    }
-    this.#used.set(value, now);
-    return true;
-  }
-}
-
-/** The process's one-time form registry. */
-export const onceForms = new OnceForms();
-
-/**
- * Claims the `_once` value of a secret-showing form; on a repeat, renders a page saying the
- * secret is not shown again. @returns true when the action may proceed.
- */
-export function firstSubmission(ctx: AuthContext, s: Submitted, section: Section): boolean {
-  if (onceForms.claim(field(s.form, '_once'), ctx.clock.now())) return true;
+export async function firstSubmission(ctx: AuthContext, s: Submitted, section: Section): Promise<boolean> {
+  if (await ctx.oauth.onceForms.claim(field(s.form, '_once'))) return true;
   sendDashboard(ctx, s, 409, 'message', section, {
     title: 'Already done', heading: 'Already done', error: true,
     message: 'This form was already sent (perhaps the page was reloaded). Nothing was changed again, and a secret is shown only once: if you did not copy it, regenerate it.',

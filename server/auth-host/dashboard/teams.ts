@@ -20,7 +20,7 @@ import { memberAccount, newMemberAccount, teamApps } from '../../api/teams.js';
 import { scopeChoices } from './account.js';
 import { lastUsed } from '../../../engine/identity/usage.js';
 import {
-  attempt, confirmOr, done, firstSubmission, mirror, noticeOf, onceForms, sendDashboard, showSecret, signedInPage, submitted, when,
+  attempt, confirmOr, done, firstSubmission, mirror, noticeOf, sendDashboard, showSecret, signedInPage, submitted, when,
   type FormState, type Signed,
 } from './page.js';
 
@@ -75,7 +75,7 @@ async function renderTeam(ctx: AuthContext, s: Signed, team: TeamRecord, status:
     state: state ?? { form: '', errors: {}, values: {} },
     expiries: TEAM_TOKEN_EXPIRY_DAYS.map((d) => ({ value: String(d), label: EXPIRY_LABELS[d] ?? `${d} days`, selected: (values.expiry_days ?? '90') === String(d) })),
     scopes: scopeChoices(values.scope ? values.scope.split(' ') : ['global']),
-    once: () => onceForms.issue(),
+    once: () => ctx.oauth.onceForms.issue(),
   });
 }
 
@@ -120,7 +120,7 @@ export async function submitTeamAuthorization(ctx: AuthContext, ex: Exchange, pa
   const values = { description: s.form.get('description') ?? '', expiry_days: s.form.get('expiry_days') ?? '', scope: scope.join(' ') };
   const r = await attempt('token', ['description', 'scope', 'expiry_days'], values, async () => {
     const administered = await ctx.teams.administered(team.id, s.account.id);
-    if (!firstSubmission(ctx, s, 'teams')) return null;
+    if (!await firstSubmission(ctx, s, 'teams')) return null;
     return ctx.teams.createAuthorization(administered, s.account.id, { description: values.description, scope, expiry_days: values.expiry_days || undefined });
   });
   if (!r.ok) return await renderTeam(ctx, s, team, r.status, r.state);

@@ -1,0 +1,221 @@
+/**
+ * The filesystem backend's upload session writer (fs-backend.ts documents the layout and the
+ * commit order). One writer serves a session for its whole life: it holds the session file's
+ * descriptor while operations run and closes it once suspended and idle, so a session waiting
+ * between PATCHes costs no descriptor; the next write reopens it. The file is created by the
+ * first write, sync or commit (`O_EXCL`), so opening a session does no I/O.
+ *
+ * Writes are positional `writev` calls at the current end (short writes continue from where
+ * they stopped); the running sha256 is fed separately (`feedHash`), so the caller may hash on
+ * another thread while the same buffers are written. `sync` (fdatasync) may run beside writes.
+ */
+import { close, fdatasync, fstat, mkdirSync, openSync, read, writev, constants as fsc, promises as fsp } from 'node:fs';
+import { dirname } from 'node:path';
+import { fail } from '../errors.js';
+import type { Digest } from '../digest.js';
+import type { BlobStat, BlobWriter, CommitOptions, CommitResult } from './contract.js';
+import { appendHashed, verifyDigest } from './backend-common.js';
+import { hashPositional } from './hash-blob.js';
+import type { HashFactory, RunningHash } from './running-hash.js';
+
+/** What a session writer needs from its backend. */
+export interface FsSessionHost {
+  /** Running hashes for re-hashing a session whose hash state was lost. */
+  readonly newHash: HashFactory;
+  /** Steps 4–6 of the commit order for a synced, verified session file (fs-backend.ts). */
+  publish(sessionPath: string, digest: Digest, size: number, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<CommitResult>;
+  /** The writer of `id` ended (committed or aborted): the id may be used again. */
+  ended(id: string): void;
+}
+
+const reuseAlways = () => true;
+
+function writevAt(fd: number, chunks: readonly Uint8Array[], position: number): Promise<number> {
+  return new Promise((resolve, reject) => writev(fd, chunks as Uint8Array[], position, (e, n) => (e ? reject(e) : resolve(n))));
+}
+
+function datasync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fdatasync(fd, (e) => (e ? reject(e) : resolve())));
+}
+
+function sizeOf(fd: number): Promise<number> {
+  return new Promise((resolve, reject) => fstat(fd, (e, st) => (e ? reject(e) : resolve(st.size))));
+}
+
+function readAt(fd: number, into: Uint8Array, position: number): Promise<number> {
+  return new Promise((resolve, reject) => read(fd, into, 0, into.byteLength, position, (e, n) => (e ? reject(e) : resolve(n))));
+}
+
+/** `chunks` without their first `skip` bytes (the rest of a short write). */
+function rest(chunks: readonly Uint8Array[], skip: number): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (const c of chunks) {
+    if (skip >= c.byteLength) {
+      skip -= c.byteLength;
+      continue;
+    }
+    out.push(skip > 0 ? c.subarray(skip) : c);
+    skip = 0;
+  }
+  return out;
+}
+
+/** One upload session's file: lazily opened, closed when suspended and idle. */
+export class FsWriter implements BlobWriter {
+  #fd: number | null = null;
+  /** Operations holding the descriptor now. */
+  #users = 0;
+  #suspended = false;
+  #closed = false;
+  #exists: boolean;
+  /** Bytes fed to the running hash. */
+  #hashed = 0;
+  #idle: Array<() => void> = [];
+
+  /**
+   * @param exists whether the session file exists (resumed) or is created by the first use
+   * @param size bytes already in the file (resumed sessions; their hash state is lost)
+   */
+  constructor(readonly host: FsSessionHost, readonly id: string, readonly path: string, exists: boolean, public size: number, readonly hash: RunningHash) {
+    this.#exists = exists;
+  }
+
+  #check(): void {
+    if (this.#closed) throw fail('BLOB_UPLOAD_UNKNOWN', `upload session ${this.id} is closed`);
+  }
+
+  /** The descriptor for one operation (opened, and the file created, when needed). */
+  #acquire(): number {
+    this.#check();
+    this.#suspended = false;
+    if (this.#fd === null) this.#fd = this.#open();
+    this.#users++;
+    return this.#fd;
+  }
+
+  #open(): number {
+    const flags = fsc.O_RDWR | (this.#exists ? 0 : fsc.O_CREAT | fsc.O_EXCL);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const fd = openSync(this.path, flags, 0o600);
+        this.#exists = true;
+        return fd;
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' && !this.#exists && attempt === 0) {
+          mkdirSync(dirname(this.path), { recursive: true });
+          continue;
+        }
+        if (code === 'ENOENT') throw fail('BLOB_UPLOAD_UNKNOWN', 'upload session bytes are missing; start a new upload', { uuid: this.id });
+        if (code === 'EEXIST') throw fail('BLOB_UPLOAD_INVALID', `upload session ${this.id} already exists`);
+        throw e;
+      }
+    }
+  }
+
+  #release(): void {
+    if (--this.#users > 0) return;
+    if (this.#suspended || this.#closed) this.#closeFd();
+    for (const w of this.#idle.splice(0)) w();
+  }
+
+  #closeFd(): void {
+    const fd = this.#fd;
+    this.#fd = null;
+    if (fd !== null) close(fd, () => {});
+  }
+
+  /** Resolves once no operation holds the descriptor. */
+  #whenIdle(): Promise<void> {
+    return this.#users === 0 ? Promise.resolve() : new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  feedHash(bytes: Buffer, done: () => void): void {
+    this.#check();
+    this.#hashed += bytes.length;
+    this.hash.update(bytes, done);
+  }
+
+  async write(chunks: readonly Uint8Array[]): Promise<void> {
+    const fd = this.#acquire();
+    try {
+      let left = chunks.reduce((n, c) => n + c.byteLength, 0);
+      let at = this.size;
+      let pending = chunks;
+      while (left > 0) {
+        const n = await writevAt(fd, pending, at);
+        at += n;
+        left -= n;
+        if (left > 0) pending = rest(pending, n);
+      }
+      this.size = at;
+    } finally {
+      this.#release();
+    }
+  }
+
+  append(bytes: Uint8Array): Promise<void> {
+    return appendHashed(this, bytes);
+  }
+
+  async sync(): Promise<void> {
+    const fd = this.#acquire();
+    try {
+      await datasync(fd);
+    } finally {
+      this.#release();
+    }
+  }
+
+  suspend(): void {
+    if (this.#closed) return;
+    this.#suspended = true;
+    if (this.#users === 0) this.#closeFd();
+  }
+
+  /**
+   * Steps 1–3 of the commit order (fs-backend.ts): fdatasync, the file's size against the bytes
+   * written, the digest (running hash, or the file re-hashed); then the backend publishes.
+   */
+  async commit(expected: Digest, options: CommitOptions = {}): Promise<CommitResult> {
+    const fd = this.#acquire();
+    this.#closed = true;
+    let actual: Digest;
+    try {
+      await datasync(fd);
+      const stored = await sizeOf(fd);
+      if (stored !== this.size) {
+        throw fail('BLOB_UPLOAD_INVALID', `upload session bytes disagree (file ${stored}, written ${this.size} bytes); the session was discarded, start a new upload`);
+      }
+      const hex = this.#hashed === this.size ? await this.hash.digest() : (this.hash.discard(), null);
+      actual = hex !== null
+        ? (`sha256:${hex}` as Digest)
+        : (await hashPositional({ size: this.size, read: (into, position) => readAt(fd, into, position) }, this.host.newHash)).digest;
+      verifyDigest(expected, actual);
+    } catch (e) {
+      this.#release();
+      await this.#discard();
+      throw e;
+    }
+    this.#release();
+    await this.#whenIdle();
+    try {
+      return await this.host.publish(this.path, actual, this.size, options.reuse ?? reuseAlways);
+    } finally {
+      this.host.ended(this.id);
+    }
+  }
+
+  async #discard(): Promise<void> {
+    this.#closed = true;
+    this.hash.discard();
+    await this.#whenIdle();
+    this.#closeFd();
+    await fsp.rm(this.path, { force: true });
+    this.host.ended(this.id);
+  }
+
+  async abort(): Promise<void> {
+    await this.#discard();
+  }
+}
