@@ -34,7 +34,8 @@ t.test('two nodes scheduling GC every 20 ms never run it at the same time', { sk
   t.teardown(() => shared.cleanup());
   const env = { SLIPWAY_GC_INTERVAL: '0.02', SLIPWAY_GC_GRACE: '0', SLIPWAY_LOG_LEVEL: 'info', SLIPWAY_ACCESS_LOG_LEVEL: 'silent' };
   // One after the other: the first creates the shared server key in the data directory.
-  const a = await startSpawned({ dataDir: shared.dir, databaseUrl: db.connectionString, env });
+  // Generous start timeouts: spawned nodes start slowly while the whole suite runs beside them.
+  const a = await startSpawned({ dataDir: shared.dir, databaseUrl: db.connectionString, env, startTimeoutMs: 120_000 });
   t.teardown(() => a.stop());
   // Referenced blob records for every run to page through, so that a run lasts long enough
   // (tens of ms) that unlocked runs of the two nodes would overlap.
@@ -44,7 +45,7 @@ t.test('two nodes scheduling GC every 20 ms never run it at the same time', { sk
     SELECT 'blobs', 'sha256:' || md5(i::text) || md5((-i)::text), jsonb_build_object('size', 1, 'createdAt', 0, 'refs', 1)
     FROM generate_series(1, 20000) AS i`);
   await c.end();
-  const b = await startSpawned({ dataDir: shared.dir, databaseUrl: db.connectionString, env });
+  const b = await startSpawned({ dataDir: shared.dir, databaseUrl: db.connectionString, env, startTimeoutMs: 120_000 });
   t.teardown(() => b.stop());
 
   const all = await waitFor('both nodes to have run GC, 40 runs in all', () => {

@@ -56,6 +56,8 @@ export interface StartOptions {
    * `dataDir` too to share the server key and the blob files (the filesystem blob store).
    */
   databaseUrl?: string;
+  /** startSpawned: how long the process may take to listen (ms; default 20 000). */
+  startTimeoutMs?: number;
 }
 
 /** The SLIPWAY_* settings of `opts`: `env`, plus SLIPWAY_DATABASE_URL from `databaseUrl`. */
@@ -177,7 +179,8 @@ function trackChild(proc: ChildProcess): void {
 /**
  * Starts `slipway serve` as a child process and reads its URLs and the operator's one-time
  * secrets from its output. Log level: SLIPWAY_TEST_LOG_LEVEL, default warn, unless `env` sets one.
- * @throws Error with the server's output when it exits before listening or does not listen within 20 s.
+ * @throws Error with the server's output when it exits before listening or does not listen within
+ *         `startTimeoutMs` (20 s).
  */
 export function startSpawned(opts: StartOptions = {}): Promise<SpawnedSlipway> {
   const tmp = opts.dataDir === undefined ? tempDir() : undefined;
@@ -193,7 +196,7 @@ export function startSpawned(opts: StartOptions = {}): Promise<SpawnedSlipway> {
   return new Promise((resolve, reject) => {
     let out = '';
     const fields: Record<string, string> = {};
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), opts.startTimeoutMs ?? 20_000);
     proc.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
     proc.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
