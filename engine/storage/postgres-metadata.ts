@@ -186,6 +186,9 @@ export class PostgresMetadataStore implements MetadataStore {
   /** Brings the schema to the newest version, one migration at a time, under an advisory lock. */
   async migrate(): Promise<void> {
     const client = await this.pool.connect();
+    let broken: Error | undefined;
+    const onError = (e: Error) => { broken = e; };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
@@ -203,7 +206,8 @@ export class PostgresMetadataStore implements MetadataStore {
       await client.query('ROLLBACK').catch(() => {});
       throw e;
     } finally {
-      client.release();
+      client.removeListener('error', onError);
+      client.release(broken);
     }
   }
 
@@ -232,6 +236,10 @@ export class PostgresMetadataStore implements MetadataStore {
       throw translate(e);
     }
     let broken: unknown;
+    // A checked-out client has no listener of the pool's: a connection that ends mid-transaction
+    // (the database stopped) would emit an unhandled 'error'. The query in flight fails with it.
+    const onError = (e: Error) => { broken = e; };
+    client.on('error', onError);
     try {
       for (let attempt = 1; attempt <= maxAttempts; attempt++) {
         const tx = new Attempt(client);
@@ -254,6 +262,7 @@ export class PostgresMetadataStore implements MetadataStore {
       }
       throw new TransactionConflictError(maxAttempts);
     } finally {
+      client.removeListener('error', onError);
       client.release(broken instanceof Error ? broken : undefined);
     }
   }
