@@ -92,7 +92,7 @@ async function openPostgres(db: DatabaseSettings): Promise<Store> {
     });
   } catch (e) {
     if (e instanceof StoreUnavailableError) {
-      throw new StoreUnavailableError(`cannot reach the metadata database at ${redactDatabaseUrl(db.url)} (SLIPWAY_DATABASE_URL): ${e.reason}`, e);
+      throw new StoreUnavailableError(`cannot reach the metadata database at ${redactDatabaseUrl(db.url)} (SLIPWAY_DATABASE_URL): ${e.cause instanceof Error ? e.cause.message : e.reason}`, e);
     }
     throw e;
   }
