@@ -44,14 +44,16 @@ export const IDENTIFIER_LIMITS = {
 export type IdentifierKind = keyof typeof IDENTIFIER_LIMITS;
 
 /**
- * Returns `value` when it is within the limit of `kind`.
+ * Returns `value` when it is within the limit of `kind` and has no control character (U+0000–U+001F, U+007F).
  * @param code the error code the caller's front door expects (default INVALID_PARAMS).
- * @throws SlipwayError `code` naming the kind, its limit and the length received.
+ * @throws SlipwayError `code` naming the kind, its limit and the length received, or the control character.
  */
 export function checkIdentifier(kind: IdentifierKind, value: string, code: ErrorCode = 'INVALID_PARAMS'): string {
   const limit: IdentifierLimit = IDENTIFIER_LIMITS[kind];
   if (value.length > limit.max) {
     throw fail(code, `${limit.label} too long: ${value.length} characters, at most ${limit.max} allowed (${limit.source})`, { limit: limit.max, length: value.length });
   }
+  // No identifier has control characters; NUL cannot be a store key and U+001F separates key parts.
+  if (/[\u0000-\u001f\u007f]/.test(value)) throw fail(code, `${limit.label} contains a control character`);
   return value;
 }

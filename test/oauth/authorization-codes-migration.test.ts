@@ -39,7 +39,7 @@ t.test('schema 6 → 7: outstanding codes move and still exchange', async (t) =>
   const store = await openStore(tmp.dir);
   t.teardown(() => store.close());
   t.equal(await schemaVersion(store.metadata), SCHEMA_VERSION, 'schema stamped');
-  t.equal(SCHEMA_VERSION, 7);
+  t.ok(SCHEMA_VERSION >= 7, 'schema 7 or later');
   // The legacy database, named as a keyspace only here: the LMDB implementation maps a keyspace to the database of its name.
   t.same(await store.metadata.range(keyspace('oauth', 'grants')), [], 'the legacy grants database is empty');
 
