@@ -185,10 +185,7 @@ export class PostgresMetadataStore implements MetadataStore {
 
   /** Brings the schema to the newest version, one migration at a time, under an advisory lock. */
   async migrate(): Promise<void> {
-    const client = await this.pool.connect();
-    let broken: Error | undefined;
-    const onError = (e: Error) => { broken = e; };
-    client.on('error', onError);
+    const { client, done } = await this.#checkout();
     try {
       await client.query('BEGIN');
       await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
@@ -206,9 +203,36 @@ export class PostgresMetadataStore implements MetadataStore {
       await client.query('ROLLBACK').catch(() => {});
       throw e;
     } finally {
-      client.removeListener('error', onError);
-      client.release(broken);
+      done();
     }
+  }
+
+  /**
+   * A pooled connection for several statements. pg-pool stops listening for a connection's
+   * errors while it is checked out, so a database that goes away between two statements (a
+   * crash, a restart) would make the client emit an unhandled 'error' and end the process: the
+   * listener here keeps it, the next statement fails (StoreUnavailableError), and `done()`
+   * returns a broken connection to be destroyed rather than reused.
+   * @throws StoreUnavailableError when no connection can be had within the connect timeout.
+   */
+  async #checkout(): Promise<{ client: pg.PoolClient; done(broken?: unknown): void }> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (e) {
+      throw translate(e);
+    }
+    let lost: Error | undefined;
+    const onError = (e: Error) => { lost = e; };
+    client.on('error', onError);
+    return {
+      client,
+      done(broken?: unknown) {
+        client.removeListener('error', onError);
+        const err = lost ?? (broken instanceof Error ? broken : undefined);
+        client.release(err);
+      },
+    };
   }
 
   async get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
@@ -229,17 +253,8 @@ export class PostgresMetadataStore implements MetadataStore {
 
   async transact<T>(body: (tx: MetadataTransaction) => Promise<T> | T, opts: TransactOptions = {}): Promise<T> {
     const maxAttempts = opts.maxAttempts ?? 16;
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (e) {
-      throw translate(e);
-    }
+    const { client, done } = await this.#checkout();
     let broken: unknown;
-    // A checked-out client has no listener of the pool's: a connection that ends mid-transaction
-    // (the database stopped) would emit an unhandled 'error'. The query in flight fails with it.
-    const onError = (e: Error) => { broken = e; };
-    client.on('error', onError);
     try {
       for (let attempt = 1; attempt <= maxAttempts; attempt++) {
         const tx = new Attempt(client);
@@ -262,8 +277,7 @@ export class PostgresMetadataStore implements MetadataStore {
       }
       throw new TransactionConflictError(maxAttempts);
     } finally {
-      client.removeListener('error', onError);
-      client.release(broken instanceof Error ? broken : undefined);
+      done(broken);
     }
   }
 

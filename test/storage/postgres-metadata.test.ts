@@ -59,6 +59,33 @@ t.test('PostgreSQL metadata store', { skip }, async (t) => {
     t.same(await b.exclusive('cross-node', async () => 'b'), { ran: true, value: 'b' }, 'node B gets the lock');
   });
 
+  await t.test('a connection killed between two statements of a transaction: 503-error, no crash, the store goes on', async (t) => {
+    const ks = keyspace<string>('meta', 'killed-mid-transaction');
+    const store = await PostgresMetadataStore.open({ connectionString });
+    t.teardown(() => store.close());
+    const admin = new pg.Client({ connectionString });
+    await admin.connect();
+    t.teardown(() => admin.end());
+    const idleInTransaction = async () => Number((await admin.query(
+      "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'slipway' AND state = 'idle in transaction'")).rows[0].n);
+    let attempts = 0;
+    const outcome = store.transact(async (tx) => {
+      attempts++;
+      await tx.get(ks, 'k');
+      // The connection sits idle in its transaction: kill it there, and wait until it is gone
+      // (pg-pool does not listen for errors of a checked-out connection: an unhandled 'error'
+      // event here would end the process).
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'slipway' AND state = 'idle in transaction'");
+      while (await idleInTransaction() > 0) await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setTimeout(r, 50));
+      return tx.get(ks, 'k');
+    });
+    await t.rejects(outcome, unavailable, 'the transaction fails as unavailable');
+    t.equal(attempts, 1, 'not retried as a conflict');
+    await store.transact((tx) => tx.put(ks, 'k', 'after'));
+    t.equal(await store.get(ks, 'k'), 'after', 'the next transaction runs on a new connection');
+  });
+
   await t.test('a restarted database: refused while down, recovered after without reopening', async (t) => {
     const ks = keyspace<string>('meta', 'restart');
     const store = await PostgresMetadataStore.open({ connectionString, connectTimeoutMs: 1000, statementTimeoutMs: 1000 });
