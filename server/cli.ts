@@ -186,8 +186,11 @@ async function main(argv: string[]): Promise<number> {
     return values.help ? 0 : 2;
   }
   const flags = Object.fromEntries(Object.keys(FLAGS).map((f) => [f, values[f as keyof typeof values] as string | undefined]));
-  const config = loadConfig(process.env, flags);
   const command = positionals.join(' ');
+  // `migrate` copies from the data directory; its SLIPWAY_S3_* settings name the target bucket
+  // (server/ops/migrate-cli.ts), not where this installation keeps its blobs.
+  const env = command === 'migrate' ? Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SLIPWAY_S3_') && k !== 'SLIPWAY_BLOB_STORE')) : process.env;
+  const config = loadConfig(env, flags);
   switch (command) {
     case 'serve':
       await serve(config);
