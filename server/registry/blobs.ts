@@ -50,7 +50,6 @@ function sendBlob(ctx: RegistryContext, ex: Exchange, digest: Digest, blob: Blob
   if (ex.method === 'HEAD') return ex.send(200, headers, undefined, blob.size);
   const range = parseRange(ex.header('range'), blob.size);
   if (ctx.blobRedirectSeconds !== undefined) return redirectOrStream(ctx, ex, digest, blob, headers, range, ctx.blobRedirectSeconds);
-  if (range) headers['content-range'] = `bytes ${range.start}-${range.start + range.length - 1}/${blob.size}`;
   return streamBlob(ctx, ex, digest, blob, headers, range);
 }
 
@@ -59,17 +58,17 @@ function sendBlob(ctx: RegistryContext, ex: Exchange, digest: Digest, blob: Blob
  * "Pulling blobs"; the client sends its Range to the store, which serves the same bytes), or the
  * bytes when the backend has no URL to give (the filesystem).
  */
-async function redirectOrStream(ctx: RegistryContext, ex: Exchange, digest: Digest, blob: BlobRecord, headers: Record<string, string>, range: ByteRangeOf | undefined, seconds: number): Promise<void> {
+async function redirectOrStream(ctx: RegistryContext, ex: Exchange, digest: Digest, blob: BlobRecord, headers: Record<string, string>, range: ByteRangeOf, seconds: number): Promise<void> {
   const url = await ctx.blobs.presignedUrl(digest, seconds);
   if (url !== undefined) return ex.send(307, { ...API_VERSION_HEADER, 'docker-content-digest': digest, location: url, 'cache-control': 'no-store' });
-  if (range) headers['content-range'] = `bytes ${range.start}-${range.start + range.length - 1}/${blob.size}`;
   return streamBlob(ctx, ex, digest, blob, headers, range);
 }
 
-type ByteRangeOf = { start: number; length: number };
+type ByteRangeOf = ReturnType<typeof parseRange>;
 
-/** Streams the blob's bytes (or `range` of them) through an open reader. */
-async function streamBlob(ctx: RegistryContext, ex: Exchange, digest: Digest, blob: BlobRecord, headers: Record<string, string>, range: ByteRangeOf | undefined): Promise<void> {
+/** Streams the blob's bytes (or `range` of them, with its Content-Range) through an open reader. */
+async function streamBlob(ctx: RegistryContext, ex: Exchange, digest: Digest, blob: BlobRecord, headers: Record<string, string>, range: ByteRangeOf): Promise<void> {
+  if (range) headers['content-range'] = `bytes ${range.start}-${range.start + range.length - 1}/${blob.size}`;
   const remote = ctx.blobs.statSync === undefined;
   // A blob GC deletes meanwhile is still read through the open reader (contract.ts BlobReader).
   let reader: BlobReader;

@@ -15,7 +15,7 @@ import { freePort } from '../helpers/daemons.js';
 import { api } from '../helpers/oauth.js';
 import { basic, createApp, errCode, errMessage, http } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
-import { pushBlob, pushBuiltImage, startUpload, withDigest, type Target } from '../helpers/registry.js';
+import { assertBlobServed, pushBlob, pushBuiltImage, startUpload, withDigest, type Target } from '../helpers/registry.js';
 import type { Digest } from '../../engine/digest.js';
 
 const skip = cephSkip();
@@ -48,19 +48,7 @@ t.test('the registry on S3 (Ceph RGW)', { skip }, async (t) => {
     const d = sha256(bytes) as Digest;
     t.equal((await pushBlob(me, 'myapp/web', bytes)).status, 201);
     t.equal((await bytesAt.stat(d))?.size, bytes.length, 'stored under blobs/sha256/… in the bucket');
-    const head = await http('HEAD', `${reg}/v2/myapp/web/blobs/${d}`, { headers: me.auth });
-    t.equal(head.status, 200);
-    t.equal(head.headers['content-length'], String(bytes.length));
-    const get = await http('GET', `${reg}/v2/myapp/web/blobs/${d}`, { headers: me.auth });
-    t.ok(get.bytes.equals(bytes), 'GET returns the bytes');
-    const part = await http('GET', `${reg}/v2/myapp/web/blobs/${d}`, { headers: { ...me.auth, range: 'bytes=1000-1999' } });
-    t.equal(part.status, 206);
-    t.equal(part.headers['content-range'], `bytes 1000-1999/${bytes.length}`);
-    t.ok(part.bytes.equals(bytes.subarray(1000, 2000)));
-    const tail = await http('GET', `${reg}/v2/myapp/web/blobs/${d}`, { headers: { ...me.auth, range: 'bytes=-10' } });
-    t.ok(tail.bytes.equals(bytes.subarray(bytes.length - 10)), 'suffix range');
-    const bad = await http('GET', `${reg}/v2/myapp/web/blobs/${d}`, { headers: { ...me.auth, range: `bytes=${bytes.length}-` } });
-    t.equal(bad.status, 416);
+    await assertBlobServed(t, me, 'myapp/web', bytes);
   });
 
   t.test('chunked upload across several multipart parts, uneven chunks', async (t) => {

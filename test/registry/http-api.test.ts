@@ -12,7 +12,7 @@ import { tempDir, CLI } from '../helpers/server.js';
 import { startInProcess } from '../helpers/harness.js';
 import { basic, bearer, createApp, errCode, errMessage, http } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
-import { pushBlob, pushBuiltImage, putManifest, startUpload, withDigest, type Target } from '../helpers/registry.js';
+import { assertBlobServed, pushBlob, pushBuiltImage, putManifest, startUpload, withDigest, type Target } from '../helpers/registry.js';
 
 const tmp = tempDir();
 const server = await startInProcess({ dataDir: tmp.dir });
@@ -74,23 +74,7 @@ t.test('blobs: monolithic push, HEAD, GET, Range', async (t) => {
   t.equal(r.status, 201);
   t.equal(r.headers['docker-content-digest'], d);
   t.equal(r.headers.location, `${reg}/v2/myapp/web/blobs/${d}`);
-  const head = await http('HEAD', `${reg}/v2/myapp/web/blobs/${d}`, { headers: me.auth });
-  t.equal(head.status, 200);
-  t.equal(head.headers['content-length'], String(bytes.length));
-  t.equal(head.headers['docker-content-digest'], d);
-  const get = await http('GET', `${reg}/v2/myapp/web/blobs/${d}`, { headers: me.auth });
-  t.ok(get.bytes.equals(bytes), 'GET returns the bytes');
-  const part = await http('GET', `${reg}/v2/myapp/web/blobs/${d}`, { headers: { ...me.auth, range: 'bytes=1000-1999' } });
-  t.equal(part.status, 206);
-  t.equal(part.headers['content-range'], `bytes 1000-1999/${bytes.length}`);
-  t.ok(part.bytes.equals(bytes.subarray(1000, 2000)));
-  const tail = await http('GET', `${reg}/v2/myapp/web/blobs/${d}`, { headers: { ...me.auth, range: 'bytes=-10' } });
-  t.ok(tail.bytes.equals(bytes.subarray(bytes.length - 10)), 'suffix range');
-  for (const range of [`bytes=${bytes.length}-`, 'bytes=5-2', 'items=0-1', 'bytes=-0']) {
-    const bad = await http('GET', `${reg}/v2/myapp/web/blobs/${d}`, { headers: { ...me.auth, range } });
-    t.equal(bad.status, 416, range);
-    t.equal(bad.headers['content-range'], `bytes */${bytes.length}`);
-  }
+  await assertBlobServed(t, me, 'myapp/web', bytes);
   t.equal((await http('HEAD', `${reg}/v2/myapp/worker/blobs/${d}`, { headers: me.auth })).status, 404, 'not linked to another repository');
   t.equal((await http('GET', `${reg}/v2/otherapp/web/blobs/${d}`, { headers: them.auth })).status, 404);
 });
