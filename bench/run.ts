@@ -21,7 +21,7 @@ import { pull, pushChunks, pushConcurrent, pushImage, pushSingle } from './workl
 import { blobHead, manifestGet, manifestGetRaw } from './workloads/load.js';
 import { manifestPut, warmPush } from './workloads/sequential.js';
 
-/** The workloads, in order; later ones use what earlier ones pushed. */
+/** The workloads, in order; later ones use what earlier ones pushed (see NEEDS). */
 const WORKLOADS: Array<[string, (ctx: WorkloadContext) => Promise<void>]> = [
   ['push_1gib_single_patch', pushSingle],
   ['push_1gib_chunked_16mib', pushChunks],
@@ -35,10 +35,23 @@ const WORKLOADS: Array<[string, (ctx: WorkloadContext) => Promise<void>]> = [
   ['warm_push', warmPush],
 ];
 
-/** Whether BENCH_WORKLOADS (comma-separated name prefixes; all when unset) selects `name`. */
+/** Workloads that read what another workload pushed: selecting one runs its prerequisite too. */
+const NEEDS: Record<string, string> = {
+  manifest_get_64c: 'push_small_image',
+  manifest_get_64c_raw: 'push_small_image',
+  blob_head_64c: 'push_small_image',
+  manifest_put: 'push_small_image',
+  warm_push: 'push_small_image',
+};
+
+/**
+ * Whether BENCH_WORKLOADS (comma-separated name prefixes; all when unset) selects `name`, directly
+ * or as the prerequisite of a selected workload (without it, the load workloads would measure 404s).
+ */
 function selected(name: string): boolean {
   const prefixes = (process.env.BENCH_WORKLOADS ?? '').split(',').map((p) => p.trim()).filter(Boolean);
-  return prefixes.length === 0 || prefixes.some((p) => name.startsWith(p));
+  const direct = (w: string) => prefixes.length === 0 || prefixes.some((p) => w.startsWith(p));
+  return direct(name) || WORKLOADS.some(([w]) => NEEDS[w] === name && direct(w));
 }
 
 /** File system type of the temp dir (where both servers keep their data). */

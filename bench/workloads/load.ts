@@ -60,6 +60,8 @@ async function measure(ctx: WorkloadContext, name: string, client: string, fn: (
   const opened0 = opened();
   const cpu = new CpuWindow(target.pid);
   const r = await closedLoop(opts.loadConnections, opts.loadMs, opts.loadMaxRequests, fn);
+  // A throughput of wrong answers (a 404 is fast) is no figure: fail the workload instead.
+  if (r.errors > 0) throw new Error(`${r.errors} of ${r.requests} requests got a wrong answer${r.firstError ? ` (first error: ${r.firstError})` : ' (unexpected status or length)'}`);
   const extra = {
     client, connections: opts.loadConnections, requests: r.requests, errors: r.errors, seconds: r.seconds,
     ...cpu.end(), ...(conns ? { tcp_connects: opened() - opened0 } : {}),
