@@ -12,8 +12,14 @@
  * UPLOAD_BUSY (409) instead of writing beside it. A completed or cancelled session ends for good:
  * its id is remembered (a tombstone) and nothing writes its record again.
  *
+ * Nodes: each session belongs to the node that opened it (`UploadOptions.node`, carried by its
+ * record and, on S3, its key). Several nodes may share one metadata store and one blob store: a
+ * node loads, resumes, recovers and reaps only its own sessions (and records without a node,
+ * written by builds before node names); the other nodes' are counted and, by the reaper lock's
+ * holder, reaped when long dead (peer-sessions.ts).
+ *
  * Records: a session is recorded in keyspace `uploads` (engine/storage/metadata.ts) with its
- * first bytes, and rewritten with each acknowledged offset. This process is the only writer of
+ * first bytes, and rewritten with each acknowledged offset. This node is the only writer of
  * its sessions, so it also keeps the open sessions' records in memory (loaded at start-up) and
  * answers lookups (and the open-session count of the metrics) from there: a PATCH costs one
  * write and no read. The stored records are what survives a restart, and what GC reads
@@ -34,6 +40,7 @@ export type { Lease } from './session-book.js';
 import { linkBlobInTransaction } from '../registry/links.js';
 import { uploads as uploadRecords } from './keyspaces.js';
 import { blobRecord, recordVerifiedBlobInTransaction } from './refs.js';
+import { PeerSessions } from './peer-sessions.js';
 
 /** Options of the upload service. */
 export interface UploadOptions {
@@ -43,6 +50,10 @@ export interface UploadOptions {
   maxSessionsPerAccount?: number;
   /** Global budget of upload buffer memory; default unlimited (the server passes SLIPWAY_UPLOAD_MEMORY). */
   memory?: UploadMemory;
+  /** This node's name (node-name.ts; the server's SLIPWAY_NODE_NAME, as its S3 backend's); default '' (none). */
+  node?: string;
+  /** Other nodes' sessions idle this long are reaped by `peers.reap` (ms); default 2 × `staleAfterMs`. */
+  peerStaleAfterMs?: number;
 }
 
 /** Default of `UploadOptions.maxSessionsPerAccount`. */
@@ -61,6 +72,10 @@ export class Uploads {
   readonly #writerLeases = new WeakMap<UploadWriter, Lease>();
   /** The stored record of every recorded open session (the store's `uploads`, kept in step). */
   readonly #recorded = new Map<string, UploadRecord>();
+  /** The other nodes' sessions: counted for the per-account limit, reaped (by the lock holder) when long dead. */
+  readonly peers: PeerSessions;
+  /** This node's name (`UploadOptions.node`). */
+  readonly node: string;
 
   /**
    * @param store the metadata store's owner (the server's `Store`; only its `metadata` is used).
@@ -74,6 +89,8 @@ export class Uploads {
     readonly options: UploadOptions = { staleAfterMs: 24 * 3600_000 },
   ) {
     this.memory = options.memory ?? unlimitedMemory();
+    this.node = options.node ?? '';
+    this.peers = new PeerSessions(store.metadata, blobs, clock, this.node, options.peerStaleAfterMs ?? 2 * options.staleAfterMs);
   }
 
   /**
@@ -86,11 +103,14 @@ export class Uploads {
   }
 
   /**
-   * Loads the recorded sessions without touching their bytes (no writer): enough for `reap`
-   * from a tool running beside a server (fsck --repair). A server calls `init` instead.
+   * Loads this node's recorded sessions without touching their bytes (no writer), and counts
+   * the other nodes' (`peers`): enough for `reap` from a tool running beside a server (fsck
+   * --repair, which passes `allNodes` to take every node's records as its own). A server calls
+   * `init` instead.
    */
-  async load(): Promise<void> {
-    for (const { value: rec } of await this.store.metadata.range(uploadRecords)) {
+  async load(opts: { allNodes?: boolean } = {}): Promise<void> {
+    for (const rec of await this.peers.refresh()) {
+      if (!opts.allNodes && this.peers.isPeers(rec)) continue;
       this.#recorded.set(rec.id, rec);
       this.#live.set(rec.id, newLive(undefined));
       this.#book.opened(rec);
@@ -109,9 +129,12 @@ export class Uploads {
     if (!this.#book.hasEnded(rec.id)) this.#recorded.set(rec.id, rec);
   }
 
-  /** Open sessions of an account (created and not yet completed, cancelled or reaped). */
+  /**
+   * Open sessions of an account (created and not yet completed, cancelled or reaped): this
+   * node's, plus the other nodes' recorded ones as of the last reaper round (peer-sessions.ts).
+   */
   openSessions(accountId: string): number {
-    return this.#book.openSessions(accountId);
+    return this.#book.openSessions(accountId) + this.peers.count(accountId);
   }
 
   /**
@@ -125,7 +148,7 @@ export class Uploads {
     }
     const id = randomBytes(16).toString('hex');
     const now = this.clock.now();
-    const rec: UploadRecord = { id, repository, accountId, offset: 0, createdAt: now, updatedAt: now };
+    const rec: UploadRecord = { id, ...(this.node ? { node: this.node } : {}), repository, accountId, offset: 0, createdAt: now, updatedAt: now };
     // Recorded in the store with its first bytes (finishAppend), and the backend's session
     // created then too (the writer's first write): a POST does no I/O, so it does not queue
     // behind other uploads' writes and syncs (measured under 16 concurrent uploads: POST p50
@@ -352,12 +375,13 @@ export class Uploads {
     const writer = this.#end(rec);
     await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
     if (writer) await writer.abort();
-    else await this.blobs.abortSession(rec.id);
+    else await this.blobs.abortSession(rec.id, rec.node ?? '');
   }
 
   /**
-   * Removes sessions idle for longer than `staleAfterMs` and not in use (a session held by a
-   * request is skipped; the next run sees it). Safe while serving. Returns the number removed.
+   * Removes this node's sessions idle for longer than `staleAfterMs` and not in use (a session
+   * held by a request is skipped; the next run sees it). Safe while serving, on every node at
+   * once (each reaps its own). Returns the number removed.
    */
   async reap(): Promise<number> {
     const now = this.clock.now();
@@ -378,14 +402,17 @@ export class Uploads {
   }
 
   /**
-   * Start-up recovery, before any request is served: aborts the blob backend's sessions without
-   * a record (crash between bytes and record), resumes the others cut back to their
-   * acknowledged offset (bytes past it were never acknowledged), drops those the backend cannot
-   * resume or whose acknowledged bytes did not reach the medium, then reaps stale sessions.
+   * Start-up recovery, before any request is served, of this node's sessions only: aborts the
+   * blob backend's sessions without a record (crash between bytes and record), resumes the
+   * others cut back to their acknowledged offset (bytes past it were never acknowledged), drops
+   * those the backend cannot resume or whose acknowledged bytes did not reach the medium, then
+   * reaps stale sessions. The blob store's sessions of other nodes are left alone (a session
+   * without a node, on the filesystem or of a build before node names, is this node's).
    */
   async #recover(): Promise<void> {
-    for await (const { id } of this.blobs.sessions()) {
-      if (!this.#recorded.has(id)) await this.blobs.abortSession(id);
+    for await (const { id, node } of this.blobs.sessions()) {
+      const mine = node === undefined || node === '' || node === this.node;
+      if (mine && !this.#recorded.has(id)) await this.blobs.abortSession(id, node ?? '');
     }
     for (const rec of [...this.#recorded.values()]) {
       const writer = await this.blobs.resume(rec.id, rec.offset);
