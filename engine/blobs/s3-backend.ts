@@ -112,6 +112,30 @@ function isNotFound(e: unknown): boolean {
   return status(e) === 404 || name === 'NoSuchKey' || name === 'NotFound' || name === 'NoSuchUpload';
 }
 
+const lostTranslated = new WeakSet<S3Client>();
+
+/**
+ * Adds to `client` a middleware that turns S3's NoSuchUpload answer to an UploadPart or a
+ * CompleteMultipartUpload into BLOB_UPLOAD_INVALID: the session's multipart upload is gone
+ * (another node reaped it as a dead node's, engine/blobs/peer-sessions.ts), so the session
+ * cannot proceed and the client starts a new upload. Other commands keep the answer (aborting
+ * a gone upload is not an error, `#abortUpload`). Once per client.
+ */
+function translateLostSessions(client: S3Client): void {
+  if (lostTranslated.has(client)) return;
+  lostTranslated.add(client);
+  client.middlewareStack.add((next, context) => async (args) => {
+    try {
+      return await next(args);
+    } catch (e) {
+      const lost = (e as { name?: string }).name === 'NoSuchUpload' &&
+        (context.commandName === 'UploadPartCommand' || context.commandName === 'CompleteMultipartUploadCommand');
+      if (!lost) throw e;
+      throw fail('BLOB_UPLOAD_INVALID', 'the upload session\'s parts are no longer in the blob store (the session was reaped); start a new upload');
+    }
+  }, { step: 'initialize', priority: 'high', name: 'slipwayLostSession' });
+}
+
 /** Blob bytes in an S3 bucket. */
 export class S3BlobBackend implements BlobBackend {
   readonly kind = 's3';
@@ -132,6 +156,7 @@ export class S3BlobBackend implements BlobBackend {
   constructor(opts: S3BackendOptions) {
     this.client = opts.client instanceof S3Client ? opts.client : new S3Client(s3ClientConfig(opts.client));
     translateUnavailability(this.client);
+    translateLostSessions(this.client);
     this.bucket = opts.bucket;
     this.prefix = opts.prefix ?? '';
     this.partSize = opts.partSize ?? 8 * 1024 * 1024;
