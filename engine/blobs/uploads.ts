@@ -12,11 +12,9 @@
  * UPLOAD_BUSY (409) instead of writing beside it. A completed or cancelled session ends for good:
  * its id is remembered (a tombstone) and nothing writes its record again.
  *
- * Nodes: each session belongs to the node that opened it (`UploadOptions.node`, carried by its
- * record and, on S3, its key). Several nodes may share one metadata store and one blob store: a
- * node loads, resumes, recovers and reaps only its own sessions (and records without a node,
- * written by builds before node names); the other nodes' are counted and, by the reaper lock's
- * holder, reaped when long dead (peer-sessions.ts).
+ * Nodes: a session belongs to the node that opened it (`UploadOptions.node`, in its record and
+ * S3 key); nodes sharing the stores load, recover and reap only their own (and records without a
+ * node, of older builds); the other nodes' sessions are peer-sessions.ts's.
  *
  * Records: a session is recorded in keyspace `uploads` (engine/storage/metadata.ts) with its
  * first bytes, and rewritten with each acknowledged offset. This node is the only writer of
@@ -103,10 +101,9 @@ export class Uploads {
   }
 
   /**
-   * Loads this node's recorded sessions without touching their bytes (no writer), and counts
-   * the other nodes' (`peers`): enough for `reap` from a tool running beside a server (fsck
-   * --repair, which passes `allNodes` to take every node's records as its own). A server calls
-   * `init` instead.
+   * Loads this node's recorded sessions (every node's with `allNodes`: fsck --repair) without
+   * touching their bytes (no writer), and counts the other nodes' (`peers`): enough for `reap`
+   * from a tool running beside a server. A server calls `init` instead.
    */
   async load(opts: { allNodes?: boolean } = {}): Promise<void> {
     for (const rec of await this.peers.refresh()) {
@@ -129,10 +126,7 @@ export class Uploads {
     if (!this.#book.hasEnded(rec.id)) this.#recorded.set(rec.id, rec);
   }
 
-  /**
-   * Open sessions of an account (created and not yet completed, cancelled or reaped): this
-   * node's, plus the other nodes' recorded ones as of the last reaper round (peer-sessions.ts).
-   */
+  /** Open sessions of an account: this node's, plus other nodes' recorded ones as of the last reaper round. */
   openSessions(accountId: string): number {
     return this.#book.openSessions(accountId) + this.peers.count(accountId);
   }
@@ -381,7 +375,7 @@ export class Uploads {
   /**
    * Removes this node's sessions idle for longer than `staleAfterMs` and not in use (a session
    * held by a request is skipped; the next run sees it). Safe while serving, on every node at
-   * once (each reaps its own). Returns the number removed.
+   * once. Returns the number removed.
    */
   async reap(): Promise<number> {
     const now = this.clock.now();
@@ -406,8 +400,7 @@ export class Uploads {
    * blob backend's sessions without a record (crash between bytes and record), resumes the
    * others cut back to their acknowledged offset (bytes past it were never acknowledged), drops
    * those the backend cannot resume or whose acknowledged bytes did not reach the medium, then
-   * reaps stale sessions. The blob store's sessions of other nodes are left alone (a session
-   * without a node, on the filesystem or of a build before node names, is this node's).
+   * reaps stale sessions. Other nodes' sessions are left alone (one without a node is ours).
    */
   async #recover(): Promise<void> {
     for await (const { id, node } of this.blobs.sessions()) {
