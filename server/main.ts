@@ -248,6 +248,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const reaper = setInterval(() => {
     reapRun ??= uploads.reap()
       .then(() => store.metadata.exclusive('upload-reaper', () => uploads.peers.reap()))
+      // The lock holder's reap re-read every record; the others refresh the other nodes' counts.
+      .then((outcome) => (outcome.ran ? undefined : uploads.peers.refresh()))
       .catch((e) => log.error({ err: e }, 'upload reaper failed')).finally(() => { reapRun = undefined; });
   }, config.uploadReapIntervalSeconds * 1000);
   reaper.unref();
