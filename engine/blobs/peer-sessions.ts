@@ -30,8 +30,15 @@
  * - when the owner's PATCH records its new offset after the removal (its record write is blind),
  *   the record comes back without its multipart upload: the owner's next PATCH or PUT of the
  *   session fails the same way and drops it, or the owner's reaper or restart removes it;
+ * - when the abort races the owner's CompleteMultipartUpload, RGW may answer the completion
+ *   with a 500 (UNAVAILABLE: 503 to the client), a part's or the completed object's absence
+ *   becomes BLOB_UPLOAD_INVALID (s3-backend.ts); either way the owner drops the session;
  * - a session still smaller than one part has no multipart upload yet: the abort finds nothing,
  *   and the owner's PUT stores the bytes from its memory.
+ * - when the owner's PUT commits after the removal (with no PATCH in between), its final
+ *   transaction finds no session record and records nothing (BLOB_UPLOAD_INVALID): without the
+ *   record GC no longer kept the bytes the commit may have reused; bytes it wrote stay
+ *   unrecorded and GC's orphan sweep removes them.
  * Nothing unverified becomes visible: a blob appears only through the owner's commit, which
  * compares the digest of the owner's own running hash with the client's. A record may exist
  * briefly without bytes; every path above removes it with the session's next step.

@@ -113,13 +113,18 @@ function isNotFound(e: unknown): boolean {
 }
 
 const lostTranslated = new WeakSet<S3Client>();
+/** A session object's key (`…uploads/[<node>/]<id>/data`), as a key or a copy source; blob keys end in their hex. */
+const SESSION_OBJECT = /(^|\/)uploads\/([^/]+\/)?[A-Za-z0-9_-]+\/data$/;
+/** Commands through which a session's commit reads or extends its multipart upload or object. */
+const SESSION_COMMANDS = new Set(['UploadPartCommand', 'CompleteMultipartUploadCommand', 'HeadObjectCommand', 'GetObjectCommand', 'CopyObjectCommand', 'UploadPartCopyCommand']);
 
 /**
- * Adds to `client` a middleware that turns S3's NoSuchUpload answer to an UploadPart or a
- * CompleteMultipartUpload into BLOB_UPLOAD_INVALID: the session's multipart upload is gone
- * (another node reaped it as a dead node's, engine/blobs/peer-sessions.ts), so the session
- * cannot proceed and the client starts a new upload. Other commands keep the answer (aborting
- * a gone upload is not an error, `#abortUpload`). Once per client.
+ * Adds to `client` a middleware that turns a "not found" answer about a session's multipart
+ * upload or completed object (an UploadPart, the completion, its size check or re-hash read,
+ * the copy from it) into BLOB_UPLOAD_INVALID: the session's bytes are gone (another node reaped
+ * it as a dead node's, engine/blobs/peer-sessions.ts), so it cannot proceed and the client
+ * starts a new upload. Aborts and deletes keep the answer (a gone upload is no error there);
+ * blob keys are never affected. Once per client.
  */
 function translateLostSessions(client: S3Client): void {
   if (lostTranslated.has(client)) return;
@@ -128,10 +133,11 @@ function translateLostSessions(client: S3Client): void {
     try {
       return await next(args);
     } catch (e) {
-      const lost = (e as { name?: string }).name === 'NoSuchUpload' &&
-        (context.commandName === 'UploadPartCommand' || context.commandName === 'CompleteMultipartUploadCommand');
+      const input = args.input as { Key?: string; CopySource?: string };
+      const lost = isNotFound(e) && SESSION_COMMANDS.has(context.commandName ?? '') &&
+        (SESSION_OBJECT.test(input.CopySource ?? '') || (!input.CopySource && SESSION_OBJECT.test(input.Key ?? '')));
       if (!lost) throw e;
-      throw fail('BLOB_UPLOAD_INVALID', 'the upload session\'s parts are no longer in the blob store (the session was reaped); start a new upload');
+      throw fail('BLOB_UPLOAD_INVALID', 'the upload session\'s bytes are no longer in the blob store (the session was reaped); start a new upload');
     }
   }, { step: 'initialize', priority: 'high', name: 'slipwayLostSession' });
 }

@@ -290,7 +290,8 @@ export class Uploads {
    * deletes the session. The blob's size is the session's acknowledged offset, which must equal
    * the bytes written and stored. The session ends either way.
    * @throws DIGEST_INVALID (session discarded, nothing stored) when the bytes do not match;
-   *         BLOB_UPLOAD_INVALID (session discarded) when the stored bytes and the offset disagree;
+   *         BLOB_UPLOAD_INVALID (session discarded) when the stored bytes and the offset disagree
+   *         or its record was removed meanwhile (reaped by another node);
    *         UPLOAD_BUSY when another request holds the session (without `lease`).
    */
   async commit(rec: UploadRecord, expected: Digest, lease?: Lease): Promise<{ digest: Digest; size: number }> {
@@ -317,12 +318,18 @@ export class Uploads {
         throw e;
       }
       const now = this.clock.now();
-      await this.store.metadata.transact(async (tx) => {
+      // Only while the session's record stands: another node may have reaped it as a dead
+      // node's (peer-sessions.ts), and then it no longer kept GC off these bytes; they stay
+      // unrecorded (GC's orphan sweep takes them) and the client pushes the blob again.
+      const recorded = await this.store.metadata.transact(async (tx) => {
+        if ((await tx.get(uploadRecords, rec.id)) === undefined) return false;
         await recordVerifiedBlobInTransaction(tx, expected, size, now);
         await linkBlobInTransaction(tx, rec.repository, expected, now);
         tx.remove(uploadRecords, rec.id);
+        return true;
       });
       this.#end(rec);
+      if (!recorded) throw fail('BLOB_UPLOAD_INVALID', 'the upload session was reaped while it completed; start a new upload');
       return { digest: expected, size };
     } finally {
       this.#done(own);
