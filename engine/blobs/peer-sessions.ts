@@ -18,7 +18,7 @@
  * and started longer than `staleAfterMs` ago is aborted. Legacy records (no node) are every
  * node's own and never reaped here.
  *
- * The race with the owning node's own PATCH (the owner is alive, the reaping node thinks it
+ * The race with the owning node's own PATCH and PUT (the owner is alive, the reaping node thinks it
  * dead). It needs a session idle longer than `staleAfterMs` (twice the TTL by default) that its
  * owner did not reap itself at the TTL: its owner's reaper failing, or its clock far behind.
  * Then, in any interleaving:
@@ -33,8 +33,9 @@
  * - when the abort races the owner's CompleteMultipartUpload, RGW may answer the completion
  *   with a 500 (UNAVAILABLE: 503 to the client), a part's or the completed object's absence
  *   becomes BLOB_UPLOAD_INVALID (s3-backend.ts); either way the owner drops the session;
- * - a session still smaller than one part has no multipart upload yet: the abort finds nothing,
- *   and the owner's PUT stores the bytes from its memory.
+ * - a session still smaller than one part has no multipart upload yet (nor one whose
+ *   CreateMultipartUpload is still in flight): the abort finds nothing, and the owner's PUT
+ *   stores the bytes from its memory or its parts;
  * - when the owner's PUT commits after the removal (with no PATCH in between), its final
  *   transaction finds no session record and records nothing (BLOB_UPLOAD_INVALID): without the
  *   record GC no longer kept the bytes the commit may have reused; bytes it wrote stay
