@@ -93,6 +93,8 @@ export interface RunningServer {
   bootstrap: CreatedAccount | null;
   /** Runs the upload reaper now (it also runs every SLIPWAY_UPLOAD_REAP_INTERVAL); resolves with the sessions removed. */
   reapUploads(): Promise<number>;
+  /** Runs the reaping of other nodes' long-dead upload sessions now (the reaper lock's holder does it every interval); resolves with the sessions removed. */
+  reapOtherNodesUploads(): Promise<number>;
   /**
    * Graceful drain (SIGTERM/SIGINT): readiness turns 503, the listeners stop accepting, in-flight
    * requests get up to `config.drainSeconds`, then the remaining connections are cut (an upload
@@ -290,6 +292,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   return {
     config, urls, store, accounts, apps, oauth, blobs, bootstrap,
     reapUploads: () => uploads.reap(),
+    reapOtherNodesUploads: () => uploads.peers.reap(),
     async drain() {
       tracker.draining = true;
       // API and auth requests stand alone: those listeners close at once. A push is a sequence
