@@ -93,7 +93,7 @@ export interface RunningServer {
   bootstrap: CreatedAccount | null;
   /** Runs the upload reaper now (it also runs every SLIPWAY_UPLOAD_REAP_INTERVAL); resolves with the sessions removed. */
   reapUploads(): Promise<number>;
-  /** Runs the reaping of other nodes' long-dead upload sessions now (the reaper lock's holder does it every interval); resolves with the sessions removed. */
+  /** Runs the reaping of other nodes' long-dead upload sessions now, without taking the reaper lock (tests; the lock's holder does it every interval); resolves with the sessions removed. */
   reapOtherNodesUploads(): Promise<number>;
   /**
    * Graceful drain (SIGTERM/SIGINT): readiness turns 503, the listeners stop accepting, in-flight
