@@ -45,10 +45,11 @@
  *   commit); on S3 the hash state and the part not yet uploaded live only in the node's memory,
  *   so a session cannot be resumed after a crash (`resume` returns undefined; the client
  *   restarts its upload) but its uploaded parts are still listed by `sessions()`.
- * - **Recovery.** What a crash leaves is found by `sessions()` (each with its start time) and
- *   removed by `abortSession(id)`: the upload reaper aborts sessions older than its limit, and
- *   at start-up every session the metadata store does not know. Neither needs a listing of
- *   committed blobs.
+ * - **Recovery.** What a crash leaves is found by `sessions()` (each with its start time and, on
+ *   a store shared by nodes, its node) and removed by `abortSession(id, node)`: each node's
+ *   upload reaper aborts its sessions older than its limit, and at start-up every session of its
+ *   own that the metadata store does not know (engine/blobs/uploads.ts; other nodes' sessions:
+ *   peer-sessions.ts). Neither needs a listing of committed blobs.
  *
  * Storage layout (both backends; `<root>` is the data directory or the bucket + key prefix):
  *   `<root>/blobs/sha256/<first 2 hex>/<64 hex>`   committed blob, immutable
