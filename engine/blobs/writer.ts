@@ -22,12 +22,14 @@
  * `end` rejects unless the three agree, so a session's recorded size is exactly what was hashed.
  * After `end` the writer accepts nothing more.
  *
- * Buffers are SharedArrayBuffer-backed so a hash thread reads them without a copy. They are never
+ * Buffers are SharedArrayBuffer-backed so a hash thread reads them without a copy; from 64 KiB on
+ * they are page-aligned (aligned-buffer.ts), so a backend may write them with `O_DIRECT`. They are never
  * shared between writers: a socket may still hold a region of a finished writer's buffer (a body
  * cut off mid-read), and only that dead writer's memory may receive such stray bytes.
  */
 import type { BlobWriter } from './contract.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
+import { sharedBuffer } from './aligned-buffer.js';
 
 /** Size of the largest pool buffer (bytes). */
 export const BUFFER_BYTES = 1024 * 1024;
@@ -43,10 +45,6 @@ interface Slot {
   /** Outstanding holders (write, hash); the buffer is free again at 0. */
   holds: number;
   pooled: boolean;
-}
-
-function sharedBuffer(bytes: number): Buffer {
-  return Buffer.from(new SharedArrayBuffer(bytes));
 }
 
 /** One request's bytes into an upload session (see the file header). */
