@@ -35,6 +35,12 @@ import { sharedBuffer } from './aligned-buffer.js';
 export const BUFFER_BYTES = 1024 * 1024;
 /** Buffers per writer: the most bytes in flight before the caller is asked to pause. */
 export const POOL_BUFFERS = 4;
+/**
+ * A paused writer asks to resume only once at most this many buffers are still being hashed or
+ * written, so each pause of the socket is followed by at least two buffers' worth of reads
+ * (every pause and resume costs the event loop two epoll_ctl calls and a wake-up).
+ */
+export const RESUME_IN_FLIGHT = POOL_BUFFERS / 2;
 /** Bytes written between background fdatasync calls. */
 export const SYNC_EVERY_BYTES = 64 * 1024 * 1024;
 
@@ -185,7 +191,10 @@ export class UploadWriter {
     return this.#ready;
   }
 
-  /** Registers the one callback to run when the writer can take bytes again. */
+  /**
+   * Registers the one callback to run when the writer can take bytes again: when a buffer is
+   * free and at most `RESUME_IN_FLIGHT` are busy (or at once on an error or after `end`).
+   */
   onDrain(cb: () => void): void {
     this.#drainWaiter = cb;
     if (this.#inFlight === 0) this.#memory.wait(() => this.#wake());
@@ -193,7 +202,7 @@ export class UploadWriter {
 
   #wake(): void {
     if (!this.#drainWaiter) return;
-    if (this.#error || this.#ended || this.#ready) {
+    if (this.#error || this.#ended || (this.#ready && this.#inFlight <= RESUME_IN_FLIGHT)) {
       const d = this.#drainWaiter;
       this.#drainWaiter = null;
       d();
