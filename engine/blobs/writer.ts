@@ -23,16 +23,20 @@
  * After `end` the writer accepts nothing more.
  *
  * Buffers are SharedArrayBuffer-backed so a hash thread reads them without a copy; from 64 KiB on
- * they are page-aligned (aligned-buffer.ts), so a backend may write them with `O_DIRECT`. They are never
- * shared between writers: a socket may still hold a region of a finished writer's buffer (a body
- * cut off mid-read), and only that dead writer's memory may receive such stray bytes.
+ * they are page-aligned (aligned-buffer.ts), so a backend may write them with `O_DIRECT`. They are
+ * never shared between sessions, and never passed on at all when a socket may still hold a region
+ * of them: a socket only ever holds the region of the writer's last `region()` call (a body cut
+ * off mid-read), and only that dead writer's memory may receive such stray bytes. The other free
+ * buffers of a finished writer are kept for a second for the same session's next writer (the
+ * next PATCH of a chunked upload), outside the budget and under a global limit, because faulting
+ * in fresh buffer pages for every 16 MiB PATCH cost more than the rest of the request.
  */
 import type { BlobWriter } from './contract.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
 import { sharedBuffer } from './aligned-buffer.js';
 
 /** Size of the largest pool buffer (bytes). */
-export const BUFFER_BYTES = 1024 * 1024;
+export const BUFFER_BYTES = 4 * 1024 * 1024;
 /** Buffers per writer: the most bytes in flight before the caller is asked to pause. */
 export const POOL_BUFFERS = 4;
 /**
@@ -43,6 +47,39 @@ export const POOL_BUFFERS = 4;
 export const RESUME_IN_FLIGHT = POOL_BUFFERS / 2;
 /** Bytes written between background fdatasync calls. */
 export const SYNC_EVERY_BYTES = 64 * 1024 * 1024;
+
+/** How long a session keeps its finished writer's free buffers for its next request (ms). */
+export const STASH_MS = 1000;
+/** Most bytes of buffers kept for next requests, all sessions together (outside the budget). */
+export const STASH_LIMIT_BYTES = 2 * POOL_BUFFERS * BUFFER_BYTES;
+
+/** Free buffers a session's finished writer leaves to the session's next writer. */
+interface Stash {
+  bufs: Buffer[];
+  /** Set once the stash expired or was taken: buffers released later are dropped. */
+  closed: boolean;
+  timer: NodeJS.Timeout | null;
+}
+
+const stashes = new WeakMap<BlobWriter, Stash>();
+let stashedBytes = 0;
+
+function closeStash(blob: BlobWriter, stash: Stash): Buffer[] {
+  stash.closed = true;
+  if (stash.timer) clearTimeout(stash.timer);
+  if (stashes.get(blob) === stash) stashes.delete(blob);
+  const bufs = stash.bufs.splice(0);
+  for (const b of bufs) stashedBytes -= b.length;
+  return bufs;
+}
+
+/** Keeps `buf` in `stash` when it is open and the global limit allows; false otherwise. */
+function toStash(stash: Stash | null, buf: Buffer): boolean {
+  if (!stash || stash.closed || stashedBytes + buf.length > STASH_LIMIT_BYTES) return false;
+  stash.bufs.push(buf);
+  stashedBytes += buf.length;
+  return true;
+}
 
 /** A filled buffer on its way to disk and through the hash. */
 interface Slot {
@@ -76,6 +113,10 @@ export class UploadWriter {
   #error: Error | null = null;
   #drainWaiter: (() => void) | null = null;
   #idleWaiters: Array<(e: Error | null) => void> = [];
+  /** The buffer of the last `region()`: a socket may still read into it, so it is never stashed. */
+  #lastRegion: Buffer | null = null;
+  /** Where this writer leaves its free buffers once ended. */
+  #stash: Stash | null = null;
 
   /**
    * @param blob the session's writer; bytes go after its current `size`
@@ -89,6 +130,16 @@ export class UploadWriter {
     this.#accepted = position;
     this.#hashed = position;
     this.#memory = memory;
+    const stash = stashes.get(blob);
+    if (stash) {
+      for (const b of closeStash(blob, stash)) {
+        if (this.#allocated >= POOL_BUFFERS || !memory.tryTake(b.length)) continue;
+        this.#allocated++;
+        this.#free.push(b);
+        this.#nextSize = Math.max(this.#nextSize, b.length);
+      }
+      this.#free.sort((a, b) => a.length - b.length); // the largest is taken first
+    }
   }
 
   /** Bytes accepted so far, including the starting position. */
@@ -179,6 +230,7 @@ export class UploadWriter {
    */
   region(): Buffer | null {
     if (this.#error || this.#ended || !this.#take(0)) return null;
+    this.#lastRegion = this.#current;
     return this.#current!.subarray(this.#fill);
   }
 
@@ -238,9 +290,31 @@ export class UploadWriter {
         this.#drop(this.#current, this.#currentPooled);
         this.#current = null;
       }
-      for (const b of this.#free.splice(0)) this.#drop(b, true);
+      this.#stashFree();
       this.#blob.suspend();
     }
+  }
+
+  /**
+   * Gives every free buffer back to the budget, keeping it (outside the budget, for `STASH_MS`)
+   * for the session's next writer: the next PATCH of a chunked upload then fills memory that is
+   * already mapped instead of faulting in fresh pages (measured: most of the extra CPU of a
+   * chunked push over one PATCH). The last region's buffer is never kept, as a socket whose body
+   * was cut off may still read into it; buffers the hash or a write release later follow.
+   */
+  #stashFree(): void {
+    const blob = this.#blob;
+    const old = stashes.get(blob);
+    if (old) closeStash(blob, old);
+    const stash: Stash = { bufs: [], closed: false, timer: null };
+    this.#stash = stash;
+    for (const b of this.#free.splice(0)) {
+      this.#drop(b, true);
+      if (b !== this.#lastRegion) toStash(stash, b);
+    }
+    stashes.set(blob, stash);
+    stash.timer = setTimeout(() => closeStash(blob, stash), STASH_MS);
+    stash.timer.unref();
   }
 
   #enqueueCurrent(): void {
@@ -259,8 +333,12 @@ export class UploadWriter {
   #release(slot: Slot): void {
     if (--slot.holds > 0) return;
     this.#inFlight--;
-    if (slot.pooled && !this.#ended) this.#free.push(slot.buf);
-    else this.#drop(slot.buf, slot.pooled);
+    if (slot.pooled && !this.#ended) {
+      this.#free.push(slot.buf);
+    } else {
+      this.#drop(slot.buf, slot.pooled);
+      if (slot.pooled && slot.buf !== this.#lastRegion) toStash(this.#stash, slot.buf);
+    }
     this.#wake();
   }
 
