@@ -136,9 +136,10 @@ export class UploadWriter {
         if (this.#allocated >= POOL_BUFFERS || !memory.tryTake(b.length)) continue;
         this.#allocated++;
         this.#free.push(b);
-        this.#nextSize = Math.max(this.#nextSize, b.length);
       }
-      this.#free.sort((a, b) => a.length - b.length); // the largest is taken first
+      // The smallest is taken first, so buffers still grow with the bytes received as for a new
+      // writer (a trickling PATCH keeps its small buffer); a stash of large ones is used at once.
+      this.#free.sort((a, b) => b.length - a.length);
     }
   }
 
