@@ -26,10 +26,12 @@
  * they are page-aligned (aligned-buffer.ts), so a backend may write them with `O_DIRECT`. They are
  * never shared between sessions, and never passed on at all when a socket may still hold a region
  * of them: a socket only ever holds the region of the writer's last `region()` call (a body cut
- * off mid-read), and only that dead writer's memory may receive such stray bytes. The other free
- * buffers of a finished writer are kept for a second for the same session's next writer (the
- * next PATCH of a chunked upload), outside the budget and under a global limit, because faulting
- * in fresh buffer pages for every 16 MiB PATCH cost more than the rest of the request.
+ * off mid-read; after a body read to the end, `regionsReturned`), and only that dead writer's
+ * memory may receive such stray bytes. The other free buffers of a finished writer are kept for a
+ * second for the same session's next writer (the next PATCH of a chunked upload), outside the
+ * budget and under a global limit; that writer uses them instead of new buffers of the same size
+ * (so it grows exactly as a new one), because faulting in fresh buffer pages for every 16 MiB
+ * PATCH cost more CPU than the rest of the request.
  */
 import type { BlobWriter } from './contract.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
@@ -117,6 +119,8 @@ export class UploadWriter {
   #lastRegion: Buffer | null = null;
   /** Where this writer leaves its free buffers once ended. */
   #stash: Stash | null = null;
+  /** Buffers the session's previous writer left: used instead of new ones of the same size. */
+  #reuse: Buffer[] = [];
 
   /**
    * @param blob the session's writer; bytes go after its current `size`
@@ -131,16 +135,7 @@ export class UploadWriter {
     this.#hashed = position;
     this.#memory = memory;
     const stash = stashes.get(blob);
-    if (stash) {
-      for (const b of closeStash(blob, stash)) {
-        if (this.#allocated >= POOL_BUFFERS || !memory.tryTake(b.length)) continue;
-        this.#allocated++;
-        this.#free.push(b);
-      }
-      // The smallest is taken first, so buffers still grow with the bytes received as for a new
-      // writer (a trickling PATCH keeps its small buffer); a stash of large ones is used at once.
-      this.#free.sort((a, b) => b.length - a.length);
-    }
+    if (stash) this.#reuse = closeStash(blob, stash);
   }
 
   /** Bytes accepted so far, including the starting position. */
@@ -176,7 +171,8 @@ export class UploadWriter {
     for (const size of this.#allocated === 0 ? [this.#nextSize, MIN_BUFFER_BYTES] : [this.#nextSize]) {
       if (this.#allocated < POOL_BUFFERS && this.#memory.tryTake(size)) {
         this.#allocated++;
-        return sharedBuffer(size);
+        const i = this.#reuse.findIndex((r) => r.length === size);
+        return i === -1 ? sharedBuffer(size) : this.#reuse.splice(i, 1)[0]!;
       }
     }
     return null;
@@ -233,6 +229,15 @@ export class UploadWriter {
     if (this.#error || this.#ended || !this.#take(0)) return null;
     this.#lastRegion = this.#current;
     return this.#current!.subarray(this.#fill);
+  }
+
+  /**
+   * The transport read its body to the end and holds no region any more (h1-connection.ts asks
+   * for its next read buffer right after the read that completed the body, before any promise
+   * settles), so the last region's buffer may be passed on to the session's next writer too.
+   */
+  regionsReturned(): void {
+    this.#lastRegion = null;
   }
 
   /** `n` bytes were placed at the start of the last `region()`; same result as `write`. */
@@ -309,6 +314,7 @@ export class UploadWriter {
     if (old) closeStash(blob, old);
     const stash: Stash = { bufs: [], closed: false, timer: null };
     this.#stash = stash;
+    for (const b of this.#reuse.splice(0)) toStash(stash, b);
     for (const b of this.#free.splice(0)) {
       this.#drop(b, true);
       if (b !== this.#lastRegion) toStash(stash, b);
