@@ -30,8 +30,9 @@
  * memory may receive such stray bytes. The other free buffers of a finished writer are kept for a
  * second for the same session's next writer (the next PATCH of a chunked upload), outside the
  * budget and under a global limit; that writer uses them instead of new buffers of the same size
- * (so it grows exactly as a new one), because faulting in fresh buffer pages for every 16 MiB
- * PATCH cost more CPU than the rest of the request.
+ * (it grows as a new one, except that after a request whose buffers reached full size it starts
+ * at full size), because faulting in fresh buffer pages for every 16 MiB PATCH cost more CPU
+ * than the rest of the request.
  */
 import type { BlobWriter } from './contract.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
@@ -136,6 +137,9 @@ export class UploadWriter {
     this.#memory = memory;
     const stash = stashes.get(blob);
     if (stash) this.#reuse = closeStash(blob, stash);
+    // The previous request of the session was a bulk one (its buffers reached full size): this
+    // one starts at full size too, in the memory already mapped, instead of growing again.
+    if (this.#reuse.some((b) => b.length === BUFFER_BYTES)) this.#nextSize = BUFFER_BYTES;
   }
 
   /** Bytes accepted so far, including the starting position. */
