@@ -55,7 +55,10 @@ export const SYNC_EVERY_BYTES = 64 * 1024 * 1024;
 
 /** How long a session keeps its finished writer's free buffers for its next request (ms). */
 export const STASH_MS = 1000;
-/** Most bytes of buffers kept for next requests, all sessions together (outside the budget). */
+/**
+ * Most bytes of buffers kept for next requests, all sessions together, outside the budget: in
+ * stashes, and adopted by a next writer but not yet used by it.
+ */
 export const STASH_LIMIT_BYTES = 2 * POOL_BUFFERS * BUFFER_BYTES;
 
 /** Free buffers a session's finished writer leaves to the session's next writer. */
@@ -138,7 +141,10 @@ export class UploadWriter {
     this.#hashed = position;
     this.#memory = memory;
     const stash = stashes.get(blob);
-    if (stash) this.#reuse = closeStash(blob, stash);
+    if (stash) {
+      this.#reuse = closeStash(blob, stash);
+      for (const b of this.#reuse) stashedBytes += b.length; // still outside the budget until used
+    }
     // The previous request of the session was a bulk one (its buffers reached full size): this
     // one starts at full size too, in the memory already mapped, instead of growing again.
     if (this.#reuse.some((b) => b.length === BUFFER_BYTES)) this.#nextSize = BUFFER_BYTES;
@@ -178,7 +184,9 @@ export class UploadWriter {
       if (this.#allocated < POOL_BUFFERS && this.#memory.tryTake(size)) {
         this.#allocated++;
         const i = this.#reuse.findIndex((r) => r.length === size);
-        return i === -1 ? sharedBuffer(size) : this.#reuse.splice(i, 1)[0]!;
+        if (i === -1) return sharedBuffer(size);
+        stashedBytes -= size;
+        return this.#reuse.splice(i, 1)[0]!;
       }
     }
     return null;
@@ -320,7 +328,10 @@ export class UploadWriter {
     if (old) closeStash(blob, old);
     const stash: Stash = { bufs: [], closed: false, timer: null };
     this.#stash = stash;
-    for (const b of this.#reuse.splice(0)) toStash(stash, b);
+    for (const b of this.#reuse.splice(0)) {
+      stashedBytes -= b.length;
+      toStash(stash, b);
+    }
     for (const b of this.#free.splice(0)) {
       this.#drop(b, true);
       if (b !== this.#lastRegion) toStash(stash, b);
