@@ -128,11 +128,30 @@ export function threadSeconds(pid: number): Map<number, ThreadCpu> {
   return out;
 }
 
+/** x86-64 syscall numbers a parked thread sits in (`/proc/<pid>/task/<tid>/syscall`). */
+const PARKED_IN: Record<string, string> = { '7': 'poll', '202': 'futex', '232': 'epoll', '281': 'epoll', '441': 'epoll' };
+
+/**
+ * Where thread `tid` of `pid` is parked now: `epoll` for an event loop (the main thread, a worker
+ * thread such as the hash thread, Node's platform timer thread), `futex` for a thread waiting on
+ * a condition (libuv's file I/O pool, V8's GC and compiler helpers), `running`, or `?` when
+ * unreadable. Node names every thread "node", so this and the cost tell them apart.
+ */
+function parkedIn(pid: number, tid: number): string {
+  try {
+    const first = readFileSync(`/proc/${pid}/task/${tid}/syscall`, 'utf8').split(' ', 1)[0]!.trim();
+    return PARKED_IN[first] ?? first;
+  } catch {
+    return '?';
+  }
+}
+
 /**
  * Per-thread CPU of a process over a window: the main thread (tid = pid) first, then the other
- * threads that used at least 10 ms, busiest first (Node names every thread "node", so they are
- * told apart by what they cost: the hash thread costs about the sha256 of the bytes, libuv's
- * pool threads carry the kernel time of file writes and syncs, V8's helpers the GC).
+ * threads that used at least 10 ms, busiest first. Node names every thread "node", so each row
+ * also says where the thread waits when idle (`parked`: `epoll` for event loops, so a busy
+ * non-main `epoll` thread is the hash thread; `futex` for libuv's pool, which carries the kernel
+ * time of file writes and syncs, and for V8's GC and compiler helpers, which spend user time).
  */
 export class ThreadWindow {
   readonly #start: Map<number, ThreadCpu>;
@@ -141,17 +160,17 @@ export class ThreadWindow {
     this.#start = threadSeconds(pid);
   }
 
-  /** Seconds per thread since the window started: `[{tid, user_s, system_s}]`, main first. */
-  end(): Array<{ thread: string; user_s: number; system_s: number }> {
-    const rows: Array<{ thread: string; user_s: number; system_s: number; total: number }> = [];
+  /** Seconds per thread since the window started: `[{thread, parked, user_s, system_s}]`, main first. */
+  end(): Array<{ thread: string; parked: string; user_s: number; system_s: number }> {
+    const rows: Array<{ thread: string; parked: string; user_s: number; system_s: number; total: number }> = [];
     for (const [tid, now] of threadSeconds(this.pid)) {
       const was = this.#start.get(tid) ?? { tid, user: 0, system: 0 };
       const user = now.user - was.user;
       const system = now.system - was.system;
       if (tid !== this.pid && user + system < 0.01) continue;
-      rows.push({ thread: tid === this.pid ? 'main' : `tid ${tid}`, user_s: Math.round(user * 100) / 100, system_s: Math.round(system * 100) / 100, total: user + system });
+      rows.push({ thread: tid === this.pid ? 'main' : `tid ${tid}`, parked: parkedIn(this.pid, tid), user_s: Math.round(user * 100) / 100, system_s: Math.round(system * 100) / 100, total: user + system });
     }
     rows.sort((a, b) => (a.thread === 'main' ? -1 : b.thread === 'main' ? 1 : b.total - a.total));
-    return rows.map(({ thread, user_s, system_s }) => ({ thread, user_s, system_s }));
+    return rows.map(({ thread, parked, user_s, system_s }) => ({ thread, parked, user_s, system_s }));
   }
 }

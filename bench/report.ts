@@ -129,6 +129,23 @@ export class Report {
     return out;
   }
 
+  /**
+   * Writes the per-thread CPU of every figure that carries `threads` (the push CPU figures) to
+   * stderr, one line each: `main`, each event-loop thread, and the `futex`-parked threads
+   * (libuv's file I/O pool, V8's helpers) summed, as user+system seconds.
+   */
+  threadTable(): void {
+    for (const f of this.figures) {
+      const rows = (f as { threads?: Array<{ thread: string; parked: string; user_s: number; system_s: number }> }).threads;
+      if (!Array.isArray(rows)) continue;
+      const cell = (u: number, sys: number) => `${u.toFixed(2)}u+${sys.toFixed(2)}s`;
+      const parts = rows.filter((r) => r.thread === 'main' || r.parked !== 'futex').map((r) => `${r.thread}${r.thread === 'main' ? '' : ` (${r.parked})`} ${cell(r.user_s, r.system_s)}`);
+      const pooled = rows.filter((r) => r.thread !== 'main' && r.parked === 'futex');
+      if (pooled.length) parts.push(`${pooled.length} futex threads ${cell(pooled.reduce((n, r) => n + r.user_s, 0), pooled.reduce((n, r) => n + r.system_s, 0))}`);
+      process.stderr.write(`threads ${f.server} ${f.bench} (${f.value} ${f.unit}): ${parts.join(', ')}\n`);
+    }
+  }
+
   /** Writes a human-readable table of the comparison to stderr. */
   table(rows: Array<Record<string, unknown>>): void {
     const cols = ['bench', 'unit', 'slipway', 'reference', 'ratio', 'target', 'met', 'other_cpu_pct_slipway', 'other_cpu_pct_reference', 'steal_cpu_pct_slipway', 'steal_cpu_pct_reference'];

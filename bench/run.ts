@@ -141,6 +141,7 @@ async function main(): Promise<number> {
   for (const figure of ['server_cpu_per_gib_push', 'server_cpu_per_gib_push_chunked']) report.bound(figure, Math.round(2 * hashSecondsPerGiB * 100) / 100);
   const rows = report.compare();
   report.table(rows);
+  report.threadTable();
   process.stderr.write(`machine: sha256 ${sha256Rate} MB/s (wall clock) in this run, and hashing alone costs ${hashSecondsPerGiB} s of CPU per GiB pushed (plus receiving and writing the bytes)\n`);
   process.stderr.write(`\nbench: finished in ${Math.round((performance.now() - started) / 1000)} s${failed ? `, ${failed} failure(s)` : ''}\n`);
   return failed ? 1 : 0;

@@ -8,6 +8,17 @@
  * Writes are positional `writev` calls at the current end (short writes continue from where
  * they stopped); the running sha256 is fed separately (`feedHash`), so the caller may hash on
  * another thread while the same buffers are written. `sync` (fdatasync) may run beside writes.
+ *
+ * Direct writes: runs of chunks that are page-aligned in memory (aligned-buffer.ts) and land at
+ * an aligned file offset go through a second descriptor opened with `O_DIRECT`, the rest (the
+ * small first buffers of a request, a request's last partial buffer, everything after an
+ * unaligned end) through the page cache. Both descriptors are of the same file: the kernel keeps
+ * the two coherent (a direct write flushes and drops cached pages of its range; the ranges here
+ * never overlap, as positions only grow and direct runs start on a block boundary), `fdatasync`
+ * on either makes both kinds durable (data and size), and reads see both. When the file system
+ * refuses `O_DIRECT` (EINVAL: tmpfs before Linux 6.6, some FUSE and network file systems), the
+ * writer falls back to the page cache for the rest of its life. The order and the guarantees of
+ * the commit (fs-backend.ts) do not change.
  */
 import { close, fdatasync, fstat, mkdirSync, openSync, read, writev, constants as fsc, promises as fsp } from 'node:fs';
 import { dirname } from 'node:path';
@@ -15,6 +26,7 @@ import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
 import type { BlobStat, BlobWriter, CommitOptions, CommitResult } from './contract.js';
 import { appendHashed, verifyDigest } from './backend-common.js';
+import { DIRECT_IO_ALIGN, directReady } from './aligned-buffer.js';
 import { hashPositional } from './hash-blob.js';
 import type { HashFactory, RunningHash } from './running-hash.js';
 
@@ -60,9 +72,38 @@ function rest(chunks: readonly Uint8Array[], skip: number): Uint8Array[] {
   return out;
 }
 
+/** Consecutive chunks written through one descriptor. */
+interface Run {
+  direct: boolean;
+  chunks: Uint8Array[];
+  bytes: number;
+}
+
+/** Splits `chunks` written from `position` into direct-capable and page-cache runs, in order. */
+function runs(chunks: readonly Uint8Array[], position: number, direct: boolean): Run[] {
+  const out: Run[] = [];
+  let at = position;
+  for (const c of chunks) {
+    const d = direct && at % DIRECT_IO_ALIGN === 0 && directReady(c);
+    const last = out[out.length - 1];
+    if (last && last.direct === d) {
+      last.chunks.push(c);
+      last.bytes += c.byteLength;
+    } else {
+      out.push({ direct: d, chunks: [c], bytes: c.byteLength });
+    }
+    at += c.byteLength;
+  }
+  return out;
+}
+
 /** One upload session's file: lazily opened, closed when suspended and idle. */
 export class FsWriter implements BlobWriter {
   #fd: number | null = null;
+  /** The `O_DIRECT` descriptor: undefined until first needed, null when the file system refuses it. */
+  #direct: number | null | undefined = undefined;
+  /** False once `O_DIRECT` was refused: every later write goes through the page cache. */
+  #directUsable = true;
   /** Operations holding the descriptor now. */
   #users = 0;
   #suspended = false;
@@ -121,8 +162,30 @@ export class FsWriter implements BlobWriter {
 
   #closeFd(): void {
     const fd = this.#fd;
+    const direct = this.#direct;
     this.#fd = null;
+    this.#direct = undefined;
     if (fd !== null) close(fd, () => {});
+    if (direct != null) close(direct, () => {});
+  }
+
+  /** The `O_DIRECT` descriptor of the (open) session file, or null when it cannot be had. */
+  #directFd(): number | null {
+    if (!this.#directUsable) return null;
+    if (this.#direct === undefined) {
+      try {
+        this.#direct = openSync(this.path, fsc.O_RDWR | fsc.O_DIRECT);
+      } catch {
+        this.#refuseDirect();
+      }
+    }
+    return this.#direct ?? null;
+  }
+
+  #refuseDirect(): void {
+    this.#directUsable = false;
+    if (this.#direct != null) close(this.#direct, () => {});
+    this.#direct = null;
   }
 
   /** Resolves once no operation holds the descriptor. */
@@ -139,18 +202,40 @@ export class FsWriter implements BlobWriter {
   async write(chunks: readonly Uint8Array[]): Promise<void> {
     const fd = this.#acquire();
     try {
-      let left = chunks.reduce((n, c) => n + c.byteLength, 0);
-      let at = this.size;
-      let pending = chunks;
-      while (left > 0) {
-        const n = await writevAt(fd, pending, at);
-        at += n;
-        left -= n;
-        if (left > 0) pending = rest(pending, n);
+      const direct = this.#directUsable && chunks.some(directReady) ? this.#directFd() : null;
+      for (const run of runs(chunks, this.size, direct !== null)) {
+        let pending: readonly Uint8Array[] = run.chunks;
+        let left = run.bytes;
+        if (run.direct) {
+          const start = this.size;
+          try {
+            await this.#writeAll(direct!, pending, left);
+            continue;
+          } catch (e) {
+            if ((e as NodeJS.ErrnoException).code !== 'EINVAL') throw e;
+            this.#refuseDirect(); // what the direct writes did not take goes through the page cache
+            pending = rest(pending, this.size - start);
+            left -= this.size - start;
+          }
+        }
+        await this.#writeAll(fd, pending, left);
       }
-      this.size = at;
     } finally {
       this.#release();
+    }
+  }
+
+  /** Writes every byte of `chunks` at the end through `fd` (short writes continue). */
+  async #writeAll(fd: number, chunks: readonly Uint8Array[], bytes: number): Promise<void> {
+    let left = bytes;
+    let at = this.size;
+    let pending = chunks;
+    while (left > 0) {
+      const n = await writevAt(fd, pending, at);
+      at += n;
+      left -= n;
+      this.size = at;
+      if (left > 0) pending = rest(pending, n);
     }
   }
 

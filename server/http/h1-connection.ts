@@ -47,6 +47,9 @@ export type RequestListener = (conn: Connection, head: RequestHead) => void;
 
 type State = 'head' | 'body' | 'wait' | 'closed';
 
+/** Size of the read that follows a resume of a paused Content-Length body (bytes; copied). */
+const PAUSED_READ_BYTES = 4096;
+
 const discard: BodyConsumer = { data: () => {}, end: () => {}, abort: () => {} };
 let dateCache = '';
 let dateSecond = 0;
@@ -98,10 +101,16 @@ export class Connection {
     return this.#state === 'closed';
   }
 
-  /** Buffer for the next socket read: a sink region when streaming a Content-Length body. */
+  /**
+   * Buffer for the next socket read: a sink region when streaming a Content-Length body. While
+   * the sink is full the socket is paused, but node:net asks for the buffer of the read that
+   * follows the resume now: a small part of the scratch buffer, so that read copies only a few
+   * bytes and the reads after it go straight into the sink again.
+   */
   nextReadBuffer(scratch: Buffer): Buffer {
     this.#region = null;
-    if (this.#state === 'body' && this.#framing.kind === 'length' && this.#consumer?.region && !this.#sinkFull && this.#remaining > 0) {
+    if (this.#state === 'body' && this.#framing.kind === 'length' && this.#consumer?.region && this.#remaining > 0) {
+      if (this.#sinkFull) return scratch.subarray(0, PAUSED_READ_BYTES);
       const r = this.#consumer.region();
       if (r && r.length > 0) {
         this.#region = r.length > this.#remaining ? r.subarray(0, this.#remaining) : r;

@@ -48,6 +48,7 @@ async function append(ctx: RegistryContext, ex: Exchange, lease: Lease, rec: Upl
   let cutOff: unknown;
   try {
     await ex.pipeBody(withReceiveRate(writer, ctx.receiveRate ?? DEFAULT_RECEIVE_RATE));
+    writer.regionsReturned(); // the whole body was read: no socket can still fill a buffer
   } catch (e) {
     if (ctx.shutdown?.cutting) {
       // Cut by a shutdown, not by the client: the record keeps the last acknowledged offset and

@@ -1,0 +1,118 @@
+/**
+ * The byte path's direct writes and buffer reuse: page-aligned buffers (aligned-buffer.ts) are
+ * accepted by `O_DIRECT`; sessions whose requests end and start on unaligned offsets (so their
+ * writes mix direct and page-cache runs) hold exactly the bytes sent and commit by the running
+ * hash; a session's next writer reuses the previous writer's free buffers but never the one a
+ * socket may still read into, and the budget is given back at every `end`.
+ */
+import t from 'tap';
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, constants as fsc, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BUFFER_BYTES, UploadWriter } from '../../engine/blobs/writer.js';
+import { UploadMemory } from '../../engine/blobs/upload-memory.js';
+import { directReady, sharedBuffer, DIRECT_IO_ALIGN } from '../../engine/blobs/aligned-buffer.js';
+import { HashThread } from '../../workers/hash-thread.js';
+import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
+import type { Digest } from '../../engine/digest.js';
+import { sessionFile } from '../helpers/engine.js';
+import { waitFor } from '../helpers/daemons.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'slipway-direct-'));
+const thread = new HashThread();
+t.teardown(async () => { await thread.close(); rmSync(dir, { recursive: true, force: true }); });
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+const backend = new FsBlobBackend(dir, { newHash: thread.create });
+
+/** Feeds `data` through regions (the zero-copy path), `step` bytes at most per commit. */
+async function feedRegions(w: UploadWriter, data: Buffer, step: number, seen?: Set<ArrayBufferLike>): Promise<void> {
+  let off = 0;
+  while (off < data.length) {
+    const r = w.region();
+    if (!r) {
+      await new Promise<void>((resolve) => w.onDrain(resolve));
+      continue;
+    }
+    seen?.add(r.buffer);
+    const n = Math.min(step, r.length, data.length - off);
+    data.copy(r, 0, off, off + n);
+    off += n;
+    if (!w.commit(n)) await new Promise<void>((resolve) => w.onDrain(resolve));
+  }
+}
+
+t.test('aligned buffers: 64 KiB multiples are page-aligned and accepted by O_DIRECT', async (t) => {
+  const big = sharedBuffer(BUFFER_BYTES);
+  t.ok(big.buffer instanceof SharedArrayBuffer, 'shared, so the hash thread reads it without a copy');
+  t.ok(directReady(big), 'a pool buffer is ready for direct writes');
+  t.ok(directReady(big.subarray(DIRECT_IO_ALIGN, 3 * DIRECT_IO_ALIGN)), 'so is an aligned part of it');
+  t.notOk(directReady(big.subarray(512, 512 + DIRECT_IO_ALIGN)), 'not an unaligned start');
+  t.notOk(directReady(big.subarray(0, DIRECT_IO_ALIGN + 1)), 'not an unaligned length');
+  t.notOk(directReady(sharedBuffer(4096)), 'small buffers are ordinary SharedArrayBuffers');
+  big.fill(7);
+  let fd: number;
+  try {
+    fd = openSync(join(dir, 'probe'), fsc.O_RDWR | fsc.O_CREAT | fsc.O_DIRECT, 0o600);
+  } catch (e) {
+    t.comment(`this file system refuses O_DIRECT (${(e as NodeJS.ErrnoException).code}); the writer falls back to the page cache`);
+    return;
+  }
+  try {
+    t.equal(writeSync(fd, big, 0, big.length, 0), big.length, 'the kernel takes the whole buffer directly');
+  } finally {
+    closeSync(fd);
+  }
+  t.ok(readFileSync(join(dir, 'probe')).equals(big), 'and the file holds it');
+});
+
+t.test('requests ending and starting unaligned: every byte in order, committed by the running hash', async (t) => {
+  const memory = new UploadMemory(64 * 1024 * 1024);
+  const parts = [randomBytes(100_003), randomBytes(3 * BUFFER_BYTES + 5), randomBytes(2 * BUFFER_BYTES), randomBytes(1)];
+  const blob = await backend.create('mixed');
+  for (const [i, part] of parts.entries()) {
+    const w = new UploadWriter(blob, memory);
+    await feedRegions(w, part, [65_536, 1_000_000, 4096, 1][i]!);
+    await w.end();
+    await waitFor(`request ${i}: the budget given back once the hash released the last buffers`, () => memory.used === 0, { timeoutMs: 10_000, intervalMs: 5 });
+  }
+  const all = Buffer.concat(parts);
+  t.ok(readFileSync(sessionFile(dir, 'mixed')).equals(all), 'the session file holds exactly the bytes sent');
+  t.same(await blob.commit(`sha256:${sha(all)}` as Digest), { digest: `sha256:${sha(all)}`, size: all.length, created: true });
+});
+
+t.test('a session reuses its free buffers, never the one a cut-off socket may still read into', async (t) => {
+  const memory = new UploadMemory(64 * 1024 * 1024);
+  const blob = await backend.create('reuse');
+  const first = randomBytes(3 * BUFFER_BYTES + 12_345);
+  const a = new UploadWriter(blob, memory);
+  const aBuffers = new Set<ArrayBufferLike>();
+  await feedRegions(a, first, BUFFER_BYTES, aBuffers);
+  const held = a.region()!; // the body is cut off here: the socket still holds this region
+  await a.end();
+  await waitFor('the budget given back once the hash released the last buffers', () => memory.used === 0, { timeoutMs: 10_000, intervalMs: 5 });
+  held.fill(0xee); // stray bytes of the dead connection
+  const second = randomBytes(2 * BUFFER_BYTES + 999);
+  const b = new UploadWriter(blob, memory);
+  let reused = 0;
+  let off = 0;
+  while (off < second.length) {
+    const r = b.region();
+    if (!r) {
+      await new Promise<void>((resolve) => b.onDrain(resolve));
+      continue;
+    }
+    if (r.buffer === held.buffer) t.fail('the region a socket may hold was handed out again');
+    if (aBuffers.has(r.buffer)) reused++;
+    const n = Math.min(r.length, second.length - off);
+    second.copy(r, 0, off, off + n);
+    held.fill(0xee); // the dead connection keeps writing
+    off += n;
+    if (!b.commit(n)) await new Promise<void>((resolve) => b.onDrain(resolve));
+  }
+  await b.end();
+  t.ok(reused > 0, `the second writer filled buffers of the first (${reused} regions)`);
+  const all = Buffer.concat([first, second]);
+  t.ok(readFileSync(sessionFile(dir, 'reuse')).equals(all), 'no stray byte reached the session');
+  t.same(await blob.commit(`sha256:${sha(all)}` as Digest), { digest: `sha256:${sha(all)}`, size: all.length, created: true });
+});
