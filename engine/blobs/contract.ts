@@ -114,6 +114,13 @@ export interface BlobReader {
    * @throws on I/O errors of the medium.
    */
   read(into: Uint8Array, position: number): Promise<number>;
+  /**
+   * Optional (S3): the `length` bytes from `position` as a stream whose chunks are the caller's
+   * to keep (never reused by the reader), for senders that hand each chunk to the socket instead
+   * of copying it into a buffer of their own. The stream errors (never ends early) when the medium
+   * fails or holds fewer bytes; the reader must not be read otherwise until it is consumed.
+   */
+  stream?(position: number, length: number): Promise<Readable>;
   /** Releases the reader. Idempotent. */
   close(): Promise<void>;
 }
@@ -203,10 +210,12 @@ export interface BlobBackend {
    */
   read(digest: Digest, range?: ByteRange): Promise<Readable>;
   /**
-   * A positional reader of a committed blob (the pull path).
+   * A positional reader of a committed blob (the pull path). `first` is a hint: the bytes the
+   * caller will read first (S3 starts its one GetObject there and learns the size from its
+   * answer, with no HeadObject before it); reads elsewhere still work.
    * @throws SlipwayError BLOB_UNKNOWN when absent.
    */
-  open(digest: Digest): Promise<BlobReader>;
+  open(digest: Digest, first?: ByteRange): Promise<BlobReader>;
   /**
    * The size of a committed blob answered without waiting, when the medium allows it (the
    * filesystem: one `stat` of a cached inode); absent on media that need a round trip (S3).

@@ -41,6 +41,7 @@ import {
   S3Client, HeadObjectCommand, GetObjectCommand, PutObjectCommand, DeleteObjectCommand, ListObjectsV2Command,
   CreateMultipartUploadCommand, CompleteMultipartUploadCommand, AbortMultipartUploadCommand,
   ListMultipartUploadsCommand, CopyObjectCommand, UploadPartCopyCommand, type S3ClientConfig, type CompletedPart,
+  type GetObjectCommandOutput,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Readable } from 'node:stream';
@@ -156,22 +157,47 @@ export class S3BlobBackend implements BlobBackend {
 
   async read(digest: Digest, range?: ByteRange): Promise<Readable> {
     if (range) resolveRange(Number.MAX_SAFE_INTEGER, range); // argument checks only; the store checks the end
-    const Range = range ? `bytes=${range.offset}-${range.length === undefined ? '' : range.offset + range.length - 1}` : undefined;
+    return (await this.#get(digest, range?.offset ?? 0, range?.length === undefined ? undefined : range.offset + range.length)).Body as Readable;
+  }
+
+  /**
+   * One GetObject of the bytes from `offset` to `end` (exclusive; the end of the object when
+   * undefined), with no Range header for the whole object.
+   * @throws BLOB_UNKNOWN; RANGE_NOT_SATISFIABLE when `offset` is at or past the end.
+   */
+  async #get(digest: Digest, offset: number, end: number | undefined): Promise<GetObjectCommandOutput> {
+    const Range = offset > 0 || end !== undefined ? `bytes=${offset}-${end === undefined ? '' : end - 1}` : undefined;
     try {
-      const r = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest), Range }));
-      return r.Body as Readable;
+      return await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest), Range }));
     } catch (e) {
       if (isNotFound(e)) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
-      if (status(e) === 416) throw fail('RANGE_NOT_SATISFIABLE', `range starts at byte ${range?.offset}, past the end of ${digest}`);
+      if (status(e) === 416) throw fail('RANGE_NOT_SATISFIABLE', `range starts at byte ${offset}, past the end of ${digest}`);
       throw e;
     }
   }
 
-  /** One HEAD for the size, then a sequential streaming reader (s3-read.ts). */
-  async open(digest: Digest): Promise<BlobReader> {
-    const st = await this.stat(digest);
-    if (!st) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
-    return sequentialReader(digest, st.size, (offset) => this.read(digest, { offset }));
+  /**
+   * One GetObject from `first` (default: the whole blob), whose answer gives the object's size
+   * (Content-Range, else Content-Length): no HeadObject before the bytes. The reader (s3-read.ts)
+   * consumes that body and opens another only for a read elsewhere. A `first` past the object's
+   * end (the store holds fewer bytes than the caller expected) falls back to a HeadObject.
+   */
+  async open(digest: Digest, first?: ByteRange): Promise<BlobReader> {
+    const offset = first?.offset ?? 0;
+    const end = first?.length === undefined || first.length === 0 ? undefined : offset + first.length;
+    const rest = (o: number, e: number) => this.#get(digest, o, e).then((r) => r.Body as Readable);
+    let r: GetObjectCommandOutput;
+    try {
+      r = await this.#get(digest, offset, end);
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'RANGE_NOT_SATISFIABLE') throw e;
+      const st = await this.stat(digest);
+      if (!st) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
+      return sequentialReader(digest, st.size, rest);
+    }
+    const total = /\/(\d+)$/.exec(r.ContentRange ?? '');
+    const size = total ? Number(total[1]) : r.ContentLength ?? 0;
+    return sequentialReader(digest, size, rest, { body: r.Body as Readable, at: offset, end: offset + (r.ContentLength ?? 0) });
   }
 
   async delete(digest: Digest, ifVersion?: string): Promise<boolean> {
