@@ -58,6 +58,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Digest } from '../digest.js';
+import type { UploadMemory } from './upload-memory.js';
 
 /** A byte range of a blob: `length` bytes from `offset` (bytes, 0-based). */
 export interface ByteRange {
@@ -239,10 +240,12 @@ export interface BlobBackend {
    * Starts a new upload session. Does no I/O: the medium sees the session with its first bytes
    * (filesystem: the file is created by the first write, sync or commit, and that call fails
    * with BLOB_UPLOAD_INVALID if a session of that id is already stored).
+   * `memory` is the global upload buffer budget (SLIPWAY_UPLOAD_MEMORY) from which a backend
+   * that buffers session bytes itself (S3's part buffers) takes them; default no limit.
    * @throws SlipwayError BLOB_UPLOAD_INVALID when the id is malformed or in use by a writer of
    *   this instance.
    */
-  create(id: string): Promise<BlobWriter>;
+  create(id: string, memory?: UploadMemory): Promise<BlobWriter>;
   /**
    * Reopens a session left by an earlier process when the backend can (filesystem), with its
    * bytes so far, suspended; its running hash is lost (commit re-hashes). With `size`, bytes

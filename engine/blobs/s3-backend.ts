@@ -54,6 +54,7 @@ import { checkSessionId, resolveRange, DigestLocks } from './backend-common.js';
 import type { BlobBackendSpec } from './backend-spec.js';
 import { S3Writer } from './s3-writer.js';
 import { inlineHash, type HashFactory } from './running-hash.js';
+import { unlimitedMemory, type UploadMemory } from './upload-memory.js';
 
 /** User metadata naming one commit of a blob: its `BlobStat.version`. */
 const COMMIT_META = 'slipway-commit';
@@ -220,11 +221,12 @@ export class S3BlobBackend implements BlobBackend {
     } while (ContinuationToken);
   }
 
-  async create(id: string): Promise<BlobWriter> {
+  /** A session writer whose part buffers are taken from `memory` (default: no limit). */
+  async create(id: string, memory: UploadMemory = unlimitedMemory()): Promise<BlobWriter> {
     checkSessionId(id);
     if (this.#live.has(id)) throw fail('BLOB_UPLOAD_INVALID', `upload session ${id} already exists`);
     this.#live.add(id);
-    return new S3Writer(this, id, this.#newHash(), () => this.#live.delete(id));
+    return new S3Writer(this, id, this.#newHash(), () => this.#live.delete(id), memory);
   }
 
   /** Never: the hash state and the unflushed part lived only in the crashed process. */
@@ -295,12 +297,13 @@ export class S3BlobBackend implements BlobBackend {
   }
 
   /**
-   * Makes verified bytes visible under `digest`: `small` bytes are PUT directly; otherwise the
-   * completed session object is copied. Returns false when a committed copy of the same size
-   * was reused (`reuse` agreed).
-   * @internal used by S3Writer.commit, inside the digest lock.
+   * Makes verified bytes visible under `digest`, inside the digest lock: one HeadObject of the
+   * final key, then `small` bytes are PUT directly, or the session's upload is completed
+   * (`session.complete`, idempotent) and its object copied. Returns false when a committed copy
+   * of the same size was reused (`reuse` agreed, asked at most once); nothing was completed then.
+   * @internal used by S3Writer.commit.
    */
-  publish(digest: Digest, size: number, small: Buffer | undefined, sessionKey: string, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<boolean> {
+  publish(digest: Digest, size: number, source: Buffer | { key: string; complete: () => Promise<void> }, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<boolean> {
     return this.#locks.with(digest, async () => {
       const existing = await this.stat(digest);
       if (existing && existing.size === size && (await reuse(existing))) return false;
@@ -308,10 +311,12 @@ export class S3BlobBackend implements BlobBackend {
       // Each commit's own version (the ETag of identical bytes is the same), so that GC's
       // delete of the copy it saw never takes a replacement committed since.
       const Metadata = { [COMMIT_META]: randomBytes(12).toString('hex') };
-      if (small) {
-        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: small, ContentLength: size, Metadata }));
+      if (Buffer.isBuffer(source)) {
+        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: source, ContentLength: size, Metadata }));
         return true;
       }
+      await source.complete();
+      const sessionKey = source.key;
       const CopySource = `${this.bucket}/${encodeURI(sessionKey)}`;
       if (size <= MAX_COPY_OBJECT) {
         await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key, CopySource, MetadataDirective: 'REPLACE', Metadata }));

@@ -4,9 +4,18 @@
  * each full buffer becomes an UploadPart of a multipart upload created on the first full part,
  * with at most `uploadConcurrency` parts in flight. Between requests (`suspend`) the writer
  * keeps its multipart state and part buffer in memory: a session cannot outlive the process.
+ *
+ * Memory: every part buffer, filling or in flight, is taken from the global upload budget
+ * (`UploadMemory`, SLIPWAY_UPLOAD_MEMORY) and given back when its part is stored or the session
+ * ends. The first buffer of a session starts at 64 KiB and grows fourfold (copied) up to
+ * `partSize` as bytes arrive, so small blobs and trickling sessions hold about what they
+ * received. A writer that needs a buffer the budget cannot give waits for one of its own parts in
+ * flight and reuses its buffer (it never waits on other sessions, so writers cannot deadlock
+ * each other); with none in flight it fails with UNAVAILABLE (503, Retry-After) and nothing of
+ * the chunk is acknowledged.
  */
 import {
-  HeadObjectCommand, GetObjectCommand, DeleteObjectCommand, CreateMultipartUploadCommand, UploadPartCommand,
+  GetObjectCommand, DeleteObjectCommand, CreateMultipartUploadCommand, UploadPartCommand,
   CompleteMultipartUploadCommand, type CompletedPart,
 } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
@@ -17,8 +26,12 @@ import type { BlobStat, BlobWriter, CommitOptions, CommitResult } from './contra
 import { appendHashed, verifyDigest } from './backend-common.js';
 import type { RunningHash } from './running-hash.js';
 import type { S3BlobBackend } from './s3-backend.js';
+import type { UploadMemory } from './upload-memory.js';
 
 const reuseAlways = () => true;
+
+/** Bytes of a session's first part buffer; each growth makes it four times larger, up to the part size. */
+const FIRST_BUFFER_BYTES = 64 * 1024;
 
 /** One session: a part buffer, the running hash, the multipart upload once the first part is full. */
 export class S3Writer implements BlobWriter {
@@ -32,9 +45,69 @@ export class S3Writer implements BlobWriter {
   #error: unknown;
   #closed = false;
   readonly #key: string;
+  /** Full-size buffers of parts stored while a write waited for memory, ready for reuse (memory held). */
+  readonly #spare: Buffer[] = [];
+  #waitingForBuffer = false;
 
-  constructor(readonly backend: S3BlobBackend, readonly id: string, readonly hash: RunningHash, readonly release: () => void) {
+  /**
+   * @param memory the global upload buffer budget every part buffer is taken from
+   * @param release called once when the session ends (committed or discarded)
+   */
+  constructor(readonly backend: S3BlobBackend, readonly id: string, readonly hash: RunningHash, readonly release: () => void, readonly memory: UploadMemory) {
     this.#key = backend.sessionKey(id);
+  }
+
+  /**
+   * Makes the part buffer hold at least `want` bytes (at most `partSize`): a spare, else a new
+   * buffer taken from the budget (the filled bytes copied over, the old buffer given back), else
+   * after one of this session's parts in flight is stored.
+   * @throws UNAVAILABLE when the budget cannot give a buffer and no part of this session is in flight
+   */
+  async #room(want: number): Promise<void> {
+    const partSize = this.backend.partSize;
+    for (;;) {
+      this.#check();
+      const old = this.#buf;
+      if (old && old.length >= want) return;
+      let next = this.#spare.pop();
+      if (!next) {
+        let size = old ? old.length * 4 : this.#parts.length > 0 ? partSize : FIRST_BUFFER_BYTES;
+        while (size < want) size *= 4;
+        size = Math.min(size, partSize);
+        if (this.memory.tryTake(size)) next = Buffer.allocUnsafeSlow(size);
+      }
+      if (next) {
+        if (old) {
+          old.copy(next, 0, 0, this.#fill);
+          this.memory.give(old.length);
+        }
+        this.#buf = next;
+        return;
+      }
+      if (this.#inflight.size === 0) {
+        throw fail('UNAVAILABLE', 'the registry is buffering as many upload bytes as it can; retry shortly', { retryAfter: 2 });
+      }
+      this.#waitingForBuffer = true;
+      try {
+        await Promise.race(this.#inflight);
+      } finally {
+        this.#waitingForBuffer = false;
+      }
+    }
+  }
+
+  /** A stored (or failed) part's buffer: kept for a write waiting for one, else given back. */
+  #partDone(buf: Buffer): void {
+    if (this.#waitingForBuffer && !this.#closed && buf.length === this.backend.partSize && this.#spare.length === 0) this.#spare.push(buf);
+    else this.memory.give(buf.length);
+  }
+
+  /** Gives back the filling buffer and the spares (parts in flight give theirs when done). */
+  #dropBuffers(): void {
+    if (this.#buf) this.memory.give(this.#buf.length);
+    this.#buf = undefined;
+    this.#fill = 0;
+    for (const b of this.#spare.splice(0)) this.memory.give(b.length);
   }
 
   #check(): void {
@@ -51,7 +124,8 @@ export class S3Writer implements BlobWriter {
 
   /** Starts uploading the current buffer as the next part. */
   #flush(): void {
-    const body = this.#fill === this.#buf!.length ? this.#buf! : this.#buf!.subarray(0, this.#fill);
+    const buf = this.#buf!;
+    const body = this.#fill === buf.length ? buf : buf.subarray(0, this.#fill);
     const PartNumber = this.#parts.length + 1;
     const entry: CompletedPart = { PartNumber };
     this.#parts.push(entry);
@@ -63,7 +137,7 @@ export class S3Writer implements BlobWriter {
         Bucket: this.backend.bucket, Key: this.#key, UploadId, PartNumber, Body: body, ContentLength: body.length,
       }));
       entry.ETag = r.ETag;
-    })().catch((e) => { this.#error ??= e; });
+    })().catch((e) => { this.#error ??= e; }).finally(() => this.#partDone(buf));
     const tracked = p.finally(() => this.#inflight.delete(tracked));
     this.#inflight.add(tracked);
   }
@@ -80,9 +154,11 @@ export class S3Writer implements BlobWriter {
     for (const bytes of chunks) {
       let at = 0;
       while (at < bytes.byteLength) {
-        this.#buf ??= Buffer.allocUnsafe(partSize);
-        const n = Math.min(partSize - this.#fill, bytes.byteLength - at);
-        this.#buf.set(bytes.subarray(at, at + n), this.#fill);
+        const want = Math.min(partSize, this.#fill + bytes.byteLength - at);
+        if (!this.#buf || this.#buf.length < want) await this.#room(want);
+        const buf = this.#buf!;
+        const n = Math.min(buf.length - this.#fill, bytes.byteLength - at);
+        buf.set(bytes.subarray(at, at + n), this.#fill);
         this.#fill += n;
         at += n;
         this.size += n;
@@ -119,10 +195,12 @@ export class S3Writer implements BlobWriter {
         const small = this.#buf ? this.#buf.subarray(0, this.#fill) : Buffer.alloc(0);
         const actual = hex !== null ? (`sha256:${hex}` as Digest) : sha256Of(small);
         verifyDigest(expected, actual);
-        created = await this.backend.publish(actual, this.size, small, this.#key, reuse);
+        created = await this.backend.publish(actual, this.size, small, reuse);
+        this.#dropBuffers();
       } else {
         if (hex !== null) verifyDigest(expected, `sha256:${hex}` as Digest);
         if (this.#fill > 0) this.#flush();
+        this.#dropBuffers();
         while (this.#inflight.size) await Promise.race(this.#inflight);
         if (this.#error) throw this.#error;
         created = await this.#completeAndPublish(expected, hex === null, reuse);
@@ -136,42 +214,50 @@ export class S3Writer implements BlobWriter {
   }
 
   /**
-   * Completes the multipart upload under the session key, checks its size (and, when the hash
-   * state was lost, its sha256 read back), then publishes it under the digest.
+   * Publishes the multipart upload under the digest: inside the digest lock, one HeadObject of
+   * the final key (dedupe), then CompleteMultipartUpload under the session key and the copy;
+   * the session object is deleted after the answer (in the background: a leftover is removed
+   * by start-up recovery, `sessions()` lists it). When the hash state was lost, the upload is
+   * completed first and its bytes are read back and re-hashed before anything is published.
+   * The completed object's size is the sum of the parts' sizes: each UploadPart's body is
+   * bounded by its Content-Length and covered by the request signature (over https by TLS),
+   * and the completion names every part by its ETag, so no HeadObject re-reads it.
    */
-  async #completeAndPublish(digest: Digest, rehash: boolean, asked: (existing: BlobStat) => boolean | Promise<boolean>): Promise<boolean> {
+  async #completeAndPublish(digest: Digest, rehash: boolean, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<boolean> {
     const { client, bucket } = this.backend;
-    let answer: Promise<boolean> | undefined;
-    const reuse = (existing: BlobStat) => (answer ??= Promise.resolve(asked(existing))); // asked once
-    const existing = rehash ? undefined : await this.backend.stat(digest);
-    if (existing && existing.size === this.size && (await reuse(existing))) {
-      await this.#discard(); // dedupe: no need to complete
-      return false;
-    }
-    const UploadId = await this.#multipart();
-    await client.send(new CompleteMultipartUploadCommand({
-      Bucket: bucket, Key: this.#key, UploadId, MultipartUpload: { Parts: this.#parts },
-    }));
-    this.#uploadId = undefined;
-    const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: this.#key }));
-    if (head.ContentLength !== this.size) {
-      throw fail('BLOB_UPLOAD_INVALID', `upload session ${this.id}: the store holds ${head.ContentLength} bytes, ${this.size} were sent`);
-    }
+    let completed: Promise<void> | undefined;
+    const complete = () => (completed ??= (async () => {
+      const UploadId = await this.#multipart();
+      await client.send(new CompleteMultipartUploadCommand({
+        Bucket: bucket, Key: this.#key, UploadId, MultipartUpload: { Parts: this.#parts },
+      }));
+      this.#uploadId = undefined;
+    })());
     if (rehash) {
+      await complete();
       const r = await client.send(new GetObjectCommand({ Bucket: bucket, Key: this.#key }));
       const h = createHash('sha256');
-      for await (const chunk of r.Body as Readable) h.update(chunk as Buffer);
+      let n = 0;
+      for await (const chunk of r.Body as Readable) {
+        h.update(chunk as Buffer);
+        n += (chunk as Buffer).length;
+      }
+      if (n !== this.size) throw fail('BLOB_UPLOAD_INVALID', `upload session ${this.id}: the store holds ${n} bytes, ${this.size} were sent`);
       verifyDigest(digest, `sha256:${h.digest('hex')}` as Digest);
     }
-    const created = await this.backend.publish(digest, this.size, undefined, this.#key, reuse);
-    await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: this.#key }));
-    return created;
+    const created = await this.backend.publish(digest, this.size, { key: this.#key, complete }, reuse);
+    if (!created) {
+      await this.#discard(); // dedupe: the committed copy stays, the upload is aborted
+      return false;
+    }
+    client.send(new DeleteObjectCommand({ Bucket: bucket, Key: this.#key })).catch(() => {});
+    return true;
   }
 
   /** Drops buffers, waits for parts in flight, aborts the multipart upload, deletes the session object. */
   async #discard(): Promise<void> {
     this.#closed = true;
-    this.#buf = undefined;
+    this.#dropBuffers();
     this.hash.discard();
     while (this.#inflight.size) await Promise.race(this.#inflight);
     const uploadId = this.#uploadId;

@@ -131,7 +131,7 @@ export class Uploads {
     // behind other uploads' writes and syncs (measured under 16 concurrent uploads: POST p50
     // 75-130 ms before). Until then the session lives only here; a crash forgets it, as the
     // client would after any lost session.
-    const live = newLive(await this.blobs.create(id));
+    const live = newLive(await this.blobs.create(id, this.memory));
     live.unrecorded = rec;
     this.#live.set(id, live);
     this.#book.opened(rec);
