@@ -187,6 +187,12 @@ export interface BlobWriter {
    */
   suspend(): void;
   /**
+   * Optional (S3): takes from the upload memory budget what the session needs before an append
+   * accepts its first byte (S3: a part buffer's slot, writer-specific, s3-writer.ts). False when
+   * the budget cannot give it: the caller refuses the append (503) and nothing changes.
+   */
+  reserve?(): boolean;
+  /**
    * Makes the bytes durable, verifies that they hash to `expected`, then makes them visible under
    * that digest (or reuses a committed copy, `options.reuse`) and ends the session.
    * @throws SlipwayError DIGEST_INVALID when they do not hash to `expected`; BLOB_UPLOAD_INVALID

@@ -5,14 +5,18 @@
  * with at most `uploadConcurrency` parts in flight. Between requests (`suspend`) the writer
  * keeps its multipart state and part buffer in memory: a session cannot outlive the process.
  *
- * Memory: every part buffer, filling or in flight, is taken from the global upload budget
- * (`UploadMemory`, SLIPWAY_UPLOAD_MEMORY) and given back when its part is stored or the session
- * ends. The first buffer of a session starts at 64 KiB and grows fourfold (copied) up to
- * `partSize` as bytes arrive, so small blobs and trickling sessions hold about what they
- * received. A writer that needs a buffer the budget cannot give waits for one of its own parts in
- * flight and reuses its buffer (it never waits on other sessions, so writers cannot deadlock
- * each other); with none in flight it fails with UNAVAILABLE (503, Retry-After) and nothing of
- * the chunk is acknowledged.
+ * Memory: the writer takes its part buffers from the global upload budget (`UploadMemory`,
+ * SLIPWAY_UPLOAD_MEMORY) in slots of `partSize` bytes, one per buffer filling, spare or in flight.
+ * A session takes its first slot when an append begins (`reserve`; the upload engine answers
+ * 503 with Retry-After when the budget cannot give it, before any byte is accepted) and keeps at
+ * least one slot until it ends, also between PATCHes, because its bytes not yet uploaded live in
+ * it. Part buffers leave `PART_HEADROOM` of the budget to the transports' receive buffers
+ * (writer.ts). When a full part goes out and no slot is free, the writer takes another when the
+ * budget allows, else waits for one of its own parts in flight and reuses its slot: it never waits
+ * on another session, so sessions cannot deadlock each other, and every session that got its
+ * first slot can finish. The buffer of a first slot grows (64 KiB, fourfold, copied) up to
+ * `partSize` as bytes arrive, so a small blob's memory is what it received, although its slot is
+ * counted whole.
  */
 import {
   GetObjectCommand, DeleteObjectCommand, CreateMultipartUploadCommand, UploadPartCommand,
@@ -27,11 +31,14 @@ import { appendHashed, verifyDigest } from './backend-common.js';
 import type { RunningHash } from './running-hash.js';
 import type { S3BlobBackend } from './s3-backend.js';
 import type { UploadMemory } from './upload-memory.js';
+import { BUFFER_BYTES, POOL_BUFFERS } from './writer.js';
 
 const reuseAlways = () => true;
 
 /** Bytes of a session's first part buffer; each growth makes it four times larger, up to the part size. */
 const FIRST_BUFFER_BYTES = 64 * 1024;
+/** Budget that part buffers leave free for the receive buffers of the appends in progress (one full pool). */
+export const PART_HEADROOM = POOL_BUFFERS * BUFFER_BYTES;
 
 /** One session: a part buffer, the running hash, the multipart upload once the first part is full. */
 export class S3Writer implements BlobWriter {
@@ -45,9 +52,11 @@ export class S3Writer implements BlobWriter {
   #error: unknown;
   #closed = false;
   readonly #key: string;
-  /** Full-size buffers of parts stored while a write waited for memory, ready for reuse (memory held). */
+  /** Full-size buffers of stored parts kept for reuse (each fills one of the writer's slots). */
   readonly #spare: Buffer[] = [];
-  #waitingForBuffer = false;
+  /** Slots of `partSize` bytes taken from the budget: the filling buffer, spares, parts in flight, free ones. */
+  #slots = 0;
+  #waitingForSlot = false;
 
   /**
    * @param memory the global upload buffer budget every part buffer is taken from
@@ -57,57 +66,93 @@ export class S3Writer implements BlobWriter {
     this.#key = backend.sessionKey(id);
   }
 
+  /** Slots not used by the filling buffer, a spare or a part in flight. */
+  get #freeSlots(): number {
+    return this.#slots - (this.#buf ? 1 : 0) - this.#spare.length - this.#inflight.size;
+  }
+
+  /** Takes one slot when the budget has it beside the headroom. */
+  #takeSlot(): boolean {
+    const partSize = this.backend.partSize;
+    if (!this.memory.canTake(partSize + PART_HEADROOM) || !this.memory.tryTake(partSize)) return false;
+    this.#slots++;
+    return true;
+  }
+
   /**
-   * Makes the part buffer hold at least `want` bytes (at most `partSize`): a spare, else a new
-   * buffer taken from the budget (the filled bytes copied over, the old buffer given back), else
-   * after one of this session's parts in flight is stored.
-   * @throws UNAVAILABLE when the budget cannot give a buffer and no part of this session is in flight
+   * Makes sure the session holds a slot for the bytes of the append about to begin (the upload
+   * engine calls it before accepting any byte). False when it holds none and the budget cannot
+   * give one: the append is refused (503) and the session stays as it was.
+   */
+  reserve(): boolean {
+    return this.#closed || this.#slots > 0 || this.#takeSlot();
+  }
+
+  /**
+   * Makes the filling buffer hold at least `want` bytes (at most `partSize`): grows the first
+   * buffer within its slot, else uses a spare or a free slot, takes a slot, or waits for one of
+   * this session's parts in flight to free its slot.
+   * @throws UNAVAILABLE when the session holds no slot and the budget cannot give one
    */
   async #room(want: number): Promise<void> {
     const partSize = this.backend.partSize;
     for (;;) {
       this.#check();
       const old = this.#buf;
-      if (old && old.length >= want) return;
-      let next = this.#spare.pop();
-      if (!next) {
-        let size = old ? old.length * 4 : this.#parts.length > 0 ? partSize : FIRST_BUFFER_BYTES;
+      if (old) {
+        if (old.length >= want) return;
+        let size = old.length * 4; // grows within its slot
         while (size < want) size *= 4;
-        size = Math.min(size, partSize);
-        if (this.memory.tryTake(size)) next = Buffer.allocUnsafeSlow(size);
-      }
-      if (next) {
-        if (old) {
-          old.copy(next, 0, 0, this.#fill);
-          this.memory.give(old.length);
-        }
+        const next = Buffer.allocUnsafeSlow(Math.min(size, partSize));
+        old.copy(next, 0, 0, this.#fill);
         this.#buf = next;
+        return;
+      }
+      const spare = this.#spare.pop();
+      if (spare) {
+        this.#buf = spare;
+        return;
+      }
+      if (this.#freeSlots > 0 || this.#takeSlot()) {
+        let size = this.#parts.length > 0 ? partSize : FIRST_BUFFER_BYTES;
+        while (size < want) size *= 4;
+        this.#buf = Buffer.allocUnsafeSlow(Math.min(size, partSize));
         return;
       }
       if (this.#inflight.size === 0) {
         throw fail('UNAVAILABLE', 'the registry is buffering as many upload bytes as it can; retry shortly', { retryAfter: 2 });
       }
-      this.#waitingForBuffer = true;
+      this.#waitingForSlot = true;
       try {
         await Promise.race(this.#inflight);
       } finally {
-        this.#waitingForBuffer = false;
+        this.#waitingForSlot = false;
       }
     }
   }
 
-  /** A stored (or failed) part's buffer: kept for a write waiting for one, else given back. */
+  /**
+   * A stored (or failed) part's slot: kept (its buffer as a spare) while the session is open and
+   * would otherwise hold no slot, or a write waits for one; else given back to the budget.
+   */
   #partDone(buf: Buffer): void {
-    if (this.#waitingForBuffer && !this.#closed && buf.length === this.backend.partSize && this.#spare.length === 0) this.#spare.push(buf);
-    else this.memory.give(buf.length);
+    const lastSlot = this.#slots - this.#inflight.size === 0; // this part's own slot is still counted in flight
+    if (!this.#closed && (this.#waitingForSlot || lastSlot)) {
+      if (buf.length === this.backend.partSize) this.#spare.push(buf);
+      return;
+    }
+    this.#slots--;
+    this.memory.give(this.backend.partSize);
   }
 
-  /** Gives back the filling buffer and the spares (parts in flight give theirs when done). */
+  /** Gives back every slot not held by a part in flight (those are given back when done). */
   #dropBuffers(): void {
-    if (this.#buf) this.memory.give(this.#buf.length);
     this.#buf = undefined;
     this.#fill = 0;
-    for (const b of this.#spare.splice(0)) this.memory.give(b.length);
+    this.#spare.length = 0;
+    const free = this.#slots - this.#inflight.size;
+    this.#slots -= free;
+    if (free > 0) this.memory.give(free * this.backend.partSize);
   }
 
   #check(): void {

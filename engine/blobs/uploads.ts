@@ -209,6 +209,10 @@ export class Uploads {
       this.#done(own);
       throw fail('BLOB_UPLOAD_UNKNOWN', 'upload session bytes are missing; start a new upload', { uuid: rec.id });
     }
+    if (blob.reserve && !blob.reserve()) {
+      this.#done(own);
+      throw fail('UNAVAILABLE', 'the registry is buffering as many upload bytes as it can; retry shortly', { retryAfter: 2 });
+    }
     const writer = new UploadWriter(blob, this.memory);
     this.#writerLeases.set(writer, own);
     return writer;
