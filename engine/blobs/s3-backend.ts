@@ -7,7 +7,7 @@
  * MiB, S3's minimum for all parts but the last) while the sha256 is computed; each full buffer
  * becomes an UploadPart of a multipart upload created on the first full part, with at most
  * `uploadConcurrency` parts in flight, so a session holds at most `partSize` ×
- * (`uploadConcurrency` + 1) bytes. @aws-sdk/lib-storage's Upload is not used: it takes a whole
+ * (`uploadConcurrency` + 1) bytes, taken from the upload memory budget (s3-writer.ts "Memory"). @aws-sdk/lib-storage's Upload is not used: it takes a whole
  * stream per upload, while a session receives its bytes over many requests and must be
  * committed or aborted explicitly.
  *
@@ -17,11 +17,17 @@
  * Commit: the running digest is compared with the client's before anything becomes visible
  * under `blobs/` (a mismatch aborts the multipart upload). A session smaller than one part
  * never started a multipart upload: its bytes are PUT directly under the final key. A larger
- * one is completed under its session key and then copied server-side (CopyObject up to 5 GiB,
- * UploadPartCopy beyond) to the final key, and the session object is deleted. It is not
- * completed directly under the final key because that key is only known at the end (the digest
- * is known once the last byte arrived, and S3 has no rename); RGW's copy within a bucket shares
- * the data instead of rewriting it. The completed object's size is checked before the copy.
+ * one is, inside the digest lock and after one HeadObject of the final key (dedupe), completed
+ * under its session key and copied server-side (CopyObject up to 5 GiB, UploadPartCopy beyond)
+ * to the final key; the session object is deleted after the answer. It is not completed directly
+ * under the final key because that key is only known at the end (the digest is known once the
+ * last byte arrived, and S3 has no rename); RGW's copy within a bucket shares the data instead of
+ * rewriting it. The completed object is exactly the parts sent (each part's Content-Length and
+ * signed payload, the completion naming every part's ETag), so its size is not read back.
+ *
+ * Pulls: `open` issues one GetObject (from the caller's first byte) and takes the size from its
+ * answer; the reader's `stream` hands that body to the sender, which passes each chunk to the
+ * socket as it comes (s3-read.ts).
  *
  * When the hash state was lost (the hash thread died), the session's bytes are read back and
  * re-hashed before the comparison.
