@@ -10,11 +10,12 @@ import { fail, isSlipwayError } from '../errors.js';
 import type { Digest } from '../digest.js';
 import type { BlobReader } from './contract.js';
 
-const NETWORK_CODES = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|ECONNABORTED)$/;
+const NETWORK_CODES = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|ECONNABORTED|UND_ERR_SOCKET|UND_ERR_CLOSED|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT)$/;
 
 /**
  * The store's unavailability as SlipwayError UNAVAILABLE (`detail.retryAfter` 5 s): no answer
- * (refused, reset, timed out after the client's `requestTimeout`, aborted) or a 5xx answer
+ * (refused, reset, timed out after the client's `requestTimeout`, aborted; the SDK's errors and
+ * undici's) or a 5xx answer
  * (503 SlowDown included). Any other error (a 404, a 403, a bug) is returned unchanged.
  */
 export function storeUnavailable(e: unknown): unknown {
