@@ -121,6 +121,8 @@ export class S3BlobBackend implements BlobBackend {
   readonly #newHash: HashFactory;
   readonly #locks = new DigestLocks();
   readonly #live = new Set<string>();
+  /** Part buffers no request uses any more, for the next part of any session (at most `uploadConcurrency`). */
+  readonly #partPool: Buffer[] = [];
   /** Connections of the blob GETs (`#get`), bounded by the client's request timeout. */
   readonly #http: Agent;
   /** What a worker thread needs to open the same backend; undefined when built on a client instance. */
@@ -144,6 +146,30 @@ export class S3BlobBackend implements BlobBackend {
     this.spec = opts.client instanceof S3Client ? undefined : {
       kind: 's3', client: opts.client, bucket: this.bucket, prefix: this.prefix, partSize: this.partSize, uploadConcurrency: this.uploadConcurrency,
     };
+  }
+
+  /**
+   * A buffer of `partSize` bytes for a session's part: a recycled one, else a new one. Its memory
+   * is the caller's to account (s3-writer.ts slots).
+   * @internal
+   */
+  partBuffer(): Buffer {
+    return this.#partPool.pop() ?? Buffer.allocUnsafeSlow(this.partSize);
+  }
+
+  /** Recycled part buffers ready for `partBuffer`. @internal */
+  get pooledParts(): number {
+    return this.#partPool.length;
+  }
+
+  /**
+   * Keeps a part buffer that no request reads any more for reuse (fewer 8 MiB allocations for the
+   * garbage collector to reclaim); at most `uploadConcurrency` are kept (idle memory of that many
+   * parts), others are left to the collector.
+   * @internal
+   */
+  recycle(buf: Buffer): void {
+    if (buf.length === this.partSize && this.#partPool.length < this.uploadConcurrency) this.#partPool.push(buf);
   }
 
   /** Full key of a committed blob. */

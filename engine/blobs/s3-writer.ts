@@ -16,7 +16,8 @@
  * on another session, so sessions cannot deadlock each other, and every session that got its
  * first slot can finish. The buffer of a first slot grows (64 KiB, fourfold, copied) up to
  * `partSize` as bytes arrive, so a small blob's memory is what it received, although its slot is
- * counted whole.
+ * counted whole. Full-size buffers no request uses any more go back to the backend's small pool
+ * (`S3BlobBackend.recycle`) instead of to the garbage collector.
  */
 import {
   GetObjectCommand, DeleteObjectCommand, CreateMultipartUploadCommand, UploadPartCommand,
@@ -103,7 +104,7 @@ export class S3Writer implements BlobWriter {
         if (old.length >= want) return;
         let size = old.length * 4; // grows within its slot
         while (size < want) size *= 4;
-        const next = Buffer.allocUnsafeSlow(Math.min(size, partSize));
+        const next = size >= partSize ? this.backend.partBuffer() : Buffer.allocUnsafeSlow(size);
         old.copy(next, 0, 0, this.#fill);
         this.#buf = next;
         return;
@@ -114,9 +115,9 @@ export class S3Writer implements BlobWriter {
         return;
       }
       if (this.#freeSlots > 0 || this.#takeSlot()) {
-        let size = this.#parts.length > 0 ? partSize : FIRST_BUFFER_BYTES;
+        let size = this.#parts.length > 0 || this.backend.pooledParts > 0 ? partSize : FIRST_BUFFER_BYTES;
         while (size < want) size *= 4;
-        this.#buf = Buffer.allocUnsafeSlow(Math.min(size, partSize));
+        this.#buf = size >= partSize ? this.backend.partBuffer() : Buffer.allocUnsafeSlow(size);
         return;
       }
       if (this.#inflight.size === 0) {
@@ -143,10 +144,13 @@ export class S3Writer implements BlobWriter {
     }
     this.#slots--;
     this.memory.give(this.backend.partSize);
+    this.backend.recycle(buf);
   }
 
   /** Gives back every slot not held by a part in flight (those are given back when done). */
   #dropBuffers(): void {
+    if (this.#buf) this.backend.recycle(this.#buf);
+    for (const b of this.#spare) this.backend.recycle(b);
     this.#buf = undefined;
     this.#fill = 0;
     this.#spare.length = 0;
