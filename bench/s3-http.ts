@@ -14,6 +14,8 @@
  * peak RSS sampled every 50 ms during the operation) and a table on stderr.
  */
 import { Readable } from 'node:stream';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { request } from 'undici';
 import { S3Client, CreateBucketCommand, GetObjectCommand, DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
@@ -22,15 +24,35 @@ import { startCephRgw } from '../test/helpers/ceph-rgw.js';
 import { startSlipway, type SlipwayTarget } from './servers/slipway.js';
 import { RegistryClient } from './client.js';
 import { PayloadFactory, lengthOf, segmentsOf, streamOf, type Blob } from './payload.js';
-import { RssSampler, cpuSeconds } from './procstat.js';
+import { RssSampler, cpuSeconds, CpuWindow, ThreadWindow } from './procstat.js';
 import { installCleanup } from './cleanup.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 const WIDTH = 4;
 const ROUNDS = Number(process.env.BENCH_S3_ROUNDS ?? 1);
+/** Workload names to run (BENCH_S3_WORKLOADS=1gib,64x16mib; default both). */
+const WORKLOADS = (process.env.BENCH_S3_WORKLOADS ?? '1gib,64x16mib').split(',');
 
-interface Figure { mbps: number; seconds: number; serverCpuPerGiB?: number; serverPeakRssMiB?: number }
+let storePids: number[] = [];
+/** CPU seconds so far of the Ceph daemons (pid files of the harness's cluster directory). */
+function storeCpu(): number {
+  let s = 0;
+  for (const pid of storePids) {
+    try { s += cpuSeconds(pid); } catch { /* exited */ }
+  }
+  return s;
+}
+
+interface Figure {
+  mbps: number; seconds: number; serverCpuPerGiB?: number; serverPeakRssMiB?: number;
+  /** Percent of one CPU over the operation: this client, the server, everything else, hypervisor steal. */
+  cpu?: ReturnType<CpuWindow['end']>;
+  /** CPU seconds per GiB of the Ceph daemons (radosgw, OSD, monitor) over the operation. */
+  storeCpuPerGiB?: number;
+  /** Server CPU seconds per thread (main first). */
+  threads?: ReturnType<ThreadWindow['end']>;
+}
 
 async function pool<T>(items: T[], width: number, fn: (x: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -39,15 +61,23 @@ async function pool<T>(items: T[], width: number, fn: (x: T) => Promise<void>): 
   }));
 }
 
-/** Times `fn` moving `bytes`; with a server pid, its CPU per GiB and peak RSS meanwhile. */
+/**
+ * Times `fn` moving `bytes`; with a server pid, its CPU per GiB, per thread and peak RSS
+ * meanwhile; always the client's, the other processes' and the steal CPU share.
+ */
 async function measure(bytes: number, fn: () => Promise<void>, pid?: number): Promise<Figure> {
   const cpu0 = pid ? cpuSeconds(pid) : 0;
+  const store0 = storeCpu();
   const rss = pid ? new RssSampler(pid) : undefined;
+  const window = new CpuWindow(pid ?? process.pid);
+  const threads = pid ? new ThreadWindow(pid) : undefined;
   const t0 = performance.now();
   await fn();
   const seconds = (performance.now() - t0) / 1000;
-  const f: Figure = { mbps: Math.round(bytes / seconds / 1e6), seconds: Math.round(seconds * 100) / 100 };
+  const f: Figure = { mbps: Math.round(bytes / seconds / 1e6), seconds: Math.round(seconds * 100) / 100, cpu: window.end(), storeCpuPerGiB: Math.round(((storeCpu() - store0) / (bytes / GiB)) * 100) / 100 };
+  if (!pid) f.cpu!.server_cpu_pct = 0; // no server: the window counted this client twice
   if (pid) {
+    f.threads = threads!.end();
     f.serverCpuPerGiB = Math.round(((cpuSeconds(pid) - cpu0) / (bytes / GiB)) * 100) / 100;
     f.serverPeakRssMiB = rss!.stop().peakMiB;
   }
@@ -82,6 +112,7 @@ async function main(): Promise<void> {
   installCleanup();
   const rgw = await startCephRgw({ memstoreBytes: 9 * GiB });
   process.stderr.write(`ceph-rgw ready in ${rgw.timings.total} ms\n`);
+  storePids = readdirSync(join(rgw.dir, 'run')).filter((f) => f.endsWith('.pid')).map((f) => Number(readFileSync(join(rgw.dir, 'run', f), 'utf8').trim()));
   process.env.AWS_ACCESS_KEY_ID = rgw.accessKeyId;
   process.env.AWS_SECRET_ACCESS_KEY = rgw.secretAccessKey;
   const client = new S3Client(s3ClientConfig({ endpoint: rgw.endpoint, credentials: { accessKeyId: rgw.accessKeyId, secretAccessKey: rgw.secretAccessKey } }));
@@ -100,10 +131,10 @@ async function main(): Promise<void> {
     process.stdout.write(JSON.stringify(row) + '\n');
   };
   for (let round = 1; round <= ROUNDS; round++) {
-    const workloads = [
+    const workloads = ([
       { name: '1gib', blobs: [payload.blob(GiB, `r${round}-big`)], width: 1 },
       { name: '64x16mib', blobs: Array.from({ length: 64 }, (_, i) => payload.blob(16 * MiB, `r${round}-${i}`)), width: WIDTH },
-    ];
+    ]).filter((w) => WORKLOADS.includes(w.name));
     const servers: SlipwayTarget[] = [];
     try {
       const plain = await startSlipway(env(`r${round}/`, false));
@@ -140,10 +171,11 @@ async function main(): Promise<void> {
       for (const s of servers) await s.stop();
     }
   }
-  process.stderr.write('figure                          round  slipway MB/s (cpu s/GiB, peak RSS MiB)   direct MB/s  ratio\n');
+  process.stderr.write('figure                          round  slipway MB/s (cpu s/GiB, peak RSS MiB, store cpu s/GiB)  direct MB/s (store)  ratio  other%/steal% slipway | direct\n');
   for (const r of rows as Array<{ bench: string; round: number; slipway: Figure; direct: Figure; ratio: number }>) {
-    process.stderr.write(`${r.bench.padEnd(31)} ${String(r.round).padStart(5)}  ${String(r.slipway.mbps).padStart(6)} (${r.slipway.serverCpuPerGiB}, ${r.slipway.serverPeakRssMiB})`.padEnd(80) +
-      `${String(r.direct.mbps).padStart(6)}  ${r.ratio}\n`);
+    const os = (f: Figure) => `${f.cpu?.other_cpu_pct}/${f.cpu?.steal_cpu_pct}`;
+    process.stderr.write(`${r.bench.padEnd(31)} ${String(r.round).padStart(5)}  ${String(r.slipway.mbps).padStart(6)} (${r.slipway.serverCpuPerGiB}, ${r.slipway.serverPeakRssMiB}, ${r.slipway.storeCpuPerGiB})`.padEnd(86) +
+      `${String(r.direct.mbps).padStart(6)} (${r.direct.storeCpuPerGiB})`.padEnd(20) + `${String(r.ratio).padStart(5)}  ${os(r.slipway)} | ${os(r.direct)}\n`);
   }
   client.destroy();
   await rgw.stop();

@@ -60,6 +60,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Digest } from '../digest.js';
+import type { UploadMemory } from './upload-memory.js';
 
 /** A byte range of a blob: `length` bytes from `offset` (bytes, 0-based). */
 export interface ByteRange {
@@ -122,6 +123,13 @@ export interface BlobReader {
    * @throws on I/O errors of the medium.
    */
   read(into: Uint8Array, position: number): Promise<number>;
+  /**
+   * Optional (S3): the `length` bytes from `position` as a stream whose chunks are the caller's
+   * to keep (never reused by the reader), for senders that hand each chunk to the socket instead
+   * of copying it into a buffer of their own. The stream errors (never ends early) when the medium
+   * fails or holds fewer bytes; the reader must not be read otherwise until it is consumed.
+   */
+  stream?(position: number, length: number): Promise<Readable>;
   /** Releases the reader. Idempotent. */
   close(): Promise<void>;
 }
@@ -187,6 +195,12 @@ export interface BlobWriter {
    */
   suspend(): void;
   /**
+   * Optional (S3): takes from the upload memory budget what the session needs before an append
+   * accepts its first byte (S3: a part buffer's slot, writer-specific, s3-writer.ts). False when
+   * the budget cannot give it: the caller refuses the append (503) and nothing changes.
+   */
+  reserve?(): boolean;
+  /**
    * Makes the bytes durable, verifies that they hash to `expected`, then makes them visible under
    * that digest (or reuses a committed copy, `options.reuse`) and ends the session.
    * @throws SlipwayError DIGEST_INVALID when they do not hash to `expected`; BLOB_UPLOAD_INVALID
@@ -211,10 +225,12 @@ export interface BlobBackend {
    */
   read(digest: Digest, range?: ByteRange): Promise<Readable>;
   /**
-   * A positional reader of a committed blob (the pull path).
+   * A positional reader of a committed blob (the pull path). `first` is a hint: the bytes the
+   * caller will read first (S3 starts its one GetObject there and learns the size from its
+   * answer, with no HeadObject before it); reads elsewhere still work.
    * @throws SlipwayError BLOB_UNKNOWN when absent.
    */
-  open(digest: Digest): Promise<BlobReader>;
+  open(digest: Digest, first?: ByteRange): Promise<BlobReader>;
   /**
    * The size of a committed blob answered without waiting, when the medium allows it (the
    * filesystem: one `stat` of a cached inode); absent on media that need a round trip (S3).
@@ -238,10 +254,12 @@ export interface BlobBackend {
    * Starts a new upload session. Does no I/O: the medium sees the session with its first bytes
    * (filesystem: the file is created by the first write, sync or commit, and that call fails
    * with BLOB_UPLOAD_INVALID if a session of that id is already stored).
+   * `memory` is the global upload buffer budget (SLIPWAY_UPLOAD_MEMORY) from which a backend
+   * that buffers session bytes itself (S3's part buffers) takes them; default no limit.
    * @throws SlipwayError BLOB_UPLOAD_INVALID when the id is malformed or in use by a writer of
    *   this instance.
    */
-  create(id: string): Promise<BlobWriter>;
+  create(id: string, memory?: UploadMemory): Promise<BlobWriter>;
   /**
    * Reopens a session left by an earlier process when the backend can (filesystem), with its
    * bytes so far, suspended; its running hash is lost (commit re-hashes). With `size`, bytes

@@ -11,7 +11,7 @@
  * MiB, S3's minimum for all parts but the last) while the sha256 is computed; each full buffer
  * becomes an UploadPart of a multipart upload created on the first full part, with at most
  * `uploadConcurrency` parts in flight, so a session holds at most `partSize` ×
- * (`uploadConcurrency` + 1) bytes. @aws-sdk/lib-storage's Upload is not used: it takes a whole
+ * (`uploadConcurrency` + 1) bytes, taken from the upload memory budget (s3-writer.ts "Memory"). @aws-sdk/lib-storage's Upload is not used: it takes a whole
  * stream per upload, while a session receives its bytes over many requests and must be
  * committed or aborted explicitly.
  *
@@ -21,11 +21,17 @@
  * Commit: the running digest is compared with the client's before anything becomes visible
  * under `blobs/` (a mismatch aborts the multipart upload). A session smaller than one part
  * never started a multipart upload: its bytes are PUT directly under the final key. A larger
- * one is completed under its session key and then copied server-side (CopyObject up to 5 GiB,
- * UploadPartCopy beyond) to the final key, and the session object is deleted. It is not
- * completed directly under the final key because that key is only known at the end (the digest
- * is known once the last byte arrived, and S3 has no rename); RGW's copy within a bucket shares
- * the data instead of rewriting it. The completed object's size is checked before the copy.
+ * one is, inside the digest lock and after one HeadObject of the final key (dedupe), completed
+ * under its session key and copied server-side (CopyObject up to 5 GiB, UploadPartCopy beyond)
+ * to the final key; the session object is deleted after the answer. It is not completed directly
+ * under the final key because that key is only known at the end (the digest is known once the
+ * last byte arrived, and S3 has no rename); RGW's copy within a bucket shares the data instead of
+ * rewriting it. The completed object is exactly the parts sent (each part's Content-Length and
+ * signed payload, the completion naming every part's ETag), so its size is not read back.
+ *
+ * Pulls: `open` issues one GetObject (from the caller's first byte) and takes the size from its
+ * answer; the reader's `stream` hands that body to the sender, which passes each chunk to the
+ * socket as it comes (s3-read.ts).
  *
  * When the hash state was lost (the hash thread died), the session's bytes are read back and
  * re-hashed before the comparison.
@@ -50,7 +56,8 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { fail } from '../errors.js';
-import { sequentialReader, translateUnavailability } from './s3-read.js';
+import { sequentialReader, storeUnavailable, translateUnavailability } from './s3-read.js';
+import { Agent, request as undiciRequest, type Dispatcher } from 'undici';
 import type { Digest } from '../digest.js';
 import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type SessionInfo } from './contract.js';
 import { checkSessionId, resolveRange, DigestLocks } from './backend-common.js';
@@ -58,6 +65,7 @@ import type { BlobBackendSpec } from './backend-spec.js';
 import { S3Writer } from './s3-writer.js';
 import { inlineHash, type HashFactory } from './running-hash.js';
 import { isNodeName } from './node-name.js';
+import { unlimitedMemory, type UploadMemory } from './upload-memory.js';
 
 /** User metadata naming one commit of a blob: its `BlobStat.version`. */
 const COMMIT_META = 'slipway-commit';
@@ -155,6 +163,10 @@ export class S3BlobBackend implements BlobBackend {
   readonly #newHash: HashFactory;
   readonly #locks = new DigestLocks();
   readonly #live = new Set<string>();
+  /** Part buffers no request uses any more, for the next part of any session (at most `uploadConcurrency`). */
+  readonly #partPool: Buffer[] = [];
+  /** Connections of the blob GETs (`#get`), bounded by the client's request timeout. */
+  readonly #http: Agent;
   /** What a worker thread needs to open the same backend; undefined when built on a client instance. */
   readonly spec: BlobBackendSpec | undefined;
 
@@ -170,12 +182,39 @@ export class S3BlobBackend implements BlobBackend {
     this.#newHash = opts.newHash ?? inlineHash;
     this.node = opts.node ?? '';
     if (this.node !== '' && !isNodeName(this.node)) throw new Error(`node must be a node name (A-Z a-z 0-9 . _ -, at most 63), got "${this.node.slice(0, 80)}"`);
+    const timeout = opts.client instanceof S3Client ? undefined : (opts.client.requestHandler as { requestTimeout?: number } | undefined)?.requestTimeout;
+    const ms = timeout ?? 30_000;
+    this.#http = new Agent({ connectTimeout: Math.min(ms, 5000), headersTimeout: ms, bodyTimeout: ms });
     if (!Number.isSafeInteger(this.partSize) || this.partSize < MIN_PART_SIZE) throw new Error(`partSize must be an integer ≥ ${MIN_PART_SIZE} bytes, got ${opts.partSize}`);
     if (!Number.isSafeInteger(this.uploadConcurrency) || this.uploadConcurrency < 1) throw new Error(`uploadConcurrency must be ≥ 1, got ${opts.uploadConcurrency}`);
     if (this.prefix !== '' && !this.prefix.endsWith('/')) throw new Error(`prefix must be empty or end with "/", got "${this.prefix}"`);
     this.spec = opts.client instanceof S3Client ? undefined : {
       kind: 's3', client: opts.client, bucket: this.bucket, prefix: this.prefix, partSize: this.partSize, uploadConcurrency: this.uploadConcurrency, node: this.node,
     };
+  }
+
+  /**
+   * A buffer of `partSize` bytes for a session's part: a recycled one, else a new one. Its memory
+   * is the caller's to account (s3-writer.ts slots).
+   * @internal
+   */
+  partBuffer(): Buffer {
+    return this.#partPool.pop() ?? Buffer.allocUnsafeSlow(this.partSize);
+  }
+
+  /** Recycled part buffers ready for `partBuffer`. @internal */
+  get pooledParts(): number {
+    return this.#partPool.length;
+  }
+
+  /**
+   * Keeps a part buffer that no request reads any more for reuse (fewer 8 MiB allocations for the
+   * garbage collector to reclaim); at most `uploadConcurrency` are kept (idle memory of that many
+   * parts), others are left to the collector.
+   * @internal
+   */
+  recycle(buf: Buffer): void {
+    if (buf.length === this.partSize && this.#partPool.length < this.uploadConcurrency) this.#partPool.push(buf);
   }
 
   /** Full key of a committed blob. */
@@ -206,22 +245,61 @@ export class S3BlobBackend implements BlobBackend {
 
   async read(digest: Digest, range?: ByteRange): Promise<Readable> {
     if (range) resolveRange(Number.MAX_SAFE_INTEGER, range); // argument checks only; the store checks the end
-    const Range = range ? `bytes=${range.offset}-${range.length === undefined ? '' : range.offset + range.length - 1}` : undefined;
-    try {
-      const r = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest), Range }));
-      return r.Body as Readable;
-    } catch (e) {
-      if (isNotFound(e)) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
-      if (status(e) === 416) throw fail('RANGE_NOT_SATISFIABLE', `range starts at byte ${range?.offset}, past the end of ${digest}`);
-      throw e;
-    }
+    return (await this.#get(digest, range?.offset ?? 0, range?.length === undefined ? undefined : range.offset + range.length)).body;
   }
 
-  /** One HEAD for the size, then a sequential streaming reader (s3-read.ts). */
-  async open(digest: Digest): Promise<BlobReader> {
-    const st = await this.stat(digest);
-    if (!st) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
-    return sequentialReader(digest, st.size, (offset) => this.read(digest, { offset }));
+  /**
+   * One GetObject of the bytes from `offset` to `end` (exclusive; the end of the object when
+   * undefined), with no Range header for the whole object. The request is signed by the SDK (a
+   * presigned URL) and sent with undici, whose response body costs less CPU per byte than the
+   * SDK's Node HTTP handler (the pull path moves every byte through it).
+   * @returns the body and the answer's Content-Length and Content-Range
+   * @throws BLOB_UNKNOWN; RANGE_NOT_SATISFIABLE when `offset` is at or past the end; UNAVAILABLE
+   *   when the store does not answer or answers 5xx.
+   */
+  async #get(digest: Digest, offset: number, end: number | undefined): Promise<{ body: Readable; length: number; range: string | undefined }> {
+    const ranged = offset > 0 || end !== undefined;
+    const url = await getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest) }), { expiresIn: 300 });
+    let r: Dispatcher.ResponseData;
+    try {
+      r = await undiciRequest(url, { dispatcher: this.#http, headers: ranged ? { range: `bytes=${offset}-${end === undefined ? '' : end - 1}` } : {} });
+    } catch (e) {
+      throw storeUnavailable(e);
+    }
+    const st = r.statusCode;
+    if (st === (ranged ? 206 : 200)) {
+      const range = r.headers['content-range'];
+      return { body: r.body, length: Number(r.headers['content-length'] ?? 0), range: typeof range === 'string' ? range : undefined };
+    }
+    const text = await r.body.text().catch(() => '');
+    if (st === 404) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
+    if (st === 416) throw fail('RANGE_NOT_SATISFIABLE', `range starts at byte ${offset}, past the end of ${digest}`);
+    const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? 'Error';
+    throw storeUnavailable(Object.assign(new Error(`GetObject answered HTTP ${st}: ${code}`), { name: code, $metadata: { httpStatusCode: st } }));
+  }
+
+  /**
+   * One GetObject from `first` (default: the whole blob), whose answer gives the object's size
+   * (Content-Range, else Content-Length): no HeadObject before the bytes. The reader (s3-read.ts)
+   * consumes that body and opens another only for a read elsewhere. A `first` past the object's
+   * end (the store holds fewer bytes than the caller expected) falls back to a HeadObject.
+   */
+  async open(digest: Digest, first?: ByteRange): Promise<BlobReader> {
+    const offset = first?.offset ?? 0;
+    const end = first?.length === undefined || first.length === 0 ? undefined : offset + first.length;
+    const rest = (o: number, e: number) => this.#get(digest, o, e).then((r) => r.body);
+    let r: { body: Readable; length: number; range: string | undefined };
+    try {
+      r = await this.#get(digest, offset, end);
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'RANGE_NOT_SATISFIABLE') throw e;
+      const st = await this.stat(digest);
+      if (!st) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
+      return sequentialReader(digest, st.size, rest);
+    }
+    const total = /\/(\d+)$/.exec(r.range ?? '');
+    const size = total ? Number(total[1]) : r.length;
+    return sequentialReader(digest, size, rest, { body: r.body, at: offset, end: offset + r.length });
   }
 
   async delete(digest: Digest, ifVersion?: string): Promise<boolean> {
@@ -244,11 +322,12 @@ export class S3BlobBackend implements BlobBackend {
     } while (ContinuationToken);
   }
 
-  async create(id: string): Promise<BlobWriter> {
+  /** A session writer whose part buffers are taken from `memory` (default: no limit). */
+  async create(id: string, memory: UploadMemory = unlimitedMemory()): Promise<BlobWriter> {
     checkSessionId(id);
     if (this.#live.has(id)) throw fail('BLOB_UPLOAD_INVALID', `upload session ${id} already exists`);
     this.#live.add(id);
-    return new S3Writer(this, id, this.#newHash(), () => this.#live.delete(id));
+    return new S3Writer(this, id, this.#newHash(), () => this.#live.delete(id), memory);
   }
 
   /** Never: the hash state and the unflushed part lived only in the crashed process. */
@@ -326,12 +405,13 @@ export class S3BlobBackend implements BlobBackend {
   }
 
   /**
-   * Makes verified bytes visible under `digest`: `small` bytes are PUT directly; otherwise the
-   * completed session object is copied. Returns false when a committed copy of the same size
-   * was reused (`reuse` agreed).
-   * @internal used by S3Writer.commit, inside the digest lock.
+   * Makes verified bytes visible under `digest`, inside the digest lock: one HeadObject of the
+   * final key, then `small` bytes are PUT directly, or the session's upload is completed
+   * (`session.complete`, idempotent) and its object copied. Returns false when a committed copy
+   * of the same size was reused (`reuse` agreed, asked at most once); nothing was completed then.
+   * @internal used by S3Writer.commit.
    */
-  publish(digest: Digest, size: number, small: Buffer | undefined, sessionKey: string, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<boolean> {
+  publish(digest: Digest, size: number, source: Buffer | { key: string; complete: () => Promise<void> }, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<boolean> {
     return this.#locks.with(digest, async () => {
       const existing = await this.stat(digest);
       if (existing && existing.size === size && (await reuse(existing))) return false;
@@ -339,10 +419,12 @@ export class S3BlobBackend implements BlobBackend {
       // Each commit's own version (the ETag of identical bytes is the same), so that GC's
       // delete of the copy it saw never takes a replacement committed since.
       const Metadata = { [COMMIT_META]: randomBytes(12).toString('hex') };
-      if (small) {
-        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: small, ContentLength: size, Metadata }));
+      if (Buffer.isBuffer(source)) {
+        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: source, ContentLength: size, Metadata }));
         return true;
       }
+      await source.complete();
+      const sessionKey = source.key;
       const CopySource = `${this.bucket}/${encodeURI(sessionKey)}`;
       if (size <= MAX_COPY_OBJECT) {
         await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key, CopySource, MetadataDirective: 'REPLACE', Metadata }));

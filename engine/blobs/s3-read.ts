@@ -10,11 +10,12 @@ import { fail, isSlipwayError } from '../errors.js';
 import type { Digest } from '../digest.js';
 import type { BlobReader } from './contract.js';
 
-const NETWORK_CODES = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|ECONNABORTED)$/;
+const NETWORK_CODES = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|ECONNABORTED|UND_ERR_SOCKET|UND_ERR_CLOSED|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT)$/;
 
 /**
  * The store's unavailability as SlipwayError UNAVAILABLE (`detail.retryAfter` 5 s): no answer
- * (refused, reset, timed out after the client's `requestTimeout`, aborted) or a 5xx answer
+ * (refused, reset, timed out after the client's `requestTimeout`, aborted; the SDK's errors and
+ * undici's) or a 5xx answer
  * (503 SlowDown included). Any other error (a 404, a 403, a bug) is returned unchanged.
  */
 export function storeUnavailable(e: unknown): unknown {
@@ -44,21 +45,37 @@ export function translateUnavailability(client: S3Client): void {
   }, { step: 'initialize', priority: 'high', name: 'slipwayStoreUnavailable' });
 }
 
+/** A GetObject body: its stream, the position of its first byte and the end (exclusive) of its range. */
+export interface OpenBody {
+  body: Readable;
+  at: number;
+  end: number;
+}
+
 /**
- * A reader of a blob of `size` bytes that opens one stream (`from(offset)`: the bytes from
- * `offset` to the end) at the first position read and consumes it as sequential reads ask for
- * bytes (the pull path reads in order); a read at another position drops that stream and opens
- * one there. `close` drops the stream. Errors of the stream go through `storeUnavailable`.
+ * A reader of a blob of `size` bytes that consumes one GetObject body (`from(offset, end)`: the
+ * bytes from `offset` to `end`, exclusive) as sequential reads ask for bytes (the pull path reads
+ * in order): `first`, when given, is a body opened already (`S3BlobBackend.open`). A read at
+ * another position drops the body and opens one there; a body that ends before the blob does
+ * is followed by one for the rest. `stream` hands a body over whole (its chunks are the
+ * sender's). `close` drops the body and any handed over. Errors go through `storeUnavailable`.
  */
-export function sequentialReader(digest: Digest, size: number, from: (offset: number) => Promise<Readable>): BlobReader {
-  let body: Readable | undefined;
+export function sequentialReader(digest: Digest, size: number, from: (offset: number, end: number) => Promise<Readable>, first?: OpenBody): BlobReader {
+  let open: OpenBody | undefined = first;
   let chunks: AsyncIterator<Buffer> | undefined;
   let left: Buffer | undefined;
-  let at = -1;
+  const handed = new Set<Readable>();
   const drop = () => {
-    body?.destroy();
-    body = chunks = left = undefined;
-    at = -1;
+    open?.body.destroy();
+    open = chunks = left = undefined;
+  };
+  const reopen = async (offset: number, end: number) => {
+    drop();
+    try {
+      open = { body: await from(offset, end), at: offset, end };
+    } catch (e) {
+      throw storeUnavailable(e);
+    }
   };
   return {
     digest,
@@ -66,32 +83,44 @@ export function sequentialReader(digest: Digest, size: number, from: (offset: nu
     read: async (into, position) => {
       const length = Math.min(into.byteLength, size - position);
       if (length <= 0) return 0;
-      if (position !== at) {
-        drop();
-        body = await from(position);
-        chunks = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-        at = position;
-      }
+      if (open?.at !== position) await reopen(position, size);
       let done = 0;
       try {
         while (done < length) {
           if (!left || left.length === 0) {
-            const r = await chunks!.next();
-            if (r.done) break;
+            chunks ??= open!.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+            const r = await chunks.next();
+            if (r.done) {
+              if (open!.at !== open!.end || open!.end >= size) break; // short: the caller sees it
+              await reopen(open!.end, size);
+              continue;
+            }
             left = r.value;
           }
           const n = Math.min(left.length, length - done);
           into.set(left.subarray(0, n), done);
           left = left.subarray(n);
           done += n;
+          open!.at += n;
         }
       } catch (e) {
         drop();
         throw storeUnavailable(e);
       }
-      at = position + done;
       return done;
     },
-    close: async () => drop(),
+    stream: async (position, length) => {
+      const end = position + length;
+      if (!open || open.at !== position || open.end !== end || chunks) await reopen(position, end);
+      const body = open!.body;
+      open = undefined; // the sender's now
+      handed.add(body);
+      return body;
+    },
+    close: async () => {
+      drop();
+      for (const b of handed) b.destroy();
+      handed.clear();
+    },
   };
 }

@@ -4,9 +4,23 @@
  * each full buffer becomes an UploadPart of a multipart upload created on the first full part,
  * with at most `uploadConcurrency` parts in flight. Between requests (`suspend`) the writer
  * keeps its multipart state and part buffer in memory: a session cannot outlive the process.
+ *
+ * Memory: the writer takes its part buffers from the global upload budget (`UploadMemory`,
+ * SLIPWAY_UPLOAD_MEMORY) in slots of `partSize` bytes, one per buffer filling, spare or in flight.
+ * A session takes its first slot when an append begins (`reserve`; the upload engine answers
+ * 503 with Retry-After when the budget cannot give it, before any byte is accepted) and keeps at
+ * least one slot until it ends, also between PATCHes, because its bytes not yet uploaded live in
+ * it. Part buffers leave `PART_HEADROOM` of the budget to the transports' receive buffers
+ * (writer.ts). When a full part goes out and no slot is free, the writer takes another when the
+ * budget allows, else waits for one of its own parts in flight and reuses its slot: it never waits
+ * on another session, so sessions cannot deadlock each other, and every session that got its
+ * first slot can finish. The buffer of a first slot grows (64 KiB, fourfold, copied) up to
+ * `partSize` as bytes arrive, so a small blob's memory is what it received, although its slot is
+ * counted whole. Full-size buffers no request uses any more go back to the backend's small pool
+ * (`S3BlobBackend.recycle`) instead of to the garbage collector.
  */
 import {
-  HeadObjectCommand, GetObjectCommand, DeleteObjectCommand, CreateMultipartUploadCommand, UploadPartCommand,
+  GetObjectCommand, DeleteObjectCommand, CreateMultipartUploadCommand, UploadPartCommand,
   CompleteMultipartUploadCommand, type CompletedPart,
 } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
@@ -17,8 +31,15 @@ import type { BlobStat, BlobWriter, CommitOptions, CommitResult } from './contra
 import { appendHashed, verifyDigest } from './backend-common.js';
 import type { RunningHash } from './running-hash.js';
 import type { S3BlobBackend } from './s3-backend.js';
+import type { UploadMemory } from './upload-memory.js';
+import { BUFFER_BYTES, POOL_BUFFERS } from './writer.js';
 
 const reuseAlways = () => true;
+
+/** Bytes of a session's first part buffer; each growth makes it four times larger, up to the part size. */
+const FIRST_BUFFER_BYTES = 64 * 1024;
+/** Budget that part buffers leave free for the receive buffers of the appends in progress (one full pool). */
+export const PART_HEADROOM = POOL_BUFFERS * BUFFER_BYTES;
 
 /** One session: a part buffer, the running hash, the multipart upload once the first part is full. */
 export class S3Writer implements BlobWriter {
@@ -32,9 +53,110 @@ export class S3Writer implements BlobWriter {
   #error: unknown;
   #closed = false;
   readonly #key: string;
+  /** Full-size buffers of stored parts kept for reuse (each fills one of the writer's slots). */
+  readonly #spare: Buffer[] = [];
+  /** Slots of `partSize` bytes taken from the budget: the filling buffer, spares, parts in flight, free ones. */
+  #slots = 0;
+  #waitingForSlot = false;
 
-  constructor(readonly backend: S3BlobBackend, readonly id: string, readonly hash: RunningHash, readonly release: () => void) {
+  /**
+   * @param memory the global upload buffer budget every part buffer is taken from
+   * @param release called once when the session ends (committed or discarded)
+   */
+  constructor(readonly backend: S3BlobBackend, readonly id: string, readonly hash: RunningHash, readonly release: () => void, readonly memory: UploadMemory) {
     this.#key = backend.sessionKey(id);
+  }
+
+  /** Slots not used by the filling buffer, a spare or a part in flight. */
+  get #freeSlots(): number {
+    return this.#slots - (this.#buf ? 1 : 0) - this.#spare.length - this.#inflight.size;
+  }
+
+  /** Takes one slot when the budget has it beside the headroom. */
+  #takeSlot(): boolean {
+    const partSize = this.backend.partSize;
+    if (!this.memory.canTake(partSize + PART_HEADROOM) || !this.memory.tryTake(partSize)) return false;
+    this.#slots++;
+    return true;
+  }
+
+  /**
+   * Makes sure the session holds a slot for the bytes of the append about to begin (the upload
+   * engine calls it before accepting any byte). False when it holds none and the budget cannot
+   * give one: the append is refused (503) and the session stays as it was.
+   */
+  reserve(): boolean {
+    return this.#closed || this.#slots > 0 || this.#takeSlot();
+  }
+
+  /**
+   * Makes the filling buffer hold at least `want` bytes (at most `partSize`): grows the first
+   * buffer within its slot, else uses a spare or a free slot, takes a slot, or waits for one of
+   * this session's parts in flight to free its slot.
+   * @throws UNAVAILABLE when the session holds no slot and the budget cannot give one
+   */
+  async #room(want: number): Promise<void> {
+    const partSize = this.backend.partSize;
+    for (;;) {
+      this.#check();
+      const old = this.#buf;
+      if (old) {
+        if (old.length >= want) return;
+        let size = old.length * 4; // grows within its slot
+        while (size < want) size *= 4;
+        const next = size >= partSize ? this.backend.partBuffer() : Buffer.allocUnsafeSlow(size);
+        old.copy(next, 0, 0, this.#fill);
+        this.#buf = next;
+        return;
+      }
+      const spare = this.#spare.pop();
+      if (spare) {
+        this.#buf = spare;
+        return;
+      }
+      if (this.#freeSlots > 0 || this.#takeSlot()) {
+        let size = this.#parts.length > 0 || this.backend.pooledParts > 0 ? partSize : FIRST_BUFFER_BYTES;
+        while (size < want) size *= 4;
+        this.#buf = size >= partSize ? this.backend.partBuffer() : Buffer.allocUnsafeSlow(size);
+        return;
+      }
+      if (this.#inflight.size === 0) {
+        throw fail('UNAVAILABLE', 'the registry is buffering as many upload bytes as it can; retry shortly', { retryAfter: 2 });
+      }
+      this.#waitingForSlot = true;
+      try {
+        await Promise.race(this.#inflight);
+      } finally {
+        this.#waitingForSlot = false;
+      }
+    }
+  }
+
+  /**
+   * A stored (or failed) part's slot: kept (its buffer as a spare) while the session is open and
+   * would otherwise hold no slot, or a write waits for one; else given back to the budget.
+   */
+  #partDone(buf: Buffer): void {
+    const lastSlot = this.#slots - this.#inflight.size === 0; // this part's own slot is still counted in flight
+    if (!this.#closed && (this.#waitingForSlot || lastSlot)) {
+      if (buf.length === this.backend.partSize) this.#spare.push(buf);
+      return;
+    }
+    this.#slots--;
+    this.memory.give(this.backend.partSize);
+    this.backend.recycle(buf);
+  }
+
+  /** Gives back every slot not held by a part in flight (those are given back when done). */
+  #dropBuffers(): void {
+    if (this.#buf) this.backend.recycle(this.#buf);
+    for (const b of this.#spare) this.backend.recycle(b);
+    this.#buf = undefined;
+    this.#fill = 0;
+    this.#spare.length = 0;
+    const free = this.#slots - this.#inflight.size;
+    this.#slots -= free;
+    if (free > 0) this.memory.give(free * this.backend.partSize);
   }
 
   #check(): void {
@@ -51,7 +173,8 @@ export class S3Writer implements BlobWriter {
 
   /** Starts uploading the current buffer as the next part. */
   #flush(): void {
-    const body = this.#fill === this.#buf!.length ? this.#buf! : this.#buf!.subarray(0, this.#fill);
+    const buf = this.#buf!;
+    const body = this.#fill === buf.length ? buf : buf.subarray(0, this.#fill);
     const PartNumber = this.#parts.length + 1;
     const entry: CompletedPart = { PartNumber };
     this.#parts.push(entry);
@@ -63,7 +186,7 @@ export class S3Writer implements BlobWriter {
         Bucket: this.backend.bucket, Key: this.#key, UploadId, PartNumber, Body: body, ContentLength: body.length,
       }));
       entry.ETag = r.ETag;
-    })().catch((e) => { this.#error ??= e; });
+    })().catch((e) => { this.#error ??= e; }).finally(() => this.#partDone(buf));
     const tracked = p.finally(() => this.#inflight.delete(tracked));
     this.#inflight.add(tracked);
   }
@@ -80,9 +203,11 @@ export class S3Writer implements BlobWriter {
     for (const bytes of chunks) {
       let at = 0;
       while (at < bytes.byteLength) {
-        this.#buf ??= Buffer.allocUnsafe(partSize);
-        const n = Math.min(partSize - this.#fill, bytes.byteLength - at);
-        this.#buf.set(bytes.subarray(at, at + n), this.#fill);
+        const want = Math.min(partSize, this.#fill + bytes.byteLength - at);
+        if (!this.#buf || this.#buf.length < want) await this.#room(want);
+        const buf = this.#buf!;
+        const n = Math.min(buf.length - this.#fill, bytes.byteLength - at);
+        buf.set(bytes.subarray(at, at + n), this.#fill);
         this.#fill += n;
         at += n;
         this.size += n;
@@ -119,10 +244,12 @@ export class S3Writer implements BlobWriter {
         const small = this.#buf ? this.#buf.subarray(0, this.#fill) : Buffer.alloc(0);
         const actual = hex !== null ? (`sha256:${hex}` as Digest) : sha256Of(small);
         verifyDigest(expected, actual);
-        created = await this.backend.publish(actual, this.size, small, this.#key, reuse);
+        created = await this.backend.publish(actual, this.size, small, reuse);
+        this.#dropBuffers();
       } else {
         if (hex !== null) verifyDigest(expected, `sha256:${hex}` as Digest);
         if (this.#fill > 0) this.#flush();
+        this.#dropBuffers();
         while (this.#inflight.size) await Promise.race(this.#inflight);
         if (this.#error) throw this.#error;
         created = await this.#completeAndPublish(expected, hex === null, reuse);
@@ -136,42 +263,50 @@ export class S3Writer implements BlobWriter {
   }
 
   /**
-   * Completes the multipart upload under the session key, checks its size (and, when the hash
-   * state was lost, its sha256 read back), then publishes it under the digest.
+   * Publishes the multipart upload under the digest: inside the digest lock, one HeadObject of
+   * the final key (dedupe), then CompleteMultipartUpload under the session key and the copy;
+   * the session object is deleted after the answer (in the background: a leftover is removed
+   * by start-up recovery, `sessions()` lists it). When the hash state was lost, the upload is
+   * completed first and its bytes are read back and re-hashed before anything is published.
+   * The completed object's size is the sum of the parts' sizes: each UploadPart's body is
+   * bounded by its Content-Length and covered by the request signature (over https by TLS),
+   * and the completion names every part by its ETag, so no HeadObject re-reads it.
    */
-  async #completeAndPublish(digest: Digest, rehash: boolean, asked: (existing: BlobStat) => boolean | Promise<boolean>): Promise<boolean> {
+  async #completeAndPublish(digest: Digest, rehash: boolean, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<boolean> {
     const { client, bucket } = this.backend;
-    let answer: Promise<boolean> | undefined;
-    const reuse = (existing: BlobStat) => (answer ??= Promise.resolve(asked(existing))); // asked once
-    const existing = rehash ? undefined : await this.backend.stat(digest);
-    if (existing && existing.size === this.size && (await reuse(existing))) {
-      await this.#discard(); // dedupe: no need to complete
-      return false;
-    }
-    const UploadId = await this.#multipart();
-    await client.send(new CompleteMultipartUploadCommand({
-      Bucket: bucket, Key: this.#key, UploadId, MultipartUpload: { Parts: this.#parts },
-    }));
-    this.#uploadId = undefined;
-    const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: this.#key }));
-    if (head.ContentLength !== this.size) {
-      throw fail('BLOB_UPLOAD_INVALID', `upload session ${this.id}: the store holds ${head.ContentLength} bytes, ${this.size} were sent`);
-    }
+    let completed: Promise<void> | undefined;
+    const complete = () => (completed ??= (async () => {
+      const UploadId = await this.#multipart();
+      await client.send(new CompleteMultipartUploadCommand({
+        Bucket: bucket, Key: this.#key, UploadId, MultipartUpload: { Parts: this.#parts },
+      }));
+      this.#uploadId = undefined;
+    })());
     if (rehash) {
+      await complete();
       const r = await client.send(new GetObjectCommand({ Bucket: bucket, Key: this.#key }));
       const h = createHash('sha256');
-      for await (const chunk of r.Body as Readable) h.update(chunk as Buffer);
+      let n = 0;
+      for await (const chunk of r.Body as Readable) {
+        h.update(chunk as Buffer);
+        n += (chunk as Buffer).length;
+      }
+      if (n !== this.size) throw fail('BLOB_UPLOAD_INVALID', `upload session ${this.id}: the store holds ${n} bytes, ${this.size} were sent`);
       verifyDigest(digest, `sha256:${h.digest('hex')}` as Digest);
     }
-    const created = await this.backend.publish(digest, this.size, undefined, this.#key, reuse);
-    await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: this.#key }));
-    return created;
+    const created = await this.backend.publish(digest, this.size, { key: this.#key, complete }, reuse);
+    if (!created) {
+      await this.#discard(); // dedupe: the committed copy stays, the upload is aborted
+      return false;
+    }
+    client.send(new DeleteObjectCommand({ Bucket: bucket, Key: this.#key })).catch(() => {});
+    return true;
   }
 
   /** Drops buffers, waits for parts in flight, aborts the multipart upload, deletes the session object. */
   async #discard(): Promise<void> {
     this.#closed = true;
-    this.#buf = undefined;
+    this.#dropBuffers();
     this.hash.discard();
     while (this.#inflight.size) await Promise.race(this.#inflight);
     const uploadId = this.#uploadId;

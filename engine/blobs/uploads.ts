@@ -148,7 +148,7 @@ export class Uploads {
     // behind other uploads' writes and syncs (measured under 16 concurrent uploads: POST p50
     // 75-130 ms before). Until then the session lives only here; a crash forgets it, as the
     // client would after any lost session.
-    const live = newLive(await this.blobs.create(id));
+    const live = newLive(await this.blobs.create(id, this.memory));
     live.unrecorded = rec;
     this.#live.set(id, live);
     this.#book.opened(rec);
@@ -225,6 +225,10 @@ export class Uploads {
       // Not reachable in a server (init resumed every session; a failed append ends it).
       this.#done(own);
       throw fail('BLOB_UPLOAD_UNKNOWN', 'upload session bytes are missing; start a new upload', { uuid: rec.id });
+    }
+    if (blob.reserve && !blob.reserve()) {
+      this.#done(own);
+      throw fail('UNAVAILABLE', 'the registry is buffering as many upload bytes as it can; retry shortly', { retryAfter: 2 });
     }
     const writer = new UploadWriter(blob, this.memory);
     this.#writerLeases.set(writer, own);

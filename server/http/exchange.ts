@@ -7,6 +7,7 @@
  * transport writes it); a HEAD response passes the length it would have had.
  */
 
+import type { Readable } from 'node:stream';
 import { fail } from '../../engine/errors.js';
 import { tryMaybe, type MaybePromise } from '../../engine/maybe-sync.js';
 
@@ -93,6 +94,11 @@ export async function collectBody(declared: string, pipeBody: (sink: BodySink) =
  */
 export interface ByteSource {
   read(into: Uint8Array, position: number): Promise<number>;
+  /**
+   * Optional: the `length` bytes from `position` as a stream of chunks the sender may keep
+   * (contract.ts `BlobReader.stream`); senders use it instead of `read` when present.
+   */
+  stream?(position: number, length: number): Promise<Readable>;
 }
 
 /**

@@ -139,7 +139,22 @@ class H1Exchange implements Exchange {
     conn.writeHead(status, headers, length, undefined, false);
     if (length > 0 && this.method !== 'HEAD') {
       try {
-        for (let pos = 0; pos < length && !this.#aborted;) {
+        if (source.stream) {
+          // The stream's chunks are ours to keep: handed to the socket as they come.
+          const body = await source.stream(start, length);
+          let sent = 0;
+          try {
+            for await (const chunk of body as AsyncIterable<Buffer>) {
+              if (this.#aborted) break;
+              sent += chunk.length;
+              if (!conn.write(chunk)) await conn.drained();
+            }
+          } finally {
+            body.destroy();
+          }
+          if (sent !== length && !this.#aborted) throw new Error(`the blob stream gave ${sent} of ${length} bytes`);
+        }
+        for (let pos = source.stream ? length : 0; pos < length && !this.#aborted;) {
           // A fresh buffer per chunk: the socket holds it until written.
           const chunk = Buffer.allocUnsafe(Math.min(FILE_CHUNK_BYTES, length - pos));
           const n = await source.read(chunk, start + pos);

@@ -73,7 +73,7 @@ async function streamBlob(ctx: RegistryContext, ex: Exchange, digest: Digest, bl
   // A blob GC deletes meanwhile is still read through the open reader (contract.ts BlobReader).
   let reader: BlobReader;
   try {
-    reader = await ctx.blobs.open(digest);
+    reader = await ctx.blobs.open(digest, range && { offset: range.start, length: range.length });
   } catch (e) {
     // Recorded but absent from a remote store: quarantined, so HEADs (answered from the record)
     // stop claiming it and clients push it again.

@@ -2,14 +2,15 @@
  * The upload engine (engine/blobs/uploads.ts) over the S3 backend on a real Ceph RADOS Gateway:
  * chunked appends through the upload writer and the hash thread into multipart parts, commit,
  * dedupe only onto recorded bytes (an unrecorded copy is replaced, with a new version), a digest
- * mismatch storing nothing, and a restart dropping open sessions (S3 cannot resume them) and
- * aborting their multipart uploads.
+ * mismatch storing nothing, a restart dropping open sessions (S3 cannot resume them) and
+ * aborting their multipart uploads, and part buffers counted in the upload memory budget.
  */
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import { S3Client, CreateBucketCommand, ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
 import { S3BlobBackend, s3ClientConfig, MIN_PART_SIZE } from '../../engine/blobs/s3-backend.js';
 import { Uploads } from '../../engine/blobs/uploads.js';
+import { UploadMemory } from '../../engine/blobs/upload-memory.js';
 import { openStore } from '../../engine/store.js';
 import { ManualClock } from '../../engine/clock.js';
 import { HashThread } from '../../workers/hash-thread.js';
@@ -87,5 +88,71 @@ t.test('upload sessions on S3 (Ceph RGW)', { skip: cephSkip() }, async (t) => {
     t.equal(await store.metadata.get(blobKs.uploads, rec.id), undefined, 'record removed');
     const r = await client.send(new ListMultipartUploadsCommand({ Bucket }));
     t.same(r.Uploads ?? [], [], 'no multipart upload left');
+  });
+
+  t.test('concurrent sessions with chunked PATCHes of any size stay within the upload memory budget', async (t) => {
+    /** Records the most memory ever taken (taken within the limit, or forced past it). */
+    class Peak extends UploadMemory {
+      peak = 0;
+      override tryTake(bytes: number): boolean {
+        const ok = super.tryTake(bytes);
+        this.peak = Math.max(this.peak, this.used);
+        return ok;
+      }
+      override force(bytes: number): void {
+        super.force(bytes);
+        this.forced += bytes;
+        this.peak = Math.max(this.peak, this.used);
+      }
+      forced = 0;
+    }
+    const SESSIONS = 8;
+    const limit = 3 * MIN_PART_SIZE;
+    for (let round = 0; round < 3; round++) {
+      const memory = new Peak(limit);
+      const tmp2 = tempDir();
+      const store2 = await openStore(tmp2.dir);
+      const bounded = new Uploads(store2, backend(), clock, { staleAfterMs: 60_000, memory });
+      await bounded.init();
+      let refused = 0;
+      const pushOne = async (i: number) => {
+        const bytes = randomBytes(MIN_PART_SIZE * 2 + Math.floor(Math.random() * MIN_PART_SIZE));
+        let rec: UploadRecord | undefined;
+        try {
+          rec = await bounded.create(`s3/m${i}`, `acct${i}`);
+          for (let at = 0; at < bytes.length;) {
+            const patchEnd = Math.min(bytes.length, at + 1 + Math.floor(Math.random() * 3 * 1024 * 1024));
+            let w;
+            try {
+              w = bounded.beginAppend(rec, rec.offset);
+            } catch (e) {
+              // 503 before any byte: the client retries the PATCH once memory is given back.
+              if ((e as { code?: string }).code !== 'UNAVAILABLE') throw e;
+              refused++;
+              await new Promise<void>((resolve) => memory.wait(resolve));
+              continue;
+            }
+            while (at < patchEnd) {
+              const n = Math.min(patchEnd - at, 1 + Math.floor(Math.random() * 64 * 1024));
+              const more = w.write(bytes.subarray(at, at + n));
+              at += n;
+              if (!more && at < patchEnd) await new Promise<void>((resolve) => w.onDrain(resolve));
+            }
+            rec = await bounded.finishAppend(rec, w, true);
+          }
+          t.same(await bounded.commit(rec, sha(bytes)), { digest: sha(bytes), size: bytes.length });
+          t.equal((await blobs.stat(sha(bytes)))?.size, bytes.length, 'stored');
+        } catch (e) {
+          if (rec) await bounded.cancel(rec).catch(() => {});
+          throw e;
+        }
+      };
+      await Promise.all(Array.from({ length: SESSIONS }, (_, i) => pushOne(i)));
+      t.ok(memory.peak <= limit + memory.forced, `round ${round}: peak ${memory.peak} bytes of upload memory, limit ${limit} (+ ${memory.forced} forced by transports), ${refused} appends refused`);
+      t.ok(memory.peak > MIN_PART_SIZE, `round ${round}: part buffers are counted (peak ${memory.peak})`);
+      t.equal(memory.used, 0, `round ${round}: every buffer given back`);
+      await store2.close();
+      tmp2.cleanup();
+    }
   });
 });
