@@ -1,0 +1,123 @@
+/**
+ * kill -9 of one node mid-push while the other keeps serving (issue 13's cluster test): two
+ * spawned nodes on one real PostgreSQL and one real Ceph RGW bucket. A takes pushes (four
+ * clients pushing small images in a loop, and one large blob streamed by a chunked PATCH that
+ * is still sending when A dies); B serves pulls and takes pushes throughout. A is killed with
+ * SIGKILL once the large upload has sent several MiB. Then:
+ * - every request to B before, during and after the kill succeeded (pulls byte-exact, pushes 201);
+ * - the clients of A's interrupted requests got errors, never a success they cannot rely on;
+ * - every image A acknowledged is served intact by B; the large upload (its session was
+ *   A's) left nothing a pull could see;
+ * - nothing half-written is visible: `slipway fsck --full` finds no manifest naming a missing
+ *   blob, no blob record without bytes (or with wrong bytes), no link without a record.
+ * A restarted on its data directory serves again and sees everything B took meanwhile. What
+ * happens to the killed session's record is the upload engine's (per-node session ownership,
+ * engine/blobs/uploads.ts): this test checks only that it is never served as a blob.
+ */
+import t from 'tap';
+import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { request } from 'undici';
+import { startCluster, memImage, pushWithRetry, servedIntact, type MemImage } from '../helpers/cluster.js';
+import { startSpawned, waitFor } from '../helpers/harness.js';
+import { postgresSkip } from '../helpers/postgres.js';
+import { cephSkip } from '../helpers/ceph-rgw.js';
+import { basic, createApp } from '../helpers/http.js';
+import { startUpload } from '../helpers/registry.js';
+
+const skip = postgresSkip() || cephSkip();
+
+/** A small image of its own (config and one layer), plus a layer every image shares. */
+function smallImage(n: string, common: Buffer): MemImage {
+  const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config: { Env: [`N=${n}`] }, rootfs: { type: 'layers', diff_ids: [] } }));
+  return memImage(config, [common, randomBytes(10_000 + Math.floor(Math.random() * 30_000))]);
+}
+
+t.test('kill -9 of A mid-push while B keeps serving', { skip }, async (t) => {
+  const c = await startCluster(t, { prefix: 'kill-mid-push/' });
+  t.equal((await createApp(c.a.urls.api, c.operatorKey, 'killapp')).status, 201);
+  const auth = basic('_', c.operatorKey);
+  const onA = { registry: c.a.urls.registry, auth };
+  const onB = { registry: c.b.urls.registry, auth };
+  const common = randomBytes(50_000);
+  const base = smallImage('base', common);
+  t.ok((await pushWithRetry(onA, 'killapp/base', 'v1', base)).acked, 'an image pushed through A before the kill');
+
+  let killed = false;
+  let stop = false;
+  const bLog: Array<{ what: string; ok: boolean; afterKill: boolean }> = [];
+  const bPushed: Array<{ tag: string; img: MemImage }> = [];
+  // B's traffic: pulls of the image pushed through A (bytes re-hashed) and pushes of its own.
+  const bTraffic = Promise.all([0, 1, 2].map(async (loop) => {
+    for (let i = 0; !stop; i++) {
+      const afterKill = killed;
+      if (loop === 0) {
+        const tag = `b${i}`;
+        const img = smallImage(tag, common);
+        const r = await pushWithRetry(onB, 'killapp/onb', tag, img).catch((e: Error) => ({ acked: false, last: e.message }));
+        bLog.push({ what: `push ${tag}: ${r.last}`, ok: r.acked, afterKill });
+        if (r.acked) bPushed.push({ tag, img });
+      } else {
+        const problems = await servedIntact(c.b.urls.registry, c.operatorKey, 'killapp/base', 'v1', base).catch((e: Error) => [e.message]);
+        bLog.push({ what: `pull: ${problems.join('; ')}`, ok: problems.length === 0, afterKill });
+      }
+    }
+  }));
+
+  // A's traffic: four clients pushing small images until A dies.
+  const aAcked: Array<{ tag: string; img: MemImage }> = [];
+  const aErrors: string[] = [];
+  const aTraffic = Promise.all([0, 1, 2, 3].map(async (loop) => {
+    for (let i = 0; !killed; i++) {
+      const tag = `a${loop}-${i}`;
+      const img = smallImage(tag, common);
+      try {
+        const r = await pushWithRetry(onA, 'killapp/ona', tag, img, 3);
+        if (r.acked) aAcked.push({ tag, img }); else aErrors.push(r.last);
+      } catch (e) {
+        aErrors.push((e as Error).message);
+      }
+    }
+  }));
+
+  // The large upload: a session on A, then a chunked PATCH that keeps sending until A dies.
+  const big = randomBytes(1024 * 1024);
+  let sent = 0;
+  const location = await startUpload(onA, 'killapp/big');
+  const patch = request(location, {
+    method: 'PATCH',
+    headers: { ...auth, 'content-type': 'application/octet-stream' },
+    body: Readable.from((function* () {
+      for (let i = 0; i < 10_000; i++) { sent += big.length; yield big; }
+    })()),
+  }).then(async (r) => `${r.statusCode} ${await r.body.text()}`);
+  const patchSettled = patch.then((s) => ({ ok: s.startsWith('2'), s }), (e: Error) => ({ ok: false, s: e.message }));
+
+  await waitFor('the large upload to have sent 8 MiB and A to have acknowledged pushes', () => sent >= 8 * 1024 * 1024 && aAcked.length >= 3, { timeoutMs: 120_000, intervalMs: 20 });
+  await c.a.kill();
+  killed = true;
+  const bBefore = bLog.length;
+  await waitFor('B to answer 60 more requests after the kill', () => bLog.length >= bBefore + 60, { timeoutMs: 180_000, intervalMs: 50 });
+  stop = true;
+  await Promise.all([bTraffic, aTraffic]);
+
+  const patchResult = await patchSettled;
+  t.notOk(patchResult.ok, `the killed upload's client got an error (${patchResult.s.slice(0, 80)})`);
+  t.ok(sent < 10_000 * big.length, 'the upload was still sending when A died');
+  t.same(bLog.filter((l) => !l.ok).map((l) => `${l.afterKill ? 'after' : 'before'}: ${l.what}`), [], `all of B's ${bLog.length} operations succeeded (${bLog.filter((l) => l.afterKill).length} after the kill)`);
+  t.ok(aErrors.length >= 1, `A's in-flight pushes failed at the kill (${aErrors.length}: ${aErrors[0]?.slice(0, 80)})`);
+
+  const problems: string[] = [];
+  for (const { tag, img } of aAcked) problems.push(...await servedIntact(c.b.urls.registry, c.operatorKey, 'killapp/ona', tag, img));
+  t.same(problems, [], `all ${aAcked.length} images A acknowledged are served intact by B`);
+
+  const report = await c.fsck();
+  t.same(report.problems.filter((p) => p.kind !== 'stale-upload'), [], 'fsck --full: no manifest naming a missing blob, no blob record without its bytes');
+
+  // A back on its data directory: serves what B took meanwhile.
+  const again = await startSpawned({ dataDir: c.a.dataDir, env: c.env, startTimeoutMs: 120_000 });
+  t.teardown(() => again.stop());
+  const last = bPushed[bPushed.length - 1]!;
+  t.same(await servedIntact(again.urls.registry, c.operatorKey, 'killapp/onb', last.tag, last.img), [], 'A restarted serves an image B took after the kill');
+  t.ok((await pushWithRetry({ registry: again.urls.registry, auth }, 'killapp/ona', 'after-restart', smallImage('r', common))).acked, 'A restarted takes pushes');
+});
