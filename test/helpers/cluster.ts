@@ -89,7 +89,7 @@ export async function pushWithRetry(target: Target, repo: string, tag: string, i
     }
     const m = await putManifest(target, repo, tag, img.manifest);
     if (m.status === 201) return { acked: true, attempts: i, last: '' };
-    last = `${m.status} ${errCode(m) ?? m.text.slice(0, 200)}`;
+    last = `${m.status} ${errCode(m) ?? ''} ${m.text.slice(0, 300)}`;
     if (errCode(m) !== 'MANIFEST_BLOB_UNKNOWN') break;
   }
   return { acked: false, attempts, last };
