@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { request } from 'undici';
+import pg from 'pg';
 import { installCleanup, removeDir, trackDir } from './cleanup.js';
 import { buildSmallImage, MANIFEST_V2, type SmallImage } from './image.js';
 import { cpuSeconds, systemSeconds } from './procstat.js';
@@ -36,21 +37,47 @@ const REPO = 'bench/web';
 const API_ACCEPT = 'application/vnd.slipway+json; version=3';
 
 /** One setup under test. */
-interface Setup { name: string; nodes: BenchNode[]; pgPid?: number; auth: string; token: string }
+interface Setup { name: string; nodes: BenchNode[]; pgPid?: number; pgStats?: pg.Client; auth: string; token: string }
 
 /** CPU readings at one moment. */
-interface Snapshot { t: number; nodes: number; pg: number; client: NodeJS.CpuUsage; busy: number; steal: number }
+interface Snapshot { t: number; nodes: number; pg: number; client: NodeJS.CpuUsage; busy: number; steal: number; xacts: number }
 
-function snapshot(s: Setup): Snapshot {
+/**
+ * Transactions PostgreSQL has counted so far (pg_stat_database, commits and rollbacks; a
+ * statement outside a transaction is one), minus this reading's own. Backends publish their
+ * counts about once a second, so this waits until two readings 300 ms apart agree (at most 12 s).
+ */
+async function transactions(s: Setup): Promise<number> {
+  if (!s.pgStats) return 0;
+  const read = async () => Number((await s.pgStats!.query("SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()")).rows[0].n);
+  let last = await read();
+  let own = 1;
+  for (let i = 0; i < 40; i++) {
+    await new Promise((r) => setTimeout(r, 300));
+    const now = await read();
+    own++;
+    if (now - last <= 1) return now - own;
+    last = now;
+  }
+  return last - own;
+}
+
+async function snapshot(s: Setup): Promise<Snapshot> {
+  const xacts = await transactions(s);
+  return { ...readings(s), xacts };
+}
+
+/** The CPU readings of a snapshot, taken at once (no waiting). */
+function readings(s: Setup): Omit<Snapshot, 'xacts'> {
   const sys = systemSeconds();
   return { t: performance.now(), nodes: s.nodes.reduce((a, n) => a + cpuSeconds(n.pid), 0), pg: s.pgPid ? postgresSeconds(s.pgPid) : 0, client: process.cpuUsage(), busy: sys.busy, steal: sys.steal };
 }
 
 /** CPU per unit of work between two snapshots, and the machine's other load in % of one CPU. */
-function costs(a: Snapshot, s: Setup, units: number): Record<string, number> {
-  const b = snapshot(s);
-  const secs = (b.t - a.t) / 1000;
+async function costs(a: Snapshot, s: Setup, units: number, large = false): Promise<Record<string, number>> {
   const c = process.cpuUsage(a.client);
+  const b = { ...readings(s), xacts: await transactions(s) };
+  const secs = (b.t - a.t) / 1000;
   const client = (c.user + c.system) / 1e6;
   const nodes = b.nodes - a.nodes;
   const pg = b.pg - a.pg;
@@ -58,7 +85,10 @@ function costs(a: Snapshot, s: Setup, units: number): Record<string, number> {
   const pct = (x: number) => Math.round((x / secs) * 100);
   return {
     node_cpu_ms_per_unit: round((nodes / units) * 1000, 4), pg_cpu_ms_per_unit: round((pg / units) * 1000, 4),
-    per_node_core: nodes > 0 ? Math.round(units / nodes) : 0, per_db_core: pg > 0 ? Math.round(units / pg) : 0,
+    // Units one CPU second carries: requests, or for a large blob MB (10^6 bytes; units are GiB).
+    per_node_core: nodes > 0 ? Math.round((units * (large ? 1073.74 : 1)) / nodes) : 0,
+    per_db_core: pg > 0 ? Math.round((units * (large ? 1073.74 : 1)) / pg) : 0,
+    db_transactions_per_unit: round((b.xacts - a.xacts) / units, 2),
     node_cpu_pct: pct(nodes), pg_cpu_pct: pct(pg), client_cpu_pct: pct(client), other_cpu_pct: pct(other), steal_cpu_pct: pct(b.steal - a.steal),
   };
 }
@@ -78,9 +108,9 @@ async function load(s: Setup, figure: string, urlOf: (n: BenchNode) => URL, meth
   const fn = async (i: number) => { const r = await conns[i]!.conn.send(conns[i]!.req, method === 'HEAD'); return ok(r.status, r.bytes); };
   try {
     await closedLoop(CONNECTIONS, 1000, 2e6, fn);
-    const a = snapshot(s);
+    const a = await snapshot(s);
     const r = await closedLoop(CONNECTIONS, SECONDS * 1000, 2e6, fn);
-    const cpu = costs(a, s, r.requests);
+    const cpu = await costs(a, s, r.requests);
     if (r.errors > 0) throw new Error(`${figure}: ${r.errors} of ${r.requests} wrong answers (${r.firstError ?? 'status or length'})`);
     emit({ bench: 'cluster', setup: s.name, figure, nodes: s.nodes.length, rps: r.rps, p50_ms: r.p50, p99_ms: r.p99, requests: r.requests, ...cpu });
   } finally {
@@ -101,7 +131,7 @@ async function call(method: string, url: string, headers: Record<string, string>
 async function warmPush(s: Setup, img: SmallImage): Promise<void> {
   const auth = { authorization: s.auth };
   const lat: number[] = [];
-  const a = snapshot(s);
+  const a = await snapshot(s);
   const deadline = performance.now() + SECONDS * 1000;
   for (let i = 0; performance.now() < deadline; i++) {
     const n = s.nodes[i % s.nodes.length]!;
@@ -114,7 +144,7 @@ async function warmPush(s: Setup, img: SmallImage): Promise<void> {
     if (p.status !== 201) throw new Error(`warm push: PUT ${p.status} ${p.text}`);
     lat.push(performance.now() - t0);
   }
-  const cpu = costs(a, s, lat.length);
+  const cpu = await costs(a, s, lat.length);
   lat.sort((x, y) => x - y);
   emit({ bench: 'cluster', setup: s.name, figure: 'warm_push', nodes: s.nodes.length, pushes: lat.length, p50_ms: round(lat[Math.floor(lat.length / 2)]!, 2), p99_ms: round(lat[Math.ceil(lat.length * 0.99) - 1]!, 2), unit: 'push (2 HEAD + 1 PUT)', ...cpu });
 }
@@ -131,7 +161,7 @@ async function largeBlobs(s: Setup): Promise<void> {
   const total = BLOB_MIB * 1024 * 1024;
   const body = (chunk: Buffer) => Readable.from((function* () { for (let i = 0; i < BLOB_MIB; i++) yield chunk; })());
   for (const phase of ['push', 'pull'] as const) {
-    const a = snapshot(s);
+    const a = await snapshot(s);
     const t0 = performance.now();
     await Promise.all(s.nodes.map(async (n, i) => {
       const b = blobs[i]!;
@@ -145,7 +175,7 @@ async function largeBlobs(s: Setup): Promise<void> {
       }
     }));
     const secs = (performance.now() - t0) / 1000;
-    const cpu = costs(a, s, (total * s.nodes.length) / 1024 ** 3);
+    const cpu = await costs(a, s, (total * s.nodes.length) / 1024 ** 3, true);
     emit({ bench: 'cluster', setup: s.name, figure: `large_${phase}`, nodes: s.nodes.length, mib_per_node: BLOB_MIB, mb_per_s_per_node: round(total / 1e6 / secs, 1), mb_per_s_total: round((total * s.nodes.length) / 1e6 / secs, 1), unit: 'GiB', ...cpu });
   }
 }
@@ -194,29 +224,34 @@ async function main(): Promise<void> {
     removeDir(lmdbDir);
   }
 
-  const pg = await startPostgres({ durable: true });
+  const db = await startPostgres({ durable: true });
   const s3 = process.env.BENCH_CLUSTER_S3 === '1' ? await startS3Store() : undefined;
   const nodes: BenchNode[] = [];
+  let stats: pg.Client | undefined;
   try {
     const shared = dir('slipway-bench-cluster-');
-    const env = { SLIPWAY_DATABASE_URL: pg.connectionString, SLIPWAY_SERVER_KEY: randomBytes(32).toString('base64'), ...(s3 ? s3.env('bench/', { SLIPWAY_S3_PART_SIZE: '16' }) : {}) };
+    const env = { SLIPWAY_DATABASE_URL: db.connectionString, SLIPWAY_SERVER_KEY: randomBytes(32).toString('base64'), ...(s3 ? s3.env('bench/', { SLIPWAY_S3_PART_SIZE: '16' }) : {}) };
     nodes.push(await startNode(shared, env));
     const apiKey = nodes[0]!.apiKey!;
-    const pgPid = postmasterPid(join(pg.dir, 'data'));
-    const one: Setup = { name: s3 ? 'pg+s3-1' : 'pg-1', nodes: [nodes[0]!], pgPid, auth: basic(apiKey), token: '' };
+    const pgPid = postmasterPid(join(db.dir, 'data'));
+    const pgStats = new pg.Client({ connectionString: db.connectionString });
+    await pgStats.connect();
+    stats = pgStats;
+    const one: Setup = { name: s3 ? 'pg+s3-1' : 'pg-1', nodes: [nodes[0]!], pgPid, pgStats, auth: basic(apiKey), token: '' };
     await prepare(one, apiKey, img);
     await measure(one, img);
     nodes.push(await startNode(shared, env));
     await measure({ ...one, name: s3 ? 'pg+s3-2' : 'pg-2', nodes: [...nodes] }, img);
   } finally {
+    await stats?.end();
     for (const n of nodes) await n.stop();
     await s3?.stop();
-    await pg.stop();
+    await db.stop();
   }
-  process.stderr.write('\nsetup      figure        rps/MB/s  p50 ms  node ms/u  pg ms/u  /node core  /db core  other%  steal%\n');
+  process.stderr.write('\nu = request (push for warm_push, GiB for large_*); /core = u per CPU second (MB for large_*)\nsetup      figure        rps/MB/s  p50 ms  node ms/u  pg ms/u  /node core  /db core  db tx/u  other%  steal%\n');
   for (const r of rows) {
     const rate = r.rps ?? r.mb_per_s_per_node ?? '';
-    process.stderr.write(`${String(r.setup).padEnd(10)} ${String(r.figure).padEnd(13)} ${String(rate).padStart(8)} ${String(r.p50_ms ?? '').padStart(7)} ${String(r.node_cpu_ms_per_unit).padStart(10)} ${String(r.pg_cpu_ms_per_unit).padStart(8)} ${String(r.per_node_core).padStart(11)} ${String(r.per_db_core).padStart(9)} ${String(r.other_cpu_pct).padStart(7)} ${String(r.steal_cpu_pct).padStart(7)}\n`);
+    process.stderr.write(`${String(r.setup).padEnd(10)} ${String(r.figure).padEnd(13)} ${String(rate).padStart(8)} ${String(r.p50_ms ?? '').padStart(7)} ${String(r.node_cpu_ms_per_unit).padStart(10)} ${String(r.pg_cpu_ms_per_unit).padStart(8)} ${String(r.per_node_core).padStart(11)} ${String(r.per_db_core).padStart(9)} ${String(r.db_transactions_per_unit).padStart(8)} ${String(r.other_cpu_pct).padStart(7)} ${String(r.steal_cpu_pct).padStart(7)}\n`);
   }
 }
 
