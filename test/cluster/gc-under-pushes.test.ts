@@ -113,6 +113,10 @@ t.test('GC every 5 ms on A while B takes 200 pushes', { skip }, async (t) => {
   }));
   const during = gcRuns(c.a.output());
   t.same(refused, [], 'every push acknowledged (after client retries), every delete accepted');
+  // A 500 names a request id: show what the node logged for it.
+  for (const id of refused.flatMap((r) => /"requestId":\s*"([^"]+)"/.exec(r.replace(/\\"/g, '"'))?.[1] ?? [])) {
+    for (const line of (c.a.output() + c.b.output()).split('\n')) if (line.includes(id)) t.comment(line.slice(0, 2000));
+  }
   t.equal(pushed.length, PUSHES, `${PUSHES} pushes acknowledged`);
   t.ok(during.runs - gcBefore >= 20, `GC ran on A during the pushes (${during.runs - gcBefore} runs)`);
   t.ok(during.blobsDeleted > 0, `GC deleted blobs meanwhile (${during.blobsDeleted}), so it raced the pushes`);
