@@ -30,9 +30,10 @@ export interface OpenedBlobStore<B extends BlobBackend = BlobBackend> {
  * Opens the store of `settings`. For `fs`, `fsBackend()` makes the filesystem backend (the
  * caller's: it roots it in the data directory). For `s3`, builds the client, probes the bucket.
  * @param newHash running sha256 of upload sessions (the server's hash thread)
+ * @param node the node whose upload sessions the S3 backend creates (SLIPWAY_NODE_NAME; its keys' `<node>` segment)
  * @throws Error naming the setting when the bucket is missing, refused or does not answer.
  */
-export async function openBlobStore<F extends BlobBackend>(settings: BlobStoreSettings, fsBackend: () => F, newHash?: HashFactory): Promise<OpenedBlobStore<F | S3BlobBackend>> {
+export async function openBlobStore<F extends BlobBackend>(settings: BlobStoreSettings, fsBackend: () => F, newHash?: HashFactory, node?: string): Promise<OpenedBlobStore<F | S3BlobBackend>> {
   if (settings.kind === 'fs') return { backend: fsBackend(), close: () => {} };
   const backend = new S3BlobBackend({
     client: s3ClientSettings(settings),
@@ -41,6 +42,7 @@ export async function openBlobStore<F extends BlobBackend>(settings: BlobStoreSe
     partSize: settings.partSizeBytes,
     uploadConcurrency: settings.uploadConcurrency,
     ...(newHash ? { newHash } : {}),
+    ...(node ? { node } : {}),
   });
   try {
     await probeBucket(backend.client, settings);

@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import { loadBlobStoreSettings, type BlobStoreSettings } from './blob-store-settings.js';
 import { redactDatabaseUrl, type DatabaseSettings } from '../engine/store.js';
 import { decodeServerKey } from '../engine/identity/keys.js';
+import { checkNodeName, defaultNodeName } from '../engine/blobs/node-name.js';
 
 export interface Config {
   /** Data directory: lmdb/, blobs/, uploads/, keys/. Env SLIPWAY_DATA, flag --data. */
@@ -96,6 +97,13 @@ export interface Config {
   uploadRateWindowSeconds: number;
   /** Seconds between runs of the upload reaper (removes sessions idle past SLIPWAY_UPLOAD_TTL). Decimals allowed. Env SLIPWAY_UPLOAD_REAP_INTERVAL. */
   uploadReapIntervalSeconds: number;
+  /**
+   * This node's name (engine/blobs/node-name.ts): upload session records, their S3 keys and
+   * their Location capability carry it, so nodes sharing one database and one S3 prefix serve,
+   * recover and reap only their own sessions. Default: the host name's first label. Distinct
+   * per node of a cluster. Env SLIPWAY_NODE_NAME.
+   */
+  nodeName: string;
   /** Seconds an unreferenced blob is kept after its commit or last HEAD/GET/mount (engine/registry/gc.ts); 0 allowed (tests). Env SLIPWAY_GC_GRACE. */
   gcGraceSeconds: number;
   /**
@@ -162,6 +170,7 @@ export const DEFAULT_CONFIG: Config = {
   uploadMinRateKiB: 1,
   uploadRateWindowSeconds: 30,
   uploadReapIntervalSeconds: 600,
+  nodeName: defaultNodeName(),
   listener: 'h1',
   cliLoginPollSeconds: 50,
   adminHost: '127.0.0.1',
@@ -254,6 +263,7 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_UPLOAD_MIN_RATE: 'uploadMinRateKiB',
   SLIPWAY_UPLOAD_RATE_WINDOW: 'uploadRateWindowSeconds',
   SLIPWAY_UPLOAD_REAP_INTERVAL: 'uploadReapIntervalSeconds',
+  SLIPWAY_NODE_NAME: 'nodeName',
   SLIPWAY_CLI_LOGIN_POLL_WAIT: 'cliLoginPollSeconds',
   SLIPWAY_ADMIN_HOST: 'adminHost',
   SLIPWAY_ADMIN_PORT: 'adminPort',
@@ -335,6 +345,8 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     } else if (k === 'accessLogLevel') {
       if (!['info', 'debug', 'trace', 'silent'].includes(raw)) throw new Error(`${from}: "${raw}" is not an access-log level (info, debug, trace, silent)`);
       c.accessLogLevel = raw as Config['accessLogLevel'];
+    } else if (k === 'nodeName') {
+      c.nodeName = checkNodeName(raw, from);
     } else if (k === 'vendor') {
       if (!VENDOR.test(raw)) throw new Error(`${from}: "${raw}" is not a valid vendor name`);
       c.vendor = raw;

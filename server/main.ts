@@ -93,6 +93,8 @@ export interface RunningServer {
   bootstrap: CreatedAccount | null;
   /** Runs the upload reaper now (it also runs every SLIPWAY_UPLOAD_REAP_INTERVAL); resolves with the sessions removed. */
   reapUploads(): Promise<number>;
+  /** Runs the reaping of other nodes' long-dead upload sessions now, without taking the reaper lock (tests; the lock's holder does it every interval); resolves with the sessions removed. */
+  reapOtherNodesUploads(): Promise<number>;
   /**
    * Graceful drain (SIGTERM/SIGINT): readiness turns 503, the listeners stop accepting, in-flight
    * requests get up to `config.drainSeconds`, then the remaining connections are cut (an upload
@@ -124,7 +126,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // Uploads dedupe by record, not by bytes: safe against online GC (engine/registry/gc.ts).
   let blobStore: OpenedBlobStore<FsBlobBackend | S3BlobBackend>;
   try {
-    blobStore = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir, { newHash: () => hashThread.create() }), () => hashThread.create());
+    blobStore = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir, { newHash: () => hashThread.create() }), () => hashThread.create(), config.nodeName);
   } catch (e) {
     await store.close();
     throw e;
@@ -145,6 +147,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     staleAfterMs: config.uploadTtlSeconds * 1000,
     maxSessionsPerAccount: config.uploadSessionsPerAccount,
     memory: new UploadMemory(config.uploadMemoryMiB * 1024 * 1024),
+    node: config.nodeName,
   });
   await uploads.init();
   // Blobs written before store schema 6: sizes checked before serving, sha256 in the background.
@@ -237,10 +240,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   }));
   urls.admin = base(admin.port, false, config.adminHost);
 
-  // GC and the upload reaper run on one node at a time (the store's exclusive locks): a node
-  // whose turn it is not skips the round.
+  // Every node reaps its own idle upload sessions (disjoint sets: no lock), then the holder of
+  // the `upload-reaper` lock also reaps other nodes' sessions left far past the TTL (a dead
+  // node's; engine/blobs/peer-sessions.ts). GC runs on one node at a time (the store's
+  // exclusive lock): a node whose turn it is not skips the round.
+  let reapRun: Promise<unknown> | undefined;
   const reaper = setInterval(() => {
-    store.metadata.exclusive('upload-reaper', () => uploads.reap()).catch((e) => log.error({ err: e }, 'upload reaper failed'));
+    reapRun ??= uploads.reap()
+      .then(() => store.metadata.exclusive('upload-reaper', () => uploads.peers.reap()))
+      // The lock holder's reap re-read every record; the others refresh the other nodes' counts.
+      .then((outcome) => (outcome.ran ? undefined : uploads.peers.refresh()))
+      .catch((e) => log.error({ err: e }, 'upload reaper failed')).finally(() => { reapRun = undefined; });
   }, config.uploadReapIntervalSeconds * 1000);
   reaper.unref();
   const oauthPruner = setInterval(() => {
@@ -268,6 +278,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // Handlers of cut requests wind up (an aborted body ends its upload append) before the store closes.
     await tracker.settle(0, performance.now() + CUT_GRACE_MS);
     await gcRun;
+    await reapRun;
     await resealRun;
     for (const off of unsubscribeEvents) off();
     metrics.close();
@@ -281,6 +292,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   return {
     config, urls, store, accounts, apps, oauth, blobs, bootstrap,
     reapUploads: () => uploads.reap(),
+    reapOtherNodesUploads: () => uploads.peers.reap(),
     async drain() {
       tracker.draining = true;
       // API and auth requests stand alone: those listeners close at once. A push is a sequence

@@ -45,16 +45,18 @@
  *   commit); on S3 the hash state and the part not yet uploaded live only in the node's memory,
  *   so a session cannot be resumed after a crash (`resume` returns undefined; the client
  *   restarts its upload) but its uploaded parts are still listed by `sessions()`.
- * - **Recovery.** What a crash leaves is found by `sessions()` (each with its start time) and
- *   removed by `abortSession(id)`: the upload reaper aborts sessions older than its limit, and
- *   at start-up every session the metadata store does not know. Neither needs a listing of
- *   committed blobs.
+ * - **Recovery.** What a crash leaves is found by `sessions()` (each with its start time and, on
+ *   a store shared by nodes, its node) and removed by `abortSession(id, node)`: each node's
+ *   upload reaper aborts its sessions older than its limit, and at start-up every session of its
+ *   own that the metadata store does not know (engine/blobs/uploads.ts; other nodes' sessions:
+ *   peer-sessions.ts). Neither needs a listing of committed blobs.
  *
  * Storage layout (both backends; `<root>` is the data directory or the bucket + key prefix):
  *   `<root>/blobs/sha256/<first 2 hex>/<64 hex>`   committed blob, immutable
  *   `<root>/uploads/<id>`                          filesystem: the session's bytes
- *   `<root>/uploads/<id>/data`                     S3: the session's multipart upload (and, for
- *                                                  an instant after completion, its object)
+ *   `<root>/uploads/<node>/<id>/data`              S3: the session's multipart upload (and, for
+ *                                                  an instant after completion, its object);
+ *                                                  `<node>` names the owning node (node-name.ts)
  */
 import type { Readable } from 'node:stream';
 import type { Digest } from '../digest.js';
@@ -96,6 +98,12 @@ export interface SessionInfo {
   id: string;
   /** When the session started (filesystem: last write; S3: multipart initiation). */
   startedAt: Date;
+  /**
+   * The node that owns the session, where the store is shared by nodes (S3: the key's node
+   * segment, `''` for keys of builds before node names); undefined where every session is this
+   * node's (the filesystem: the data directory is node-local).
+   */
+  node?: string;
 }
 
 /**
@@ -241,10 +249,13 @@ export interface BlobBackend {
    * cannot, the session is unknown, or it holds fewer than `size` bytes (the client restarts).
    */
   resume(id: string, size?: number): Promise<BlobWriter | undefined>;
-  /** Every session present in the backend, live or abandoned. */
+  /** Every session present in the backend, live or abandoned (on a shared store, of every node: `SessionInfo.node`). */
   sessions(): AsyncIterable<SessionInfo>;
-  /** Removes whatever the session `id` left (bytes, multipart parts). Idempotent. */
-  abortSession(id: string): Promise<void>;
+  /**
+   * Removes whatever the session `id` left (bytes, multipart parts). Idempotent. `node` names
+   * the owner on a shared store (a `SessionInfo.node`); default this instance's own sessions.
+   */
+  abortSession(id: string, node?: string): Promise<void>;
   /**
    * A URL from which a client may GET the blob directly for `expiresInSeconds`, or undefined
    * when the backend has none (filesystem). Does not check that the blob exists.

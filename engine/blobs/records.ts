@@ -35,9 +35,18 @@ export interface BlobRecord {
   scan?: LayerScan;
 }
 
-/** An upload session: bytes so far live in `uploads/<id>`. */
+/**
+ * An upload session: bytes so far live in the blob backend's session `id` (filesystem
+ * `uploads/<id>`, S3 `uploads/<node>/<id>/data`).
+ */
 export interface UploadRecord {
   id: string;
+  /**
+   * Name of the node that owns the session (engine/blobs/node-name.ts): only that node serves,
+   * recovers and reaps it (others reap it when idle far past the TTL). Absent on records of
+   * builds before node names: the first node that starts adopts those (engine/blobs/uploads.ts).
+   */
+  node?: string;
   /** Repository the blob is uploaded into (`<app>/<process-type>`). */
   repository: string;
   /** Account that started the session. */

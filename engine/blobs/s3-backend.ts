@@ -1,7 +1,11 @@
 /**
  * The S3 blob backend (contract.ts) with @aws-sdk/client-s3, for AWS S3, Ceph RADOS Gateway,
  * MinIO or any S3-compatible store. Keys: `<prefix>blobs/sha256/<2 hex>/<hex>` for committed
- * blobs, `<prefix>uploads/<id>/data` for a session's multipart upload.
+ * blobs, `<prefix>uploads/<node>/<id>/data` for a session's multipart upload, where `<node>` is
+ * the name of the node that owns the session (`S3BackendOptions.node`, engine/blobs/node-name.ts),
+ * so that nodes sharing one bucket and prefix each find their own sessions (`sessions()` reports
+ * the node of each). Builds before node names used `<prefix>uploads/<id>/data`: such sessions are
+ * still listed (node `''`) and aborted (`abortSession(id, '')`), never created.
  *
  * Upload sessions (s3-writer.ts): appends of any size are copied into a part buffer of `partSize` bytes (≥ 5
  * MiB, S3's minimum for all parts but the last) while the sha256 is computed; each full buffer
@@ -53,6 +57,7 @@ import { checkSessionId, resolveRange, DigestLocks } from './backend-common.js';
 import type { BlobBackendSpec } from './backend-spec.js';
 import { S3Writer } from './s3-writer.js';
 import { inlineHash, type HashFactory } from './running-hash.js';
+import { isNodeName } from './node-name.js';
 
 /** User metadata naming one commit of a blob: its `BlobStat.version`. */
 const COMMIT_META = 'slipway-commit';
@@ -77,6 +82,11 @@ export interface S3BackendOptions {
   uploadConcurrency?: number;
   /** Running sha256 of new sessions (default: node:crypto on the calling thread). */
   newHash?: HashFactory;
+  /**
+   * Name of the node whose sessions this instance creates (node-name.ts), the `<node>` of their
+   * keys. Default `''`: the layout without a node segment (single-node tools and tests).
+   */
+  node?: string;
 }
 
 /**
@@ -102,6 +112,36 @@ function isNotFound(e: unknown): boolean {
   return status(e) === 404 || name === 'NoSuchKey' || name === 'NotFound' || name === 'NoSuchUpload';
 }
 
+const lostTranslated = new WeakSet<S3Client>();
+/** A session object's key (`…uploads/[<node>/]<id>/data`), as a key or a copy source; blob keys end in their hex. */
+const SESSION_OBJECT = /(^|\/)uploads\/([^/]+\/)?[A-Za-z0-9_-]+\/data$/;
+/** Commands through which a session's commit reads or extends its multipart upload or object. */
+const SESSION_COMMANDS = new Set(['UploadPartCommand', 'CompleteMultipartUploadCommand', 'HeadObjectCommand', 'GetObjectCommand', 'CopyObjectCommand', 'UploadPartCopyCommand']);
+
+/**
+ * Adds to `client` a middleware that turns a "not found" answer about a session's multipart
+ * upload or completed object (an UploadPart, the completion, its size check or re-hash read,
+ * the copy from it) into BLOB_UPLOAD_INVALID: the session's bytes are gone (another node reaped
+ * it as a dead node's, engine/blobs/peer-sessions.ts), so it cannot proceed and the client
+ * starts a new upload. Aborts and deletes keep the answer (a gone upload is no error there);
+ * blob keys are never affected. Once per client.
+ */
+function translateLostSessions(client: S3Client): void {
+  if (lostTranslated.has(client)) return;
+  lostTranslated.add(client);
+  client.middlewareStack.add((next, context) => async (args) => {
+    try {
+      return await next(args);
+    } catch (e) {
+      const input = args.input as { Key?: string; CopySource?: string };
+      const lost = isNotFound(e) && SESSION_COMMANDS.has(context.commandName ?? '') &&
+        (SESSION_OBJECT.test(input.CopySource ?? '') || (!input.CopySource && SESSION_OBJECT.test(input.Key ?? '')));
+      if (!lost) throw e;
+      throw fail('BLOB_UPLOAD_INVALID', 'the upload session\'s bytes are no longer in the blob store (the session was reaped); start a new upload');
+    }
+  }, { step: 'initialize', priority: 'high', name: 'slipwayLostSession' });
+}
+
 /** Blob bytes in an S3 bucket. */
 export class S3BlobBackend implements BlobBackend {
   readonly kind = 's3';
@@ -110,6 +150,8 @@ export class S3BlobBackend implements BlobBackend {
   readonly prefix: string;
   readonly partSize: number;
   readonly uploadConcurrency: number;
+  /** The node whose sessions this instance creates (`''`: no node segment). */
+  readonly node: string;
   readonly #newHash: HashFactory;
   readonly #locks = new DigestLocks();
   readonly #live = new Set<string>();
@@ -120,16 +162,19 @@ export class S3BlobBackend implements BlobBackend {
   constructor(opts: S3BackendOptions) {
     this.client = opts.client instanceof S3Client ? opts.client : new S3Client(s3ClientConfig(opts.client));
     translateUnavailability(this.client);
+    translateLostSessions(this.client);
     this.bucket = opts.bucket;
     this.prefix = opts.prefix ?? '';
     this.partSize = opts.partSize ?? 8 * 1024 * 1024;
     this.uploadConcurrency = opts.uploadConcurrency ?? 4;
     this.#newHash = opts.newHash ?? inlineHash;
+    this.node = opts.node ?? '';
+    if (this.node !== '' && !isNodeName(this.node)) throw new Error(`node must be a node name (A-Z a-z 0-9 . _ -, at most 63), got "${this.node.slice(0, 80)}"`);
     if (!Number.isSafeInteger(this.partSize) || this.partSize < MIN_PART_SIZE) throw new Error(`partSize must be an integer ≥ ${MIN_PART_SIZE} bytes, got ${opts.partSize}`);
     if (!Number.isSafeInteger(this.uploadConcurrency) || this.uploadConcurrency < 1) throw new Error(`uploadConcurrency must be ≥ 1, got ${opts.uploadConcurrency}`);
     if (this.prefix !== '' && !this.prefix.endsWith('/')) throw new Error(`prefix must be empty or end with "/", got "${this.prefix}"`);
     this.spec = opts.client instanceof S3Client ? undefined : {
-      kind: 's3', client: opts.client, bucket: this.bucket, prefix: this.prefix, partSize: this.partSize, uploadConcurrency: this.uploadConcurrency,
+      kind: 's3', client: opts.client, bucket: this.bucket, prefix: this.prefix, partSize: this.partSize, uploadConcurrency: this.uploadConcurrency, node: this.node,
     };
   }
 
@@ -138,9 +183,14 @@ export class S3BlobBackend implements BlobBackend {
     return this.prefix + blobKey(digest);
   }
 
-  /** Full key of a session's multipart upload / completed object. */
-  sessionKey(id: string): string {
-    return `${this.prefix}uploads/${id}/data`;
+  /** Full key of a session's multipart upload / completed object (of `node`, default this instance's). */
+  sessionKey(id: string, node = this.node): string {
+    return `${this.#sessionDir(id, node)}data`;
+  }
+
+  /** Key prefix of a session's keys: `<prefix>uploads/<node>/<id>/` (`<prefix>uploads/<id>/` for node `''`). */
+  #sessionDir(id: string, node: string): string {
+    return `${this.prefix}uploads/${node === '' ? '' : `${node}/`}${id}/`;
   }
 
   async stat(digest: Digest): Promise<BlobStat | undefined> {
@@ -207,9 +257,9 @@ export class S3BlobBackend implements BlobBackend {
     return undefined;
   }
 
-  /** Multipart uploads under `uploads/` for `id` (all of them when undefined). */
-  async *#multipartUploads(id?: string): AsyncIterable<{ key: string; uploadId: string; initiated: Date }> {
-    const Prefix = id === undefined ? `${this.prefix}uploads/` : `${this.prefix}uploads/${id}/`;
+  /** Multipart uploads under `uploads/` for session `id` of `node` (all of them when `id` is undefined). */
+  async *#multipartUploads(id?: string, node = this.node): AsyncIterable<{ key: string; uploadId: string; initiated: Date }> {
+    const Prefix = id === undefined ? `${this.prefix}uploads/` : this.#sessionDir(id, node);
     let KeyMarker: string | undefined;
     let UploadIdMarker: string | undefined;
     for (;;) {
@@ -223,14 +273,19 @@ export class S3BlobBackend implements BlobBackend {
     }
   }
 
+  /**
+   * Every session under `<prefix>uploads/`, of every node (`SessionInfo.node`: the key's node
+   * segment, `''` for the layout without one): the caller picks its own.
+   */
   async *sessions(): AsyncIterable<SessionInfo> {
-    const seen = new Map<string, Date>();
+    const seen = new Map<string, { id: string; node: string; startedAt: Date }>();
     const base = `${this.prefix}uploads/`;
     const note = (key: string, at: Date) => {
-      const id = key.slice(base.length).split('/')[0];
-      if (!isSessionId(id)) return;
-      const prev = seen.get(id);
-      if (!prev || at < prev) seen.set(id, at);
+      const parts = key.slice(base.length).split('/');
+      const [node, id] = parts.length === 3 ? [parts[0]!, parts[1]!] : parts.length === 2 ? ['', parts[0]!] : ['', ''];
+      if (!isSessionId(id) || (node !== '' && !isNodeName(node))) return;
+      const prev = seen.get(`${node}/${id}`);
+      if (!prev || at < prev.startedAt) seen.set(`${node}/${id}`, { id, node, startedAt: at });
     };
     for await (const u of this.#multipartUploads()) note(u.key, u.initiated);
     // A session completed but not yet copied when the process died leaves an object.
@@ -240,15 +295,17 @@ export class S3BlobBackend implements BlobBackend {
       for (const o of r.Contents ?? []) if (o.Key) note(o.Key, o.LastModified ?? new Date(0));
       ContinuationToken = r.IsTruncated ? r.NextContinuationToken : undefined;
     } while (ContinuationToken);
-    for (const [id, startedAt] of seen) yield { id, startedAt };
+    yield* seen.values();
   }
 
-  async abortSession(id: string): Promise<void> {
+  /** Aborts session `id` of `node` (default this instance's; `''` the layout without a node segment). */
+  async abortSession(id: string, node = this.node): Promise<void> {
     checkSessionId(id);
-    for await (const u of this.#multipartUploads(id)) {
+    if (node !== '' && !isNodeName(node)) throw new Error(`not a node name: "${node.slice(0, 80)}"`);
+    for await (const u of this.#multipartUploads(id, node)) {
       await this.#abortUpload(u.key, u.uploadId);
     }
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.sessionKey(id) }));
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.sessionKey(id, node) }));
   }
 
   async presignedUrl(digest: Digest, expiresInSeconds: number): Promise<string | undefined> {

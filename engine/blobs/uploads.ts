@@ -12,8 +12,12 @@
  * UPLOAD_BUSY (409) instead of writing beside it. A completed or cancelled session ends for good:
  * its id is remembered (a tombstone) and nothing writes its record again.
  *
+ * Nodes: a session belongs to the node that opened it (`UploadOptions.node`, in its record and
+ * S3 key); nodes sharing the stores load, recover and reap only their own (and records without a
+ * node, of older builds); the other nodes' sessions are peer-sessions.ts's.
+ *
  * Records: a session is recorded in keyspace `uploads` (engine/storage/metadata.ts) with its
- * first bytes, and rewritten with each acknowledged offset. This process is the only writer of
+ * first bytes, and rewritten with each acknowledged offset. This node is the only writer of
  * its sessions, so it also keeps the open sessions' records in memory (loaded at start-up) and
  * answers lookups (and the open-session count of the metrics) from there: a PATCH costs one
  * write and no read. The stored records are what survives a restart, and what GC reads
@@ -34,6 +38,7 @@ export type { Lease } from './session-book.js';
 import { linkBlobInTransaction } from '../registry/links.js';
 import { uploads as uploadRecords } from './keyspaces.js';
 import { blobRecord, recordVerifiedBlobInTransaction } from './refs.js';
+import { PeerSessions } from './peer-sessions.js';
 
 /** Options of the upload service. */
 export interface UploadOptions {
@@ -43,6 +48,10 @@ export interface UploadOptions {
   maxSessionsPerAccount?: number;
   /** Global budget of upload buffer memory; default unlimited (the server passes SLIPWAY_UPLOAD_MEMORY). */
   memory?: UploadMemory;
+  /** This node's name (node-name.ts; the server's SLIPWAY_NODE_NAME, as its S3 backend's); default '' (none). */
+  node?: string;
+  /** Other nodes' sessions idle this long are reaped by `peers.reap` (ms); default 2 × `staleAfterMs`. */
+  peerStaleAfterMs?: number;
 }
 
 /** Default of `UploadOptions.maxSessionsPerAccount`. */
@@ -61,6 +70,10 @@ export class Uploads {
   readonly #writerLeases = new WeakMap<UploadWriter, Lease>();
   /** The stored record of every recorded open session (the store's `uploads`, kept in step). */
   readonly #recorded = new Map<string, UploadRecord>();
+  /** The other nodes' sessions: counted for the per-account limit, reaped (by the lock holder) when long dead. */
+  readonly peers: PeerSessions;
+  /** This node's name (`UploadOptions.node`). */
+  readonly node: string;
 
   /**
    * @param store the metadata store's owner (the server's `Store`; only its `metadata` is used).
@@ -74,6 +87,8 @@ export class Uploads {
     readonly options: UploadOptions = { staleAfterMs: 24 * 3600_000 },
   ) {
     this.memory = options.memory ?? unlimitedMemory();
+    this.node = options.node ?? '';
+    this.peers = new PeerSessions(store.metadata, blobs, clock, this.node, options.peerStaleAfterMs ?? 2 * options.staleAfterMs);
   }
 
   /**
@@ -86,11 +101,13 @@ export class Uploads {
   }
 
   /**
-   * Loads the recorded sessions without touching their bytes (no writer): enough for `reap`
-   * from a tool running beside a server (fsck --repair). A server calls `init` instead.
+   * Loads this node's recorded sessions (every node's with `allNodes`: fsck --repair) without
+   * touching their bytes (no writer), and counts the other nodes' (`peers`): enough for `reap`
+   * from a tool running beside a server. A server calls `init` instead.
    */
-  async load(): Promise<void> {
-    for (const { value: rec } of await this.store.metadata.range(uploadRecords)) {
+  async load(opts: { allNodes?: boolean } = {}): Promise<void> {
+    for (const rec of await this.peers.refresh()) {
+      if (!opts.allNodes && this.peers.isPeers(rec)) continue;
       this.#recorded.set(rec.id, rec);
       this.#live.set(rec.id, newLive(undefined));
       this.#book.opened(rec);
@@ -109,9 +126,9 @@ export class Uploads {
     if (!this.#book.hasEnded(rec.id)) this.#recorded.set(rec.id, rec);
   }
 
-  /** Open sessions of an account (created and not yet completed, cancelled or reaped). */
+  /** Open sessions of an account: this node's, plus other nodes' recorded ones as of the last reaper round. */
   openSessions(accountId: string): number {
-    return this.#book.openSessions(accountId);
+    return this.#book.openSessions(accountId) + this.peers.count(accountId);
   }
 
   /**
@@ -125,7 +142,7 @@ export class Uploads {
     }
     const id = randomBytes(16).toString('hex');
     const now = this.clock.now();
-    const rec: UploadRecord = { id, repository, accountId, offset: 0, createdAt: now, updatedAt: now };
+    const rec: UploadRecord = { id, ...(this.node ? { node: this.node } : {}), repository, accountId, offset: 0, createdAt: now, updatedAt: now };
     // Recorded in the store with its first bytes (finishAppend), and the backend's session
     // created then too (the writer's first write): a POST does no I/O, so it does not queue
     // behind other uploads' writes and syncs (measured under 16 concurrent uploads: POST p50
@@ -273,7 +290,8 @@ export class Uploads {
    * deletes the session. The blob's size is the session's acknowledged offset, which must equal
    * the bytes written and stored. The session ends either way.
    * @throws DIGEST_INVALID (session discarded, nothing stored) when the bytes do not match;
-   *         BLOB_UPLOAD_INVALID (session discarded) when the stored bytes and the offset disagree;
+   *         BLOB_UPLOAD_INVALID (session discarded) when the stored bytes and the offset disagree
+   *         or its record was removed meanwhile (reaped by another node);
    *         UPLOAD_BUSY when another request holds the session (without `lease`).
    */
   async commit(rec: UploadRecord, expected: Digest, lease?: Lease): Promise<{ digest: Digest; size: number }> {
@@ -300,12 +318,18 @@ export class Uploads {
         throw e;
       }
       const now = this.clock.now();
-      await this.store.metadata.transact(async (tx) => {
+      // Only while the session's record stands: another node may have reaped it as a dead
+      // node's (peer-sessions.ts), and then it no longer kept GC off these bytes; they stay
+      // unrecorded (GC's orphan sweep takes them) and the client pushes the blob again.
+      const recorded = await this.store.metadata.transact(async (tx) => {
+        if ((await tx.get(uploadRecords, rec.id)) === undefined) return false;
         await recordVerifiedBlobInTransaction(tx, expected, size, now);
         await linkBlobInTransaction(tx, rec.repository, expected, now);
         tx.remove(uploadRecords, rec.id);
+        return true;
       });
       this.#end(rec);
+      if (!recorded) throw fail('BLOB_UPLOAD_INVALID', 'the upload session was reaped while it completed; start a new upload');
       return { digest: expected, size };
     } finally {
       this.#done(own);
@@ -352,12 +376,13 @@ export class Uploads {
     const writer = this.#end(rec);
     await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
     if (writer) await writer.abort();
-    else await this.blobs.abortSession(rec.id);
+    else await this.blobs.abortSession(rec.id, rec.node ?? '');
   }
 
   /**
-   * Removes sessions idle for longer than `staleAfterMs` and not in use (a session held by a
-   * request is skipped; the next run sees it). Safe while serving. Returns the number removed.
+   * Removes this node's sessions idle for longer than `staleAfterMs` and not in use (a session
+   * held by a request is skipped; the next run sees it). Safe while serving, on every node at
+   * once. Returns the number removed.
    */
   async reap(): Promise<number> {
     const now = this.clock.now();
@@ -378,14 +403,16 @@ export class Uploads {
   }
 
   /**
-   * Start-up recovery, before any request is served: aborts the blob backend's sessions without
-   * a record (crash between bytes and record), resumes the others cut back to their
-   * acknowledged offset (bytes past it were never acknowledged), drops those the backend cannot
-   * resume or whose acknowledged bytes did not reach the medium, then reaps stale sessions.
+   * Start-up recovery, before any request is served, of this node's sessions only: aborts the
+   * blob backend's sessions without a record (crash between bytes and record), resumes the
+   * others cut back to their acknowledged offset (bytes past it were never acknowledged), drops
+   * those the backend cannot resume or whose acknowledged bytes did not reach the medium, then
+   * reaps stale sessions. Other nodes' sessions are left alone (one without a node is ours).
    */
   async #recover(): Promise<void> {
-    for await (const { id } of this.blobs.sessions()) {
-      if (!this.#recorded.has(id)) await this.blobs.abortSession(id);
+    for await (const { id, node } of this.blobs.sessions()) {
+      const mine = node === undefined || node === '' || node === this.node;
+      if (mine && !this.#recorded.has(id)) await this.blobs.abortSession(id, node ?? '');
     }
     for (const rec of [...this.#recorded.values()]) {
       const writer = await this.blobs.resume(rec.id, rec.offset);

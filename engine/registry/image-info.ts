@@ -8,18 +8,12 @@ import type { ImageInfo } from './records.js';
 import type { LayerScan } from '../blobs/records.js';
 import { storableString } from '../storage/metadata.js';
 
-/** Fields a worker extracts from an image config blob (Docker image spec v1.2). */
-export interface ConfigSummary {
-  architecture: string;
-  os: string;
-  entrypoint: string[] | null;
-  cmd: string[] | null;
-  workingDir: string;
-  env: string[];
-  user: string;
-  /** Config keys present among Volumes, ExposedPorts, StopSignal, Shell, Healthcheck. */
-  ignoredInstructions: string[];
-}
+/**
+ * Fields a worker extracts from an image config blob (Docker image spec v1.2): the config part
+ * of ImageInfo (`ignoredInstructions`: config keys present among Volumes, ExposedPorts,
+ * StopSignal, Shell, Healthcheck).
+ */
+export type ConfigSummary = Omit<ImageInfo, 'layerCount' | 'whiteouts' | 'warnings'>;
 
 /** More layers than this may fail to start on the shared runtime (docs/rules.md Limits). */
 export const MAX_LAYERS_SHARED_RUNTIME = 40;

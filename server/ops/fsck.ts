@@ -127,7 +127,7 @@ export async function fsck(store: Store, files: BlobBackend, clock: Clock, o: Fs
     }
     if (stale.length > 0) {
       const uploads = new Uploads(store, files, clock, { staleAfterMs: o.uploadTtlMs });
-      await uploads.load(); // the records only: a running server's sessions are left alone
+      await uploads.load({ allNodes: true }); // the records only: a running server's live sessions are left alone
       await uploads.reap();
       for (const p of stale) p.repaired = (await uploadSession(store.metadata, p.subject)) === undefined;
     }

@@ -10,6 +10,7 @@ import type { AppRecord } from '../../engine/platform/records.js';
 import type { RegistryAction } from '../../engine/platform/access.js';
 import { authenticate, authorize, Challenge, type Caller } from './access.js';
 import { andThen, type MaybePromise } from '../../engine/maybe-sync.js';
+import { verifyUploadState } from './upload-state.js';
 
 /**
  * What a route requires:
@@ -39,9 +40,9 @@ export interface AdmissionTarget {
 
 /**
  * Admits a request to a route declaring `action`, or refuses it.
- * An upload-session route (`target.session` set) is admitted by a `_state` query value that is
- * the server's signature of `<session id>:<repository>` (the capability session Locations carry,
- * uploads.ts), else like `push`.
+ * An upload-session route (`target.session` set) is admitted by a `_state` query value signed
+ * by the server for that session and repository (the capability session Locations carry,
+ * upload-state.ts), else like `push`.
  * @throws Challenge (401 with WWW-Authenticate) without valid credentials, or for a registry
  *         token lacking the action; DENIED (403) when the caller may not act on the app;
  *         NAME_INVALID for a malformed repository name (after the credentials are read).
@@ -51,7 +52,7 @@ export interface AdmissionTarget {
 export function admit(ctx: RegistryContext, ex: Exchange, action: RouteAction, target: AdmissionTarget): MaybePromise<Admission> {
   if (target.session !== undefined) {
     const state = ex.query.get('_state');
-    if (state && ctx.keys.verify('upload-state', `${target.session}:${target.repository}`, state)) return { caller: null };
+    if (state && verifyUploadState(ctx.keys, target.session, target.repository, state) !== undefined) return { caller: null };
   }
   return andThen(authenticate(ctx, ex), (caller): MaybePromise<Admission> => {
     switch (action) {

@@ -4,9 +4,11 @@
  * Content-Range), PUT `?digest=`, GET status, DELETE cancel.
  *
  * Session Locations point at the upload host (README "Large layers") and carry `_state`, an
- * HMAC of the session id and repository: docker sends no credentials to a host it has not
- * logged in to, so the capability authorises the session's own requests. Without it, normal
- * credentials with push access work too (both checked by admission.ts before these handlers run).
+ * HMAC of the session id, repository and owning node (upload-state.ts): docker sends no
+ * credentials to a host it has not logged in to, so the capability authorises the session's own
+ * requests. Without it, normal credentials with push access work too (both checked by
+ * admission.ts before these handlers run). A session's requests that reach another node than its
+ * own get 404 BLOB_UPLOAD_UNKNOWN naming the owner, and change nothing (`session`).
  */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
@@ -19,9 +21,11 @@ import type { Lease } from '../../engine/blobs/uploads.js';
 import { DEFAULT_RECEIVE_RATE, withReceiveRate } from './receive-rate.js';
 import type { UploadRecord } from '../../engine/blobs/records.js';
 import { API_VERSION_HEADER } from './context.js';
+import { signUploadState, verifyUploadState } from './upload-state.js';
+import { otherNodesSession } from '../../engine/blobs/peer-sessions.js';
 
 function sessionHeaders(ctx: RegistryContext, rec: UploadRecord): Record<string, string> {
-  const state = ctx.keys.sign('upload-state', `${rec.id}:${rec.repository}`);
+  const state = signUploadState(ctx.keys, rec.id, rec.repository, ctx.uploads.node);
   return {
     ...API_VERSION_HEADER,
     location: `${ctx.urls.upload}/v2/${rec.repository}/blobs/uploads/${rec.id}?_state=${state}`,
@@ -101,16 +105,29 @@ async function tryMount(ctx: RegistryContext, ex: Exchange, caller: Caller, repo
   return true;
 }
 
-/** The session a request addresses (admitted by its `_state` or by push credentials). */
-function session(ctx: RegistryContext, { name: repository, session: id }: RouteParams): UploadRecord {
-  return ctx.uploads.get(id, repository);
+/**
+ * The session a request addresses (admitted by its `_state` or by push credentials).
+ * @throws BLOB_UPLOAD_UNKNOWN (404) when this node has no such session; when it is another
+ *         node's (named by the `_state`, or else by the session's record: one read on this
+ *         path only) the message names that node.
+ */
+async function session(ctx: RegistryContext, ex: Exchange, { name: repository, session: id }: RouteParams): Promise<UploadRecord> {
+  try {
+    return ctx.uploads.get(id, repository);
+  } catch (e) {
+    if (!isSlipwayError(e) || e.code !== 'BLOB_UPLOAD_UNKNOWN') throw e;
+    const state = ex.query.get('_state');
+    const named = state ? verifyUploadState(ctx.keys, id, repository, state) : undefined;
+    const owner = named !== undefined && named !== '' && named !== ctx.uploads.node ? named : await ctx.uploads.peers.ownerOf(id);
+    throw owner ? otherNodesSession(id, owner) : e;
+  }
 }
 
 const CONTENT_RANGE = /^(?:bytes )?(\d+)-(\d+)(?:\/(\d+|\*))?$/;
 
 /** PATCH: appends the body (at Content-Range's start when given). */
 export async function patchUpload(ctx: RegistryContext, ex: Exchange, _admitted: Admission, params: RouteParams): Promise<void> {
-  const rec = session(ctx, params);
+  const rec = await session(ctx, ex, params);
   const cr = ex.header('content-range');
   let start: number | undefined;
   if (cr) {
@@ -132,7 +149,7 @@ export async function patchUpload(ctx: RegistryContext, ex: Exchange, _admitted:
 
 /** PUT `?digest=`: appends any body, then commits the blob under that digest. */
 export async function completeUpload(ctx: RegistryContext, ex: Exchange, _admitted: Admission, params: RouteParams): Promise<void> {
-  const rec = session(ctx, params);
+  const rec = await session(ctx, ex, params);
   const digestParam = ex.query.get('digest');
   if (!digestParam) throw fail('DIGEST_INVALID', 'the digest query parameter is required to complete an upload');
   const digest = parseDigest(digestParam);
@@ -144,12 +161,12 @@ export async function completeUpload(ctx: RegistryContext, ex: Exchange, _admitt
 
 /** GET: the session's Range. */
 export async function uploadStatus(ctx: RegistryContext, ex: Exchange, _admitted: Admission, params: RouteParams): Promise<void> {
-  ex.send(204, sessionHeaders(ctx, session(ctx, params)));
+  ex.send(204, sessionHeaders(ctx, await session(ctx, ex, params)));
 }
 
 /** DELETE: cancels the session. */
 export async function cancelUpload(ctx: RegistryContext, ex: Exchange, _admitted: Admission, params: RouteParams): Promise<void> {
-  const rec = session(ctx, params);
+  const rec = await session(ctx, ex, params);
   await owning(ctx, rec, 'DELETE', (lease) => ctx.uploads.cancel(rec, lease));
   ex.send(204, { ...API_VERSION_HEADER });
 }

@@ -5,6 +5,7 @@ import { parseDigest, digestOf } from '../../engine/digest.js';
 import { parseManifest } from '../../engine/registry/manifest-parse.js';
 import { parseRange } from '../../server/registry/blobs.js';
 import { databaseOf, loadConfig } from '../../server/config.js';
+import { defaultNodeName, isNodeName } from '../../engine/blobs/node-name.js';
 import { totpCode, verifyTotp } from '../../engine/identity/totp.js';
 import { checkPlatform } from '../../engine/registry/image-info.js';
 
@@ -106,4 +107,18 @@ t.test('TOTP (RFC 6238 test vector, SHA-1)', async (t) => {
   t.ok(verifyTotp(secret, '287082', 59_000 + 30_000) !== null, 'one step of drift allowed');
   t.equal(verifyTotp(secret, '287082', 59_000 + 90_000), null);
   t.equal(verifyTotp(secret, 'abcdef', 59_000), null);
+});
+
+t.test('node names (SLIPWAY_NODE_NAME): validated, defaulting to the host name', async (t) => {
+  t.equal(loadConfig({ SLIPWAY_NODE_NAME: 'node-a' }).nodeName, 'node-a');
+  t.equal(loadConfig({}, { 'node-name': 'eu.1_b' }).nodeName, 'eu.1_b', 'as a flag too');
+  t.ok(isNodeName(loadConfig({}).nodeName), 'the default is a valid node name');
+  for (const bad of ['', '-a', 'a/b', 'a~b', 'a b', 'x'.repeat(64), 'é', '0123456789abcdef0123456789abcdef']) {
+    if (bad === '') continue; // an empty variable is unset
+    t.throws(() => loadConfig({ SLIPWAY_NODE_NAME: bad }), /SLIPWAY_NODE_NAME: ".*" is not a node name/, JSON.stringify(bad));
+  }
+  t.equal(defaultNodeName('Build-Host.example.com'), 'Build-Host', 'first label of the host name');
+  t.equal(defaultNodeName('host name!'), 'host-name-', 'other characters become -');
+  t.equal(defaultNodeName('...'), 'node', 'nothing usable: node');
+  t.equal(defaultNodeName('0123456789abcdef0123456789abcdef'), 'node', 'not shaped like a session id');
 });
