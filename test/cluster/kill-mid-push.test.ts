@@ -12,9 +12,9 @@
  *   blob, no blob record without bytes (or with wrong bytes), no link without a record; the only
  *   leftovers are orphan files (bytes under their digest whose record the kill prevented), which
  *   no pull serves and GC removes after its grace period.
- * A restarted on its data directory serves again and sees everything B took meanwhile. What
- * happens to the killed session's record is the upload engine's (per-node session ownership,
- * engine/blobs/uploads.ts): this test checks only that it is never served as a blob.
+ * A restarted on its data directory (same node name) serves again and sees everything B took
+ * meanwhile. What happens to the killed session's record is the upload engine's (per-node
+ * sessions, engine/blobs/peer-sessions.ts): this test checks only that it is never served as a blob.
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
@@ -126,7 +126,7 @@ t.test('kill -9 of A mid-push while B keeps serving', { skip }, async (t) => {
   t.comment(`fsck after the kill: ${orphans.length} orphan file(s), ${report.problems.filter((p) => p.kind === 'stale-upload').length} stale session(s)`);
 
   // A back on its data directory: serves what B took meanwhile.
-  const again = await startSpawned({ dataDir: c.a.dataDir, env: c.env, startTimeoutMs: 120_000 });
+  const again = await startSpawned({ dataDir: c.a.dataDir, env: { ...c.env, ...c.envA }, startTimeoutMs: 120_000 });
   t.teardown(() => again.stop());
   const last = bPushed[bPushed.length - 1]!;
   t.same(await servedIntact(again.urls.registry, c.operatorKey, 'killapp/onb', last.tag, last.img), [], 'A restarted serves an image B took after the kill');

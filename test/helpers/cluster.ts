@@ -25,6 +25,8 @@ export interface Cluster {
   operatorKey: string;
   /** Settings every node (and an operator command such as `slipway fsck`) is given. */
   env: Record<string, string>;
+  /** Node A's own settings on top of `env` (its node name, `envA`): for starting A again. */
+  envA: Record<string, string>;
   /** `slipway fsck --full --json` on the cluster's stores: the parsed report. */
   fsck(): Promise<{ problems: Array<{ kind: string; subject: string; detail: string }>; checked: Record<string, number> }>;
 }
@@ -42,12 +44,14 @@ export async function startCluster(t: Test, opts: { prefix: string; envA?: Recor
   const env = { ...s3.env(opts.prefix), SLIPWAY_SERVER_KEY: randomBytes(32).toString('base64'), SLIPWAY_DATABASE_URL: db.connectionString };
   const dirs = [tempDir(), tempDir()];
   t.teardown(() => { for (const d of dirs) d.cleanup(); });
-  const [a, b] = await Promise.all([opts.envA, opts.envB].map((extra, i) => startSpawned({ dataDir: dirs[i]!.dir, env: { ...env, ...extra }, startTimeoutMs: 120_000 })));
+  // Each node its own name (SLIPWAY_NODE_NAME): both run on this host, whose name is the default.
+  const own = [{ SLIPWAY_NODE_NAME: 'node-a', ...opts.envA }, { SLIPWAY_NODE_NAME: 'node-b', ...opts.envB }];
+  const [a, b] = await Promise.all(own.map((extra, i) => startSpawned({ dataDir: dirs[i]!.dir, env: { ...env, ...extra }, startTimeoutMs: 120_000 })));
   t.teardown(async () => { await Promise.all([a!.stop(), b!.stop()]); });
   const operatorKey = a!.apiKey ?? b!.apiKey;
   if (!operatorKey) throw new Error(`no node printed the operator's API key:\n${a!.output()}\n${b!.output()}`);
   return {
-    db, s3, a: a!, b: b!, operatorKey, env,
+    db, s3, a: a!, b: b!, operatorKey, env, envA: own[0]!,
     fsck: async () => {
       const r = await runCli(['fsck', '--full', '--json', '--data', dirs[0]!.dir], env);
       const line = r.stdout.trim().split('\n').pop() ?? '';
