@@ -12,8 +12,9 @@
  *   blob, no blob record without bytes (or with wrong bytes), no link without a record; the only
  *   leftovers are orphan files (bytes under their digest whose record the kill prevented), which
  *   no pull serves and GC removes after its grace period.
- * A restarted on its data directory (same node name) serves again and sees everything B took
- * meanwhile. What happens to the killed session's record is the upload engine's (per-node
+ * A restarted on its data directory (same node name) while B's traffic goes on (chunked
+ * upload sessions on B included, which A's start-up recovery must leave alone) serves again and
+ * sees everything B took meanwhile. What happens to the killed session's record is the upload engine's (per-node
  * sessions, engine/blobs/peer-sessions.ts): this test checks only that it is never served as a blob.
  */
 import t from 'tap';
@@ -25,7 +26,8 @@ import { startSpawned, waitFor } from '../helpers/harness.js';
 import { postgresSkip } from '../helpers/postgres.js';
 import { cephSkip } from '../helpers/ceph-rgw.js';
 import { basic, createApp, http } from '../helpers/http.js';
-import { startUpload } from '../helpers/registry.js';
+import { startUpload, withDigest, type Target } from '../helpers/registry.js';
+import { sha256 } from '../helpers/image.js';
 
 const skip = postgresSkip() || cephSkip();
 
@@ -33,6 +35,15 @@ const skip = postgresSkip() || cephSkip();
 function smallImage(n: string, common: Buffer): MemImage {
   const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config: { Env: [`N=${n}`] }, rootfs: { type: 'layers', diff_ids: [] } }));
   return memImage(config, [common, randomBytes(10_000 + Math.floor(Math.random() * 30_000))]);
+}
+
+/** POST, PATCH the bytes, PUT with the digest; resolves with the final status. */
+async function chunkedUpload(target: Target, repo: string, bytes: Buffer): Promise<string> {
+  const location = await startUpload(target, repo);
+  const p = await http('PATCH', location, { headers: { ...target.auth, 'content-type': 'application/octet-stream' }, body: bytes });
+  if (p.status !== 202) return `PATCH ${p.status} ${p.text.slice(0, 200)}`;
+  const put = await http('PUT', withDigest(p.headers.location!, sha256(bytes)), { headers: target.auth });
+  return put.status === 201 ? '201' : `PUT ${put.status} ${put.text.slice(0, 200)}`;
 }
 
 t.test('kill -9 of A mid-push while B keeps serving', { skip }, async (t) => {
@@ -50,10 +61,15 @@ t.test('kill -9 of A mid-push while B keeps serving', { skip }, async (t) => {
   const bLog: Array<{ what: string; ok: boolean; afterKill: boolean }> = [];
   const bPushed: Array<{ tag: string; img: MemImage }> = [];
   // B's traffic: pulls of the image pushed through A (bytes re-hashed) and pushes of its own.
-  const bTraffic = Promise.all([0, 1, 2].map(async (loop) => {
+  const bTraffic = Promise.all([0, 1, 2, 3].map(async (loop) => {
     for (let i = 0; !stop; i++) {
       const afterKill = killed;
-      if (loop === 0) {
+      if (loop === 3) {
+        // A chunked session on B (POST, PATCH, PUT through B's upload host), open while A dies and restarts.
+        const bytes = randomBytes(200_000);
+        const r = await chunkedUpload(onB, 'killapp/onb', bytes).catch((e: Error) => e.message);
+        bLog.push({ what: `chunked upload ${i}: ${r}`, ok: r === '201', afterKill });
+      } else if (loop === 0) {
         const tag = `b${i}`;
         const img = smallImage(tag, common);
         const r = await pushWithRetry(onB, 'killapp/onb', tag, img).catch((e: Error) => ({ acked: false, last: e.message }));
@@ -100,13 +116,20 @@ t.test('kill -9 of A mid-push while B keeps serving', { skip }, async (t) => {
   killed = true;
   const bBefore = bLog.length;
   await waitFor('B to answer 60 more requests after the kill', () => bLog.length >= bBefore + 60, { timeoutMs: 180_000, intervalMs: 50 });
+  await aTraffic;
+  // A back on its data directory (same node name) while B's traffic, chunked sessions included,
+  // goes on: A's start-up recovery must leave B's open sessions alone.
+  const again = await startSpawned({ dataDir: c.a.dataDir, env: { ...c.env, ...c.envA }, startTimeoutMs: 120_000 });
+  t.teardown(() => again.stop());
+  const bAtRestart = bLog.length;
+  await waitFor('B to answer 40 more requests after A restarted', () => bLog.length >= bAtRestart + 40, { timeoutMs: 180_000, intervalMs: 50 });
   stop = true;
-  await Promise.all([bTraffic, aTraffic]);
+  await bTraffic;
 
   const patchResult = await patchSettled;
   t.notOk(patchResult.ok, `the killed upload's client got an error (${patchResult.s.slice(0, 80)})`);
   t.ok(sent < 10_000 * big.length, 'the upload was still sending when A died');
-  t.same(bLog.filter((l) => !l.ok).map((l) => `${l.afterKill ? 'after' : 'before'}: ${l.what}`), [], `all of B's ${bLog.length} operations succeeded (${bLog.filter((l) => l.afterKill).length} after the kill)`);
+  t.same(bLog.filter((l) => !l.ok).map((l) => `${l.afterKill ? 'after' : 'before'}: ${l.what}`), [], `all of B's ${bLog.length} operations succeeded (${bLog.filter((l) => l.afterKill).length} after the kill, ${bLog.length - bAtRestart} after A restarted; chunked sessions among them)`);
   t.ok(aErrors.length >= 1, `A's in-flight pushes failed at the kill (${aErrors.length}: ${aErrors[0]?.slice(0, 80)})`);
 
   const problems: string[] = [];
@@ -125,9 +148,7 @@ t.test('kill -9 of A mid-push while B keeps serving', { skip }, async (t) => {
   }
   t.comment(`fsck after the kill: ${orphans.length} orphan file(s), ${report.problems.filter((p) => p.kind === 'stale-upload').length} stale session(s)`);
 
-  // A back on its data directory: serves what B took meanwhile.
-  const again = await startSpawned({ dataDir: c.a.dataDir, env: { ...c.env, ...c.envA }, startTimeoutMs: 120_000 });
-  t.teardown(() => again.stop());
+  // A restarted serves what B took meanwhile, and takes pushes.
   const last = bPushed[bPushed.length - 1]!;
   t.same(await servedIntact(again.urls.registry, c.operatorKey, 'killapp/onb', last.tag, last.img), [], 'A restarted serves an image B took after the kill');
   t.ok((await pushWithRetry({ registry: again.urls.registry, auth }, 'killapp/ona', 'after-restart', smallImage('r', common))).acked, 'A restarted takes pushes');
