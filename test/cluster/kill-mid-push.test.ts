@@ -119,8 +119,17 @@ t.test('kill -9 of A mid-push while B keeps serving', { skip }, async (t) => {
   await aTraffic;
   // A back on its data directory (same node name) while B's traffic, chunked sessions included,
   // goes on: A's start-up recovery must leave B's open sessions alone.
+  // And one session on B held open across A's start: half its bytes before, the rest after.
+  const held = randomBytes(300_000);
+  const heldAt = await startUpload(onB, 'killapp/onb');
+  const first = await http('PATCH', heldAt, { headers: { ...auth, 'content-type': 'application/octet-stream' }, body: held.subarray(0, 150_000) });
+  t.equal(first.status, 202, 'B: first half of a session before A restarts');
   const again = await startSpawned({ dataDir: c.a.dataDir, env: { ...c.env, ...c.envA }, startTimeoutMs: 120_000 });
   t.teardown(() => again.stop());
+  const second = await http('PATCH', first.headers.location!, { headers: { ...auth, 'content-type': 'application/octet-stream', 'content-range': `150000-${held.length - 1}` }, body: held.subarray(150_000) });
+  t.equal(second.status, 202, `B: the session survived A's start-up recovery (${second.text.slice(0, 120)})`);
+  const done = await http('PUT', withDigest(second.headers.location ?? first.headers.location!, sha256(held)), { headers: auth });
+  t.equal(done.status, 201, 'B: the held session completes');
   const bAtRestart = bLog.length;
   await waitFor('B to answer 40 more requests after A restarted', () => bLog.length >= bAtRestart + 40, { timeoutMs: 180_000, intervalMs: 50 });
   stop = true;
