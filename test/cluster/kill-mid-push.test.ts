@@ -14,7 +14,9 @@
  *   no pull serves and GC removes after its grace period.
  * A restarted on its data directory (same node name) while B's traffic goes on (chunked
  * upload sessions on B included, which A's start-up recovery must leave alone) serves again and
- * sees everything B took meanwhile. What happens to the killed session's record is the upload engine's (per-node
+ * sees everything B took meanwhile; a 12 MiB session on B, half sent before A's start and half
+ * after, completes. (Checked to fail with one node name for both: A's recovery then aborts B's
+ * multipart upload and the held session's PUT fails.) What happens to the killed session's record is the upload engine's (per-node
  * sessions, engine/blobs/peer-sessions.ts): this test checks only that it is never served as a blob.
  */
 import t from 'tap';
@@ -119,14 +121,16 @@ t.test('kill -9 of A mid-push while B keeps serving', { skip }, async (t) => {
   await aTraffic;
   // A back on its data directory (same node name) while B's traffic, chunked sessions included,
   // goes on: A's start-up recovery must leave B's open sessions alone.
-  // And one session on B held open across A's start: half its bytes before, the rest after.
-  const held = randomBytes(300_000);
+  // And one session on B held open across A's start: half its bytes before, the rest after; more
+  // than a part (SLIPWAY_S3_PART_SIZE 5 MiB), so it has a multipart upload A's recovery could abort.
+  const held = randomBytes(12 * 1024 * 1024);
+  const half = 6 * 1024 * 1024;
   const heldAt = await startUpload(onB, 'killapp/onb');
-  const first = await http('PATCH', heldAt, { headers: { ...auth, 'content-type': 'application/octet-stream' }, body: held.subarray(0, 150_000) });
+  const first = await http('PATCH', heldAt, { headers: { ...auth, 'content-type': 'application/octet-stream' }, body: held.subarray(0, half) });
   t.equal(first.status, 202, 'B: first half of a session before A restarts');
   const again = await startSpawned({ dataDir: c.a.dataDir, env: { ...c.env, ...c.envA }, startTimeoutMs: 120_000 });
   t.teardown(() => again.stop());
-  const second = await http('PATCH', first.headers.location!, { headers: { ...auth, 'content-type': 'application/octet-stream', 'content-range': `150000-${held.length - 1}` }, body: held.subarray(150_000) });
+  const second = await http('PATCH', first.headers.location!, { headers: { ...auth, 'content-type': 'application/octet-stream', 'content-range': `${half}-${held.length - 1}` }, body: held.subarray(half) });
   t.equal(second.status, 202, `B: the session survived A's start-up recovery (${second.text.slice(0, 120)})`);
   const done = await http('PUT', withDigest(second.headers.location ?? first.headers.location!, sha256(held)), { headers: auth });
   t.equal(done.status, 201, 'B: the held session completes');
