@@ -237,11 +237,11 @@ async function main(): Promise<void> {
     const pgStats = new pg.Client({ connectionString: db.connectionString });
     await pgStats.connect();
     stats = pgStats;
-    const one: Setup = { name: s3 ? 'pg+s3-1' : 'pg-1', nodes: [nodes[0]!], pgPid, pgStats, auth: basic(apiKey), token: '' };
+    const one: Setup = { name: s3 ? 'pgs3-1' : 'pg-1', nodes: [nodes[0]!], pgPid, pgStats, auth: basic(apiKey), token: '' };
     await prepare(one, apiKey, img);
     await measure(one, img);
     nodes.push(await startNode(shared, env));
-    await measure({ ...one, name: s3 ? 'pg+s3-2' : 'pg-2', nodes: [...nodes] }, img);
+    await measure({ ...one, name: s3 ? 'pgs3-2' : 'pg-2', nodes: [...nodes] }, img);
   } finally {
     await stats?.end();
     for (const n of nodes) await n.stop();
