@@ -56,13 +56,17 @@ export async function putLayerScansInTransaction(tx: MetadataTransaction, scans:
 /**
  * Records `size` verified bytes of `digest`, committed at `now` (ms): creates the record with no
  * references, or heals one that is quarantined or of another size (verified bytes replaced its
- * bytes, the `reuse` rule of blobs/uploads.ts and registry/gc.ts), keeping its references; an intact record is left
- * as is. Inside the caller's transaction (an upload's commit, blobs/uploads.ts).
+ * bytes, the `reuse` rule of blobs/uploads.ts and registry/gc.ts), keeping its references. An
+ * intact record with no references is touched (`touchedAt = now`): the client just told 201 gets
+ * the GC grace period to reference it, as after a HEAD (registry/gc.ts), also when the record is
+ * older than the grace (a layer of a deleted image pushed again). An intact referenced record is
+ * left as is. Inside the caller's transaction (an upload's commit, blobs/uploads.ts).
  */
 export async function recordVerifiedBlobInTransaction(tx: MetadataTransaction, digest: Digest, size: number, now: number): Promise<void> {
   const existing = await tx.get(blobs, digest);
   if (!existing) tx.put(blobs, digest, { size, createdAt: now, refs: 0 });
   else if (existing.quarantined || existing.size !== size) tx.put(blobs, digest, { size, createdAt: now, refs: existing.refs });
+  else if (existing.refs === 0) tx.put(blobs, digest, { ...existing, touchedAt: now });
 }
 
 /**

@@ -268,8 +268,11 @@ export class PostgresMetadataStore implements MetadataStore {
           await client.query('ROLLBACK').catch((rollbackError) => { broken = rollbackError; });
           if (broken) throw translate(e);
           if (isRetryable(e)) {
-            // Back off a little, growing, so two transactions that keep colliding separate.
-            await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 2)));
+            // Back off with full jitter, doubling up to 100 ms (4, 8, 16, … ms), so transactions
+            // that keep colliding separate. A linear 2 ms step was too short: eight concurrent
+            // manifest PUTs on images sharing base layers (each raises those blobs' refs) lost
+            // 16 times in a row on a loaded machine (test/cluster/gc-under-pushes.test.ts).
+            await new Promise((r) => setTimeout(r, Math.random() * Math.min(100, 2 ** (attempt + 1))));
             continue;
           }
           throw translate(e);

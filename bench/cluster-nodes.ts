@@ -1,0 +1,90 @@
+/**
+ * Nodes for the cluster benchmark (bench/cluster.ts): `slipway serve` child processes on the
+ * embedded store or on one PostgreSQL (test/helpers/postgres.ts) with one server key, and the
+ * CPU seconds the PostgreSQL server has used (postmaster and every backend, from /proc).
+ */
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { collectLines, exitError } from './servers/target.js';
+import { stopChild, trackChild } from './cleanup.js';
+import { clockTicks } from './procstat.js';
+
+const CLI = fileURLToPath(new URL('../server/cli.js', import.meta.url));
+
+/** A running node. */
+export interface BenchNode {
+  urls: { registry: string; api: string; upload: string; admin: string };
+  pid: number;
+  /** The operator's API key, when this node created the operator. */
+  apiKey?: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `slipway serve` on `dataDir` with free ports, plain HTTP on the registry host, warn logs
+ * and no rate limit to speak of (the benchmark measures the request paths, not the 429s).
+ * @throws Error with the node's output when it exits or does not listen within 60 s.
+ */
+export async function startNode(dataDir: string, env: Record<string, string>): Promise<BenchNode> {
+  const ports = ['registry', 'api', 'auth', 'upload', 'admin'].flatMap((h) => [`--${h}-port`, '0']);
+  const proc = spawn(process.execPath, [CLI, 'serve', '--data', dataDir, ...ports], {
+    env: {
+      ...process.env, SLIPWAY_LOG_LEVEL: 'warn', SLIPWAY_REGISTRY_TLS: 'off',
+      SLIPWAY_RATE_LIMIT_POOL: '1000000000', SLIPWAY_RATE_LIMIT_PER_MINUTE: '1000000000', ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  trackChild(proc);
+  let apiKey: string | undefined;
+  let onListening: (m: RegExpExecArray) => void = () => {};
+  const listening = new Promise<RegExpExecArray>((resolve) => { onListening = resolve; });
+  const tail = collectLines(proc, (line) => {
+    const k = /^\s+api_key\s+(\S+)$/.exec(line);
+    if (k) apiKey = k[1];
+    const m = /^slipway listening registry=(\S+) api=(\S+) auth=(\S+) upload=(\S+) admin=(\S+)/.exec(line);
+    if (m) onListening(m);
+  });
+  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`node did not start within 60 s:\n${tail.join('\n')}`)), 60_000).unref());
+  const m = await Promise.race([listening, exitError(proc, 'slipway', () => tail.join('\n')), timeout]);
+  return {
+    urls: { registry: m[1]!, api: m[2]!, upload: m[4]!, admin: m[5]! },
+    pid: proc.pid!, apiKey,
+    stop: () => stopChild(proc),
+  };
+}
+
+/** utime+stime (and, with `children`, cutime+cstime of reaped children) of a process, seconds. */
+function procSeconds(pid: number, children: boolean): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    // After "(comm)": utime is field 14 of the file (index 11 here), stime 15, cutime 16, cstime 17.
+    return (f[11]! + f[12]! + (children ? f[13]! + f[14]! : 0)) / clockTicks();
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * CPU seconds used so far by a PostgreSQL server: its postmaster (with the reaped children's
+ * times: backends that ended) plus every live child process (backends, WAL writer,
+ * checkpointer…). `postmasterPid` is the first line of `<data>/postmaster.pid`.
+ */
+export function postgresSeconds(postmasterPid: number): number {
+  let total = procSeconds(postmasterPid, true);
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === postmasterPid) total += procSeconds(Number(e), false);
+    } catch { /* process ended between the listing and the read */ }
+  }
+  return total;
+}
+
+/** The postmaster's pid of a data directory (first line of postmaster.pid). */
+export function postmasterPid(dataDir: string): number {
+  return Number(readFileSync(`${dataDir}/postmaster.pid`, 'utf8').split('\n')[0]);
+}
