@@ -6,6 +6,7 @@
  */
 import { resolve } from 'node:path';
 import { loadBlobStoreSettings, type BlobStoreSettings } from './blob-store-settings.js';
+import { PART_HEADROOM } from '../engine/blobs/s3-writer.js';
 import { redactDatabaseUrl, type DatabaseSettings } from '../engine/store.js';
 import { decodeServerKey } from '../engine/identity/keys.js';
 import { checkNodeName, defaultNodeName } from '../engine/blobs/node-name.js';
@@ -363,6 +364,13 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     if (v !== undefined) set(k, v, `flag --${flag}`);
   }
   c.blobStore = loadBlobStoreSettings(env);
+  if (c.blobStore.kind === 's3') {
+    // An S3 session's part buffer comes from the upload memory budget beside the transports'
+    // receive buffers (engine/blobs/s3-writer.ts): a smaller budget could never accept a byte.
+    const MIB = 1024 * 1024;
+    const least = Math.ceil((c.blobStore.partSizeBytes + PART_HEADROOM) / MIB);
+    if (c.uploadMemoryMiB < least) throw new Error(`SLIPWAY_UPLOAD_MEMORY: ${c.uploadMemoryMiB} MiB cannot hold one S3 part (SLIPWAY_S3_PART_SIZE ${c.blobStore.partSizeBytes / MIB} MiB) beside ${PART_HEADROOM / MIB} MiB of receive buffers; set at least ${least}`);
+  }
   c.dataDir = resolve(c.dataDir);
   if (c.keyFile !== undefined) c.keyFile = resolve(c.keyFile);
   if (c.acceptedKeyFile !== undefined) c.acceptedKeyFile = resolve(c.acceptedKeyFile);

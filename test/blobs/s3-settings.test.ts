@@ -8,6 +8,10 @@ import { createServer } from 'node:net';
 import { S3Client, CreateBucketCommand } from '@aws-sdk/client-s3';
 import { loadBlobStoreSettings, probeBucket, s3ClientSettings, type S3Settings } from '../../server/blob-store-settings.js';
 import { startCephRgw, cephSkip } from '../helpers/ceph-rgw.js';
+import { loadConfig } from '../../server/config.js';
+import { PART_HEADROOM } from '../../engine/blobs/s3-writer.js';
+
+const MIB = 1024 * 1024;
 
 const base = { SLIPWAY_BLOB_STORE: 's3', SLIPWAY_S3_BUCKET: 'slipway-blobs', SLIPWAY_S3_ENDPOINT: 'http://127.0.0.1:7480' };
 
@@ -35,6 +39,13 @@ t.test('bad values name their setting', async (t) => {
     [{ ...base, SLIPWAY_S3_REGION: 'EU WEST' }, /SLIPWAY_S3_REGION: "EU WEST"/],
   ];
   for (const [env, message] of cases) t.throws(() => loadBlobStoreSettings(env), message, JSON.stringify(env));
+});
+
+t.test('the upload memory budget must hold one part beside the receive buffers', async (t) => {
+  const least = Math.ceil((8 * MIB + PART_HEADROOM) / MIB);
+  t.throws(() => loadConfig({ ...base, SLIPWAY_UPLOAD_MEMORY: String(least - 1) }), new RegExp(`SLIPWAY_UPLOAD_MEMORY: ${least - 1} MiB cannot hold one S3 part .*set at least ${least}`));
+  t.equal(loadConfig({ ...base, SLIPWAY_UPLOAD_MEMORY: String(least) }).uploadMemoryMiB, least, 'exactly enough is accepted');
+  t.equal(loadConfig({ SLIPWAY_UPLOAD_MEMORY: '1' }).uploadMemoryMiB, 1, 'the filesystem store has no such floor');
 });
 
 t.test('the start-up probe on a real RGW', { skip: cephSkip() }, async (t) => {
