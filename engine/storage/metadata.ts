@@ -230,16 +230,21 @@ export function checkLockName(name: string): void {
   if (!/^[a-z0-9-]{1,64}$/.test(name)) throw new RangeError(`invalid lock name ${JSON.stringify(name)}`);
 }
 
-/** A transaction kept conflicting with concurrent commits. */
-export class TransactionConflictError extends Error {
+/** Seconds a client is told to wait before retrying a request refused with StoreUnavailableError. */
+export const STORE_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * A transaction kept conflicting with concurrent commits through every attempt (a hot record
+ * under many writers, e.g. a shared layer's reference count while GC runs). Nothing was
+ * written; the request may simply be sent again, so every host answers it like an unreachable
+ * store: a SlipwayError of code STORE_UNAVAILABLE (503 with Retry-After), never a 500.
+ */
+export class TransactionConflictError extends SlipwayError {
   constructor(readonly attempts: number) {
-    super(`transaction conflicted with concurrent changes ${attempts} times; try again`);
+    super('STORE_UNAVAILABLE', `transaction conflicted with concurrent changes ${attempts} times; retry shortly`, { retryAfter: 1 });
     this.name = 'TransactionConflictError';
   }
 }
-
-/** Seconds a client is told to wait before retrying a request refused with StoreUnavailableError. */
-export const STORE_RETRY_AFTER_SECONDS = 2;
 
 /**
  * The metadata backend cannot be reached, or did not answer within its timeouts (networked

@@ -80,7 +80,8 @@ export interface PushOutcome { acked: boolean; attempts: number; last: string }
 /**
  * Pushes an image the way docker does (HEAD each blob, upload the missing ones, PUT the
  * manifest); when the PUT answers MANIFEST_BLOB_UNKNOWN (GC removed a blob between its upload
- * and the PUT, engine/registry/gc.ts) the client starts over, up to `attempts` times.
+ * and the PUT, engine/registry/gc.ts) the client starts over, and after a 503 it waits the
+ * Retry-After and sends again (as docker and containerd do), up to `attempts` times in all.
  */
 export async function pushWithRetry(target: Target, repo: string, tag: string, img: MemImage, attempts = 10): Promise<PushOutcome> {
   let last = '';
@@ -94,6 +95,12 @@ export async function pushWithRetry(target: Target, repo: string, tag: string, i
     const m = await putManifest(target, repo, tag, img.manifest);
     if (m.status === 201) return { acked: true, attempts: i, last: '' };
     last = `${m.status} ${errCode(m) ?? ''} ${m.text.slice(0, 300)}`;
+    // A 503 with Retry-After (the store too contended or away; nothing was written): wait as told, send again.
+    const retryAfter = m.status === 503 ? Number(m.headers['retry-after']) : NaN;
+    if (retryAfter > 0) {
+      await new Promise((r) => setTimeout(r, retryAfter * 1000));
+      continue;
+    }
     if (errCode(m) !== 'MANIFEST_BLOB_UNKNOWN') break;
   }
   return { acked: false, attempts, last };

@@ -217,7 +217,11 @@ export function metadataContractSuite(t: Test, target: ContractTarget): void {
       const v = (await tx.get(counters, 'retry')) ?? 0;
       await store.transact((other) => other.put(counters, 'retry', v + 1));
       tx.put(counters, 'retry', -1);
-    }, { maxAttempts: 3 }), TransactionConflictError);
+    }, { maxAttempts: 3 }).catch((e: unknown) => {
+      // What the hosts answer: 503 with Retry-After (STORE_UNAVAILABLE), not a 500.
+      t.match(e, { code: 'STORE_UNAVAILABLE', detail: { retryAfter: 1 } }, 'a retryable store error');
+      throw e;
+    }), TransactionConflictError);
     t.equal(runs, 3);
     t.not(await store.get(counters, 'retry'), -1, 'no conflicting attempt was written');
   });
