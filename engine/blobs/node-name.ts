@@ -11,13 +11,13 @@
  * characters), which the S3 layout of builds without node names put in the same position.
  */
 import { hostname } from 'node:os';
+import { isUploadId } from './records.js';
 
 const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
-const SESSION_ID = /^[a-f0-9]{32}$/;
 
 /** Whether `name` is a valid node name (see the file header). */
 export function isNodeName(name: string): boolean {
-  return NODE_NAME.test(name) && !SESSION_ID.test(name);
+  return NODE_NAME.test(name) && !isUploadId(name);
 }
 
 /**

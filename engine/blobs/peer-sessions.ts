@@ -48,7 +48,7 @@
 import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import type { BlobBackend } from './contract.js';
-import type { UploadRecord } from './records.js';
+import { isUploadId, type UploadRecord } from './records.js';
 import { uploads as uploadRecords } from './keyspaces.js';
 import { fail, type SlipwayError } from '../errors.js';
 
@@ -80,9 +80,18 @@ export class PeerSessions {
     readonly staleAfterMs: number,
   ) {}
 
-  /** Whether `rec` belongs to another node (legacy records without a node belong to every node). */
+  /**
+   * Whether a session of `node` (a record's `node`, a stored session's `SessionInfo.node`) is
+   * this node's: its own name, or none (records and keys of builds before node names, and the
+   * filesystem's sessions, belong to every node).
+   */
+  ownsSession(node: string | undefined): boolean {
+    return !node || node === this.node;
+  }
+
+  /** Whether `rec` belongs to another node (see `ownsSession`). */
   isPeers(rec: UploadRecord): boolean {
-    return rec.node !== undefined && rec.node !== this.node;
+    return !this.ownsSession(rec.node);
   }
 
   /** Replaces the snapshot with the peers' records among `records` (all of `uploads`). */
@@ -105,7 +114,7 @@ export class PeerSessions {
    * node's, a legacy one, or unknown.
    */
   async ownerOf(id: string): Promise<string | undefined> {
-    if (!/^[a-f0-9]{32}$/.test(id)) return undefined;
+    if (!isUploadId(id)) return undefined;
     const rec = await this.metadata.get(uploadRecords, id);
     return rec && this.isPeers(rec) ? rec.node : undefined;
   }
@@ -128,7 +137,7 @@ export class PeerSessions {
     // The store's sessions first: a session listed here whose record is read below is skipped.
     const listed: { id: string; node: string; startedAt: Date }[] = [];
     for await (const s of this.blobs.sessions()) {
-      if (s.node && s.node !== this.node && stale(s.startedAt.getTime())) listed.push({ id: s.id, node: s.node, startedAt: s.startedAt });
+      if (!this.ownsSession(s.node) && stale(s.startedAt.getTime())) listed.push({ id: s.id, node: s.node!, startedAt: s.startedAt });
     }
     const records = await this.refresh();
     let removed = 0;

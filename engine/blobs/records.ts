@@ -36,6 +36,15 @@ export interface BlobRecord {
 }
 
 /**
+ * Whether `id` has the form of the ids the upload service gives sessions (engine/blobs/uploads.ts:
+ * 16 random bytes, lowercase hex). Narrower than the blob contract's `isSessionId`, which every
+ * backend accepts.
+ */
+export function isUploadId(id: string): boolean {
+  return /^[a-f0-9]{32}$/.test(id);
+}
+
+/**
  * An upload session: bytes so far live in the blob backend's session `id` (filesystem
  * `uploads/<id>`, S3 `uploads/<node>/<id>/data`).
  */

@@ -31,7 +31,7 @@ import type { Digest } from '../digest.js';
 import { SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
 import type { BlobBackend, BlobWriter } from './contract.js';
-import type { UploadRecord } from './records.js';
+import { isUploadId, type UploadRecord } from './records.js';
 import { newLive, SessionBook, type Lease, type LiveState } from './session-book.js';
 
 export type { Lease } from './session-book.js';
@@ -160,7 +160,7 @@ export class Uploads {
    * @throws BLOB_UPLOAD_UNKNOWN when it does not exist, ended, or belongs to another repository.
    */
   get(id: string, repository: string): UploadRecord {
-    const valid = /^[a-f0-9]{32}$/.test(id) && !this.#book.hasEnded(id);
+    const valid = isUploadId(id) && !this.#book.hasEnded(id);
     const rec = valid ? (this.#live.get(id)?.unrecorded ?? this.#recorded.get(id)) : undefined;
     if (!rec || rec.repository !== repository) throw unknownSession(id);
     return rec;
@@ -415,8 +415,7 @@ export class Uploads {
    */
   async #recover(): Promise<void> {
     for await (const { id, node } of this.blobs.sessions()) {
-      const mine = node === undefined || node === '' || node === this.node;
-      if (mine && !this.#recorded.has(id)) await this.blobs.abortSession(id, node ?? '');
+      if (this.peers.ownsSession(node) && !this.#recorded.has(id)) await this.blobs.abortSession(id, node ?? '');
     }
     for (const rec of [...this.#recorded.values()]) {
       const writer = await this.blobs.resume(rec.id, rec.offset);
