@@ -153,15 +153,16 @@ class H1Exchange implements Exchange {
             body.destroy();
           }
           if (sent !== length && !this.#aborted) throw new Error(`the blob stream gave ${sent} of ${length} bytes`);
-        }
-        for (let pos = source.stream ? length : 0; pos < length && !this.#aborted;) {
-          // A fresh buffer per chunk: the socket holds it until written.
-          const chunk = Buffer.allocUnsafe(Math.min(FILE_CHUNK_BYTES, length - pos));
-          const n = await source.read(chunk, start + pos);
-          if (n !== chunk.length) throw new Error(`short read at byte ${start + pos}`);
-          pos += n;
-          if (this.#aborted) break;
-          if (!conn.write(chunk)) await conn.drained();
+        } else {
+          for (let pos = 0; pos < length && !this.#aborted;) {
+            // A fresh buffer per chunk: the socket holds it until written.
+            const chunk = Buffer.allocUnsafe(Math.min(FILE_CHUNK_BYTES, length - pos));
+            const n = await source.read(chunk, start + pos);
+            if (n !== chunk.length) throw new Error(`short read at byte ${start + pos}`);
+            pos += n;
+            if (this.#aborted) break;
+            if (!conn.write(chunk)) await conn.drained();
+          }
         }
       } catch {
         conn.socket.destroy(); // the client sees a short body, never a wrong one
