@@ -25,8 +25,11 @@ t.teardown(async () => { await thread.close(); rmSync(dir, { recursive: true, fo
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const backend = new FsBlobBackend(dir, { newHash: thread.create });
 
-/** Feeds `data` through regions (the zero-copy path), `step` bytes at most per commit. */
-async function feedRegions(w: UploadWriter, data: Buffer, step: number, seen?: Set<ArrayBufferLike>): Promise<void> {
+/**
+ * Feeds `data` through regions (the zero-copy path), `step` bytes at most per commit;
+ * `onRegion` sees each region once its bytes are copied in, before the commit.
+ */
+async function feedRegions(w: UploadWriter, data: Buffer, step: number, onRegion?: (r: Buffer) => void): Promise<void> {
   let off = 0;
   while (off < data.length) {
     const r = w.region();
@@ -34,9 +37,9 @@ async function feedRegions(w: UploadWriter, data: Buffer, step: number, seen?: S
       await new Promise<void>((resolve) => w.onDrain(resolve));
       continue;
     }
-    seen?.add(r.buffer);
     const n = Math.min(step, r.length, data.length - off);
     data.copy(r, 0, off, off + n);
+    onRegion?.(r);
     off += n;
     if (!w.commit(n)) await new Promise<void>((resolve) => w.onDrain(resolve));
   }
@@ -87,7 +90,7 @@ t.test('a session reuses its free buffers, never the one a cut-off socket may st
   const first = randomBytes(3 * BUFFER_BYTES + 12_345);
   const a = new UploadWriter(blob, memory);
   const aBuffers = new Set<ArrayBufferLike>();
-  await feedRegions(a, first, BUFFER_BYTES, aBuffers);
+  await feedRegions(a, first, BUFFER_BYTES, (r) => aBuffers.add(r.buffer));
   const held = a.region()!; // the body is cut off here: the socket still holds this region
   await a.end();
   await waitFor('the budget given back once the hash released the last buffers', () => memory.used === 0, { timeoutMs: 10_000, intervalMs: 5 });
@@ -95,21 +98,11 @@ t.test('a session reuses its free buffers, never the one a cut-off socket may st
   const second = randomBytes(2 * BUFFER_BYTES + 999);
   const b = new UploadWriter(blob, memory);
   let reused = 0;
-  let off = 0;
-  while (off < second.length) {
-    const r = b.region();
-    if (!r) {
-      await new Promise<void>((resolve) => b.onDrain(resolve));
-      continue;
-    }
+  await feedRegions(b, second, Infinity, (r) => {
     if (r.buffer === held.buffer) t.fail('the region a socket may hold was handed out again');
     if (aBuffers.has(r.buffer)) reused++;
-    const n = Math.min(r.length, second.length - off);
-    second.copy(r, 0, off, off + n);
     held.fill(0xee); // the dead connection keeps writing
-    off += n;
-    if (!b.commit(n)) await new Promise<void>((resolve) => b.onDrain(resolve));
-  }
+  });
   await b.end();
   t.ok(reused > 0, `the second writer filled buffers of the first (${reused} regions)`);
   const all = Buffer.concat([first, second]);
