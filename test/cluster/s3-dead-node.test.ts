@@ -9,8 +9,8 @@ import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
 import { cephSkip } from '../helpers/ceph-rgw.js';
-import { startPostgres, postgresSkip } from '../helpers/postgres.js';
-import { startS3Store } from '../helpers/s3-store.js';
+import { postgresSkip } from '../helpers/postgres.js';
+import { startSharedStores } from '../helpers/cluster.js';
 import { startInProcess, waitFor } from '../helpers/harness.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { startUpload } from '../helpers/registry.js';
@@ -23,10 +23,7 @@ const TTL_S = 60;
 const MiB = 1024 * 1024;
 
 t.test("a dead node's sessions are reaped by another node past twice the TTL, not before", { skip }, async (t) => {
-  const db = await startPostgres();
-  t.teardown(() => db.stop());
-  const s3 = await startS3Store();
-  t.teardown(() => s3.stop());
+  const { db, s3 } = await startSharedStores(t);
   const clock = new ManualClock(Date.now());
   const serverKey = randomBytes(32).toString('base64');
   const start = (node: string) => startInProcess({

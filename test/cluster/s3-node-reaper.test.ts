@@ -17,8 +17,8 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ListMultipartUploadsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { cephSkip } from '../helpers/ceph-rgw.js';
-import { startPostgres, postgresSkip } from '../helpers/postgres.js';
-import { startS3Store } from '../helpers/s3-store.js';
+import { postgresSkip } from '../helpers/postgres.js';
+import { startSharedStores } from '../helpers/cluster.js';
 import { digestOf } from '../helpers/engine.js';
 import { ManualClock } from '../../engine/clock.js';
 import { storeOver } from '../../engine/store.js';
@@ -41,10 +41,7 @@ const TTL = 1000;
 const ALLOWED = new Set(['UPLOAD_BUSY', 'BLOB_UPLOAD_UNKNOWN', 'BLOB_UPLOAD_INVALID', 'UNAVAILABLE']);
 
 t.test("the reaper lock's holder reaping a node's session while that node appends and completes it", { skip }, async (t) => {
-  const db = await startPostgres();
-  t.teardown(() => db.stop());
-  const s3 = await startS3Store({ memstoreBytes: 2 * 1024 ** 3 });
-  t.teardown(() => s3.stop());
+  const { db, s3 } = await startSharedStores(t, { memstoreBytes: 2 * 1024 ** 3 });
   const clock = new ManualClock(Date.now());
   /** A node: its own connection pool to the database, its own S3 backend instance. */
   const node = async (name: string) => {

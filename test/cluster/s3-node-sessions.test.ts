@@ -13,8 +13,8 @@ import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
 import { cephSkip } from '../helpers/ceph-rgw.js';
-import { startPostgres, postgresSkip } from '../helpers/postgres.js';
-import { startS3Store } from '../helpers/s3-store.js';
+import { postgresSkip } from '../helpers/postgres.js';
+import { startSharedStores } from '../helpers/cluster.js';
 import { ManualClock } from '../../engine/clock.js';
 import { storeOver } from '../../engine/store.js';
 import { PostgresMetadataStore } from '../../engine/storage/postgres-metadata.js';
@@ -27,10 +27,7 @@ const PREFIX = 'sessions/';
 const TTL = 60_000;
 
 t.test('node-owned sessions in the S3 backend and the upload service', { skip }, async (t) => {
-  const db = await startPostgres();
-  t.teardown(() => db.stop());
-  const s3 = await startS3Store();
-  t.teardown(() => s3.stop());
+  const { db, s3 } = await startSharedStores(t);
   const clock = new ManualClock(Date.now());
   const backend = (node?: string) => new S3BlobBackend({ client: s3.client, bucket: s3.bucket, prefix: PREFIX, partSize: MIN_PART_SIZE, ...(node === undefined ? {} : { node }) });
   const uploadsOf = async (node: string, maxSessionsPerAccount?: number) => {

@@ -19,8 +19,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
 import { cephSkip } from '../helpers/ceph-rgw.js';
-import { startPostgres, postgresSkip } from '../helpers/postgres.js';
-import { startS3Store } from '../helpers/s3-store.js';
+import { postgresSkip } from '../helpers/postgres.js';
+import { startSharedStores } from '../helpers/cluster.js';
 import { startSpawned, waitFor, type SpawnedSlipway } from '../helpers/harness.js';
 import { tempDir } from '../helpers/server.js';
 import { basic, createApp, errCode, errMessage, http, type Reply } from '../helpers/http.js';
@@ -36,10 +36,7 @@ const MiB = 1024 * 1024;
 const PREFIX = 'nodes/';
 
 t.test('two nodes on one PostgreSQL and one S3 prefix', { skip }, async (t) => {
-  const db = await startPostgres();
-  t.teardown(() => db.stop());
-  const s3 = await startS3Store({ memstoreBytes: 2 * 1024 ** 3 });
-  t.teardown(() => s3.stop());
+  const { db, s3 } = await startSharedStores(t, { memstoreBytes: 2 * 1024 ** 3 });
   const serverKey = randomBytes(32).toString('base64');
   const dirs = { 'node-a': tempDir(), 'node-b': tempDir() };
   t.teardown(() => { for (const d of Object.values(dirs)) d.cleanup(); });

@@ -15,6 +15,18 @@ import { basic, errCode, http } from './http.js';
 import { pushBlob, putManifest, type Target } from './registry.js';
 import { sha256 } from './image.js';
 
+/**
+ * Starts the stores nodes share: a real PostgreSQL and a real Ceph RGW (`s3Options`: its
+ * memstore size), both stopped by `t`'s teardown.
+ */
+export async function startSharedStores(t: Test, s3Options: Parameters<typeof startS3Store>[0] = {}): Promise<{ db: Postgres; s3: S3Store }> {
+  const db = await startPostgres();
+  t.teardown(() => db.stop());
+  const s3 = await startS3Store(s3Options);
+  t.teardown(() => s3.stop());
+  return { db, s3 };
+}
+
 /** A running two-node cluster. */
 export interface Cluster {
   db: Postgres;
@@ -37,10 +49,7 @@ export interface Cluster {
  * teardown, nodes first.
  */
 export async function startCluster(t: Test, opts: { prefix: string; envA?: Record<string, string>; envB?: Record<string, string> }): Promise<Cluster> {
-  const db = await startPostgres();
-  t.teardown(() => db.stop());
-  const s3 = await startS3Store();
-  t.teardown(() => s3.stop());
+  const { db, s3 } = await startSharedStores(t);
   const env = { ...s3.env(opts.prefix), SLIPWAY_SERVER_KEY: randomBytes(32).toString('base64'), SLIPWAY_DATABASE_URL: db.connectionString };
   const dirs = [tempDir(), tempDir()];
   t.teardown(() => { for (const d of dirs) d.cleanup(); });
