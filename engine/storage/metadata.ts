@@ -241,8 +241,8 @@ export const STORE_RETRY_AFTER_SECONDS = 2;
  */
 export class TransactionConflictError extends SlipwayError {
   constructor(readonly attempts: number) {
+    // The name stays 'SlipwayError': the hosts recognise their errors by it (isSlipwayError).
     super('STORE_UNAVAILABLE', `transaction conflicted with concurrent changes ${attempts} times; retry shortly`, { retryAfter: 1 });
-    this.name = 'TransactionConflictError';
   }
 }
 

@@ -5,6 +5,7 @@
  * their limit, durability across a reopen, key limits, exclusive locks, and the refusal of values
  * that are not plain JSON-representable data (so no domain can store what one backend could not hold).
  */
+import { isSlipwayError } from '../../engine/errors.js';
 import type { Test } from 'tap';
 import {
   keyspace, key, MAX_KEY_BYTES, readMaybe, TransactionConflictError,
@@ -219,9 +220,11 @@ export function metadataContractSuite(t: Test, target: ContractTarget): void {
       tx.put(counters, 'retry', -1);
     }, { maxAttempts: 3 }).catch((e: unknown) => {
       // What the hosts answer: 503 with Retry-After (STORE_UNAVAILABLE), not a 500.
+      t.ok(e instanceof TransactionConflictError, 'a TransactionConflictError');
+      t.ok(isSlipwayError(e), 'an error the hosts map (isSlipwayError), not a 500');
       t.match(e, { code: 'STORE_UNAVAILABLE', detail: { retryAfter: 1 } }, 'a retryable store error');
       throw e;
-    }), TransactionConflictError);
+    }), { message: /conflicted with concurrent changes 3 times/ });
     t.equal(runs, 3);
     t.not(await store.get(counters, 'retry'), -1, 'no conflicting attempt was written');
   });
