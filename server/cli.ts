@@ -20,6 +20,7 @@ import { openStore } from '../engine/store.js';
 import { StoreUnavailableError } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { adoptServerKey, checkServerKey } from '../engine/identity/key-check.js';
+import { clusterGraceMs } from '../engine/registry/gc-grace.js';
 import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
 import { Apps } from '../engine/platform/apps.js';
 import { systemClock } from '../engine/clock.js';
@@ -126,7 +127,8 @@ async function collectGarbage(config: Config, dryRun: boolean, json: boolean): P
   let report: GcReport;
   try {
     const gc = new GarbageCollector(store.metadata, blobs.backend, systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
-    report = await gc.run({ dryRun });
+    // The longest grace any running node announced (engine/registry/gc-grace.ts), never less than ours.
+    report = await gc.run({ dryRun, graceMs: await clusterGraceMs(store.metadata, gc.options.graceMs, systemClock.now()) });
   } finally {
     await store.close();
     blobs.close();

@@ -13,7 +13,8 @@ import { openStore, storeOver, type Store } from '../engine/store.js';
 import { runWhenExclusive, type MetadataStore } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { checkServerKey, resealSecrets } from '../engine/identity/key-check.js';
-import { GarbageCollector } from '../engine/registry/gc.js';
+import { announceGrace, clusterGraceMs } from '../engine/registry/gc-grace.js';
+import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
 import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
 import type { S3BlobBackend } from '../engine/blobs/s3-backend.js';
 import { blobHasher } from '../engine/blobs/hash-blob.js';
@@ -91,6 +92,8 @@ export interface RunningServer {
   blobs: BlobBackend;
   /** The operator account created by this start, with its one-time secrets; null otherwise. */
   bootstrap: CreatedAccount | null;
+  /** Runs the scheduled GC job now (the `gc` lock, the cluster's longest grace); null when another node holds the lock. */
+  collectGarbage(): Promise<GcReport | null>;
   /** Runs the upload reaper now (it also runs every SLIPWAY_UPLOAD_REAP_INTERVAL); resolves with the sessions removed. */
   reapUploads(): Promise<number>;
   /** Runs the reaping of other nodes' long-dead upload sessions now, without taking the reaper lock (tests; the lock's holder does it every interval); resolves with the sessions removed. */
@@ -164,6 +167,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const registry = new Registry(store.metadata, blobs, clock, (r) => pool.inspectImage(blobSpec, r));
   const gc = new GarbageCollector(store.metadata, blobs, clock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
   registry.touchEveryMs = Math.min(5 * 60_000, gc.options.graceMs / 4);
+  // Every node announces its grace; a GC run keeps the longest announced (engine/registry/gc-grace.ts).
+  const announce = () => announceGrace(store.metadata, config.nodeName, gc.options.graceMs, clock.now());
+  await announce();
   await gc.recoverTrash();
   // Domain events (engine/events.ts) become JSON log lines.
   const unsubscribeEvents = EVENT_KINDS.map((kind) => subscribeEvent(kind, (m) => log.info({ event: kind, ...m }, `${kind} event`)));
@@ -247,6 +253,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   let reapRun: Promise<unknown> | undefined;
   const reaper = setInterval(() => {
     reapRun ??= uploads.reap()
+      .then(announce)
       .then(() => store.metadata.exclusive('upload-reaper', () => uploads.peers.reap()))
       // The lock holder's reap re-read every record; the others refresh the other nodes' counts.
       .then((outcome) => (outcome.ran ? undefined : uploads.peers.refresh()))
@@ -258,9 +265,12 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     reseal();
   }, 10 * 60_000);
   oauthPruner.unref();
+  // One GC run under the cluster-wide lock, with the longest grace any node announced.
+  const collect = () => store.metadata.exclusive('gc', async (signal) =>
+    gc.run({ signal, graceMs: await clusterGraceMs(store.metadata, gc.options.graceMs, clock.now()) }));
   let gcRun: Promise<unknown> | undefined;
   const gcTimer = config.gcIntervalSeconds > 0 ? setInterval(() => {
-    gcRun ??= store.metadata.exclusive('gc', (signal) => gc.run({ signal })).catch((e) => log.error({ err: e }, 'garbage collection failed')).finally(() => { gcRun = undefined; });
+    gcRun ??= collect().catch((e) => log.error({ err: e }, 'garbage collection failed')).finally(() => { gcRun = undefined; });
   }, config.gcIntervalSeconds * 1000) : undefined;
   gcTimer?.unref();
   log.info({ urls, dataDir: config.dataDir, blobStore: blobs.kind }, 'slipway started');
@@ -291,6 +301,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   })());
   return {
     config, urls, store, accounts, apps, oauth, blobs, bootstrap,
+    collectGarbage: async () => { const o = await collect(); return o.ran ? o.value : null; },
     reapUploads: () => uploads.reap(),
     reapOtherNodesUploads: () => uploads.peers.reap(),
     async drain() {

@@ -4,7 +4,7 @@
  * Names are the LMDB database names the data has always had (docs/storage.md).
  */
 import { keyspace } from '../storage/metadata.js';
-import type { ManifestRecord, RepositoryRecord, TagRecord } from './records.js';
+import type { GraceRecord, ManifestRecord, RepositoryRecord, TagRecord } from './records.js';
 
 /** repository name → repository record. */
 export const repositories = keyspace<RepositoryRecord>('registry', 'repositories');
@@ -22,3 +22,5 @@ export const manifestTags = keyspace<number>('registry', 'manifest-tags');
 export const manifests = keyspace<ManifestRecord>('registry', 'manifests');
 /** `config digest␟repository␟manifest digest` → time pushed (ms): the image-id index. */
 export const images = keyspace<number>('registry', 'images');
+/** node name → the GC grace period that node announced (gc-grace.ts). */
+export const gcGrace = keyspace<GraceRecord>('registry', 'gc-grace');

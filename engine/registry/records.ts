@@ -75,3 +75,11 @@ export function manifestBytes(record: Pick<ManifestRecord, 'text' | 'encoding'>)
 export function manifestSize(record: Pick<ManifestRecord, 'text' | 'encoding'>): number {
   return Buffer.byteLength(record.text, record.encoding === 'base64' ? 'base64' : 'utf8');
 }
+
+/** The GC grace period one node announced (gc-grace.ts). */
+export interface GraceRecord {
+  /** The node's grace period, ms. */
+  graceMs: number;
+  /** When the node last announced it, ms since epoch. */
+  seenAt: number;
+}
