@@ -14,6 +14,7 @@ import { runWhenExclusive, type MetadataStore } from '../engine/storage/metadata
 import { ServerKeys } from '../engine/identity/keys.js';
 import { checkServerKey, resealSecrets } from '../engine/identity/key-check.js';
 import { announceGrace, clusterGraceMs } from '../engine/registry/gc-grace.js';
+import { claimNodeName, type NodeClaim } from '../engine/blobs/node-claim.js';
 import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
 import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
 import type { S3BlobBackend } from '../engine/blobs/s3-backend.js';
@@ -124,6 +125,18 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await store.close();
     throw e;
   }
+  // One running node per SLIPWAY_NODE_NAME, before start-up recovery touches "our" sessions (engine/blobs/node-claim.ts).
+  let nodeClaim: NodeClaim;
+  try {
+    nodeClaim = await claimNodeName(store.metadata, config.nodeName, (what, err) => {
+      if (what === 'reclaimed') log.info({ node: config.nodeName }, 'node name claimed again');
+      else if (what === 'taken') log.error({ node: config.nodeName }, 'another running node took this node\'s name: give every node its own SLIPWAY_NODE_NAME');
+      else log.warn({ node: config.nodeName, err }, 'lost the node-name lock (database connection); claiming it again');
+    });
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
   // The bytes (SLIPWAY_BLOB_STORE): the data directory, or an S3 bucket probed now (bad or
   // unreachable settings stop the start naming the setting). Sessions hash on the hash thread.
   // Uploads dedupe by record, not by bytes: safe against online GC (engine/registry/gc.ts).
@@ -131,6 +144,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   try {
     blobStore = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir, { newHash: () => hashThread.create() }), () => hashThread.create(), config.nodeName);
   } catch (e) {
+    await nodeClaim.release();
     await store.close();
     throw e;
   }
@@ -297,6 +311,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await pool.close();
     await hashThread.close();
     blobStore.close();
+    await nodeClaim.release();
     await store.close();
   })());
   return {

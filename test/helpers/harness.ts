@@ -60,9 +60,21 @@ export interface StartOptions {
   startTimeoutMs?: number;
 }
 
-/** The SLIPWAY_* settings of `opts`: `env`, plus SLIPWAY_DATABASE_URL from `databaseUrl`. */
-function settingsOf(opts: StartOptions): Record<string, string> {
-  return { ...opts.env, ...(opts.databaseUrl === undefined ? {} : { SLIPWAY_DATABASE_URL: opts.databaseUrl }) };
+let nodesStarted = 0;
+
+/**
+ * The SLIPWAY_* settings of `opts`: `env`, plus SLIPWAY_DATABASE_URL from `databaseUrl`. Nodes on a
+ * shared database (`databaseUrl` or `metadata`) get a node name of their own unless `env` names
+ * one: every node on one database needs its own (engine/blobs/node-claim.ts), and all nodes of a
+ * test run on this host, whose name is the default.
+ */
+function settingsOf(opts: StartOptions & { metadata?: unknown }): Record<string, string> {
+  const shared = opts.databaseUrl !== undefined || opts.metadata !== undefined;
+  return {
+    ...(shared ? { SLIPWAY_NODE_NAME: `test-${process.pid}-${++nodesStarted}` } : {}),
+    ...opts.env,
+    ...(opts.databaseUrl === undefined ? {} : { SLIPWAY_DATABASE_URL: opts.databaseUrl }),
+  };
 }
 
 /** Options only an in-process server has. */

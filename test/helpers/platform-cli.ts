@@ -9,6 +9,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Test } from 'tap';
+import { startSpawned, type SpawnedSlipway } from './harness.js';
+import { bearer, http, type Reply } from './http.js';
+import { tempDir } from './server.js';
 
 export const HEROKU_BIN = fileURLToPath(new URL('../../../node_modules/heroku/bin/run.js', import.meta.url));
 const PRELOAD = fileURLToPath(new URL('./redirect-host.js', import.meta.url));
@@ -150,6 +154,41 @@ export function herokuLogin(apiUrl: string, loginUrl: string, home: string): Log
       } catch {
         return [];
       }
+    },
+  };
+}
+
+/** A `slipway serve` for CLI tests and what the tests use with it (startCliServer). */
+export interface CliFixture {
+  server: SpawnedSlipway;
+  /** The server's data directory (removed at teardown). */
+  dataDir: string;
+  /** The operator's API key, HEROKU_API_KEY of `ok`. */
+  key: string;
+  target: CliTarget;
+  /** A Platform API request with the operator's key; JSON body. */
+  api(method: string, path: string, body?: unknown): Promise<Reply>;
+  /** Runs `heroku <args>` (as the operator, or with `opts.token`), asserting exit 0; returns its output. */
+  ok(t: Test, args: string[], opts?: { token?: string }): Promise<CliResult>;
+}
+
+/**
+ * Starts a spawned server for the CLI (registry TLS off: the CLI speaks to
+ * `registry.<HEROKU_HOST>` with the API's scheme, http here), stopped at `t`'s teardown.
+ */
+export async function startCliServer(t: Test): Promise<CliFixture> {
+  const tmp = tempDir();
+  const server = await startSpawned({ dataDir: tmp.dir, env: { SLIPWAY_REGISTRY_TLS: 'off' } });
+  t.teardown(async () => { await server.stop(); tmp.cleanup(); });
+  const key = server.apiKey!;
+  const target: CliTarget = { apiUrl: server.urls.api, token: key, registry: new URL(server.urls.registry).host };
+  return {
+    server, dataDir: tmp.dir, key, target,
+    api: (method, path, body) => http(method, server.urls.api + path, { headers: { ...bearer(key), 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }),
+    async ok(t, args, opts = {}) {
+      const r = await heroku({ ...target, token: opts.token ?? key }, args);
+      t.equal(r.code, 0, `heroku ${args.join(' ')} exits 0${r.code === 0 ? '' : ':\n' + r.all}`);
+      return r;
     },
   };
 }

@@ -1,92 +1,24 @@
 /**
  * The platform's own CLI (`heroku` 11.10.0 from npm, unmodified) against `slipway serve`, with
- * only HEROKU_HOST and HEROKU_API_KEY set: every command a user of the platform types daily,
- * each asserted on exit code and what it prints, and on the API's state afterwards.
- * `container:release web worker` follows a real skopeo push of two process types.
+ * only HEROKU_HOST and HEROKU_API_KEY set — the app commands: create, list, info, config,
+ * releases, stack, labs; `container:release web worker` after a real skopeo push of two process
+ * types, ps, scale, restart, rollback; teams and members; apps:destroy. Each command is asserted
+ * on exit code and what it prints, and on the API's state afterwards. (Account and OAuth
+ * commands: platform-cli-auth.test.ts.)
  */
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { buildImage, sampleSpec } from '../helpers/image.js';
-import { CLI, tempDir } from '../helpers/server.js';
-import { startSpawned, type SpawnedSlipway } from '../helpers/harness.js';
-import { bearer, http } from '../helpers/http.js';
+import { CLI } from '../helpers/server.js';
+import { http, bearer } from '../helpers/http.js';
 import { skopeo, skopeoSkip } from '../helpers/skopeo.js';
-import { heroku, type CliTarget } from '../helpers/platform-cli.js';
+import { heroku, startCliServer } from '../helpers/platform-cli.js';
 
-const tmp = tempDir();
-// The CLI speaks to `registry.<HEROKU_HOST>` with the API's scheme (http here): registry TLS off.
-const server: SpawnedSlipway = await startSpawned({ dataDir: tmp.dir, env: { SLIPWAY_REGISTRY_TLS: 'off' } });
-t.teardown(async () => { await server.stop(); tmp.cleanup(); });
-const key = server.apiKey!;
-const registryHost = new URL(server.urls.registry).host;
-const target: CliTarget = { apiUrl: server.urls.api, token: key, registry: registryHost };
+const { server, key, target, api, ok, dataDir } = await startCliServer(t);
 const APP = `cli-${process.pid % 100000}`;
 const TEAM = `cli-team-${process.pid % 100000}`;
-const api = async (method: string, path: string, body?: unknown) => {
-  const r = await http(method, server.urls.api + path, { headers: { ...bearer(key), 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  return r;
-};
-/** Runs a command, asserting exit 0; returns its output. */
-async function ok(t: Test, args: string[], opts: { token?: string } = {}) {
-  const r = await heroku({ ...target, token: opts.token ?? key }, args);
-  t.equal(r.code, 0, `heroku ${args.join(' ')} exits 0${r.code === 0 ? '' : ':\n' + r.all}`);
-  return r;
-}
-
-t.test('auth:whoami prints the account', async (t) => {
-  const r = await ok(t, ['auth:whoami']);
-  t.equal(r.stdout.trim(), server.email);
-});
-
-t.test('authorizations: create, list, info, update, rotate, revoke', async (t) => {
-  const created = await ok(t, ['authorizations:create', '--description', 'cli test', '--expires-in', '3600', '--json']);
-  const auth = JSON.parse(created.stdout);
-  t.equal(auth.access_token.expires_in, 3600, 'expires_in is what was asked');
-  t.match(auth.access_token.token, /^SVC-/);
-  t.same(auth.scope, ['global']);
-  const list = await ok(t, ['authorizations']);
-  t.match(list.stdout, auth.id);
-  t.match(list.stdout, 'cli test');
-  const info = await ok(t, ['authorizations:info', auth.id]);
-  t.match(info.stdout, 'cli test');
-  t.match(info.stdout, /Expires at/i);
-  const updated = await ok(t, ['authorizations:update', auth.id, '--description', 'cli renamed']);
-  t.match(updated.stdout, 'cli renamed');
-  const rotated = await ok(t, ['authorizations:rotate', auth.id]);
-  const newToken = /SVC-[A-Za-z0-9_-]{61}/.exec(rotated.stdout)?.[0];
-  t.ok(newToken && newToken !== auth.access_token.token, 'a new token is shown');
-  t.equal((await http('GET', server.urls.api + '/account', { headers: bearer(auth.access_token.token) })).status, 401, 'the old token is dead');
-  const whoami = await ok(t, ['auth:whoami'], { token: newToken });
-  t.equal(whoami.stdout.trim(), server.email, 'the rotated token works with the CLI');
-  const revoked = await ok(t, ['authorizations:revoke', auth.id]);
-  t.match(revoked.all, /revoked authorization from cli renamed/);
-  t.equal((await api('GET', `/oauth/authorizations/${auth.id}`)).status, 404);
-  const dead = await heroku({ ...target, token: newToken! }, ['auth:whoami']);
-  t.not(dead.code, 0, 'a revoked token is refused');
-  t.match(dead.all, /invalid/i);
-});
-
-t.test('clients: create, list, info, update, rotate, destroy', async (t) => {
-  const created = await ok(t, ['clients:create', 'cli-client', 'https://example.com/cb', '--json']);
-  const client = JSON.parse(created.stdout);
-  t.equal(client.name, 'cli-client');
-  t.match(client.secret, /\S{20,}/);
-  t.match((await ok(t, ['clients'])).stdout, client.id);
-  const info = await ok(t, ['clients:info', client.id]);
-  t.match(info.stdout, 'cli-client');
-  t.match(info.stdout, 'https://example.com/cb');
-  await ok(t, ['clients:update', client.id, '--name', 'cli-renamed', '--url', 'https://example.com/cb2']);
-  const after = (await api('GET', `/oauth/clients/${client.id}`)).json;
-  t.equal(after.name, 'cli-renamed');
-  t.equal(after.redirect_uri, 'https://example.com/cb2');
-  const rotated = await ok(t, ['clients:rotate', client.id, '--shell']);
-  const secret = /HEROKU_OAUTH_SECRET=(\S+)/.exec(rotated.stdout)?.[1];
-  t.ok(secret && secret !== client.secret, 'a new secret is shown');
-  await ok(t, ['clients:destroy', client.id]);
-  t.equal((await api('GET', `/oauth/clients/${client.id}`)).status, 404);
-});
 
 t.test('apps: create, list, info; config; releases; stack; labs', async (t) => {
   const created = await ok(t, ['apps:create', APP]);
@@ -127,8 +59,8 @@ t.test('apps: create, list, info; config; releases; stack; labs', async (t) => {
 
 t.test('container:release web worker after a skopeo push; ps, scale, restart, rollback', { skip: skopeoSkip() }, async (t) => {
   for (const type of ['web', 'worker']) {
-    const img = await buildImage(join(tmp.dir, `img-${type}`), sampleSpec({ config: { Cmd: ['/bin/app', type] } }));
-    const push = await skopeo(['copy', '--dest-creds', `_:${key}`, '--dest-tls-verify=false', `dir:${img.dir}`, `docker://${registryHost}/${APP}/${type}:latest`]);
+    const img = await buildImage(join(dataDir, `img-${type}`), sampleSpec({ config: { Cmd: ['/bin/app', type] } }));
+    const push = await skopeo(['copy', '--dest-creds', `_:${key}`, '--dest-tls-verify=false', `dir:${img.dir}`, `docker://${target.registry}/${APP}/${type}:latest`]);
     t.equal(push.code, 0, push.stderr);
   }
   const released = await ok(t, ['container:release', 'web', 'worker', '-a', APP]);
@@ -164,7 +96,7 @@ t.test('container:release web worker after a skopeo push; ps, scale, restart, ro
 t.test('teams and members', async (t) => {
   t.equal((await api('POST', '/teams', { name: TEAM })).status, 201);
   const email = `cli-member-${process.pid}@example.com`;
-  await promisify(execFile)(process.execPath, [CLI, 'account', 'create', '--email', email, '--data', tmp.dir]);
+  await promisify(execFile)(process.execPath, [CLI, 'account', 'create', '--email', email, '--data', dataDir]);
   t.match((await ok(t, ['teams'])).stdout, new RegExp(`${TEAM}\\s+admin`));
   t.match((await ok(t, ['members', '-t', TEAM])).stdout, new RegExp(`${server.email!.replace('.', '\\.')}\\s+admin`));
   const added = await ok(t, ['members:add', email, '--role', 'member', '-t', TEAM]);
@@ -176,11 +108,4 @@ t.test('apps:destroy', async (t) => {
   await ok(t, ['apps:destroy', APP, '--confirm', APP]);
   t.equal((await api('GET', `/apps/${APP}`)).status, 404);
   t.notMatch((await ok(t, ['apps'])).stdout, APP);
-});
-
-t.test('login -i (e-mail and password) is refused with the reason', async (t) => {
-  const r = await heroku({ ...target, token: '' }, ['login', '-i'], { prompts: [[/Email/, server.email!], [/Password/, server.password!]] });
-  t.not(r.code, 0);
-  t.match(r.all, /Basic authentication cannot be used here/);
-  t.match(r.all, /Error ID: unauthorized/);
 });
