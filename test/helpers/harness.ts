@@ -56,7 +56,7 @@ export interface StartOptions {
    * `dataDir` too to share the server key and the blob files (the filesystem blob store).
    */
   databaseUrl?: string;
-  /** startSpawned: how long the process may take to listen (ms; default 20 000). */
+  /** startSpawned: how long the process may take to listen (ms; default 60 000). */
   startTimeoutMs?: number;
 }
 
@@ -192,7 +192,7 @@ function trackChild(proc: ChildProcess): void {
  * Starts `slipway serve` as a child process and reads its URLs and the operator's one-time
  * secrets from its output. Log level: SLIPWAY_TEST_LOG_LEVEL, default warn, unless `env` sets one.
  * @throws Error with the server's output when it exits before listening or does not listen within
- *         `startTimeoutMs` (20 s).
+ *         `startTimeoutMs` (60 s: a loaded CI machine can take tens of seconds), killing it then.
  */
 export function startSpawned(opts: StartOptions = {}): Promise<SpawnedSlipway> {
   const tmp = opts.dataDir === undefined ? tempDir() : undefined;
@@ -208,7 +208,9 @@ export function startSpawned(opts: StartOptions = {}): Promise<SpawnedSlipway> {
   return new Promise((resolve, reject) => {
     let out = '';
     const fields: Record<string, string> = {};
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), opts.startTimeoutMs ?? 20_000);
+    // A child that did not listen in time is killed: left running, its pipes would keep the test
+    // process alive until tap's own timeout.
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`server did not start within ${(opts.startTimeoutMs ?? 60_000) / 1000} s:\n${out}`)); }, opts.startTimeoutMs ?? 60_000);
     proc.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
     proc.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
