@@ -140,14 +140,16 @@ class H1Exchange implements Exchange {
     if (length > 0 && this.method !== 'HEAD') {
       try {
         if (source.stream) {
-          // The stream's chunks are ours to keep: handed to the socket as they come.
+          // The stream's chunks are ours to keep: handed to the socket as they come, and back
+          // to the source (recycle) once the socket is done with them.
           const body = await source.stream(start, length);
+          const recycle = source.recycle?.bind(source);
           let sent = 0;
           try {
             for await (const chunk of body as AsyncIterable<Buffer>) {
               if (this.#aborted) break;
               sent += chunk.length;
-              if (!conn.write(chunk)) await conn.drained();
+              if (!conn.write(chunk, recycle && (() => recycle(chunk)))) await conn.drained();
             }
           } finally {
             body.destroy();
