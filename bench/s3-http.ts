@@ -83,7 +83,10 @@ async function measure(bytes: number, fn: () => Promise<void>, pid?: number): Pr
   await fn();
   const seconds = (performance.now() - t0) / 1000;
   const f: Figure = { mbps: Math.round(bytes / seconds / 1e6), seconds: Math.round(seconds * 100) / 100, cpu: window.end(), storeCpuPerGiB: Math.round(((storeCpu() - store0) / (bytes / GiB)) * 100) / 100 };
-  if (!pid) f.cpu!.server_cpu_pct = 0; // no server: the window counted this client twice
+  if (!pid) { // no server: the window counted this client as the server too, and took it off `other` twice
+    f.cpu!.other_cpu_pct += f.cpu!.server_cpu_pct;
+    f.cpu!.server_cpu_pct = 0;
+  }
   if (pid) {
     f.threads = threads!.end();
     f.serverCpuPerGiB = Math.round(((cpuSeconds(pid) - cpu0) / (bytes / GiB)) * 100) / 100;
