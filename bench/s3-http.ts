@@ -4,7 +4,10 @@
  * the test harness, and in the same run the same bytes uploaded (@aws-sdk/lib-storage Upload,
  * same part size 8 MiB and concurrency 4 as the server) and downloaded (GetObject) by the SDK
  * directly. Pulls are measured twice: streamed through Slipway, and through the 307 to a
- * presigned URL (a second server with SLIPWAY_S3_REDIRECT=on, whose pushes are not reported).
+ * presigned URL (a second server with SLIPWAY_S3_REDIRECT=on, whose pushes are not reported;
+ * BENCH_S3_REDIRECT=0 skips it). Beside each streamed pull, the same SDK download through a bare
+ * TCP relay (servers/tcp-relay.ts, its own process): the machine's limit for a process relaying
+ * RGW to the client. BENCH_S3_PULL_REPEAT=N measures the trio direct, relay, Slipway N times.
  *
  *   tsc -p . && node dist/bench/s3-http.js          # BENCH_S3_ROUNDS=1 by default
  *
@@ -26,6 +29,7 @@ import { RegistryClient } from './client.js';
 import { PayloadFactory, lengthOf, segmentsOf, streamOf, type Blob } from './payload.js';
 import { RssSampler, cpuSeconds, CpuWindow, ThreadWindow } from './procstat.js';
 import { installCleanup } from './cleanup.js';
+import { startTcpRelay } from './servers/tcp-relay.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -33,6 +37,10 @@ const WIDTH = 4;
 const ROUNDS = Number(process.env.BENCH_S3_ROUNDS ?? 1);
 /** Workload names to run (BENCH_S3_WORKLOADS=1gib,64x16mib; default both). */
 const WORKLOADS = (process.env.BENCH_S3_WORKLOADS ?? '1gib,64x16mib').split(',');
+/** Streamed-pull measurements (direct, bare relay, Slipway) per workload and round. */
+const PULL_REPEAT = Number(process.env.BENCH_S3_PULL_REPEAT ?? 1);
+/** BENCH_S3_REDIRECT=0: no redirecting server, no 307 figures. */
+const REDIRECT = process.env.BENCH_S3_REDIRECT !== '0';
 
 let storePids: number[] = [];
 /** CPU seconds so far of the Ceph daemons (pid files of the harness's cluster directory). */
@@ -75,7 +83,10 @@ async function measure(bytes: number, fn: () => Promise<void>, pid?: number): Pr
   await fn();
   const seconds = (performance.now() - t0) / 1000;
   const f: Figure = { mbps: Math.round(bytes / seconds / 1e6), seconds: Math.round(seconds * 100) / 100, cpu: window.end(), storeCpuPerGiB: Math.round(((storeCpu() - store0) / (bytes / GiB)) * 100) / 100 };
-  if (!pid) f.cpu!.server_cpu_pct = 0; // no server: the window counted this client twice
+  if (!pid) { // no server: the window counted this client as the server too, and took it off `other` twice
+    f.cpu!.other_cpu_pct += f.cpu!.server_cpu_pct;
+    f.cpu!.server_cpu_pct = 0;
+  }
   if (pid) {
     f.threads = threads!.end();
     f.serverCpuPerGiB = Math.round(((cpuSeconds(pid) - cpu0) / (bytes / GiB)) * 100) / 100;
@@ -108,6 +119,16 @@ async function pull(c: RegistryClient, blob: Blob, redirect: boolean): Promise<v
   if (bytes !== blob.size) throw new Error(`pulled ${bytes} of ${blob.size} bytes`);
 }
 
+/** Downloads each blob's `direct/` object with GetObject through `client`, checking its length. */
+function sdkPull(client: S3Client, Bucket: string, blobs: Blob[], width: number): Promise<void> {
+  return pool(blobs, width, async (b) => {
+    const r = await client.send(new GetObjectCommand({ Bucket, Key: `direct/${b.digest.slice(7)}` }));
+    let n = 0;
+    for await (const c of r.Body as Readable) n += (c as Buffer).length;
+    if (n !== b.size) throw new Error('short direct read');
+  });
+}
+
 async function main(): Promise<void> {
   installCleanup();
   const rgw = await startCephRgw({ memstoreBytes: 9 * GiB });
@@ -118,6 +139,8 @@ async function main(): Promise<void> {
   const client = new S3Client(s3ClientConfig({ endpoint: rgw.endpoint, credentials: { accessKeyId: rgw.accessKeyId, secretAccessKey: rgw.secretAccessKey } }));
   const Bucket = 'bench';
   await client.send(new CreateBucketCommand({ Bucket }));
+  const relay = await startTcpRelay(rgw.endpoint);
+  const viaRelay = new S3Client(s3ClientConfig({ endpoint: relay.url, credentials: { accessKeyId: rgw.accessKeyId, secretAccessKey: rgw.secretAccessKey } }));
   const env = (prefix: string, redirect: boolean) => ({
     SLIPWAY_BLOB_STORE: 's3', SLIPWAY_S3_ENDPOINT: rgw.endpoint, SLIPWAY_S3_BUCKET: Bucket, SLIPWAY_S3_PREFIX: prefix,
     SLIPWAY_S3_PART_SIZE: '8', SLIPWAY_S3_UPLOAD_CONCURRENCY: String(WIDTH), SLIPWAY_S3_REDIRECT: redirect ? 'on' : 'off',
@@ -125,8 +148,9 @@ async function main(): Promise<void> {
   });
   const payload = new PayloadFactory(16 * MiB);
   const rows: Array<Record<string, unknown>> = [];
-  const report = (bench: string, round: number, slipway: Figure, direct: Figure) => {
-    const row = { bench, round, slipway, direct, ratio: Math.round((slipway.mbps / direct.mbps) * 100) / 100 };
+  const report = (bench: string, round: number, slipway: Figure, direct: Figure, relay?: Figure) => {
+    const r2 = (x: number) => Math.round(x * 100) / 100;
+    const row = { bench, round, slipway, direct, ratio: r2(slipway.mbps / direct.mbps), ...(relay ? { relay, relayRatio: r2(relay.mbps / direct.mbps), ofRelay: r2(slipway.mbps / relay.mbps) } : {}) };
     rows.push(row);
     process.stdout.write(JSON.stringify(row) + '\n');
   };
@@ -139,10 +163,10 @@ async function main(): Promise<void> {
     try {
       const plain = await startSlipway(env(`r${round}/`, false));
       servers.push(plain);
-      const redirecting = await startSlipway(env(`r${round}-redirect/`, true));
-      servers.push(redirecting);
+      const redirecting = REDIRECT ? await startSlipway(env(`r${round}-redirect/`, true)) : undefined;
+      if (redirecting) servers.push(redirecting);
       const viaPlain = new RegistryClient(plain.registry, plain.authorization, WIDTH);
-      const viaRedirect = new RegistryClient(redirecting.registry, redirecting.authorization, WIDTH);
+      const viaRedirect = redirecting && new RegistryClient(redirecting.registry, redirecting.authorization, WIDTH);
       for (const wl of workloads) {
         const total = wl.blobs.length * wl.blobs[0]!.size;
         const single = wl.blobs.length === 1;
@@ -152,21 +176,22 @@ async function main(): Promise<void> {
           await up.done();
         }));
         report(`s3_http_push_${wl.name}`, round, pushSlipway, pushDirect);
-        const pullSlipway = await measure(total, () => pool(wl.blobs, wl.width, (b) => pull(viaPlain, b, false)), plain.pid);
-        const pullDirect = await measure(total, () => pool(wl.blobs, wl.width, async (b) => {
-          const r = await client.send(new GetObjectCommand({ Bucket, Key: `direct/${b.digest.slice(7)}` }));
-          let n = 0;
-          for await (const c of r.Body as Readable) n += (c as Buffer).length;
-          if (n !== b.size) throw new Error('short direct read');
-        }));
-        report(`s3_http_pull_${wl.name}`, round, pullSlipway, pullDirect);
-        await pool(wl.blobs, wl.width, (b) => push(viaRedirect, b, single));
-        const pullRedirect = await measure(total, () => pool(wl.blobs, wl.width, (b) => pull(viaRedirect, b, true)), redirecting.pid);
-        report(`s3_http_pull_redirect_${wl.name}`, round, pullRedirect, pullDirect);
+        let pullDirect: Figure | undefined;
+        for (let rep = 0; rep < PULL_REPEAT; rep++) {
+          pullDirect = await measure(total, () => sdkPull(client, Bucket, wl.blobs, wl.width));
+          const pullRelay = await measure(total, () => sdkPull(viaRelay, Bucket, wl.blobs, wl.width), relay.pid);
+          const pullSlipway = await measure(total, () => pool(wl.blobs, wl.width, (b) => pull(viaPlain, b, false)), plain.pid);
+          report(`s3_http_pull_${wl.name}`, round, pullSlipway, pullDirect, pullRelay);
+        }
+        if (redirecting && viaRedirect) {
+          await pool(wl.blobs, wl.width, (b) => push(viaRedirect, b, single));
+          const pullRedirect = await measure(total, () => pool(wl.blobs, wl.width, (b) => pull(viaRedirect, b, true)), redirecting.pid);
+          report(`s3_http_pull_redirect_${wl.name}`, round, pullRedirect, pullDirect!);
+        }
         for (const b of wl.blobs) await client.send(new DeleteObjectCommand({ Bucket, Key: `direct/${b.digest.slice(7)}` }));
       }
       await viaPlain.close();
-      await viaRedirect.close();
+      await viaRedirect?.close();
     } finally {
       for (const s of servers) await s.stop();
     }
@@ -177,7 +202,21 @@ async function main(): Promise<void> {
     process.stderr.write(`${r.bench.padEnd(31)} ${String(r.round).padStart(5)}  ${String(r.slipway.mbps).padStart(6)} (${r.slipway.serverCpuPerGiB}, ${r.slipway.serverPeakRssMiB}, ${r.slipway.storeCpuPerGiB})`.padEnd(86) +
       `${String(r.direct.mbps).padStart(6)} (${r.direct.storeCpuPerGiB})`.padEnd(20) + `${String(r.ratio).padStart(5)}  ${os(r.slipway)} | ${os(r.direct)}\n`);
   }
+  type PullRow = { bench: string; round: number; slipway: Figure; direct: Figure; relay: Figure; ratio: number; relayRatio: number; ofRelay: number };
+  const trios = rows.filter((r) => 'relay' in r) as PullRow[];
+  if (trios.length) {
+    process.stderr.write('\nstreamed pulls           round  direct MB/s  bare relay MB/s (x direct, cpu s/GiB)  slipway MB/s (x direct, x relay, cpu s/GiB)  other%/steal% direct | relay | slipway\n');
+    const os = (f: Figure) => `${f.cpu?.other_cpu_pct}/${f.cpu?.steal_cpu_pct}`;
+    for (const r of trios) {
+      process.stderr.write(`${r.bench.padEnd(24)} ${String(r.round).padStart(5)}  ${String(r.direct.mbps).padStart(11)}  ` +
+        `${String(r.relay.mbps).padStart(6)} (${r.relayRatio}, ${r.relay.serverCpuPerGiB})`.padEnd(39) +
+        `${String(r.slipway.mbps).padStart(6)} (${r.ratio}, ${r.ofRelay}, ${r.slipway.serverCpuPerGiB})`.padEnd(45) +
+        `${os(r.direct)} | ${os(r.relay)} | ${os(r.slipway)}\n`);
+    }
+  }
   client.destroy();
+  viaRelay.destroy();
+  await relay.stop();
   await rgw.stop();
 }
 

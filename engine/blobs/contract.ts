@@ -130,6 +130,13 @@ export interface BlobReader {
    * fails or holds fewer bytes; the reader must not be read otherwise until it is consumed.
    */
   stream?(position: number, length: number): Promise<Readable>;
+  /**
+   * Optional, with `stream`: the sender is done with `chunk` of such a stream (the client's
+   * socket took all of it, or the write failed), so its memory may be reused for a later read
+   * (engine/blobs/chunk-pool.ts). Calling it earlier corrupts a response; not calling it only
+   * costs an allocation. Chunks it does not know are ignored.
+   */
+  recycle?(chunk: Buffer): void;
   /** Releases the reader. Idempotent. */
   close(): Promise<void>;
 }

@@ -57,7 +57,9 @@ import type { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { fail } from '../errors.js';
 import { sequentialReader, storeUnavailable, translateUnavailability } from './s3-read.js';
-import { Agent, request as undiciRequest, type Dispatcher } from 'undici';
+import { Agent, request as undiciRequest } from 'undici';
+import { text as streamText } from 'node:stream/consumers';
+import { RawGetClient } from './s3-get.js';
 import type { Digest } from '../digest.js';
 import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type SessionInfo } from './contract.js';
 import { checkSessionId, resolveRange, DigestLocks } from './backend-common.js';
@@ -167,6 +169,8 @@ export class S3BlobBackend implements BlobBackend {
   readonly #partPool: Buffer[] = [];
   /** Connections of the blob GETs (`#get`), bounded by the client's request timeout. */
   readonly #http: Agent;
+  /** Connections of the blob GETs over http (`#get`). */
+  readonly #raw: RawGetClient;
   /** What a worker thread needs to open the same backend; undefined when built on a client instance. */
   readonly spec: BlobBackendSpec | undefined;
 
@@ -185,6 +189,7 @@ export class S3BlobBackend implements BlobBackend {
     const timeout = opts.client instanceof S3Client ? undefined : (opts.client.requestHandler as { requestTimeout?: number } | undefined)?.requestTimeout;
     const ms = timeout ?? 30_000;
     this.#http = new Agent({ connectTimeout: Math.min(ms, 5000), headersTimeout: ms, bodyTimeout: ms });
+    this.#raw = new RawGetClient(ms);
     if (!Number.isSafeInteger(this.partSize) || this.partSize < MIN_PART_SIZE) throw new Error(`partSize must be an integer ≥ ${MIN_PART_SIZE} bytes, got ${opts.partSize}`);
     if (!Number.isSafeInteger(this.uploadConcurrency) || this.uploadConcurrency < 1) throw new Error(`uploadConcurrency must be ≥ 1, got ${opts.uploadConcurrency}`);
     if (this.prefix !== '' && !this.prefix.endsWith('/')) throw new Error(`prefix must be empty or end with "/", got "${this.prefix}"`);
@@ -251,27 +256,31 @@ export class S3BlobBackend implements BlobBackend {
   /**
    * One GetObject of the bytes from `offset` to `end` (exclusive; the end of the object when
    * undefined), with no Range header for the whole object. The request is signed by the SDK (a
-   * presigned URL) and sent with undici, whose response body costs less CPU per byte than the
-   * SDK's Node HTTP handler (the pull path moves every byte through it).
+   * presigned URL) and sent, over http, by s3-get.ts's client, whose body chunks are the socket's
+   * reads in pooled buffers (the pull path moves every byte through it; it costs a fraction of
+   * the SDK's Node HTTP handler or undici per GiB); over https, by undici.
    * @returns the body and the answer's Content-Length and Content-Range
    * @throws BLOB_UNKNOWN; RANGE_NOT_SATISFIABLE when `offset` is at or past the end; UNAVAILABLE
    *   when the store does not answer or answers 5xx.
    */
   async #get(digest: Digest, offset: number, end: number | undefined): Promise<{ body: Readable; length: number; range: string | undefined }> {
     const ranged = offset > 0 || end !== undefined;
-    const url = await getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest) }), { expiresIn: 300 });
-    let r: Dispatcher.ResponseData;
+    const url = new URL(await getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest) }), { expiresIn: 300 }));
+    const headers: Record<string, string> = ranged ? { range: `bytes=${offset}-${end === undefined ? '' : end - 1}` } : {};
+    let st: number;
+    let h: Record<string, string | string[] | undefined>;
+    let body: Readable;
     try {
-      r = await undiciRequest(url, { dispatcher: this.#http, headers: ranged ? { range: `bytes=${offset}-${end === undefined ? '' : end - 1}` } : {} });
+      if (url.protocol === 'http:') ({ status: st, headers: h, body } = await this.#raw.get(url, headers));
+      else ({ statusCode: st, headers: h, body } = await undiciRequest(url, { dispatcher: this.#http, headers }));
     } catch (e) {
       throw storeUnavailable(e);
     }
-    const st = r.statusCode;
     if (st === (ranged ? 206 : 200)) {
-      const range = r.headers['content-range'];
-      return { body: r.body, length: Number(r.headers['content-length'] ?? 0), range: typeof range === 'string' ? range : undefined };
+      const range = h['content-range'];
+      return { body, length: Number(h['content-length'] ?? 0), range: typeof range === 'string' ? range : undefined };
     }
-    const text = await r.body.text().catch(() => '');
+    const text = await streamText(body).catch(() => '');
     if (st === 404) throw fail('BLOB_UNKNOWN', `blob unknown: ${digest}`, { digest });
     if (st === 416) throw fail('RANGE_NOT_SATISFIABLE', `range starts at byte ${offset}, past the end of ${digest}`);
     const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? 'Error';

@@ -9,6 +9,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { fail, isSlipwayError } from '../errors.js';
 import type { Digest } from '../digest.js';
 import type { BlobReader } from './contract.js';
+import { recycleChunk } from './chunk-pool.js';
 
 const NETWORK_CODES = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|ECONNABORTED|UND_ERR_SOCKET|UND_ERR_CLOSED|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT)$/;
 
@@ -58,7 +59,7 @@ export interface OpenBody {
  * in order): `first`, when given, is a body opened already (`S3BlobBackend.open`). A read at
  * another position drops the body and opens one there; a body that ends before the blob does
  * is followed by one for the rest. `stream` hands a body over whole (its chunks are the
- * sender's). `close` drops the body and any handed over. Errors go through `storeUnavailable`.
+ * sender's, handed back through `recycle`, chunk-pool.ts). `close` drops the body and any handed over. Errors go through `storeUnavailable`.
  */
 export function sequentialReader(digest: Digest, size: number, from: (offset: number, end: number) => Promise<Readable>, first?: OpenBody): BlobReader {
   let open: OpenBody | undefined = first;
@@ -117,6 +118,7 @@ export function sequentialReader(digest: Digest, size: number, from: (offset: nu
       handed.add(body);
       return body;
     },
+    recycle: recycleChunk,
     close: async () => {
       drop();
       for (const b of handed) b.destroy();

@@ -99,6 +99,11 @@ export interface ByteSource {
    * (contract.ts `BlobReader.stream`); senders use it instead of `read` when present.
    */
   stream?(position: number, length: number): Promise<Readable>;
+  /**
+   * Optional, with `stream`: called with each chunk of the stream once the socket took all of it
+   * (or its write failed); the source may then reuse its memory (contract.ts `BlobReader.recycle`).
+   */
+  recycle?(chunk: Buffer): void;
 }
 
 /**

@@ -305,9 +305,12 @@ export class Connection {
     else this.socket.setTimeout(this.timeouts.transferIdleMs);
   }
 
-  /** Writes response body bytes; false means wait for `drained()`. */
-  write(chunk: Buffer): boolean {
-    return this.socket.write(chunk);
+  /**
+   * Writes response body bytes; false means wait for `drained()`. `written`, when given, is
+   * called once the socket is done with `chunk` (written, or failed).
+   */
+  write(chunk: Buffer, written?: () => void): boolean {
+    return this.socket.write(chunk, written);
   }
 
   /** Resolves when the socket can take more, or when the connection closed. */

@@ -10,6 +10,7 @@
  * back to ordinary 'data' events (one copy per chunk), and TLS connections always use them.
  */
 import { createServer, Socket, type Server } from 'node:net';
+import type { Readable } from 'node:stream';
 import { createServer as createTlsServer } from 'node:tls';
 import { randomUUID } from 'node:crypto';
 import { collectBody, runHandler, type BodySink, type ByteSource, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
@@ -140,15 +141,12 @@ class H1Exchange implements Exchange {
     if (length > 0 && this.method !== 'HEAD') {
       try {
         if (source.stream) {
-          // The stream's chunks are ours to keep: handed to the socket as they come.
+          // The stream's chunks are ours to keep: handed to the socket as they come, and back
+          // to the source (recycle) once the socket is done with them.
           const body = await source.stream(start, length);
-          let sent = 0;
+          let sent: number;
           try {
-            for await (const chunk of body as AsyncIterable<Buffer>) {
-              if (this.#aborted) break;
-              sent += chunk.length;
-              if (!conn.write(chunk)) await conn.drained();
-            }
+            sent = await this.#pipe(body, source.recycle?.bind(source));
           } finally {
             body.destroy();
           }
@@ -171,6 +169,29 @@ class H1Exchange implements Exchange {
     if (this.#aborted) return;
     this.#finished = true;
     conn.endResponse();
+  }
+
+  /**
+   * Writes the chunks of `body` to the socket as they come ('data' events: no promise per
+   * chunk), pausing the stream while the socket is over its high-water mark; each chunk goes to
+   * `recycle` once the socket is done with it. Resolves with the bytes written when the stream
+   * ends or closes, or at the first chunk after the client went away; rejects on its error.
+   */
+  #pipe(body: Readable, recycle: ((chunk: Buffer) => void) | undefined): Promise<number> {
+    const conn = this.#conn;
+    return new Promise<number>((resolve, reject) => {
+      let sent = 0;
+      body.on('data', (chunk: Buffer) => {
+        if (this.#aborted) return resolve(sent);
+        sent += chunk.length;
+        if (conn.write(chunk, recycle && (() => recycle(chunk)))) return;
+        body.pause();
+        void conn.drained().then(() => body.resume());
+      });
+      body.on('end', () => resolve(sent));
+      body.on('close', () => resolve(sent));
+      body.on('error', reject);
+    });
   }
 }
 

@@ -214,7 +214,7 @@ class UwsExchange implements Exchange {
       res.cork(() => res.end());
       return;
     }
-    if (source.stream) return this.#pipe(await source.stream(start, length), length);
+    if (source.stream) return this.#pipe(await source.stream(start, length), length, source.recycle?.bind(source));
     let pos = 0;
     // One buffer per response, reused: each chunk is fully handed to uWS before the next read
     // (a fresh 1 MiB buffer per read cost page faults and GC on every MiB pulled).
@@ -258,9 +258,10 @@ class UwsExchange implements Exchange {
    * pauses the stream until `onWritable` has sent its rest. The stream's own buffer keeps reading
    * meanwhile (up to its high-water mark), so the next chunk is ready when the socket is. A
    * stream that fails or ends short closes the connection (the client sees a short body, never
-   * a wrong one) and rejects; a client that goes away destroys the stream.
+   * a wrong one) and rejects; a client that goes away destroys the stream. Each chunk uWS took
+   * whole goes to `recycle` (the source may reuse its memory).
    */
-  #pipe(body: Readable, length: number): Promise<void> {
+  #pipe(body: Readable, length: number, recycle?: (chunk: Buffer) => void): Promise<void> {
     const res = this.#res;
     return new Promise<void>((resolve, reject) => {
       let sent = 0;
@@ -280,12 +281,14 @@ class UwsExchange implements Exchange {
         let ok = false;
         let done = false;
         res.cork(() => { [ok, done] = res.tryEnd(chunk, length); });
+        if (ok || done) recycle?.(chunk);
         if (done) { finish(); return true; }
         if (ok) return true;
         body.pause();
         res.onWritable((offset) => {
           if (this.aborted || finished) return true;
           const [ok2, done2] = res.tryEnd(chunk.subarray(offset - lastOffset), length);
+          if (ok2 || done2) recycle?.(chunk);
           if (done2) finish();
           else if (ok2) body.resume();
           return ok2;
