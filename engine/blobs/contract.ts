@@ -130,6 +130,14 @@ export interface BlobReader {
    * fails or holds fewer bytes; the reader must not be read otherwise until it is consumed.
    */
   stream?(position: number, length: number): Promise<Readable>;
+  /**
+   * Optional (filesystem): bytes from `position`, at most `length` (what the sender will still
+   * ask for, so the reader may read ahead up to there), in a buffer the reader owns and may
+   * reuse: valid until the next `lend` or `close`. For senders that hand each chunk off whole
+   * before asking for the next. Resolves with at least one byte unless `position` is at the end.
+   * @throws on I/O errors of the medium.
+   */
+  lend?(position: number, length: number): Promise<Uint8Array>;
   /** Releases the reader. Idempotent. */
   close(): Promise<void>;
 }

@@ -99,6 +99,12 @@ export interface ByteSource {
    * (contract.ts `BlobReader.stream`); senders use it instead of `read` when present.
    */
   stream?(position: number, length: number): Promise<Readable>;
+  /**
+   * Optional: bytes from `position`, at most `length`, in a buffer the source owns, valid until
+   * the next call (contract.ts `BlobReader.lend`); senders that finish with each chunk before
+   * asking for the next use it instead of `read`.
+   */
+  lend?(position: number, length: number): Promise<Uint8Array>;
 }
 
 /**
