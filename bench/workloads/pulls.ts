@@ -4,7 +4,7 @@
  * third is served from memory), and 16 distinct 64 MiB blobs pulled at once right after their
  * push. Each reports MB/s and the server's CPU seconds per GiB served.
  */
-import { CpuWindow, cpuSeconds } from '../procstat.js';
+import { CpuWindow, cpuSeconds, ThreadWindow } from '../procstat.js';
 import { mbPerSecond, round } from '../stats.js';
 import type { Blob } from '../payload.js';
 import { progress, REPO, type WorkloadContext } from './context.js';
@@ -32,6 +32,7 @@ async function getBlob(ctx: WorkloadContext, repo: string, blob: Blob): Promise<
 async function measured(ctx: WorkloadContext, bench: string, cpuBench: string, repo: string, blobs: Blob[], extra: Record<string, unknown>): Promise<void> {
   const { target, report } = ctx;
   const window = new CpuWindow(target.pid);
+  const threads = new ThreadWindow(target.pid);
   const cpu0 = cpuSeconds(target.pid);
   const t0 = performance.now();
   await Promise.all(blobs.map((b) => getBlob(ctx, repo, b)));
@@ -39,7 +40,7 @@ async function measured(ctx: WorkloadContext, bench: string, cpuBench: string, r
   const cpu = cpuSeconds(target.pid) - cpu0;
   const bytes = blobs.reduce((n, b) => n + b.size, 0);
   report.add({ bench, server: target.name, value: mbPerSecond(bytes, ms), unit: 'MB/s', bytes, blobs: blobs.length, seconds: round(ms / 1000, 2), ...extra, ...window.end() });
-  report.add({ bench: cpuBench, server: target.name, value: round(cpu / (bytes / GiB), 2), unit: 's/GiB', cpu_seconds: round(cpu, 2), measured_on: bench });
+  report.add({ bench: cpuBench, server: target.name, value: round(cpu / (bytes / GiB), 2), unit: 's/GiB', cpu_seconds: round(cpu, 2), measured_on: bench, threads: threads.end() });
 }
 
 /** GET of the 1 GiB blob pushed by the first workload (not yet pulled). */

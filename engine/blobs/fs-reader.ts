@@ -39,8 +39,11 @@ export const DIRECT_CHUNK = 4 * 1024 * 1024;
 const DIRECT_DEPTH = 4;
 /** Buffers a direct pull needs at least (one lent, one read ahead). */
 const DIRECT_MIN_DEPTH = 2;
-/** Aligned read buffers the process holds at most, lent or free (128 MiB of 4 MiB buffers). */
-const POOL_MAX_BUFFERS = 32;
+/**
+ * Aligned read buffers out at once at most (160 MiB of 4 MiB buffers): 16 direct pulls at
+ * once get at least two each; past that, pulls read through the page cache.
+ */
+const POOL_MAX_BUFFERS = 40;
 /** Free aligned buffers kept for the next pull (fresh pages are expensive in this VM). */
 const POOL_KEEP_FREE = 8;
 /** A blob pulled within this long is read through the page cache (ms). */
@@ -89,9 +92,13 @@ class AlignedPool {
   readonly #free: Buffer[] = [];
   #out = 0;
 
-  /** Up to `want` buffers (none when fewer than `least` can be had). */
+  /**
+   * Up to `want` buffers, fewer as the pool runs low (an eighth of what is left, so that many
+   * pulls at once each get some), none when fewer than `least` can be had.
+   */
   take(want: number, least: number): Buffer[] {
-    const n = Math.min(want, POOL_MAX_BUFFERS - this.#out);
+    const left = POOL_MAX_BUFFERS - this.#out;
+    const n = Math.min(want, left, Math.max(least, Math.floor(left / 8)));
     if (n < least) return [];
     this.#out += n;
     return Array.from({ length: n }, () => this.#free.pop() ?? sharedBuffer(DIRECT_CHUNK));
