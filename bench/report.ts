@@ -23,7 +23,7 @@ interface Target {
   max?: number;
 }
 
-const LOWER_UNITS = new Set(['ms', 's/GiB', 'MiB']);
+const LOWER_UNITS = new Set(['ms', 's/GiB', 'MiB', 'us/req']);
 
 /** Targets from the brief, by figure name. */
 const TARGETS: Record<string, Target> = {
@@ -47,9 +47,9 @@ const ORDER = [
   'push_1gib_single_patch', 'push_1gib_chunked_16mib', 'push_concurrent', 'pull_1gib', 'pull_1gib_second', 'pull_1gib_cached', 'pull_concurrent',
   'server_cpu_per_gib_push', 'server_cpu_per_gib_push_chunked', 'server_peak_rss_push_1gib',
   'server_cpu_per_gib_pull', 'server_cpu_per_gib_pull_second', 'server_cpu_per_gib_pull_cached', 'server_cpu_per_gib_pull_concurrent',
-  'manifest_get_64c_rps', 'manifest_get_64c_p50', 'manifest_get_64c_p99',
-  'manifest_get_64c_raw_rps', 'manifest_get_64c_raw_p50', 'manifest_get_64c_raw_p99',
-  'blob_head_64c_rps', 'blob_head_64c_p50', 'blob_head_64c_p99',
+  'manifest_get_64c_rps', 'manifest_get_64c_p50', 'manifest_get_64c_p99', 'manifest_get_64c_server_cpu',
+  'manifest_get_64c_raw_rps', 'manifest_get_64c_raw_p50', 'manifest_get_64c_raw_p99', 'manifest_get_64c_raw_server_cpu',
+  'blob_head_64c_rps', 'blob_head_64c_p50', 'blob_head_64c_p99', 'blob_head_64c_server_cpu',
   'manifest_put_p50', 'manifest_put_p99', 'warm_push_p50', 'warm_push_p99',
 ];
 
@@ -83,7 +83,7 @@ export class Report {
     for (const key of this.failures.keys()) {
       const [s, w] = key.split(':') as [string, string];
       if (s !== server) continue;
-      if (bench === w || ['_rps', '_p50', '_p99'].some((x) => bench === w + x)) return true;
+      if (bench === w || ['_rps', '_p50', '_p99', '_server_cpu'].some((x) => bench === w + x)) return true;
       if (w === 'push_1gib_single_patch' && bench.startsWith('server_')) return true;
     }
     return false;
