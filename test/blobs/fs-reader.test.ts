@@ -2,7 +2,8 @@
  * The filesystem store's pull reads (engine/blobs/fs-reader.ts): direct reads ahead at unaligned
  * offsets and sizes, the page-cache policy (`PullHeat`), and through the real HTTP interface:
  * ranges at unaligned offsets of blobs whose sizes are not multiples of 4096, and many pulls of
- * one blob at once while the policy switches from direct reads to the page cache.
+ * one blob at once while the policy switches from direct reads to the page cache, on both
+ * listeners (each sender hands the reader's lent buffers to its socket its own way).
  */
 import t from 'tap';
 import { randomBytes, randomInt, createHash } from 'node:crypto';
@@ -100,8 +101,8 @@ t.test('the policy: small pulls, a second pull, pulls at once go through the pag
   await d.close();
 });
 
-t.test('through HTTP: unaligned ranges, odd sizes, concurrent pulls while the policy switches', async (t) => {
-  const server = await startInProcess({ dataDir: join(tmp.dir, 'server') });
+for (const listener of ['h1', 'uws']) t.test(`through HTTP (${listener}): unaligned ranges, odd sizes, concurrent pulls while the policy switches`, async (t) => {
+  const server = await startInProcess({ dataDir: join(tmp.dir, `server-${listener}`), env: { SLIPWAY_LISTENER: listener } });
   t.teardown(() => server.stop());
   const key = server.apiKey!;
   const me: Target = { registry: server.urls.registry, auth: basic('_', key) };
