@@ -216,18 +216,13 @@ class UwsExchange implements Exchange {
     }
     if (source.stream) return this.#pipe(await source.stream(start, length), length);
     let pos = 0;
-    const lend = source.lend?.bind(source);
     // One buffer per response, reused: each chunk is fully handed to uWS before the next read
-    // (a fresh 1 MiB buffer per read cost page faults and GC on every MiB pulled). A source that
-    // lends its own buffers (the filesystem store's reads ahead, fs-reader.ts) needs none.
-    const buf = lend ? Buffer.alloc(0) : Buffer.allocUnsafeSlow(Math.min(READ_CHUNK, length));
-    const read = async (): Promise<Uint8Array> => {
-      if (lend) {
-        const lent = await lend(start + pos, length - pos);
-        if (lent.byteLength === 0) throw new Error(`short read at byte ${start + pos}`);
-        pos += lent.byteLength;
-        return lent;
-      }
+    // (a fresh 1 MiB buffer per read cost page faults and GC on every MiB pulled). `source.lend`
+    // is not used here: its reads ahead complete while uWS waits for onWritable, which this
+    // build then stops calling (below; measured again 2026-11-24 with fs-reader.ts's direct reads:
+    // the pulls of test/blobs/fs-reader.test.ts stalled), so uWS pulls read through the page cache.
+    const buf = Buffer.allocUnsafeSlow(Math.min(READ_CHUNK, length));
+    const read = async (): Promise<Buffer> => {
       const n = Math.min(READ_CHUNK, length - pos);
       const chunk = n === buf.length ? buf : buf.subarray(0, n);
       if (await source.read(chunk, start + pos) !== n) throw new Error(`short read at byte ${start + pos}`);

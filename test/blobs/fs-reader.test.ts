@@ -3,7 +3,7 @@
  * offsets and sizes, the page-cache policy (`PullHeat`), and through the real HTTP interface:
  * ranges at unaligned offsets of blobs whose sizes are not multiples of 4096, and many pulls of
  * one blob at once while the policy switches from direct reads to the page cache, on both
- * listeners (each sender hands the reader's lent buffers to its socket its own way).
+ * listeners (h1 sends the reader's lent buffers; uWS reads through the page cache).
  */
 import t from 'tap';
 import { randomBytes, randomInt, createHash } from 'node:crypto';
