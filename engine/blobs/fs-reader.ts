@@ -21,6 +21,9 @@
  *   the cache: the second pull brings it in, every later one is served from memory (a base
  *   layer pulled by many dynos).
  *
+ * A pull of at least `DIRECT_MIN_BYTES` reads ahead into the same 4 MiB pool buffers when it goes
+ * through the page cache too (larger reads, and the next ones under way while the socket sends).
+ *
  * Direct reads need the file offset, length and memory aligned: reads start at the 4 KiB
  * boundary at or before the wanted byte, and the caller is lent a view inside the aligned buffer.
  * A file system refusing `O_DIRECT` (EINVAL) is remembered and read through the cache after.
@@ -139,6 +142,8 @@ export class FsReader implements BlobReader {
   #heat: PullHeat | undefined;
   #cached: Buffer | undefined;
   #directFd: number | undefined;
+  /** The descriptor the reads ahead use: the direct one, or the handle's (through the cache). */
+  #fd = -1;
   #buffers: Buffer[] = [];
   /** Buffers not lent and not being read into. */
   #idle: Buffer[] = [];
@@ -186,19 +191,19 @@ export class FsReader implements BlobReader {
         this.#directFd = await openDirect(`/proc/self/fd/${this.handle.fd}`);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code === 'EINVAL') directUsable = false; // the page cache from now on
-        await this.#stopDirect();
         this.#mode = 'cached';
       }
     }
-    if (this.#mode === 'direct') {
+    if (this.#buffers.length > 0) {
       try {
-        return await this.#lendDirect(position, want);
+        return await this.#lendAhead(position, want);
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EINVAL') throw e;
-        directUsable = false;
-        await this.#stopDirect();
+        if ((e as NodeJS.ErrnoException).code !== 'EINVAL' || this.#mode !== 'direct') throw e;
+        directUsable = false; // refused at the first read: through the page cache from here
+        await this.#settle();
         this.#mode = 'cached';
         this.#expect = -1;
+        return this.#lendAhead(position, want);
       }
     }
     this.#cached ??= Buffer.allocUnsafeSlow(CACHED_CHUNK);
@@ -208,18 +213,23 @@ export class FsReader implements BlobReader {
     return view.subarray(0, n);
   }
 
-  /** Picks the page cache or direct reads for this pull (file header), once. */
+  /**
+   * Picks the page cache or direct reads for this pull (file header), once. A pull of at least
+   * `DIRECT_MIN_BYTES` reads ahead into pool buffers either way (through the page cache, reads
+   * of 4 MiB in flight beside the socket send cost less and wait less than one 2 MiB read at a
+   * time); without pool buffers it reads one chunk at a time through the cache.
+   */
   #decide(want: number): void {
     const cached = this.#heat!.begin(this.digest);
     this.#mode = 'cached';
-    if (cached || !directUsable || want < DIRECT_MIN_BYTES) return;
+    if (want < DIRECT_MIN_BYTES) return;
     this.#buffers = pool.take(DIRECT_DEPTH, DIRECT_MIN_DEPTH);
-    if (this.#buffers.length === 0) return; // every aligned buffer is lent: read through the cache
     this.#idle = [...this.#buffers];
-    this.#mode = 'direct';
+    if (this.#buffers.length > 0 && !cached && directUsable) this.#mode = 'direct';
   }
 
-  async #lendDirect(position: number, want: number): Promise<Uint8Array> {
+  /** Lends from the reads ahead (direct or through the cache, by mode), starting them over on a jump. */
+  async #lendAhead(position: number, want: number): Promise<Uint8Array> {
     if (position !== this.#expect) await this.#restart(position, want);
     if (this.#lent) {
       this.#idle.push(this.#lent);
@@ -246,6 +256,7 @@ export class FsReader implements BlobReader {
   async #restart(position: number, want: number): Promise<void> {
     await this.#settle();
     this.#next = position - (position % DIRECT_IO_ALIGN);
+    this.#fd = this.#mode === 'direct' ? this.#directFd! : this.handle.fd;
     const end = Math.min(this.size, position + want);
     this.#stop = Math.ceil(end / DIRECT_IO_ALIGN) * DIRECT_IO_ALIGN;
   }
@@ -257,7 +268,7 @@ export class FsReader implements BlobReader {
       const at = this.#next;
       const len = Math.min(DIRECT_CHUNK, this.#stop - at);
       this.#next += len;
-      const done = readAt(this.#directFd!, buffer, len, at);
+      const done = readAt(this.#fd, buffer, len, at);
       done.catch(() => {}); // awaited by lend or settle; never unhandled meanwhile
       this.#ahead.push({ at, buffer, done });
     }
