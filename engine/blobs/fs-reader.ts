@@ -123,7 +123,7 @@ function readAt(fd: number, into: Buffer, length: number, position: number): Pro
   return new Promise((resolve, reject) => read(fd, into, 0, length, position, (e, n) => (e ? reject(e) : resolve(n))));
 }
 
-/** One direct read in flight: `buffer` gets the bytes from file offset `at`. */
+/** One read ahead in flight (direct or through the cache): `buffer` gets the bytes from file offset `at`. */
 interface Ahead {
   at: number;
   buffer: Buffer;
@@ -155,6 +155,11 @@ export class FsReader implements BlobReader {
   #expect = -1;
   #lent: Buffer | undefined;
 
+  /**
+   * @param handle the blob's open file (the reader closes it); direct reads reopen its inode
+   * @param size the file's size in bytes
+   * @param heat the backend's memory of recent pulls (the policy of the file header)
+   */
   constructor(readonly digest: Digest, readonly handle: fsp.FileHandle, readonly size: number, heat: PullHeat) {
     this.#heat = heat;
   }

@@ -310,17 +310,11 @@ export class Connection {
     return this.socket.write(chunk);
   }
 
-  /**
-   * Writes response body bytes the caller will reuse: resolves once the socket has handed all of
-   * `chunk` to the kernel (or the connection closed), after which the memory may change.
-   */
+  /** Writes body bytes the caller will reuse: resolves once the socket handed all of `chunk` to the kernel, or closed. */
   writeLent(chunk: Uint8Array): Promise<void> {
     if (this.#state === 'closed' || this.socket.destroyed) return Promise.resolve();
     return new Promise((resolve) => {
-      const done = () => {
-        this.socket.off('close', done);
-        resolve();
-      };
+      const done = () => { this.socket.off('close', done); resolve(); };
       this.socket.on('close', done);
       this.socket.write(chunk, done);
     });
