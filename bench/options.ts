@@ -17,6 +17,9 @@ export interface BenchOptions {
   concurrentBlobs: number;
   concurrentBlobBytes: number;
   concurrentInFlight: number;
+  /** Concurrent pull: number of distinct blobs (all pulled at once) and bytes each. */
+  pullBlobs: number;
+  pullBlobBytes: number;
   /** Connections of the load workloads (manifest GET, blob HEAD). */
   loadConnections: number;
   /** Measured duration and warm-up of each load workload (ms). */
@@ -46,6 +49,8 @@ export function loadOptions(env: NodeJS.ProcessEnv = process.env): BenchOptions 
     concurrentBlobs: quick ? 16 : 64,
     concurrentBlobBytes: 16 * MiB,
     concurrentInFlight: 16,
+    pullBlobs: 16,
+    pullBlobBytes: quick ? 16 * MiB : 64 * MiB,
     loadConnections: 64,
     loadMs: quick ? 3_000 : 10_000,
     warmupMs: quick ? 500 : 1_000,

@@ -23,13 +23,15 @@ interface Target {
   max?: number;
 }
 
-const LOWER_UNITS = new Set(['ms', 's/GiB', 'MiB']);
+const LOWER_UNITS = new Set(['ms', 's/GiB', 'MiB', 'us/req']);
 
 /** Targets from the brief, by figure name. */
 const TARGETS: Record<string, Target> = {
   push_1gib_single_patch: { ratio: 3 },
   push_1gib_chunked_16mib: { ratio: 3 },
   push_concurrent: { ratio: 2.5 },
+  pull_1gib: { ratio: 2 },
+  pull_concurrent: { ratio: 1.5 },
   manifest_get_64c_rps: { ratio: 15 },
   manifest_get_64c_p99: { max: 10 },
   manifest_get_64c_raw_rps: { ratio: 15 },
@@ -42,11 +44,12 @@ const TARGETS: Record<string, Target> = {
 
 /** Row order of the comparison (figures not listed come last). */
 const ORDER = [
-  'push_1gib_single_patch', 'push_1gib_chunked_16mib', 'push_concurrent', 'pull_1gib',
+  'push_1gib_single_patch', 'push_1gib_chunked_16mib', 'push_concurrent', 'pull_1gib', 'pull_1gib_second', 'pull_1gib_cached', 'pull_concurrent',
   'server_cpu_per_gib_push', 'server_cpu_per_gib_push_chunked', 'server_peak_rss_push_1gib',
-  'manifest_get_64c_rps', 'manifest_get_64c_p50', 'manifest_get_64c_p99',
-  'manifest_get_64c_raw_rps', 'manifest_get_64c_raw_p50', 'manifest_get_64c_raw_p99',
-  'blob_head_64c_rps', 'blob_head_64c_p50', 'blob_head_64c_p99',
+  'server_cpu_per_gib_pull', 'server_cpu_per_gib_pull_second', 'server_cpu_per_gib_pull_cached', 'server_cpu_per_gib_pull_concurrent',
+  'manifest_get_64c_rps', 'manifest_get_64c_p50', 'manifest_get_64c_p99', 'manifest_get_64c_server_cpu',
+  'manifest_get_64c_raw_rps', 'manifest_get_64c_raw_p50', 'manifest_get_64c_raw_p99', 'manifest_get_64c_raw_server_cpu',
+  'blob_head_64c_rps', 'blob_head_64c_p50', 'blob_head_64c_p99', 'blob_head_64c_server_cpu',
   'manifest_put_p50', 'manifest_put_p99', 'warm_push_p50', 'warm_push_p99',
 ];
 
@@ -56,6 +59,13 @@ export class Report {
   /** Failed workloads: `<server>:<workload>` → message. */
   readonly failures = new Map<string, string>();
   readonly #targets: Record<string, Target> = { ...TARGETS };
+  /** The machine's limit of a figure measured in this run: figure → [limit in its unit, what it is]. */
+  readonly #limits = new Map<string, [number, string]>();
+
+  /** Sets the machine's limit for `bench` (same unit), printed beside Slipway's value as a fraction. */
+  limit(bench: string, value: number, what: string): void {
+    this.#limits.set(bench, [value, what]);
+  }
 
   /** Sets an absolute bound on Slipway's value of `bench` measured in this run (e.g. from the machine's sha256 speed). */
   bound(bench: string, max: number): void {
@@ -73,7 +83,7 @@ export class Report {
     for (const key of this.failures.keys()) {
       const [s, w] = key.split(':') as [string, string];
       if (s !== server) continue;
-      if (bench === w || ['_rps', '_p50', '_p99'].some((x) => bench === w + x)) return true;
+      if (bench === w || ['_rps', '_p50', '_p99', '_server_cpu'].some((x) => bench === w + x)) return true;
       if (w === 'push_1gib_single_patch' && bench.startsWith('server_')) return true;
     }
     return false;
@@ -115,6 +125,13 @@ export class Report {
         line.ratio = null;
         line.better = better === 'higher' ? 'higher value' : 'lower value';
       }
+      const lim = this.#limits.get(bench);
+      if (lim) {
+        line.limit = lim[0];
+        line.limit_is = lim[1];
+        if (typeof s?.value === 'number') line.slipway_of_limit = Math.round((s.value / lim[0]) * 100) / 100;
+        if (typeof r?.value === 'number') line.reference_of_limit = Math.round((r.value / lim[0]) * 100) / 100;
+      }
       const t = this.#targets[bench];
       if (t?.ratio !== undefined) {
         line.target = `ratio >= ${t.ratio}`;
@@ -148,13 +165,14 @@ export class Report {
 
   /** Writes a human-readable table of the comparison to stderr. */
   table(rows: Array<Record<string, unknown>>): void {
-    const cols = ['bench', 'unit', 'slipway', 'reference', 'ratio', 'target', 'met', 'other_cpu_pct_slipway', 'other_cpu_pct_reference', 'steal_cpu_pct_slipway', 'steal_cpu_pct_reference'];
-    const titles = ['bench', 'unit', 'slipway', 'reference', 'ratio', 'target', 'met', 'other%(s)', 'other%(r)', 'steal%(s)', 'steal%(r)'];
+    const cols = ['bench', 'unit', 'slipway', 'reference', 'ratio', 'target', 'met', 'limit', 'slipway_of_limit', 'reference_of_limit', 'other_cpu_pct_slipway', 'other_cpu_pct_reference', 'steal_cpu_pct_slipway', 'steal_cpu_pct_reference'];
+    const titles = ['bench', 'unit', 'slipway', 'reference', 'ratio', 'target', 'met', 'limit', 's/limit', 'r/limit', 'other%(s)', 'other%(r)', 'steal%(s)', 'steal%(r)'];
     const cells = rows.map((r) => cols.map((c) => (r[c] === undefined || r[c] === null ? '-' : String(r[c]))));
     const widths = cols.map((_, i) => Math.max(titles[i]!.length, ...cells.map((row) => row[i]!.length)));
     const fmt = (row: string[]) => row.map((v, i) => v.padEnd(widths[i]!)).join('  ');
     process.stderr.write('\n' + fmt(titles) + '\n' + fmt(widths.map((w) => '-'.repeat(w))) + '\n');
     for (const row of cells) process.stderr.write(fmt(row) + '\n');
+    process.stderr.write('limit: the machine\'s limit for the figure measured in this run (see the limits above the table); s/limit, r/limit: each server\'s figure as a fraction of it.\n');
     process.stderr.write('other%(s|r): CPU % of one core used by other processes on this machine (incl. kernel writeback) while the figure was measured; steal%: CPU % of one core the hypervisor gave to other guests meanwhile.\n');
   }
 }

@@ -8,6 +8,7 @@
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { installCleanup } from './cleanup.js';
+import { measureLimits, type Limit } from './limits.js';
 import { RegistryClient } from './client.js';
 import { buildSmallImage } from './image.js';
 import { loadOptions, type BenchOptions } from './options.js';
@@ -17,7 +18,8 @@ import { referenceAvailable, REFERENCE_BIN, startReference } from './servers/ref
 import { startSlipway } from './servers/slipway.js';
 import type { Target } from './servers/target.js';
 import { progress, type WorkloadContext } from './workloads/context.js';
-import { pull, pushChunks, pushConcurrent, pushImage, pushSingle } from './workloads/bulk.js';
+import { pushChunks, pushConcurrent, pushImage, pushSingle } from './workloads/bulk.js';
+import { pull, pullAgain, pullConcurrent } from './workloads/pulls.js';
 import { blobHead, manifestGet, manifestGetRaw } from './workloads/load.js';
 import { manifestPut, warmPush } from './workloads/sequential.js';
 
@@ -27,6 +29,8 @@ const WORKLOADS: Array<[string, (ctx: WorkloadContext) => Promise<void>]> = [
   ['push_1gib_chunked_16mib', pushChunks],
   ['push_concurrent', pushConcurrent],
   ['pull_1gib', pull],
+  ['pull_1gib_again', pullAgain],
+  ['pull_concurrent', pullConcurrent],
   ['push_small_image', pushImage],
   ['manifest_get_64c', manifestGet],
   ['manifest_get_64c_raw', manifestGetRaw],
@@ -37,6 +41,8 @@ const WORKLOADS: Array<[string, (ctx: WorkloadContext) => Promise<void>]> = [
 
 /** Workloads that read what another workload pushed: selecting one runs its prerequisite too. */
 const NEEDS: Record<string, string> = {
+  pull_1gib: 'push_1gib_single_patch',
+  pull_1gib_again: 'push_1gib_single_patch',
   manifest_get_64c: 'push_small_image',
   manifest_get_64c_raw: 'push_small_image',
   blob_head_64c: 'push_small_image',
@@ -91,6 +97,50 @@ async function runServer(name: 'slipway' | 'reference', base: Omit<WorkloadConte
   return failed;
 }
 
+/**
+ * Sets each transfer figure's limit: pushes by the lowest of sha256, direct disk writes and
+ * loopback; pulls of bytes not in the page cache by direct disk reads and loopback; the cached
+ * pull by page-cache reads and loopback.
+ */
+function setLimits(report: Report, limits: Limit[], sha256Rate: number): void {
+  const get = (b: string) => limits.find((l) => l.bench === b)?.value;
+  const lowest = (parts: Array<[string, number | undefined]>) => {
+    const known = parts.filter((p): p is [string, number] => p[1] !== undefined).sort((a, b) => a[1] - b[1]);
+    return known[0];
+  };
+  const loop: [string, number | undefined] = ['loopback', get('loopback')];
+  const push = lowest([['sha256', sha256Rate], ['disk write', get('disk_write_direct')], loop]);
+  const cold = lowest([['disk read', get('disk_read_direct')], loop]);
+  const cached = lowest([['page cache', get('page_cache_read')], loop]);
+  if (push) for (const b of ['push_1gib_single_patch', 'push_1gib_chunked_16mib', 'push_concurrent']) report.limit(b, push[1], push[0]);
+  if (cold) for (const b of ['pull_1gib', 'pull_1gib_second', 'pull_concurrent']) report.limit(b, cold[1], cold[0]);
+  if (cached) report.limit('pull_1gib_cached', cached[1], cached[0]);
+}
+
+/**
+ * Prints the limits, and whether "pull right after push ≥ 2× the reference" can be had without
+ * caching pushed bytes: the disk's direct read speed against twice the reference's pull, and
+ * what caching on push would add to the push's CPU against the push CPU target.
+ */
+function printLimits(limits: Limit[], sha256Rate: number, hashSecondsPerGiB: number, report: Report): void {
+  if (limits.length === 0) return;
+  process.stderr.write(`\nmachine limits measured in this run (1 process, ${limits.length} figures; CPU = this process's utime+stime per GiB):\n`);
+  for (const l of limits) process.stderr.write(`  ${l.bench.padEnd(24)} ${String(l.value).padStart(8)} MB/s  ${l.cpu_seconds_per_gib.toFixed(2)} CPU-s/GiB (${l.system_seconds_per_gib.toFixed(2)} system)  ${l.note}\n`);
+  process.stderr.write(`  sha256                   ${String(sha256Rate).padStart(8)} MB/s  ${hashSecondsPerGiB.toFixed(2)} CPU-s/GiB\n`);
+  const ref = report.figures.find((f) => f.bench === 'pull_1gib' && f.server === 'reference');
+  const disk = limits.find((l) => l.bench === 'disk_read_direct');
+  const buffered = limits.find((l) => l.bench === 'buffered_write_sync');
+  const push = report.figures.find((f) => f.bench === 'server_cpu_per_gib_push' && f.server === 'slipway');
+  if (!ref || !disk || !buffered) return;
+  const need = Math.round(2 * ref.value);
+  const line = `pull right after push: 2 x reference = ${need} MB/s; disk read limit (O_DIRECT) = ${disk.value} MB/s -> ${disk.value >= need ? 'reachable from disk' : 'not reachable from disk; only from the page cache'}`;
+  const cachedPush = push ? Math.round((push.value + buffered.cpu_seconds_per_gib) * 100) / 100 : undefined;
+  const bound = Math.round(2 * hashSecondsPerGiB * 100) / 100;
+  const cost = `caching pushed bytes costs ${buffered.cpu_seconds_per_gib} CPU-s/GiB (buffered write + fdatasync)` + (cachedPush !== undefined ? `: push ${push!.value} + ${buffered.cpu_seconds_per_gib} = ${cachedPush} s/GiB vs target <= ${bound} -> ${cachedPush <= bound ? 'within' : 'breaks'} the push CPU target` : '');
+  process.stderr.write(`${line}\n${cost}\n`);
+  report.note({ bench: 'pull_after_push_feasibility', reference_pull_mb_s: ref.value, needed_mb_s: need, disk_read_direct_mb_s: disk.value, reachable_from_disk: disk.value >= need, cache_on_push_cpu_s_per_gib: buffered.cpu_seconds_per_gib, push_cpu_with_caching: cachedPush, push_cpu_target: bound });
+}
+
 /** Entry point. */
 async function main(): Promise<number> {
   installCleanup();
@@ -118,8 +168,13 @@ async function main(): Promise<number> {
   report.note({ bench: 'client_sha256', value: sha256Rate, unit: 'MB/s', cpu_seconds_per_gib: hashSecondsPerGiB, note: 'node:crypto sha256 on this machine (hashing the big blob once): wall-clock speed and CPU seconds per GiB; a registry must hash every pushed byte' });
   const big = { single, chunked: payloads.blob(opts.bigBytes, 'chunked') };
   const many = Array.from({ length: opts.concurrentBlobs }, (_, i) => payloads.blob(opts.concurrentBlobBytes, `concurrent-${i}`));
+  progress('setup', `measuring the machine's limits (${opts.bigBytes / 1024 ** 2} MiB: disk writes and reads, page cache, loopback)`);
+  const limits = process.env.BENCH_LIMITS === '0' ? [] : await measureLimits(opts.bigBytes);
+  for (const l of limits) report.note({ ...l, bench: `limit_${l.bench}` });
+  setLimits(report, limits, sha256Rate);
+  const pullBlobs = Array.from({ length: opts.pullBlobs }, (_, i) => payloads.blob(opts.pullBlobBytes, `pull-${i}`));
   const image = await buildSmallImage();
-  const base = { opts, payloads, report, big, many, image };
+  const base = { opts, payloads, report, big, many, pullBlobs, image };
   let failed = 0;
   for (const name of opts.servers) {
     if (name === 'reference' && !referenceAvailable()) {
@@ -142,6 +197,7 @@ async function main(): Promise<number> {
   const rows = report.compare();
   report.table(rows);
   report.threadTable();
+  printLimits(limits, sha256Rate, hashSecondsPerGiB, report);
   process.stderr.write(`machine: sha256 ${sha256Rate} MB/s (wall clock) in this run, and hashing alone costs ${hashSecondsPerGiB} s of CPU per GiB pushed (plus receiving and writing the bytes)\n`);
   process.stderr.write(`\nbench: finished in ${Math.round((performance.now() - started) / 1000)} s${failed ? `, ${failed} failure(s)` : ''}\n`);
   return failed ? 1 : 0;

@@ -1,6 +1,6 @@
 /**
  * Bulk transfer workloads: 1 GiB push in one PATCH (with server CPU and peak RSS), 1 GiB push
- * in 16 MiB chunks, concurrent push of many 16 MiB blobs, and pull of the 1 GiB blob.
+ * in 16 MiB chunks, concurrent push of many 16 MiB blobs (pulls: pulls.ts).
  */
 import { CpuWindow, cpuSeconds, RssSampler, statusKb, ThreadWindow } from '../procstat.js';
 import { mbPerSecond, round } from '../stats.js';
@@ -9,8 +9,6 @@ import { MANIFEST_V2 } from '../image.js';
 import { pushChunked, pushPostPut, pushSinglePatch } from './upload.js';
 
 const GiB = 1024 ** 3;
-/** A pull fails when no body bytes arrive for this long (ms). */
-const PULL_STALL_MS = 15_000;
 const MiB = 1024 ** 2;
 
 /** Label of a size for figure fields. */
@@ -83,25 +81,6 @@ export async function pushConcurrent(ctx: WorkloadContext): Promise<void> {
   const ms = performance.now() - t0;
   const bytes = many.reduce((n, b) => n + b.size, 0);
   report.add({ bench: 'push_concurrent', server: target.name, value: mbPerSecond(bytes, ms), unit: 'MB/s', blobs: many.length, blob_size: sizeLabel(opts.concurrentBlobBytes), in_flight: opts.concurrentInFlight, method: 'POST+PUT', seconds: round(ms / 1000, 2), ...window.end() });
-}
-
-/** GET the 1 GiB blob, counting bytes (one redirect is followed if the server sends one). */
-export async function pull(ctx: WorkloadContext): Promise<void> {
-  const { target, client, big, report } = ctx;
-  const blob = big.single;
-  progress(target.name, `pull ${sizeLabel(blob.size)}`);
-  let url = client.resolve(`/v2/${REPO.big}/blobs/${blob.digest}`);
-  const window = new CpuWindow(target.pid);
-  const t0 = performance.now();
-  let r = await client.fetchCount('GET', url, {}, PULL_STALL_MS);
-  if (r.status >= 300 && r.status < 400 && r.location) {
-    url = client.resolve(r.location, url.toString());
-    r = await client.fetchCount('GET', url, {}, PULL_STALL_MS);
-  }
-  const ms = performance.now() - t0;
-  if (r.status !== 200) throw new Error(`GET ${url} answered ${r.status}`);
-  if (r.bytes !== blob.size) throw new Error(`GET ${url} returned ${r.bytes} bytes, expected ${blob.size}`);
-  report.add({ bench: 'pull_1gib', server: target.name, value: mbPerSecond(blob.size, ms), unit: 'MB/s', bytes: r.bytes, size: sizeLabel(blob.size), seconds: round(ms / 1000, 2), ...window.end() });
 }
 
 /** Pushes the small image (config, layer, manifest by tag `latest`). */

@@ -17,12 +17,14 @@ export interface WorkloadContext {
   big: { single: Blob; chunked: Blob };
   /** Concurrent-push blobs, digests precomputed. */
   many: Blob[];
+  /** Blobs pushed and then pulled all at once (pull_concurrent), digests precomputed. */
+  pullBlobs: Blob[];
   /** The small image, pushed by the first workload that needs it. */
   image: SmallImage;
 }
 
 /** Repository names (`bench/<process-type>`). */
-export const REPO = { big: 'bench/web', many: 'bench/worker', image: 'bench/api' } as const;
+export const REPO = { big: 'bench/web', many: 'bench/worker', image: 'bench/api', pulls: 'bench/release' } as const;
 
 /** Progress line on stderr. */
 export function progress(target: string, msg: string): void {

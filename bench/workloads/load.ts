@@ -2,11 +2,12 @@
  * Closed-loop load: N connections, each sending its next request as soon as the previous one
  * answered, for a fixed duration after a short warm-up. Reports req/s, p50 and p99 latency,
  * plus the CPU use of the client (this process), of the server and of everything else on the
- * machine over the measured window, so a client-bound or contended figure can be recognised.
+ * machine over the measured window, so a client-bound or contended figure can be recognised, and
+ * the server's and the client's CPU microseconds per request (`<name>_server_cpu`).
  */
 import { latencySummary, round } from '../stats.js';
 import { MANIFEST_V2 } from '../image.js';
-import { CpuWindow } from '../procstat.js';
+import { CpuWindow, cpuSeconds } from '../procstat.js';
 import { buildRequest, RawConnection } from '../rawhttp.js';
 import { progress, REPO, type WorkloadContext } from './context.js';
 
@@ -59,6 +60,8 @@ async function measure(ctx: WorkloadContext, name: string, client: string, fn: (
   const opened = () => (conns ?? []).reduce((n, c) => n + c.connects, 0);
   const opened0 = opened();
   const cpu = new CpuWindow(target.pid);
+  const server0 = cpuSeconds(target.pid);
+  const client0 = process.cpuUsage();
   const r = await closedLoop(opts.loadConnections, opts.loadMs, opts.loadMaxRequests, fn);
   // A throughput of wrong answers (a 404 is fast) is no figure: fail the workload instead.
   if (r.errors > 0) throw new Error(`${r.errors} of ${r.requests} requests got a wrong answer${r.firstError ? ` (first error: ${r.firstError})` : ' (unexpected status or length)'}`);
@@ -70,6 +73,10 @@ async function measure(ctx: WorkloadContext, name: string, client: string, fn: (
   report.add({ bench: `${name}_rps`, server: target.name, value: r.rps, unit: 'req/s', ...extra });
   report.add({ bench: `${name}_p50`, server: target.name, value: r.p50, unit: 'ms', ...extra });
   report.add({ bench: `${name}_p99`, server: target.name, value: r.p99, unit: 'ms', ...extra });
+  // CPU per request (all threads, utime+stime): the cost of an answer, whatever else ran.
+  const perRequest = (seconds: number) => round((seconds * 1e6) / Math.max(1, r.requests), 1);
+  const c = process.cpuUsage(client0);
+  report.add({ bench: `${name}_server_cpu`, server: target.name, value: perRequest(cpuSeconds(target.pid) - server0), unit: 'us/req', client_cpu_us_per_request: perRequest((c.user + c.system) / 1e6), ...extra });
 }
 
 /** Request headers the raw client sends (the Authorization of the target, if any). */

@@ -137,6 +137,14 @@ export interface BlobReader {
    * costs an allocation. Chunks it does not know are ignored.
    */
   recycle?(chunk: Buffer): void;
+  /**
+   * Optional (filesystem): bytes from `position`, at most `length` (what the sender will still
+   * ask for, so the reader may read ahead up to there), in a buffer the reader owns and may
+   * reuse: valid until the next `lend` or `close`. For senders that hand each chunk off whole
+   * before asking for the next. Resolves with at least one byte unless `position` is at the end.
+   * @throws on I/O errors of the medium.
+   */
+  lend?(position: number, length: number): Promise<Uint8Array>;
   /** Releases the reader. Idempotent. */
   close(): Promise<void>;
 }

@@ -36,6 +36,7 @@ import type { Digest } from '../digest.js';
 import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type CommitResult, type SessionInfo } from './contract.js';
 import { checkSessionId, copyThrough, resolveRange, DigestLocks } from './backend-common.js';
 import { FsWriter, type FsSessionHost } from './fs-writer.js';
+import { FsReader, PullHeat } from './fs-reader.js';
 import type { BlobBackendSpec } from './backend-spec.js';
 import { inlineHash, lostHash, type HashFactory } from './running-hash.js';
 
@@ -102,6 +103,8 @@ export class FsBlobBackend implements BlobBackend {
   readonly #uploads: string;
   readonly #trash: string;
   readonly #locks = new DigestLocks();
+  /** Recent pulls: which reads go through the page cache (fs-reader.ts). */
+  readonly #heat = new PullHeat();
   /** Ids of this instance's open writers. */
   readonly #live = new Set<string>();
   readonly newHash: HashFactory;
@@ -167,7 +170,7 @@ export class FsBlobBackend implements BlobBackend {
   async open(digest: Digest): Promise<BlobReader> {
     const h = await this.#openBlob(digest);
     try {
-      return new FsReader(digest, h, (await h.stat()).size);
+      return new FsReader(digest, h, (await h.stat()).size, this.#heat);
     } catch (e) {
       await h.close();
       throw e;
@@ -346,28 +349,5 @@ export class FsBlobBackend implements BlobBackend {
       }
     }
     return (await copyThrough(this, target, digest)) ? 'copied' : 'missing';
-  }
-}
-
-/** A committed blob's open descriptor: positional reads into the caller's buffer. */
-class FsReader implements BlobReader {
-  #closed = false;
-
-  constructor(readonly digest: Digest, readonly handle: fsp.FileHandle, readonly size: number) {}
-
-  async read(into: Uint8Array, position: number): Promise<number> {
-    let done = 0;
-    while (done < into.byteLength) {
-      const { bytesRead } = await this.handle.read(into, done, into.byteLength - done, position + done);
-      if (bytesRead === 0) break;
-      done += bytesRead;
-    }
-    return done;
-  }
-
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    await this.handle.close();
   }
 }

@@ -104,6 +104,12 @@ export interface ByteSource {
    * (or its write failed); the source may then reuse its memory (contract.ts `BlobReader.recycle`).
    */
   recycle?(chunk: Buffer): void;
+  /**
+   * Optional: bytes from `position`, at most `length`, in a buffer the source owns, valid until
+   * the next call (contract.ts `BlobReader.lend`); senders that finish with each chunk before
+   * asking for the next use it instead of `read`.
+   */
+  lend?(position: number, length: number): Promise<Uint8Array>;
 }
 
 /**

@@ -313,6 +313,16 @@ export class Connection {
     return this.socket.write(chunk, written);
   }
 
+  /** Writes body bytes the caller will reuse: resolves once the socket handed all of `chunk` to the kernel, or closed. */
+  writeLent(chunk: Uint8Array): Promise<void> {
+    if (this.#state === 'closed' || this.socket.destroyed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => { this.socket.off('close', done); resolve(); };
+      this.socket.on('close', done);
+      this.socket.write(chunk, done);
+    });
+  }
+
   /** Resolves when the socket can take more, or when the connection closed. */
   drained(): Promise<void> {
     if (this.#state === 'closed') return Promise.resolve();

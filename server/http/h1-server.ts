@@ -151,6 +151,16 @@ class H1Exchange implements Exchange {
             body.destroy();
           }
           if (sent !== length && !this.#aborted) throw new Error(`the blob stream gave ${sent} of ${length} bytes`);
+        } else if (source.lend) {
+          // The source's buffers (fs-reader.ts reads ahead into them): each is written whole
+          // before the next is asked for, while the source's next reads are under way.
+          for (let pos = 0; pos < length && !this.#aborted;) {
+            const chunk = await source.lend(start + pos, length - pos);
+            if (chunk.byteLength === 0) throw new Error(`short read at byte ${start + pos}`);
+            pos += chunk.byteLength;
+            if (this.#aborted) break;
+            await conn.writeLent(chunk);
+          }
         } else {
           for (let pos = 0; pos < length && !this.#aborted;) {
             // A fresh buffer per chunk: the socket holds it until written.

@@ -217,7 +217,10 @@ class UwsExchange implements Exchange {
     if (source.stream) return this.#pipe(await source.stream(start, length), length, source.recycle?.bind(source));
     let pos = 0;
     // One buffer per response, reused: each chunk is fully handed to uWS before the next read
-    // (a fresh 1 MiB buffer per read cost page faults and GC on every MiB pulled).
+    // (a fresh 1 MiB buffer per read cost page faults and GC on every MiB pulled). `source.lend`
+    // is not used here: its reads ahead complete while uWS waits for onWritable, which this
+    // build then stops calling (below; measured again 2026-11-24 with fs-reader.ts's direct reads:
+    // the pulls of test/blobs/fs-reader.test.ts stalled), so uWS pulls read through the page cache.
     const buf = Buffer.allocUnsafeSlow(Math.min(READ_CHUNK, length));
     const read = async (): Promise<Buffer> => {
       const n = Math.min(READ_CHUNK, length - pos);

@@ -1,0 +1,143 @@
+/**
+ * The machine's limits for moving blob bytes, measured in the same run as the workloads (so
+ * the figures can be read as a fraction of what this machine can do at that moment):
+ *
+ * - `disk_write_direct`: 1 GiB written with `O_DIRECT` in 4 MiB blocks, then `fdatasync`
+ *   (how Slipway's filesystem store writes pushed bytes);
+ * - `disk_read_direct`: that file read back with `O_DIRECT`, 4 MiB blocks, three in flight (not
+ *   in the page cache: the pace of a pull right after a push when pushes bypass the cache);
+ * - `disk_read_buffered_cold`: the same file read through the page cache the first time;
+ * - `page_cache_read`: read again, now from the page cache;
+ * - `buffered_write_sync`: 1 GiB written through the page cache, then `fdatasync`: its CPU per
+ *   GiB is what caching pushed bytes would add to a push (the kernel's copy into the cache);
+ * - `loopback`: 1 GiB over a TCP connection on 127.0.0.1 to a child process (python3, reads of
+ *   4 MiB) that discards it.
+ *
+ * CPU is this process's utime+stime (all threads, so libuv's pool that runs the file I/O counts);
+ * the kernel's own writeback threads are not charged to any process.
+ */
+import { spawn } from 'node:child_process';
+import { constants as fsc, promises as fsp } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomFillSync } from 'node:crypto';
+import { sharedBuffer } from '../engine/blobs/aligned-buffer.js';
+import { mbPerSecond, round } from './stats.js';
+
+const BLOCK = 4 * 1024 * 1024;
+const GiB = 1024 ** 3;
+
+/** One limit: wall-clock speed and CPU seconds per GiB of this process. */
+export interface Limit {
+  bench: string;
+  value: number;
+  unit: 'MB/s';
+  cpu_seconds_per_gib: number;
+  system_seconds_per_gib: number;
+  note: string;
+}
+
+/** Runs `fn` over `bytes` and returns its speed and CPU per GiB. */
+async function timed(bench: string, bytes: number, note: string, fn: () => Promise<void>): Promise<Limit> {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  await fn();
+  const ms = performance.now() - t0;
+  const c = process.cpuUsage(c0);
+  const per = (us: number) => round(us / 1e6 / (bytes / GiB), 2);
+  return { bench, value: mbPerSecond(bytes, ms), unit: 'MB/s', cpu_seconds_per_gib: per(c.user + c.system), system_seconds_per_gib: per(c.system), note };
+}
+
+/** Writes `bytes` of `block` repeated to `path` through a handle opened with `flags`, then fdatasync. */
+async function writeFile(path: string, flags: number, block: Buffer, bytes: number): Promise<void> {
+  const h = await fsp.open(path, flags, 0o600);
+  try {
+    for (let pos = 0; pos < bytes; pos += block.length) await h.write(block, 0, block.length, pos);
+    await h.datasync();
+  } finally {
+    await h.close();
+  }
+}
+
+/** Reads `path` whole in blocks of `buffers[i]`, `buffers.length` reads in flight. */
+async function readFile(path: string, flags: number, buffers: Buffer[], bytes: number): Promise<void> {
+  const h = await fsp.open(path, flags);
+  try {
+    let next = 0;
+    await Promise.all(buffers.map(async (b) => {
+      while (next < bytes) {
+        const at = next;
+        next += b.length;
+        await h.read(b, 0, b.length, at);
+      }
+    }));
+  } finally {
+    await h.close();
+  }
+}
+
+/** Sends `bytes` over loopback TCP to a child process that discards them. */
+async function loopback(block: Buffer, bytes: number): Promise<void> {
+  // The receiver reads into one 4 MiB buffer (python3's recv_into), so it costs one system call
+  // per socket read and does not become the limit the way a 64 KiB-per-read Node receiver would.
+  const child = spawn('python3', ['-c', [
+    'import socket, sys',
+    's = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)',
+    'print(s.getsockname()[1], flush=True)',
+    'c, _ = s.accept(); b = bytearray(4 << 20); n = 0',
+    'while True:',
+    '    k = c.recv_into(b)',
+    '    if k == 0: break',
+    '    n += k',
+    'c.sendall(str(n).encode()); c.close()',
+  ].join('\n')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      child.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
+      child.once('exit', () => reject(new Error('loopback receiver exited')));
+    });
+    await new Promise<void>((resolve, reject) => {
+      const sock = connect(port, '127.0.0.1');
+      let sent = 0;
+      const pump = () => {
+        while (sent < bytes) {
+          sent += block.length;
+          if (!sock.write(block)) return;
+        }
+        sock.end();
+      };
+      sock.on('connect', pump);
+      sock.on('drain', pump);
+      sock.on('error', reject);
+      sock.on('data', () => resolve());
+    });
+  } finally {
+    child.kill();
+  }
+}
+
+/** Measures every limit over `bytes` (a multiple of 4 MiB) in the temp dir; removes its files. */
+export async function measureLimits(bytes: number): Promise<Limit[]> {
+  const dir = await fsp.mkdtemp(join(tmpdir(), 'slipway-bench-limits-'));
+  const block = sharedBuffer(BLOCK);
+  randomFillSync(block);
+  const direct = join(dir, 'direct');
+  const buffered = join(dir, 'buffered');
+  const out: Limit[] = [];
+  try {
+    const create = fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC;
+    out.push(await timed('disk_write_direct', bytes, 'O_DIRECT writes of 4 MiB, then fdatasync: the pace of a push to disk', () => writeFile(direct, create | fsc.O_DIRECT, block, bytes)));
+    const reads = [sharedBuffer(BLOCK), sharedBuffer(BLOCK), sharedBuffer(BLOCK)];
+    out.push(await timed('disk_read_direct', bytes, 'O_DIRECT reads of 4 MiB, 3 in flight, of a file not in the page cache: the pace of a pull right after a push', () => readFile(direct, fsc.O_RDONLY | fsc.O_DIRECT, reads, bytes)));
+    out.push(await timed('disk_read_buffered_cold', bytes, 'the same file read through the page cache the first time (4 MiB reads)', () => readFile(direct, fsc.O_RDONLY, [reads[0]!], bytes)));
+    out.push(await timed('page_cache_read', bytes, 'read again, from the page cache (4 MiB reads)', () => readFile(direct, fsc.O_RDONLY, [reads[0]!], bytes)));
+    await fsp.rm(direct, { force: true });
+    out.push(await timed('buffered_write_sync', bytes, 'written through the page cache in 4 MiB writes, then fdatasync: CPU per GiB is what caching pushed bytes costs', () => writeFile(buffered, create, block, bytes)));
+    await fsp.rm(buffered, { force: true });
+    out.push(await timed('loopback', bytes, 'TCP on 127.0.0.1, 4 MiB writes, to a python3 process discarding them (4 MiB reads)', () => loopback(block, bytes)));
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+  return out;
+}

@@ -1,0 +1,146 @@
+/**
+ * The filesystem store's pull reads (engine/blobs/fs-reader.ts): direct reads ahead at unaligned
+ * offsets and sizes, the page-cache policy (`PullHeat`), and through the real HTTP interface:
+ * ranges at unaligned offsets of blobs whose sizes are not multiples of 4096, and many pulls of
+ * one blob at once while the policy switches from direct reads to the page cache, on both
+ * listeners (h1 sends the reader's lent buffers; uWS reads through the page cache).
+ */
+import t from 'tap';
+import { randomBytes, randomInt, createHash } from 'node:crypto';
+import { promises as fsp, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DIRECT_CHUNK, DIRECT_MIN_BYTES, FsReader, PullHeat } from '../../engine/blobs/fs-reader.js';
+import type { Digest } from '../../engine/digest.js';
+import { tempDir } from '../helpers/server.js';
+import { startInProcess } from '../helpers/harness.js';
+import { basic, createApp, http } from '../helpers/http.js';
+import { pushBlob, type Target } from '../helpers/registry.js';
+
+const tmp = tempDir('slipway-fsreader-');
+t.teardown(() => tmp.cleanup());
+
+/** Lends `length` bytes from `position` to the end, concatenated. */
+async function lendAll(r: FsReader, position: number, length: number): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let pos = position;
+  while (pos < position + length) {
+    const v = await r.lend(pos, position + length - pos);
+    if (v.byteLength === 0) throw new Error(`nothing lent at ${pos}`);
+    parts.push(Buffer.from(v)); // a copy: the lent memory is reused by the next lend
+    pos += v.byteLength;
+  }
+  return Buffer.concat(parts);
+}
+
+async function reader(path: string, digest: string, heat: PullHeat): Promise<FsReader> {
+  const h = await fsp.open(path, 'r');
+  return new FsReader(digest as Digest, h, (await h.stat()).size, heat);
+}
+
+t.test('direct reads ahead: unaligned starts, sizes and ends, jumps', async (t) => {
+  const size = DIRECT_MIN_BYTES + 3 * DIRECT_CHUNK + 4097; // not a multiple of 4096
+  const bytes = randomBytes(size);
+  const path = join(tmp.dir, 'blob');
+  writeFileSync(path, bytes);
+  const cases: Array<[number, number]> = [
+    [0, size], [1, size - 1], [4095, size - 4095 - 1], [4097, DIRECT_MIN_BYTES + 5],
+    [DIRECT_CHUNK - 1, size - DIRECT_CHUNK + 1], [size - DIRECT_MIN_BYTES - 3, DIRECT_MIN_BYTES + 3],
+  ];
+  for (const [start, length] of cases) {
+    const r = await reader(path, `sha256:${start}`, new PullHeat()); // a fresh heat: first pull, direct
+    const got = await lendAll(r, start, length);
+    t.equal(r.mode, 'direct', `bytes ${start}+${length} read directly`);
+    t.ok(got.equals(bytes.subarray(start, start + length)), `bytes ${start}+${length}`);
+    await r.close();
+  }
+  // One reader asked at places that do not follow on: the read-ahead starts over each time.
+  const r = await reader(path, 'sha256:jumps', new PullHeat());
+  t.ok(Buffer.from(await r.lend(3, size - 3)).equals(bytes.subarray(3, DIRECT_CHUNK)), 'the first chunk ends at the aligned boundary');
+  for (let i = 0; i < 12; i++) {
+    const start = randomInt(0, size - 1);
+    const length = Math.min(size - start, randomInt(1, 3 * DIRECT_CHUNK));
+    const v = await r.lend(start, length);
+    t.ok(v.byteLength > 0 && v.byteLength <= length, 'lends within the range');
+    t.ok(Buffer.from(v).equals(bytes.subarray(start, start + v.byteLength)), `jump to ${start}`);
+  }
+  t.equal(r.mode, 'direct');
+  await r.close();
+  await r.close(); // idempotent
+  await t.rejects(r.lend(0, 1), /closed/);
+});
+
+t.test('the policy: small pulls, a second pull, pulls at once go through the page cache', async (t) => {
+  const bytes = randomBytes(DIRECT_MIN_BYTES + 1);
+  const path = join(tmp.dir, 'policy');
+  writeFileSync(path, bytes);
+  let now = 0;
+  const heat = new PullHeat(1000, () => now);
+  const small = await reader(path, 'sha256:p', heat);
+  t.ok((await lendAll(small, 5, DIRECT_MIN_BYTES - 5)).equals(bytes.subarray(5, DIRECT_MIN_BYTES)));
+  t.equal(small.mode, 'cached', 'a pull under the threshold reads through the cache');
+  await small.close();
+  now = 2000; // the small pull is outside the window now
+  const a = await reader(path, 'sha256:p', heat);
+  const b = await reader(path, 'sha256:p', heat);
+  t.ok((await a.lend(0, bytes.length)).byteLength > 0);
+  t.equal(a.mode, 'direct', 'the first large pull reads directly');
+  t.ok((await lendAll(b, 0, bytes.length)).equals(bytes));
+  t.equal(b.mode, 'cached', 'a pull while another runs reads through the cache');
+  t.ok((await lendAll(a, 0, bytes.length)).equals(bytes), 'the direct reader restarts at 0');
+  await a.close();
+  await b.close();
+  now = 2500;
+  const c = await reader(path, 'sha256:p', heat);
+  await lendAll(c, 0, bytes.length);
+  t.equal(c.mode, 'cached', 'pulled within the window: the page cache');
+  await c.close();
+  now = 10_000;
+  const d = await reader(path, 'sha256:p', heat);
+  await lendAll(d, 0, bytes.length);
+  t.equal(d.mode, 'direct', 'not pulled for longer than the window: direct again');
+  await d.close();
+});
+
+for (const listener of ['h1', 'uws']) t.test(`through HTTP (${listener}): unaligned ranges, odd sizes, concurrent pulls while the policy switches`, async (t) => {
+  const server = await startInProcess({ dataDir: join(tmp.dir, `server-${listener}`), env: { SLIPWAY_LISTENER: listener } });
+  t.teardown(() => server.stop());
+  const key = server.apiKey!;
+  const me: Target = { registry: server.urls.registry, auth: basic('_', key) };
+  await createApp(server.urls.api, key, 'pullapp');
+  const sha = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
+  const get = (digest: string, range?: string) =>
+    http('GET', `${me.registry}/v2/pullapp/web/blobs/${digest}`, { headers: { ...me.auth, ...(range ? { range } : {}) } });
+
+  // Each blob pulled first with a range: that first pull is the direct one.
+  for (const [size, start, end] of [[DIRECT_MIN_BYTES + 1, 1, DIRECT_MIN_BYTES], [DIRECT_MIN_BYTES + 4095, 4095, DIRECT_MIN_BYTES + 4093], [DIRECT_CHUNK * 3 + 513, DIRECT_CHUNK - 7, DIRECT_CHUNK * 3 + 512]] as const) {
+    const bytes = randomBytes(size);
+    t.equal((await pushBlob(me, 'pullapp/web', bytes)).status, 201);
+    const r = await get(sha(bytes), `bytes=${start}-${end}`);
+    t.equal(r.status, 206);
+    t.equal(r.headers['content-range'], `bytes ${start}-${end}/${size}`);
+    t.ok(r.bytes.equals(bytes.subarray(start, end + 1)), `range ${start}-${end} of ${size} bytes`);
+    const whole = await get(sha(bytes));
+    t.ok(whole.bytes.equals(bytes), `all ${size} bytes, second pull`);
+  }
+
+  // Rounds of pulls of one fresh blob at once, whole and ranged, started at random moments:
+  // the first is direct, the others go through the page cache while it runs or after it.
+  for (let round = 0; round < 4; round++) {
+    const size = DIRECT_MIN_BYTES + randomInt(1, 3 * DIRECT_CHUNK);
+    const bytes = randomBytes(size);
+    const digest = sha(bytes);
+    t.equal((await pushBlob(me, 'pullapp/web', bytes)).status, 201);
+    const pulls = Array.from({ length: 6 }, async (_, i) => {
+      await new Promise((r) => setTimeout(r, randomInt(0, 40)));
+      if (i % 2 === 0) {
+        const r = await get(digest);
+        return r.status === 200 && r.bytes.equals(bytes);
+      }
+      const start = randomInt(0, size - 1);
+      const end = Math.min(size - 1, start + randomInt(0, DIRECT_MIN_BYTES * 2));
+      const r = await get(digest, `bytes=${start}-${end}`);
+      return r.status === 206 && r.bytes.equals(bytes.subarray(start, end + 1));
+    });
+    t.same(await Promise.all(pulls), [true, true, true, true, true, true], `round ${round}: every pull got the right bytes`);
+  }
+});
