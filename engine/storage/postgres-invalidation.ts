@@ -1,0 +1,248 @@
+/**
+ * Invalidation of the node-local read cache (engine/storage/read-cache.ts) through PostgreSQL
+ * LISTEN/NOTIFY, and the rule for when the cache may be used at all.
+ *
+ * ## Sending
+ * Every transaction that writes a cached keyspace sends one notification on channel
+ * `slipway_kv` from inside the transaction, in the same statement that applies its writes
+ * (engine/storage/postgres-metadata.ts): PostgreSQL delivers it to every listening session only
+ * if and when the transaction commits, after the commit is visible to other sessions. The
+ * payload is `<node>:<seq>:<records>`, `<records>` being the JSON array
+ * `[keyspace, key, keyspace, key, …]`, or `*` ("forget everything") when the payload would
+ * exceed `MAX_PAYLOAD_BYTES` (PostgreSQL's limit is 8000 bytes). It is sent whether or not the
+ * sending node caches (another node may).
+ *
+ * Application-side rather than a trigger: the list of cached keyspaces lives in the code
+ * (read-cache.ts), a transaction sends one batched notification instead of one per row, the
+ * notification rides on the write statement (no extra round trip), and writes to uncached
+ * keyspaces (rate-limit buckets, every `GET /account`) cost nothing. Every Slipway writer goes
+ * through `transact` — request paths, background work, start-up data migrations and `slipway
+ * migrate` into PostgreSQL — so all of them notify. A writer outside Slipway (psql) must send
+ * `NOTIFY slipway_kv, '-:0:*'` after its change, or the nodes be restarted.
+ *
+ * ## Receiving, and when the cache is used
+ * Each node LISTENs on a dedicated connection and, on each notification, evicts the records it
+ * names (everything for `*`). The cache is *usable* only while that connection is confirmed:
+ * after `LISTEN` succeeded (the cache is cleared at that moment, so nothing cached before is
+ * trusted) and as long as every heartbeat — a notification this node sends itself every
+ * `heartbeatMs` through the database — comes back within `heartbeatTimeoutMs`. On a connection
+ * error, its end, or a late heartbeat or commit receipt, the cache is cleared and bypassed
+ * (every read goes to the database) until a new connection has LISTENed again.
+ *
+ * ## Own commits
+ * After a commit that notified, this node evicts the written records at once and then waits —
+ * with `heartbeatTimeoutMs` as the bound, past which the listener counts as lost — until its own
+ * listener has received that notification. PostgreSQL signals every listening session at the
+ * same commit, so by the time a client has the answer to a write (a revocation, a tag moved),
+ * every other node's listening session has been signalled too; what remains is that node's
+ * delivery of a few hundred bytes, well under a client's next round trip.
+ *
+ * ## Worst-case staleness
+ * - Normal operation: a value changed on another node may be served until this node has
+ *   received the notification — the commit's delivery latency (sub-millisecond to a few ms on
+ *   a LAN), overlapping the writer's own wait above.
+ * - Listener lost without any error (a network partition, a stalled socket): until the next
+ *   heartbeat misses its deadline, at most `heartbeatMs + heartbeatTimeoutMs` (2 s by default).
+ * Reads inside transactions never use the cache (serializable reads always hit the database).
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { ReadCache } from './read-cache.js';
+
+/** The notification channel. */
+export const CHANNEL = 'slipway_kv';
+/** Largest payload sent with its records; past it, `*`. PostgreSQL's limit is 8000 bytes. */
+export const MAX_PAYLOAD_BYTES = 7900;
+
+/** Settings of the listener. */
+export interface InvalidationOptions {
+  connectionString: string;
+  connectTimeoutMs: number;
+  /** Interval of heartbeats, ms (default 1000). */
+  heartbeatMs?: number;
+  /** Longest a heartbeat or an own commit's notification may take to come back, ms (default 1000). */
+  heartbeatTimeoutMs?: number;
+  /** Wait before reconnecting a lost listener, ms (default 500). */
+  retryMs?: number;
+}
+
+/** The notification of one commit: its payload and the sequence number to wait for. */
+export interface Notice {
+  payload: string;
+  seq: number;
+  records: Array<readonly [string, string]>;
+}
+
+/** The listener of one node (see the top of this file). */
+export class Invalidation {
+  readonly cache: ReadCache;
+  /** This store instance's id in payloads. */
+  readonly node = randomBytes(6).toString('hex');
+  readonly #opts: Required<InvalidationOptions>;
+  #seq = 0;
+  #client: pg.Client | undefined;
+  #usable = false;
+  #closed = false;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #retry: NodeJS.Timeout | undefined;
+  /** seq → resolver of a wait for this node's own notification. */
+  readonly #waiters = new Map<number, () => void>();
+  /** Listener sessions established so far (tests, diagnostics). */
+  connects = 0;
+
+  constructor(opts: InvalidationOptions, cache = new ReadCache()) {
+    this.cache = cache;
+    this.#opts = { heartbeatMs: 1000, heartbeatTimeoutMs: 1000, retryMs: 500, ...opts };
+  }
+
+  /** True while the cache may be used (listener confirmed). */
+  get usable(): boolean {
+    return this.#usable;
+  }
+
+  /** The backend pid of the listening session, or undefined while there is none (tests). */
+  get listenerPid(): number | undefined {
+    return (this.#client as unknown as { processID?: number } | undefined)?.processID;
+  }
+
+  /** Connects the listener; resolves after the first attempt, successful or not (it retries). */
+  async start(): Promise<void> {
+    await this.#connect();
+  }
+
+  /**
+   * The notification of a transaction writing `written` (keyspace, key pairs), or null when it
+   * writes no cached keyspace.
+   */
+  noticeFor(written: Iterable<readonly [string, string]>): Notice | null {
+    const records: Array<readonly [string, string]> = [];
+    const flat: string[] = [];
+    for (const r of written) {
+      if (!ReadCache.caches(r[0])) continue;
+      records.push(r);
+      flat.push(r[0], r[1]);
+    }
+    if (records.length === 0) return null;
+    const seq = ++this.#seq;
+    let payload = `${this.node}:${seq}:${JSON.stringify(flat)}`;
+    if (Buffer.byteLength(payload) > MAX_PAYLOAD_BYTES) payload = `${this.node}:${seq}:*`;
+    return { payload, seq, records };
+  }
+
+  /**
+   * After the commit of `notice`: evicts its records here, then waits until this node's listener
+   * has received it (bounded by heartbeatTimeoutMs; a late one counts the listener lost).
+   * Never rejects: the commit stands either way.
+   */
+  async committed(notice: Notice): Promise<void> {
+    this.cache.invalidate(notice.records);
+    if (!this.#usable) return;
+    await this.#await(notice.seq);
+  }
+
+  /** Stops listening; the cache is cleared and no longer used. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#retry);
+    this.#lost();
+  }
+
+  /** Waits for own notification `seq`; on timeout the listener is lost. */
+  #await(seq: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        if (this.#waiters.delete(seq)) {
+          resolve();
+          this.#lost();
+        }
+      }, this.#opts.heartbeatTimeoutMs);
+      timer.unref();
+      this.#waiters.set(seq, () => { clearTimeout(timer); resolve(); });
+    });
+  }
+
+  async #connect(): Promise<void> {
+    if (this.#closed) return;
+    const client = new pg.Client({
+      connectionString: this.#opts.connectionString, connectionTimeoutMillis: this.#opts.connectTimeoutMs,
+      query_timeout: this.#opts.heartbeatTimeoutMs + this.#opts.connectTimeoutMs, keepAlive: true,
+      application_name: 'slipway-listener',
+    });
+    this.#client = client;
+    client.on('error', () => { if (this.#client === client) this.#lost(); });
+    client.on('end', () => { if (this.#client === client) this.#lost(); });
+    client.on('notification', (m) => { if (this.#client === client && m.channel === CHANNEL) this.#received(m.payload ?? ''); });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch {
+      if (this.#client === client) this.#lost();
+      return;
+    }
+    if (this.#client !== client || this.#closed) return;
+    this.connects++;
+    this.cache.clear();
+    this.#usable = true;
+    this.#heartbeat = setInterval(() => void this.#beat(client), this.#opts.heartbeatMs);
+    this.#heartbeat.unref();
+  }
+
+  /** One heartbeat: a notification of no records, sent on the listening connection itself. */
+  async #beat(client: pg.Client): Promise<void> {
+    const seq = ++this.#seq;
+    const back = this.#await(seq);
+    try {
+      await client.query('SELECT pg_notify($1, $2)', [CHANNEL, `${this.node}:${seq}:[]`]);
+    } catch {
+      if (this.#client === client) this.#lost();
+    }
+    await back;
+  }
+
+  #received(payload: string): void {
+    const first = payload.indexOf(':');
+    const second = payload.indexOf(':', first + 1);
+    if (first < 0 || second < 0) {
+      this.cache.clear();
+      return;
+    }
+    const body = payload.slice(second + 1);
+    if (body === '*') this.cache.clear();
+    else if (body !== '[]') {
+      try {
+        const flat = JSON.parse(body) as string[];
+        const pairs: Array<readonly [string, string]> = [];
+        for (let i = 0; i + 1 < flat.length; i += 2) pairs.push([flat[i]!, flat[i + 1]!]);
+        this.cache.invalidate(pairs);
+      } catch {
+        this.cache.clear();
+      }
+    }
+    if (payload.slice(0, first) === this.node) {
+      const seq = Number(payload.slice(first + 1, second));
+      const w = this.#waiters.get(seq);
+      if (w) { this.#waiters.delete(seq); w(); }
+    }
+  }
+
+  /** The listener is gone or unconfirmed: clear and bypass the cache, release waiters, reconnect. */
+  #lost(): void {
+    this.#usable = false;
+    this.cache.clear();
+    clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
+    const client = this.#client;
+    this.#client = undefined;
+    if (client) {
+      client.removeAllListeners('notification');
+      client.on('error', () => {});
+      client.end().catch(() => {});
+    }
+    for (const w of this.#waiters.values()) w();
+    this.#waiters.clear();
+    if (!this.#closed && !this.#retry) {
+      this.#retry = setTimeout(() => { this.#retry = undefined; void this.#connect(); }, this.#opts.retryMs);
+      this.#retry.unref();
+    }
+  }
+}
