@@ -92,7 +92,7 @@ export class Invalidation {
 
   constructor(opts: InvalidationOptions, cache = new ReadCache()) {
     this.cache = cache;
-    this.#opts = { heartbeatMs: 1000, heartbeatTimeoutMs: 1000, retryMs: 500, ...opts };
+    this.#opts = { ...opts, heartbeatMs: opts.heartbeatMs ?? 1000, heartbeatTimeoutMs: opts.heartbeatTimeoutMs ?? 1000, retryMs: opts.retryMs ?? 500 };
   }
 
   /** True while the cache may be used (listener confirmed). */

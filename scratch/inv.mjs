@@ -1,0 +1,12 @@
+import { startPostgres } from '/work/wt-pgcache/dist/test/helpers/postgres.js';
+import { PostgresMetadataStore } from '/work/wt-pgcache/dist/engine/storage/postgres-metadata.js';
+import { keyspace } from '/work/wt-pgcache/dist/engine/storage/metadata.js';
+const db = await startPostgres();
+const s = await PostgresMetadataStore.open({ connectionString: db.connectionString });
+const tags = keyspace('registry', 'tags');
+console.log('usable', s.invalidation.usable, s.invalidation.connects);
+await s.transact(tx => tx.put(tags, 'a', { x: 1 }));
+console.log(await s.get(tags, 'a'), await s.get(tags, 'a'), s.invalidation.cache.stats);
+await new Promise(r => setTimeout(r, 3000));
+console.log('usable', s.invalidation.usable, s.invalidation.connects, s.invalidation.cache.stats);
+await s.close(); await db.stop();
