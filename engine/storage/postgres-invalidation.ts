@@ -85,8 +85,11 @@ export class Invalidation {
   #closed = false;
   #heartbeat: NodeJS.Timeout | undefined;
   #retry: NodeJS.Timeout | undefined;
-  /** seq → resolver of a wait for this node's own notification. */
-  readonly #waiters = new Map<number, () => void>();
+  /** seq → resolver of a round trip waiting for this node's own notification. */
+  readonly #waiters = new Map<number, (ok: boolean) => void>();
+  /** Callers of `sync` waiting for the next round trip. */
+  #next: Array<(fresh: boolean) => void> = [];
+  #syncing = false;
   /** Listener sessions established so far (tests, diagnostics). */
   connects = 0;
 
@@ -129,15 +132,24 @@ export class Invalidation {
     return { payload, seq, records };
   }
 
-  /**
-   * After the commit of `notice`: evicts its records here, then waits until this node's listener
-   * has received it (bounded by heartbeatTimeoutMs; a late one counts the listener lost).
-   * Never rejects: the commit stands either way.
-   */
-  async committed(notice: Notice): Promise<void> {
+  /** After the commit of `notice`: evicts its records here at once (every node evicts on receipt). */
+  committed(notice: Notice): void {
     this.cache.invalidate(notice.records);
-    if (!this.#usable) return;
-    await this.#await(notice.seq);
+  }
+
+  /**
+   * The read barrier: resolves true once this node's listener has received every notification
+   * of the transactions that committed before the call (then the cache holds nothing they
+   * changed), false when the cache may not be used (listener lost, or its round trip late).
+   * One round trip serves every caller waiting when it starts: callers arriving while one is in
+   * flight wait for the next, which starts after them.
+   */
+  sync(): Promise<boolean> {
+    if (!this.#usable) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      this.#next.push(resolve);
+      if (!this.#syncing) void this.#syncLoop();
+    });
   }
 
   /** Stops listening; the cache is cleared and no longer used. */
@@ -147,18 +159,44 @@ export class Invalidation {
     this.#lost();
   }
 
-  /** Waits for own notification `seq`; on timeout the listener is lost. */
-  #await(seq: number): Promise<void> {
-    return new Promise((resolve) => {
+  /** Runs round trips while callers wait for one; each batch learns whether the cache is usable. */
+  async #syncLoop(): Promise<void> {
+    this.#syncing = true;
+    try {
+      while (this.#next.length > 0) {
+        const batch = this.#next;
+        this.#next = [];
+        const client = this.#client;
+        const ok = this.#usable && client !== undefined && (await this.#roundTrip(client));
+        for (const r of batch) r(ok && this.#usable);
+      }
+    } finally {
+      this.#syncing = false;
+    }
+  }
+
+  /**
+   * A notification of no records sent on the listening connection, and its receipt there.
+   * PostgreSQL delivers notifications to each listener in commit order, so once it is back,
+   * every notification committed before it was sent has been received. False (and the listener
+   * lost) when it fails or is not back within heartbeatTimeoutMs.
+   */
+  async #roundTrip(client: pg.Client): Promise<boolean> {
+    const seq = ++this.#seq;
+    const back = new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => {
         if (this.#waiters.delete(seq)) {
-          resolve();
+          resolve(false);
           this.#lost();
         }
       }, this.#opts.heartbeatTimeoutMs);
       timer.unref();
-      this.#waiters.set(seq, () => { clearTimeout(timer); resolve(); });
+      this.#waiters.set(seq, (ok) => { clearTimeout(timer); resolve(ok); });
     });
+    client.query('SELECT pg_notify($1, $2)', [CHANNEL, `${this.node}:${seq}:[]`]).catch(() => {
+      if (this.#client === client) this.#lost();
+    });
+    return back;
   }
 
   async #connect(): Promise<void> {
@@ -183,20 +221,8 @@ export class Invalidation {
     this.connects++;
     this.cache.clear();
     this.#usable = true;
-    this.#heartbeat = setInterval(() => void this.#beat(client), this.#opts.heartbeatMs);
+    this.#heartbeat = setInterval(() => { if (!this.#syncing) void this.sync(); }, this.#opts.heartbeatMs);
     this.#heartbeat.unref();
-  }
-
-  /** One heartbeat: a notification of no records, sent on the listening connection itself. */
-  async #beat(client: pg.Client): Promise<void> {
-    const seq = ++this.#seq;
-    const back = this.#await(seq);
-    try {
-      await client.query('SELECT pg_notify($1, $2)', [CHANNEL, `${this.node}:${seq}:[]`]);
-    } catch {
-      if (this.#client === client) this.#lost();
-    }
-    await back;
   }
 
   #received(payload: string): void {
@@ -221,7 +247,7 @@ export class Invalidation {
     if (payload.slice(0, first) === this.node) {
       const seq = Number(payload.slice(first + 1, second));
       const w = this.#waiters.get(seq);
-      if (w) { this.#waiters.delete(seq); w(); }
+      if (w) { this.#waiters.delete(seq); w(true); }
     }
   }
 
@@ -238,7 +264,7 @@ export class Invalidation {
       client.on('error', () => {});
       client.end().catch(() => {});
     }
-    for (const w of this.#waiters.values()) w();
+    for (const w of this.#waiters.values()) w(false);
     this.#waiters.clear();
     if (!this.#closed && !this.#retry) {
       this.#retry = setTimeout(() => { this.#retry = undefined; void this.#connect(); }, this.#opts.retryMs);

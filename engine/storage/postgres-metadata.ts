@@ -107,6 +107,22 @@ async function getTextOn(db: Queryable, ks: Keyspace<unknown>, k: string): Promi
   return res.rows.length === 0 ? null : (res.rows[0].v as string);
 }
 
+/** `get` through the cache: a hit, or a read whose answer fills the cache (unless invalidated meanwhile). */
+async function cachedGet<V>(db: Queryable, cache: ReadCache, ks: Keyspace<V>, k: string): Promise<V | undefined> {
+  const hit = cache.lookup<V>(ks.name, k);
+  if (hit) return hit.value;
+  const ticket = cache.beginFill(ks.name, k);
+  let text: string | null;
+  try {
+    text = await getTextOn(db, ks, k);
+  } catch (e) {
+    cache.abandon();
+    throw e;
+  }
+  cache.fill(ticket, text);
+  return text === null ? undefined : (JSON.parse(text) as V);
+}
+
 async function rangeOn<V>(db: Queryable, ks: Keyspace<V>, opts: RangeOptions | undefined): Promise<Array<Entry<V>>> {
   const q = rangeQuery(ks, opts);
   if (!q) return [];
@@ -278,26 +294,13 @@ export class PostgresMetadataStore implements MetadataStore {
 
   async get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
     const inv = this.#inv;
-    if (!inv.usable || !ReadCache.caches(ks.name)) {
-      try {
-        return await getOn(this.pool, ks, k);
-      } catch (e) {
-        throw translate(e);
-      }
-    }
-    checkKey(ks, k);
-    const hit = inv.cache.lookup<V>(ks.name, k);
-    if (hit) return hit.value;
-    const ticket = inv.cache.beginFill(ks.name, k);
-    let text: string | null;
     try {
-      text = await getTextOn(this.pool, ks, k);
+      // A cached keyspace, and the cache confirmed fresh by the read barrier: the cache.
+      if (ReadCache.caches(ks.name) && inv.usable && (checkKey(ks, k), await inv.sync())) return await cachedGet(this.pool, inv.cache, ks, k);
+      return await getOn(this.pool, ks, k);
     } catch (e) {
-      inv.cache.abandon();
       throw translate(e);
     }
-    inv.cache.fill(ticket, text);
-    return text === null ? undefined : (JSON.parse(text) as V);
   }
 
   async range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {
@@ -310,8 +313,7 @@ export class PostgresMetadataStore implements MetadataStore {
 
   async transact<T>(body: (tx: MetadataTransaction) => Promise<T> | T, opts: TransactOptions = {}): Promise<T> {
     const { result, notice } = await this.#attempts(body, opts);
-    // After the connection went back to the pool: evict here, and wait for the listener.
-    if (notice) await this.#inv.committed(notice);
+    if (notice) this.#inv.committed(notice);
     return result;
   }
 
