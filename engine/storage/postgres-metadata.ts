@@ -45,6 +45,7 @@ import { isRetryable, translate } from './postgres-errors.js';
 import { runExclusive, type LockConnection } from './postgres-exclusive.js';
 import { CHANNEL, Invalidation, type Notice } from './postgres-invalidation.js';
 import { ReadCache, type ReadCacheLimits } from './read-cache.js';
+import { currentReadScope, enableReadScopes } from './read-scope.js';
 
 /** Settings of the PostgreSQL metadata store. */
 export interface PostgresMetadataOptions {
@@ -232,7 +233,10 @@ export class PostgresMetadataStore implements MetadataStore {
     const store = new PostgresMetadataStore(opts);
     try {
       await store.migrate();
-      if (store.#caching) await store.#inv.start();
+      if (store.#caching) {
+        enableReadScopes();
+        await store.#inv.start();
+      }
     } catch (e) {
       await store.pool.end().catch(() => {});
       throw translate(e);
@@ -296,11 +300,18 @@ export class PostgresMetadataStore implements MetadataStore {
     const inv = this.#inv;
     try {
       // A cached keyspace, and the cache confirmed fresh by the read barrier: the cache.
-      if (ReadCache.caches(ks.name) && inv.usable && (checkKey(ks, k), await inv.sync())) return await cachedGet(this.pool, inv.cache, ks, k);
+      if (ReadCache.caches(ks.name) && inv.usable && (checkKey(ks, k), await this.#fresh(inv))) return await cachedGet(this.pool, inv.cache, ks, k);
       return await getOn(this.pool, ks, k);
     } catch (e) {
       throw translate(e);
     }
+  }
+
+  /** The read barrier of this get: the request's (engine/storage/read-scope.ts), or one of its own. */
+  #fresh(inv: Invalidation): Promise<boolean> {
+    const scope = currentReadScope();
+    if (!scope) return inv.sync();
+    return (scope.fresh ??= inv.sync());
   }
 
   async range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {
