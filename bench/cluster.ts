@@ -216,7 +216,12 @@ async function measureReference(name: string, img: SmallImage): Promise<void> {
   const ref = await startReference();
   try {
     for (const b of [img.config, img.layer]) {
-      const r = await call('POST', `${ref.registry}/v2/${REPO}/blobs/uploads/?digest=${b.digest}`, { 'content-type': 'application/octet-stream' }, b.bytes, b.bytes.length);
+      // POST opens a session (distribution ignores a monolithic body), PUT sends the bytes.
+      const open = await request(`${ref.registry}/v2/${REPO}/blobs/uploads/`, { method: 'POST' });
+      await open.body.dump();
+      const at = new URL(String(open.headers.location), ref.registry);
+      at.searchParams.set('digest', b.digest);
+      const r = await call('PUT', at.href, { 'content-type': 'application/octet-stream' }, b.bytes, b.bytes.length);
       if (r.status !== 201) throw new Error(`reference blob push ${r.status} ${r.text}`);
     }
     const m = await call('PUT', `${ref.registry}/v2/${REPO}/manifests/latest`, { 'content-type': MANIFEST_V2 }, img.manifest, img.manifest.length);
