@@ -24,25 +24,39 @@
  * Each node LISTENs on a dedicated connection and, on each notification, evicts the records it
  * names (everything for `*`). The cache is *usable* only while that connection is confirmed:
  * after `LISTEN` succeeded (the cache is cleared at that moment, so nothing cached before is
- * trusted) and as long as every heartbeat — a notification this node sends itself every
- * `heartbeatMs` through the database — comes back within `heartbeatTimeoutMs`. On a connection
- * error, its end, or a late heartbeat or commit receipt, the cache is cleared and bypassed
- * (every read goes to the database) until a new connection has LISTENed again.
+ * trusted) and as long as every round trip through it (below) comes back within
+ * `heartbeatTimeoutMs`. On a connection error, its end, or a late round trip, the cache is
+ * cleared and bypassed (every read goes to the database) until a new connection has LISTENed.
  *
- * ## Own commits
- * After a commit that notified, this node evicts the written records at once and then waits —
- * with `heartbeatTimeoutMs` as the bound, past which the listener counts as lost — until its own
- * listener has received that notification. PostgreSQL signals every listening session at the
- * same commit, so by the time a client has the answer to a write (a revocation, a tag moved),
- * every other node's listening session has been signalled too; what remains is that node's
- * delivery of a few hundred bytes, well under a client's next round trip.
+ * ## The read barrier: no stale read after an acknowledged write
+ * Before a request's first cached read, the node sends a notification of no records on its
+ * listening connection and waits until it comes back (`sync`; one round trip serves every
+ * request waiting when it starts, and a request's later reads reuse it: read-scope.ts).
+ * PostgreSQL delivers notifications to each listener in commit order, and only once the
+ * committing transaction is visible. So when the barrier's own notification arrives, the
+ * notifications of every transaction that committed before the barrier was sent — on any node,
+ * in particular every write whose client already had its answer when this request arrived —
+ * have been received and their records evicted; what the cache still holds was read after those
+ * commits. A revocation acknowledged on node A is therefore refused by node B at B's very next
+ * request, a tag moved on A is served moved by B, with no time window. The price is one
+ * round trip per request (shared by concurrent requests: under load a fraction of a statement
+ * per request), against 4–7 statements per request without the cache.
+ *
+ * Fill race: a read that missed the cache stores its answer only if no invalidation of its key
+ * (or of everything) arrived since it was issued (read-cache.ts), so a read that raced a commit
+ * never repopulates the value that commit's notification removed.
  *
  * ## Worst-case staleness
- * - Normal operation: a value changed on another node may be served until this node has
- *   received the notification — the commit's delivery latency (sub-millisecond to a few ms on
- *   a LAN), overlapping the writer's own wait above.
- * - Listener lost without any error (a network partition, a stalled socket): until the next
- *   heartbeat misses its deadline, at most `heartbeatMs + heartbeatTimeoutMs` (2 s by default).
+ * - Normal operation: none as seen by clients — a read that starts after a write was
+ *   acknowledged sees it (the barrier above). Reads without a request scope (background work)
+ *   take a barrier of their own each.
+ * - Listener lost without any error (a network partition, a stalled socket): the barrier's
+ *   round trip does not come back; after `heartbeatTimeoutMs` (1 s by default) the cache is
+ *   cleared and bypassed. Requests waiting meanwhile are delayed, not answered stale. A
+ *   heartbeat (a barrier with no reader) every `heartbeatMs` finds a lost listener on an idle
+ *   node too.
+ * - Writers that bypass Slipway (psql) send no notification: their changes are seen once the
+ *   records are evicted by other writes, LRU, or a `NOTIFY slipway_kv, '-:0:*'`.
  * Reads inside transactions never use the cache (serializable reads always hit the database).
  */
 import { randomBytes } from 'node:crypto';
