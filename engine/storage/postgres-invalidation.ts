@@ -72,15 +72,15 @@ export const MAX_PAYLOAD_BYTES = 7900;
 export interface InvalidationOptions {
   connectionString: string;
   connectTimeoutMs: number;
-  /** Interval of heartbeats, ms (default 1000). */
+  /** Interval of heartbeats (round trips while no request asks for one), ms (default 1000). */
   heartbeatMs?: number;
-  /** Longest a heartbeat or an own commit's notification may take to come back, ms (default 1000). */
+  /** Longest a round trip (read barrier or heartbeat) may take to come back, ms (default 1000); past it the listener counts as lost. */
   heartbeatTimeoutMs?: number;
   /** Wait before reconnecting a lost listener, ms (default 500). */
   retryMs?: number;
 }
 
-/** The notification of one commit: its payload and the sequence number to wait for. */
+/** The notification of one commit: its payload (`<node>:<seq>:<records>`), its sequence number, and the (keyspace, key) pairs it names. */
 export interface Notice {
   payload: string;
   seq: number;

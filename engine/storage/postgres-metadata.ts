@@ -63,8 +63,9 @@ export interface PostgresMetadataOptions {
    * writes); an object sets its limits. Default on.
    */
   readCache?: boolean | ReadCacheLimits;
-  /** Heartbeat interval and deadline of the cache's listener, ms (postgres-invalidation.ts; default 1000 each). */
+  /** Heartbeat interval of the cache's listener, ms (postgres-invalidation.ts; default 1000). */
   listenerHeartbeatMs?: number;
+  /** Longest a round trip through the listener may take before it counts as lost, ms (default 1000). */
   listenerTimeoutMs?: number;
 }
 
