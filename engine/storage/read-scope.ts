@@ -25,9 +25,9 @@ export function enableReadScopes(): void {
   enabled = true;
 }
 
-/** Runs `fn` (one request's handler) in a scope of its own when scopes are on; else just runs it. */
-export function inReadScope<T>(fn: () => T): T {
-  return enabled ? scopes.run({}, fn) : fn();
+/** Runs `fn(arg)` (one request's handler) in a scope of its own when scopes are on; else just calls it. */
+export function inReadScope<A, T>(fn: (arg: A) => T, arg: A): T {
+  return enabled ? scopes.run({}, fn, arg) : fn(arg);
 }
 
 /** The scope of the request being handled, or undefined (scopes off, or background work). */

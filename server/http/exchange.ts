@@ -114,5 +114,5 @@ export type Handler = (ex: Exchange) => MaybePromise<void>;
  * transports' one call site), in a read scope of its own (engine/storage/read-scope.ts).
  */
 export function runHandler(handler: Handler, ex: Exchange, onError: (ex: Exchange, e: unknown) => void): void {
-  void tryMaybe(() => inReadScope(() => handler(ex)), (e) => onError(ex, e));
+  void tryMaybe(() => inReadScope(handler, ex), (e) => onError(ex, e));
 }
