@@ -168,23 +168,43 @@ class Attempt extends BufferedWrites implements MetadataTransaction {
     }
     if (written.length === 0) return null;
     const notice = inv.noticeFor(written);
-    await this.client.query({ name: 'slipway-apply', text: APPLY, values: [...put, ...del, CHANNEL, notice?.payload ?? null] });
+    await this.client.query(applyStatement(put, del, notice));
     return notice;
   }
 }
 
 /**
- * The writes of one transaction as one statement: upsert ($1–$3), delete ($4–$5), and the
- * notification ($6 channel, $7 payload; none when null). Data-modifying CTEs run whether or not
- * the outer query reads them; a key is never both put and deleted by one transaction.
+ * The writes of one transaction as one statement: the upsert, the delete and the notification,
+ * each only when there is one (data-modifying CTEs run whether or not the outer query reads them;
+ * a key is never both put and deleted by one transaction). A part is left out rather than run
+ * empty: under SERIALIZABLE, a delete planned as a scan of the table would take a predicate lock
+ * on all of it and make every concurrent writer conflict.
  */
-const APPLY = `WITH put AS (
-    INSERT INTO slipway_kv (keyspace, key, value)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[])
-    ON CONFLICT (keyspace, key) DO UPDATE SET value = excluded.value),
-  del AS (
-    DELETE FROM slipway_kv WHERE (keyspace, key) IN (SELECT * FROM unnest($4::text[], $5::text[])))
-  SELECT pg_notify($6, $7) WHERE $7::text IS NOT NULL`;
+function applyStatement(put: [string[], string[], string[]], del: [string[], string[]], notice: Notice | null): { name: string; text: string; values: unknown[] } {
+  const ctes: string[] = [];
+  const values: unknown[] = [];
+  let name = 'slipway-apply-';
+  if (put[0].length > 0) {
+    values.push(...put);
+    ctes.push(`put AS (INSERT INTO slipway_kv (keyspace, key, value)
+      SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[])
+      ON CONFLICT (keyspace, key) DO UPDATE SET value = excluded.value)`);
+    name += 'p';
+  }
+  if (del[0].length > 0) {
+    const n = values.length;
+    values.push(...del);
+    ctes.push(`del AS (DELETE FROM slipway_kv WHERE (keyspace, key) IN (SELECT * FROM unnest($${n + 1}::text[], $${n + 2}::text[])))`);
+    name += 'd';
+  }
+  let tail = 'SELECT 1';
+  if (notice) {
+    values.push(CHANNEL, notice.payload);
+    tail = `SELECT pg_notify($${values.length - 1}, $${values.length})`;
+    name += 'n';
+  }
+  return { name, text: `WITH ${ctes.join(', ')} ${tail}`, values };
+}
 
 /** The PostgreSQL implementation of the metadata contract. */
 export class PostgresMetadataStore implements MetadataStore {
