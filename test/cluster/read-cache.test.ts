@@ -20,6 +20,7 @@ import { pushBlob, putManifest, type Target } from '../helpers/registry.js';
 import { memImage, type MemImage } from '../helpers/cluster.js';
 import { createAuthorizationInTransaction } from '../../engine/identity/authorizations.js';
 import type { PostgresMetadataStore } from '../../engine/storage/postgres-metadata.js';
+import { storedKeyspace } from '../../engine/storage/metadata.js';
 
 const skip = postgresSkip();
 const MANIFEST_V2 = 'application/vnd.docker.distribution.manifest.v2+json';
@@ -166,7 +167,18 @@ t.test('read cache across two nodes', { skip }, async (t) => {
     t.ok(inv.cache.stats.hits > hits, 'and B caches again');
   });
 
-  t.test('a commit waits for its own notification: a write on B is seen by B at once, and by A', async (t) => {
+  t.test('a write naming more records than a notification holds makes every node forget everything', async (t) => {
+    const img = await pushNew('big');
+    t.equal((await getOnB('big')).headers['docker-content-digest'], img.digest);
+    t.ok(listener(b).cache.size > 0, 'B holds records');
+    const tags = storedKeyspace('tags');
+    // 200 tag records of a repository nobody reads: a payload far past 7,900 bytes.
+    await a.server.store.metadata.transact((tx) => { for (let i = 0; i < 200; i++) tx.put(tags, `cache-app/nobody\x1ftag-${i}-${'x'.repeat(40)}`, { digest: img.digest }); });
+    await waitFor('B forgot everything', () => listener(b).cache.size === 0 || listener(b).cache.lookup('tags', 'cache-app/web\x1fbig') === null);
+    t.equal((await getOnB('big')).headers['docker-content-digest'], img.digest, 'and reads afresh');
+  });
+
+  t.test('a write on B is seen by A at once', async (t) => {
     for (let round = 0; round < 5; round++) {
       const img = freshImage();
       const onB: Target = { registry: b.urls.registry, auth: basic('_', operatorKey) };
