@@ -8,6 +8,9 @@
  * per request of the nodes and of PostgreSQL (utime+stime from /proc, postmaster and backends),
  * the requests/s one core of each would carry at that cost, and over the same window the CPU of
  * this client, of every other process on the machine, and steal.
+ * The reference registry (Debian's docker-registry, bench/servers/reference.ts) answers the same
+ * manifest GET and blob HEAD loads at the start and at the end of the run (`reference` rows),
+ * and each Slipway read figure is printed with its ratio to their mean.
  * Settings: BENCH_CLUSTER_SECONDS (measured seconds per load figure, default 5),
  * BENCH_CLUSTER_BLOB_MIB (large blob per node, default 256), BENCH_CLUSTER_S3=1 (nodes on a
  * Ceph RGW bucket instead of one shared data directory; RGW's CPU then counts as "other").
@@ -29,6 +32,7 @@ import { closedLoop } from './workloads/load.js';
 import { postgresSeconds, postmasterPid, startNode, type BenchNode } from './cluster-nodes.js';
 import { startPostgres } from '../test/helpers/postgres.js';
 import { startS3Store } from '../test/helpers/s3-store.js';
+import { referenceAvailable, startReference } from './servers/reference.js';
 
 const SECONDS = Number(process.env.BENCH_CLUSTER_SECONDS ?? 5);
 const BLOB_MIB = Number(process.env.BENCH_CLUSTER_BLOB_MIB ?? 256);
@@ -206,6 +210,42 @@ async function measure(s: Setup, img: SmallImage): Promise<void> {
   await largeBlobs(s);
 }
 
+/** The reference registry's manifest GET and blob HEAD (no auth), as setup `name`. */
+async function measureReference(name: string, img: SmallImage): Promise<void> {
+  if (!referenceAvailable()) return;
+  const ref = await startReference();
+  try {
+    for (const b of [img.config, img.layer]) {
+      // POST opens a session (distribution ignores a monolithic body), PUT sends the bytes.
+      const open = await request(`${ref.registry}/v2/${REPO}/blobs/uploads/`, { method: 'POST' });
+      await open.body.dump();
+      const at = new URL(String(open.headers.location), ref.registry);
+      at.searchParams.set('digest', b.digest);
+      const r = await call('PUT', at.href, { 'content-type': 'application/octet-stream' }, b.bytes, b.bytes.length);
+      if (r.status !== 201) throw new Error(`reference blob push ${r.status} ${r.text}`);
+    }
+    const m = await call('PUT', `${ref.registry}/v2/${REPO}/manifests/latest`, { 'content-type': MANIFEST_V2 }, img.manifest, img.manifest.length);
+    if (m.status !== 201) throw new Error(`reference manifest push ${m.status} ${m.text}`);
+    const node: BenchNode = { urls: { registry: ref.registry, api: '', upload: '', admin: '' }, pid: ref.pid, stop: () => ref.stop() };
+    const s: Setup = { name, nodes: [node], auth: 'none', token: '' };
+    process.stderr.write(`bench: ${name}\n`);
+    await load(s, 'manifest_get', (n) => new URL(`${n.urls.registry}/v2/${REPO}/manifests/latest`), 'GET', { accept: MANIFEST_V2 }, (st, b) => st === 200 && b === img.manifest.length);
+    await load(s, 'blob_head', (n) => new URL(`${n.urls.registry}/v2/${REPO}/blobs/${img.layer.digest}`), 'HEAD', {}, (st) => st === 200);
+  } finally {
+    await ref.stop();
+  }
+}
+
+/** Each Slipway read figure's ratio to the reference's mean of the same figure (rps_vs_reference). */
+function addRatios(): void {
+  for (const figure of ['manifest_get', 'blob_head']) {
+    const refs = rows.filter((r) => String(r.setup).startsWith('reference') && r.figure === figure).map((r) => Number(r.rps));
+    if (refs.length === 0) continue;
+    const mean = refs.reduce((a, b) => a + b, 0) / refs.length;
+    for (const r of rows) if (r.figure === figure && !String(r.setup).startsWith('reference')) r.rps_vs_reference = round(Number(r.rps) / mean, 2);
+  }
+}
+
 async function main(): Promise<void> {
   installCleanup();
   const img = await buildSmallImage();
@@ -213,6 +253,7 @@ async function main(): Promise<void> {
   const basic = (key: string) => 'Basic ' + Buffer.from(`_:${key}`).toString('base64');
   console.log(JSON.stringify({ bench: 'cluster-environment', seconds: SECONDS, blob_mib: BLOB_MIB, connections: CONNECTIONS, s3: process.env.BENCH_CLUSTER_S3 === '1', note: 'one machine: client, nodes, PostgreSQL (durable) share its CPUs; per_node_core / per_db_core = units one CPU second of that process carries at the measured cost; *_pct in % of one CPU over the window' }));
 
+  await measureReference('reference-a', img);
   const lmdbDir = dir('slipway-bench-lmdb-');
   const solo = await startNode(lmdbDir, {});
   try {
@@ -248,10 +289,13 @@ async function main(): Promise<void> {
     await s3?.stop();
     await db.stop();
   }
-  process.stderr.write('\nu = request (push for warm_push, GiB for large_*); /core = u per CPU second (MB for large_*)\nsetup      figure        rps/MB/s  p50 ms  node ms/u  pg ms/u  /node core  /db core  db tx/u  other%  steal%\n');
+  await measureReference('reference-b', img);
+  addRatios();
+  for (const r of rows) if (r.rps_vs_reference !== undefined) console.log(JSON.stringify({ bench: 'cluster-ratio', setup: r.setup, figure: r.figure, rps: r.rps, rps_vs_reference: r.rps_vs_reference, p99_ms: r.p99_ms }));
+  process.stderr.write('\nu = request (push for warm_push, GiB for large_*); /core = u per CPU second (MB for large_*)\nsetup       figure        rps/MB/s  ×ref  p50 ms  p99 ms  node ms/u  pg ms/u  /node core  /db core  db tx/u  other%  steal%\n');
   for (const r of rows) {
     const rate = r.rps ?? r.mb_per_s_per_node ?? '';
-    process.stderr.write(`${String(r.setup).padEnd(10)} ${String(r.figure).padEnd(13)} ${String(rate).padStart(8)} ${String(r.p50_ms ?? '').padStart(7)} ${String(r.node_cpu_ms_per_unit).padStart(10)} ${String(r.pg_cpu_ms_per_unit).padStart(8)} ${String(r.per_node_core).padStart(11)} ${String(r.per_db_core).padStart(9)} ${String(r.db_transactions_per_unit).padStart(8)} ${String(r.other_cpu_pct).padStart(7)} ${String(r.steal_cpu_pct).padStart(7)}\n`);
+    process.stderr.write(`${String(r.setup).padEnd(11)} ${String(r.figure).padEnd(13)} ${String(rate).padStart(8)} ${String(r.rps_vs_reference ?? '').padStart(5)} ${String(r.p50_ms ?? '').padStart(7)} ${String(r.p99_ms ?? '').padStart(7)} ${String(r.node_cpu_ms_per_unit).padStart(10)} ${String(r.pg_cpu_ms_per_unit).padStart(8)} ${String(r.per_node_core).padStart(11)} ${String(r.per_db_core).padStart(9)} ${String(r.db_transactions_per_unit).padStart(8)} ${String(r.other_cpu_pct).padStart(7)} ${String(r.steal_cpu_pct).padStart(7)}\n`);
   }
 }
 

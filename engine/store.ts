@@ -42,6 +42,8 @@ export interface DatabaseSettings {
   statementTimeoutMs: number;
   /** Longest to wait for a connection, ms (SLIPWAY_DATABASE_CONNECT_TIMEOUT). */
   connectTimeoutMs: number;
+  /** The node-local read cache (SLIPWAY_DATABASE_CACHE; engine/storage/read-cache.ts); default on. */
+  readCache?: boolean;
 }
 
 /** A database URL with its password replaced by `***`, for messages and logs. */
@@ -88,7 +90,7 @@ async function openPostgres(db: DatabaseSettings): Promise<Store> {
   let metadata: PostgresMetadataStore;
   try {
     metadata = await PostgresMetadataStore.open({
-      connectionString: db.url, poolSize: db.poolSize, statementTimeoutMs: db.statementTimeoutMs, connectTimeoutMs: db.connectTimeoutMs,
+      connectionString: db.url, poolSize: db.poolSize, statementTimeoutMs: db.statementTimeoutMs, connectTimeoutMs: db.connectTimeoutMs, readCache: db.readCache,
     });
   } catch (e) {
     if (e instanceof StoreUnavailableError) {

@@ -146,6 +146,12 @@ export interface Config {
    * one (seconds, decimals allowed; default 5). Env SLIPWAY_DATABASE_CONNECT_TIMEOUT.
    */
   databaseConnectTimeoutSeconds: number;
+  /**
+   * The node-local read cache of the PostgreSQL metadata store, invalidated through
+   * LISTEN/NOTIFY (engine/storage/read-cache.ts, docs/deployment.md "Consistency"); off makes
+   * every read a database round trip. Default on. Env SLIPWAY_DATABASE_CACHE (on/off).
+   */
+  databaseCache: boolean;
 }
 
 export const DEFAULT_CONFIG: Config = {
@@ -183,6 +189,7 @@ export const DEFAULT_CONFIG: Config = {
   databasePool: 10,
   databaseStatementTimeoutSeconds: 5,
   databaseConnectTimeoutSeconds: 5,
+  databaseCache: true,
 };
 
 /** The metadata database settings of `c`, or undefined for the embedded store (engine/store.ts). */
@@ -192,6 +199,7 @@ export function databaseOf(c: Config): DatabaseSettings | undefined {
     url: c.databaseUrl, poolSize: c.databasePool,
     statementTimeoutMs: Math.round(c.databaseStatementTimeoutSeconds * 1000),
     connectTimeoutMs: Math.round(c.databaseConnectTimeoutSeconds * 1000),
+    readCache: c.databaseCache,
   };
 }
 
@@ -276,6 +284,7 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_DATABASE_POOL: 'databasePool',
   SLIPWAY_DATABASE_STATEMENT_TIMEOUT: 'databaseStatementTimeoutSeconds',
   SLIPWAY_DATABASE_CONNECT_TIMEOUT: 'databaseConnectTimeoutSeconds',
+  SLIPWAY_DATABASE_CACHE: 'databaseCache',
 };
 
 /** Settings given only in the environment: key material must not show in the process list. */

@@ -16,13 +16,16 @@
  * locks, so phantoms are covered) and aborts one of two transactions whose reads and writes
  * cannot be ordered (SQLSTATE 40001). Such aborts, and deadlocks (40P01), are retried here, up to
  * `maxAttempts` — callers never retry. Writes are buffered during `body` and applied at its end in
- * at most two statements (one upsert, one delete), then COMMIT; a read inside `body` sees the
+ * one statement (upsert, delete, and the cache notice of postgres-invalidation.ts), then COMMIT; a read inside `body` sees the
  * buffered writes (pending-writes.ts). `body` does only store operations, so a database
  * transaction is never open while Slipway waits on an HTTP client; `idle_in_transaction_session_
  * timeout` ends one that a crashed caller left open.
  *
  * Reads outside a transaction are single statements on a pooled connection (one round trip, the
- * latest committed state: READ COMMITTED is enough for one statement).
+ * latest committed state: READ COMMITTED is enough for one statement) — or, for the keyspaces
+ * the hot paths read, answers from a node-local cache invalidated through LISTEN/NOTIFY
+ * (engine/storage/read-cache.ts, engine/storage/postgres-invalidation.ts: what is cached, how
+ * every write invalidates it on every node, and the worst-case staleness).
  *
  * ## Failure
  * A connection error, an administrator shutdown or a statement timeout becomes
@@ -40,6 +43,9 @@ import {
 import { BufferedWrites, REMOVED } from './pending-writes.js';
 import { isRetryable, translate } from './postgres-errors.js';
 import { runExclusive, type LockConnection } from './postgres-exclusive.js';
+import { CHANNEL, Invalidation, type Notice } from './postgres-invalidation.js';
+import { ReadCache, type ReadCacheLimits } from './read-cache.js';
+import { currentReadScope, enableReadScopes } from './read-scope.js';
 
 /** Settings of the PostgreSQL metadata store. */
 export interface PostgresMetadataOptions {
@@ -51,6 +57,16 @@ export interface PostgresMetadataOptions {
   statementTimeoutMs?: number;
   /** Longest to wait for a connection, ms (default 5000). */
   connectTimeoutMs?: number;
+  /**
+   * The node-local read cache for `get` outside transactions (engine/storage/read-cache.ts):
+   * false turns it off (every read a round trip; the node still notifies other nodes of its
+   * writes); an object sets its limits. Default on.
+   */
+  readCache?: boolean | ReadCacheLimits;
+  /** Heartbeat interval of the cache's listener, ms (postgres-invalidation.ts; default 1000). */
+  listenerHeartbeatMs?: number;
+  /** Longest a round trip through the listener may take before it counts as lost, ms (default 1000). */
+  listenerTimeoutMs?: number;
 }
 
 /** Ordered schema migrations; index + 1 is the version each brings. Never edit a shipped one. */
@@ -87,6 +103,28 @@ async function getOn<V>(db: Queryable, ks: Keyspace<V>, k: string): Promise<V | 
   return res.rows.length === 0 ? undefined : (res.rows[0].value as V);
 }
 
+/** `get` for a cached keyspace: the record's JSON text (null when absent) — what the cache keeps. */
+async function getTextOn(db: Queryable, ks: Keyspace<unknown>, k: string): Promise<string | null> {
+  const res = await db.query({ name: 'slipway-get-text', text: 'SELECT value::text AS v FROM slipway_kv WHERE keyspace = $1 AND key = $2', values: [ks.name, k] });
+  return res.rows.length === 0 ? null : (res.rows[0].v as string);
+}
+
+/** `get` through the cache: a hit, or a read whose answer fills the cache (unless invalidated meanwhile). */
+async function cachedGet<V>(db: Queryable, cache: ReadCache, ks: Keyspace<V>, k: string): Promise<V | undefined> {
+  const hit = cache.lookup<V>(ks.name, k);
+  if (hit) return hit.value;
+  const ticket = cache.beginFill(ks.name, k);
+  let text: string | null;
+  try {
+    text = await getTextOn(db, ks, k);
+  } catch (e) {
+    cache.abandon();
+    throw e;
+  }
+  cache.fill(ticket, text);
+  return text === null ? undefined : (JSON.parse(text) as V);
+}
+
 async function rangeOn<V>(db: Queryable, ks: Keyspace<V>, opts: RangeOptions | undefined): Promise<Array<Entry<V>>> {
   const q = rangeQuery(ks, opts);
   if (!q) return [];
@@ -112,33 +150,60 @@ class Attempt extends BufferedWrites implements MetadataTransaction {
     return this.writes.overlay(ks, committed, opts);
   }
 
-  /** Applies the buffered writes: one upsert and one delete statement at most. */
-  async apply(): Promise<void> {
+  /**
+   * Applies the buffered writes in one statement: the upsert, the delete, and the cache
+   * invalidation notice (engine/storage/postgres-invalidation.ts) when the transaction wrote a
+   * cached keyspace. Returns that notice, or null.
+   */
+  async apply(inv: Invalidation): Promise<Notice | null> {
     const put: [string[], string[], string[]] = [[], [], []];
     const del: [string[], string[]] = [[], []];
+    const written: Array<readonly [string, string]> = [];
     for (const { ks, entries } of this.writes.byKeyspace.values()) {
       for (const [k, v] of entries) {
+        written.push([ks.name, k]);
         if (v === REMOVED) { del[0].push(ks.name); del[1].push(k); }
         else { put[0].push(ks.name); put[1].push(k); put[2].push(JSON.stringify(v)); }
       }
     }
-    if (put[0].length > 0) {
-      await this.client.query({
-        name: 'slipway-put',
-        text: `INSERT INTO slipway_kv (keyspace, key, value)
-               SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[])
-               ON CONFLICT (keyspace, key) DO UPDATE SET value = excluded.value`,
-        values: put,
-      });
-    }
-    if (del[0].length > 0) {
-      await this.client.query({
-        name: 'slipway-delete',
-        text: 'DELETE FROM slipway_kv WHERE (keyspace, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))',
-        values: del,
-      });
-    }
+    if (written.length === 0) return null;
+    const notice = inv.noticeFor(written);
+    await this.client.query(applyStatement(put, del, notice));
+    return notice;
   }
+}
+
+/**
+ * The writes of one transaction as one statement: the upsert, the delete and the notification,
+ * each only when there is one (data-modifying CTEs run whether or not the outer query reads them;
+ * a key is never both put and deleted by one transaction). A part is left out rather than run
+ * empty: under SERIALIZABLE, a delete planned as a scan of the table would take a predicate lock
+ * on all of it and make every concurrent writer conflict.
+ */
+function applyStatement(put: [string[], string[], string[]], del: [string[], string[]], notice: Notice | null): { name: string; text: string; values: unknown[] } {
+  const ctes: string[] = [];
+  const values: unknown[] = [];
+  let name = 'slipway-apply-';
+  if (put[0].length > 0) {
+    values.push(...put);
+    ctes.push(`put AS (INSERT INTO slipway_kv (keyspace, key, value)
+      SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[])
+      ON CONFLICT (keyspace, key) DO UPDATE SET value = excluded.value)`);
+    name += 'p';
+  }
+  if (del[0].length > 0) {
+    const n = values.length;
+    values.push(...del);
+    ctes.push(`del AS (DELETE FROM slipway_kv WHERE (keyspace, key) IN (SELECT * FROM unnest($${n + 1}::text[], $${n + 2}::text[])))`);
+    name += 'd';
+  }
+  let tail = 'SELECT 1';
+  if (notice) {
+    values.push(CHANNEL, notice.payload);
+    tail = `SELECT pg_notify($${values.length - 1}, $${values.length})`;
+    name += 'n';
+  }
+  return { name, text: `WITH ${ctes.join(', ')} ${tail}`, values };
 }
 
 /** The PostgreSQL implementation of the metadata contract. */
@@ -146,6 +211,9 @@ export class PostgresMetadataStore implements MetadataStore {
   readonly kind = 'postgres';
   readonly pool: pg.Pool;
   readonly #lock: LockConnection;
+  /** Cache invalidation: always sends notices; listens and caches unless `readCache: false`. */
+  readonly #inv: Invalidation;
+  readonly #caching: boolean;
 
   private constructor(opts: PostgresMetadataOptions) {
     const statementTimeout = opts.statementTimeoutMs ?? 5000;
@@ -165,6 +233,16 @@ export class PostgresMetadataStore implements MetadataStore {
     // An idle connection that breaks (database restarted) is dropped by the pool; without this
     // listener its error would be an uncaught exception.
     this.pool.on('error', () => {});
+    this.#caching = opts.readCache !== false;
+    this.#inv = new Invalidation(
+      { connectionString: opts.connectionString, connectTimeoutMs: opts.connectTimeoutMs ?? 5000, heartbeatMs: opts.listenerHeartbeatMs, heartbeatTimeoutMs: opts.listenerTimeoutMs },
+      new ReadCache(typeof opts.readCache === 'object' ? opts.readCache : {}),
+    );
+  }
+
+  /** The read cache's listener (tests and diagnostics: `usable`, `listenerPid`, `cache.stats`). */
+  get invalidation(): Invalidation {
+    return this.#inv;
   }
 
   /**
@@ -176,6 +254,10 @@ export class PostgresMetadataStore implements MetadataStore {
     const store = new PostgresMetadataStore(opts);
     try {
       await store.migrate();
+      if (store.#caching) {
+        enableReadScopes();
+        await store.#inv.start();
+      }
     } catch (e) {
       await store.pool.end().catch(() => {});
       throw translate(e);
@@ -236,11 +318,21 @@ export class PostgresMetadataStore implements MetadataStore {
   }
 
   async get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
+    const inv = this.#inv;
     try {
+      // A cached keyspace, and the cache confirmed fresh by the read barrier: the cache.
+      if (ReadCache.caches(ks.name) && inv.usable && (checkKey(ks, k), await this.#fresh(inv))) return await cachedGet(this.pool, inv.cache, ks, k);
       return await getOn(this.pool, ks, k);
     } catch (e) {
       throw translate(e);
     }
+  }
+
+  /** The read barrier of this get: the request's (engine/storage/read-scope.ts), or one of its own. */
+  #fresh(inv: Invalidation): Promise<boolean> {
+    const scope = currentReadScope();
+    if (!scope) return inv.sync();
+    return (scope.fresh ??= inv.sync());
   }
 
   async range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {
@@ -252,6 +344,13 @@ export class PostgresMetadataStore implements MetadataStore {
   }
 
   async transact<T>(body: (tx: MetadataTransaction) => Promise<T> | T, opts: TransactOptions = {}): Promise<T> {
+    const { result, notice } = await this.#attempts(body, opts);
+    if (notice) this.#inv.committed(notice);
+    return result;
+  }
+
+  /** Runs `body` until it commits (see the top of this file); returns its result and its cache notice. */
+  async #attempts<T>(body: (tx: MetadataTransaction) => Promise<T> | T, opts: TransactOptions): Promise<{ result: T; notice: Notice | null }> {
     const maxAttempts = opts.maxAttempts ?? 16;
     const { client, done } = await this.#checkout();
     let broken: unknown;
@@ -261,9 +360,9 @@ export class PostgresMetadataStore implements MetadataStore {
         try {
           await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
           const result = await body(tx);
-          await tx.apply();
+          const notice = await tx.apply(this.#inv);
           await client.query('COMMIT');
-          return result;
+          return { result, notice };
         } catch (e) {
           await client.query('ROLLBACK').catch((rollbackError) => { broken = rollbackError; });
           if (broken) throw translate(e);
@@ -299,6 +398,7 @@ export class PostgresMetadataStore implements MetadataStore {
   }
 
   async close(): Promise<void> {
+    await this.#inv.close();
     await this.pool.end();
   }
 }

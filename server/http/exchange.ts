@@ -10,6 +10,7 @@
 import type { Readable } from 'node:stream';
 import { fail } from '../../engine/errors.js';
 import { tryMaybe, type MaybePromise } from '../../engine/maybe-sync.js';
+import { inReadScope } from '../../engine/storage/read-scope.js';
 
 /**
  * Where a streamed request body goes: `write` returns false to ask for a pause until `onDrain`.
@@ -119,7 +120,10 @@ export interface ByteSource {
  */
 export type Handler = (ex: Exchange) => MaybePromise<void>;
 
-/** Runs `handler` on `ex`, handing an error it throws or rejects with to `onError` (the transports' one call site). */
+/**
+ * Runs `handler` on `ex`, handing an error it throws or rejects with to `onError` (the
+ * transports' one call site), in a read scope of its own (engine/storage/read-scope.ts).
+ */
 export function runHandler(handler: Handler, ex: Exchange, onError: (ex: Exchange, e: unknown) => void): void {
-  void tryMaybe(() => handler(ex), (e) => onError(ex, e));
+  void tryMaybe(() => inReadScope(handler, ex), (e) => onError(ex, e));
 }

@@ -3,7 +3,7 @@
  * directory (the server key and the filesystem blob store are shared that way until S3 and the
  * shared-key settings land): started together on an empty database, both come up and the schema
  * is migrated once; a token created on A authenticates on B; a revocation on A is refused on B
- * at B's very next request (no cache on that path); an app and an image pushed through A are
+ * at B's very next request (through B's read cache and its per-request barrier); an app and an image pushed through A are
  * served by B; skopeo pushes through A and pulls byte-identical through B, and B releases it.
  */
 import t from 'tap';

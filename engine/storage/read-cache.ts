@@ -1,0 +1,182 @@
+/**
+ * A node-local cache of committed records for reads outside transactions on a networked
+ * metadata store (engine/storage/postgres-metadata.ts): the data structure only — what is
+ * cached, how fills race with invalidations, and the memory bound. What invalidates it, and
+ * when it may be used at all, is engine/storage/postgres-invalidation.ts.
+ *
+ * ## What is cached
+ * Only the keyspaces in `CACHED_KEYSPACES`: the records the hot request paths read by key
+ * (token checks, manifest GET by tag, blob HEAD, `GET /account`) and that change far less often
+ * than they are read. High-churn keyspaces (rate-limit buckets, "last used" stamps, upload
+ * sessions, sign-in state) are never cached. Absence is cached too (a missing tag or blob link
+ * answers without a round trip); a later put invalidates it like any change.
+ *
+ * Values are kept as their JSON text and parsed on every hit, so no two readers ever share one
+ * mutable object (callers may change what `get` returns, as they may with every other store).
+ *
+ * ## Fill race
+ * A read that missed the cache (`beginFill`) was issued at some moment; an invalidation of its
+ * key, or of everything, that arrives after that moment may concern a commit the read did not
+ * see. So every invalidation advances a generation counter, and `fill` stores the value only
+ * when neither its key nor the whole cache was invalidated since its `beginFill`: a read that
+ * started before an invalidation never repopulates the value that invalidation removed. Per-key
+ * invalidation generations are remembered only while fills are in flight (bounded by
+ * `MAX_TRACKED_INVALIDATIONS`, past which every fill in flight is refused).
+ *
+ * ## Memory
+ * Least recently used entries are dropped once the entries' JSON text exceeds `maxBytes`
+ * (default 64 MiB, counted as UTF-16 code units × 2) or their count exceeds `maxEntries`
+ * (default 100,000); a single value larger than `maxBytes / 16` is not cached.
+ */
+
+/**
+ * Keyspaces whose records a node may cache (by name, so that whole-store tools writing through
+ * `storedKeyspace` invalidate them too). Each is read by key on a hot path; none changes on
+ * every request. Never add a keyspace written per request (rate-limits, authorization-use).
+ */
+export const CACHED_KEYSPACES: ReadonlySet<string> = new Set([
+  // identity: token checks and GET /account
+  'tokens', 'authorizations', 'accounts',
+  // oauth: the client behind a token
+  'clients',
+  // platform: repository → app and team access
+  'apps', 'apps-by-name', 'teams', 'memberships',
+  // registry: manifest GET by tag, blob HEAD
+  'repositories', 'tags', 'manifests', 'repository-blobs', 'repository-manifests',
+  // blobs: blob records (HEAD's size and state)
+  'blobs',
+]);
+
+/** Fills in flight may track at most this many per-key invalidations before all are refused. */
+export const MAX_TRACKED_INVALIDATIONS = 10_000;
+
+/** One cached record: its JSON text, or null for "no record". */
+type Cached = string | null;
+
+/** Limits of a ReadCache. */
+export interface ReadCacheLimits {
+  /** Upper bound of the cached JSON text, bytes (default 64 MiB). */
+  maxBytes?: number;
+  /** Upper bound of the entry count (default 100,000). */
+  maxEntries?: number;
+}
+
+/** A ticket for one read that missed: pass it back to `fill`. */
+export interface FillTicket {
+  readonly id: string;
+  readonly gen: number;
+}
+
+/** The cache id of a record. */
+function idOf(keyspace: string, key: string): string {
+  return keyspace + '\0' + key;
+}
+
+/** The cache (see the top of this file). Single-threaded: every method runs to completion. */
+export class ReadCache {
+  readonly maxBytes: number;
+  readonly maxEntries: number;
+  /** id → JSON text or null; Map order is recency (oldest first). */
+  readonly #entries = new Map<string, Cached>();
+  #bytes = 0;
+  /** Advanced by every invalidation. */
+  #gen = 0;
+  /** Generation of the last whole-cache invalidation. */
+  #allGen = 0;
+  /** id → generation of its last invalidation, kept while fills are in flight. */
+  readonly #keyGen = new Map<string, number>();
+  #fills = 0;
+  /** Statistics since start: hits, misses, fills refused because of a racing invalidation. */
+  readonly stats = { hits: 0, misses: 0, refused: 0 };
+
+  constructor(limits: ReadCacheLimits = {}) {
+    this.maxBytes = limits.maxBytes ?? 64 * 1024 * 1024;
+    this.maxEntries = limits.maxEntries ?? 100_000;
+  }
+
+  /** True when `keyspace`'s records may be cached. */
+  static caches(keyspace: string): boolean {
+    return CACHED_KEYSPACES.has(keyspace);
+  }
+
+  /** Entries held now. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /**
+   * The cached record: `{ value }` (value undefined when the record is known absent; parsed
+   * afresh on each call), or null on a miss.
+   */
+  lookup<V>(keyspace: string, key: string): { value: V | undefined } | null {
+    const id = idOf(keyspace, key);
+    const text = this.#entries.get(id);
+    if (text === undefined) {
+      this.stats.misses++;
+      return null;
+    }
+    this.stats.hits++;
+    this.#entries.delete(id);
+    this.#entries.set(id, text);
+    return { value: text === null ? undefined : (JSON.parse(text) as V) };
+  }
+
+  /** Starts a read that missed; call `fill` or `abandon` with the ticket when it ends. */
+  beginFill(keyspace: string, key: string): FillTicket {
+    this.#fills++;
+    return { id: idOf(keyspace, key), gen: this.#gen };
+  }
+
+  /**
+   * Ends a read: stores `text` (JSON text of the record, or null when absent) unless the key or
+   * the whole cache was invalidated since the ticket was issued.
+   */
+  fill(ticket: FillTicket, text: string | null): void {
+    const stale = this.#allGen > ticket.gen || (this.#keyGen.get(ticket.id) ?? -1) > ticket.gen;
+    this.abandon();
+    if (stale) {
+      this.stats.refused++;
+      return;
+    }
+    const size = text === null ? 0 : text.length * 2;
+    if (size > this.maxBytes / 16) return;
+    this.#drop(ticket.id);
+    this.#entries.set(ticket.id, text);
+    this.#bytes += size;
+    for (const [id] of this.#entries) {
+      if (this.#bytes <= this.maxBytes && this.#entries.size <= this.maxEntries) break;
+      this.#drop(id);
+    }
+  }
+
+  /** Ends a read without storing anything (it failed). */
+  abandon(): void {
+    if (--this.#fills === 0) this.#keyGen.clear();
+  }
+
+  /** Forgets the records `ids` (keyspace, key pairs), and refuses fills of them in flight. */
+  invalidate(records: Iterable<readonly [string, string]>): void {
+    const gen = ++this.#gen;
+    for (const [keyspace, key] of records) {
+      const id = idOf(keyspace, key);
+      this.#drop(id);
+      if (this.#fills > 0) this.#keyGen.set(id, gen);
+    }
+    if (this.#keyGen.size > MAX_TRACKED_INVALIDATIONS) this.clear();
+  }
+
+  /** Forgets everything, and refuses every fill in flight. */
+  clear(): void {
+    this.#allGen = ++this.#gen;
+    this.#entries.clear();
+    this.#keyGen.clear();
+    this.#bytes = 0;
+  }
+
+  #drop(id: string): void {
+    const old = this.#entries.get(id);
+    if (old === undefined) return;
+    this.#entries.delete(id);
+    if (old !== null) this.#bytes -= old.length * 2;
+  }
+}
