@@ -25,16 +25,19 @@
  * After `end` the writer accepts nothing more.
  *
  * Buffers are SharedArrayBuffer-backed so a hash thread reads them without a copy; from 64 KiB on
- * they are page-aligned (aligned-buffer.ts), so a backend may write them with `O_DIRECT`. They are
- * never shared between sessions, and never passed on at all when a socket may still hold a region
- * of them: a socket only ever holds the region of the writer's last `region()` call (a body cut
+ * they are page-aligned (aligned-buffer.ts), so a backend may write them with `O_DIRECT`. A buffer
+ * serves one session at a time (only its bytes `[0, fill)` are ever read), and is never passed on
+ * at all when a socket may still hold a region of it: a socket only ever holds the region of the writer's last `region()` call (a body cut
  * off mid-read; after a body read to the end, `regionsReturned`), and only that dead writer's
  * memory may receive such stray bytes. The other free buffers of a finished writer are kept for a
  * second for the same session's next writer (the next PATCH of a chunked upload), outside the
  * budget and under a global limit; that writer uses them instead of new buffers of the same size
  * (it grows as a new one, except that after a request whose buffers reached full size it starts
  * at full size), because faulting in fresh buffer pages for every 16 MiB PATCH cost more CPU
- * than the rest of the request.
+ * than the rest of the request. Every other buffer a writer drops goes to the process's pool of
+ * shared buffers (aligned-buffer.ts `recycleShared`), from which any later writer takes buffers
+ * of the same size: shared memory left to the garbage collector stays mapped (the S3 bench's
+ * 64 × 16 MiB push reached ~1 GiB RSS that way).
  */
 import type { BlobWriter } from './contract.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
