@@ -22,6 +22,7 @@ import { blobHasher } from '../engine/blobs/hash-blob.js';
 import { EVENT_KINDS, subscribeEvent } from '../engine/events.js';
 import { Uploads } from '../engine/blobs/uploads.js';
 import { UploadMemory } from '../engine/blobs/upload-memory.js';
+import { setSharedPoolLimit } from '../engine/blobs/aligned-buffer.js';
 import { LegacyBlobCheck } from '../engine/blobs/quarantine.js';
 import { Registry } from '../engine/registry/registry.js';
 import { releaseRetention } from '../engine/platform/retention.js';
@@ -160,10 +161,12 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   reseal();
   const pool = new WorkerPool();
   const hashThread = new HashThread();
+  const uploadMemory = new UploadMemory(config.uploadMemoryMiB * 1024 * 1024);
+  setSharedPoolLimit(uploadMemory.limit); // free upload buffers kept for reuse: at most the budget again
   const uploads = new Uploads(store, blobs, clock, {
     staleAfterMs: config.uploadTtlSeconds * 1000,
     maxSessionsPerAccount: config.uploadSessionsPerAccount,
-    memory: new UploadMemory(config.uploadMemoryMiB * 1024 * 1024),
+    memory: uploadMemory,
     node: config.nodeName,
   });
   await uploads.init();

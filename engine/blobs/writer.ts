@@ -25,20 +25,23 @@
  * After `end` the writer accepts nothing more.
  *
  * Buffers are SharedArrayBuffer-backed so a hash thread reads them without a copy; from 64 KiB on
- * they are page-aligned (aligned-buffer.ts), so a backend may write them with `O_DIRECT`. They are
- * never shared between sessions, and never passed on at all when a socket may still hold a region
- * of them: a socket only ever holds the region of the writer's last `region()` call (a body cut
+ * they are page-aligned (aligned-buffer.ts), so a backend may write them with `O_DIRECT`. A buffer
+ * serves one session at a time (only its bytes `[0, fill)` are ever read), and is never passed on
+ * at all when a socket may still hold a region of it: a socket only ever holds the region of the writer's last `region()` call (a body cut
  * off mid-read; after a body read to the end, `regionsReturned`), and only that dead writer's
  * memory may receive such stray bytes. The other free buffers of a finished writer are kept for a
  * second for the same session's next writer (the next PATCH of a chunked upload), outside the
  * budget and under a global limit; that writer uses them instead of new buffers of the same size
  * (it grows as a new one, except that after a request whose buffers reached full size it starts
  * at full size), because faulting in fresh buffer pages for every 16 MiB PATCH cost more CPU
- * than the rest of the request.
+ * than the rest of the request. Every other buffer a writer drops goes to the process's pool of
+ * shared buffers (aligned-buffer.ts `recycleShared`), from which any later writer takes buffers
+ * of the same size: shared memory left to the garbage collector stays mapped (the S3 bench's
+ * 64 × 16 MiB push reached ~1 GiB RSS that way).
  */
 import type { BlobWriter } from './contract.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
-import { sharedBuffer } from './aligned-buffer.js';
+import { recycleShared, sharedBuffer } from './aligned-buffer.js';
 
 /** Size of the largest pool buffer (bytes). */
 export const BUFFER_BYTES = 4 * 1024 * 1024;
@@ -81,12 +84,23 @@ function closeStash(blob: BlobWriter, stash: Stash): Buffer[] {
   return bufs;
 }
 
-/** Keeps `buf` in `stash` when it is open and the global limit allows; false otherwise. */
-function toStash(stash: Stash | null, buf: Buffer): boolean {
-  if (!stash || stash.closed || stashedBytes + buf.length > STASH_LIMIT_BYTES) return false;
+/**
+ * Keeps `buf` in `stash` when it is open and the global limit allows, else gives it to the
+ * process's pool of shared buffers (aligned-buffer.ts `recycleShared`: dropped to the garbage
+ * collector, shared memory would stay mapped). Never called with a buffer a socket may still fill.
+ */
+function toStash(stash: Stash | null, buf: Buffer): void {
+  if (!stash || stash.closed || stashedBytes + buf.length > STASH_LIMIT_BYTES) {
+    recycleShared(buf);
+    return;
+  }
   stash.bufs.push(buf);
   stashedBytes += buf.length;
-  return true;
+}
+
+/** Closes `stash` and gives its buffers to the process's pool of shared buffers. */
+function expireStash(blob: BlobWriter, stash: Stash): void {
+  for (const b of closeStash(blob, stash)) recycleShared(b);
 }
 
 /** A filled buffer on its way to disk and through the hash. */
@@ -179,7 +193,7 @@ export class UploadWriter {
   #pooledBuffer(): Buffer | null {
     const b = this.#free.pop();
     if (b && (b.length >= this.#nextSize || !this.#memory.canTake(this.#nextSize - b.length))) return b;
-    if (b) this.#drop(b, true);
+    if (b) this.#dropUnused(b, true);
     for (const size of this.#allocated === 0 ? [this.#nextSize, MIN_BUFFER_BYTES] : [this.#nextSize]) {
       if (this.#allocated < POOL_BUFFERS && this.#memory.tryTake(size)) {
         this.#allocated++;
@@ -196,6 +210,12 @@ export class UploadWriter {
   #drop(buf: Buffer, pooled: boolean): void {
     if (pooled) this.#allocated--;
     this.#memory.give(buf.length);
+  }
+
+  /** `#drop`, and the buffer to the process's pool unless a socket may still fill it. */
+  #dropUnused(buf: Buffer, pooled: boolean): void {
+    this.#drop(buf, pooled);
+    if (buf !== this.#lastRegion) recycleShared(buf);
   }
 
   /** Makes `#current` a buffer to fill; with `overflow`, beyond the pool and budget when exhausted. */
@@ -307,7 +327,7 @@ export class UploadWriter {
     } finally {
       this.#ended = true;
       if (this.#current) {
-        this.#drop(this.#current, this.#currentPooled);
+        this.#dropUnused(this.#current, this.#currentPooled);
         this.#current = null;
       }
       this.#stashFree();
@@ -325,7 +345,7 @@ export class UploadWriter {
   #stashFree(): void {
     const blob = this.#blob;
     const old = stashes.get(blob);
-    if (old) closeStash(blob, old);
+    if (old) expireStash(blob, old);
     const stash: Stash = { bufs: [], closed: false, timer: null };
     this.#stash = stash;
     for (const b of this.#reuse.splice(0)) {
@@ -337,7 +357,7 @@ export class UploadWriter {
       if (b !== this.#lastRegion) toStash(stash, b);
     }
     stashes.set(blob, stash);
-    stash.timer = setTimeout(() => closeStash(blob, stash), STASH_MS);
+    stash.timer = setTimeout(() => expireStash(blob, stash), STASH_MS);
     stash.timer.unref();
   }
 
@@ -361,7 +381,10 @@ export class UploadWriter {
       this.#free.push(slot.buf);
     } else {
       this.#drop(slot.buf, slot.pooled);
-      if (slot.pooled && slot.buf !== this.#lastRegion) toStash(this.#stash, slot.buf);
+      if (slot.buf !== this.#lastRegion) {
+        if (slot.pooled) toStash(this.#stash, slot.buf);
+        else recycleShared(slot.buf);
+      }
     }
     this.#wake();
   }
