@@ -116,6 +116,21 @@ export async function pushWithRetry(target: Target, repo: string, tag: string, i
 }
 
 /**
+ * Sends DELETE `url` (a manifest by digest or tag); after a 503 with Retry-After (a transaction
+ * that kept conflicting with GC and pushes on hot blob records: nothing was changed) waits as told
+ * and sends again, up to `attempts` times in all, as pushWithRetry does for the manifest PUT.
+ * @returns the last answer and how many requests were sent
+ */
+export async function deleteWithRetry(url: string, headers: Record<string, string>, attempts = 10): Promise<{ reply: Awaited<ReturnType<typeof http>>; attempts: number }> {
+  for (let i = 1; ; i++) {
+    const reply = await http('DELETE', url, { headers });
+    const retryAfter = reply.status === 503 ? Number(reply.headers['retry-after']) : NaN;
+    if (!(retryAfter > 0) || i >= attempts) return { reply, attempts: i };
+    await new Promise((r) => setTimeout(r, retryAfter * 1000));
+  }
+}
+
+/**
  * Checks through `registry` that `reference` of `repo` is the manifest `img` and that every blob
  * it names is served with bytes whose sha256 is its digest (fetched and hashed here). Returns
  * the problems found (empty when all is well).
