@@ -269,8 +269,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // exclusive lock): a node whose turn it is not skips the round.
   let reapRun: Promise<unknown> | undefined;
   const reaper = setInterval(() => {
+    // The grace announcement is its own step: a failed one must not skip a reaper round.
+    void announce().catch((e) => log.warn({ err: e }, 'announcing the GC grace failed'));
     reapRun ??= uploads.reap()
-      .then(announce)
       .then(() => store.metadata.exclusive('upload-reaper', () => uploads.peers.reap()))
       // The lock holder's reap re-read every record; the others refresh the other nodes' counts.
       .then((outcome) => (outcome.ran ? undefined : uploads.peers.refresh()))
