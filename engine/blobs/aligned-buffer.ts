@@ -76,6 +76,11 @@ export function recycleShared(buf: Buffer): void {
   pooledBytes += buf.length;
 }
 
+/** Whether a free buffer of `bytes` is in the pool (`sharedBuffer(bytes)` would reuse it). */
+export function sharedPooled(bytes: number): boolean {
+  return (pool.get(bytes)?.length ?? 0) > 0;
+}
+
 /**
  * A Buffer of `bytes` over a SharedArrayBuffer, page-aligned when `bytes` is a multiple of
  * 64 KiB (a plain SharedArrayBuffer otherwise, or when V8 refuses the memory): a pooled one

@@ -17,6 +17,7 @@ export type BlobBackendSpec =
     prefix: string;
     partSize: number;
     uploadConcurrency: number;
+    putLimit?: number;
     /** The node whose sessions the backend creates (s3-backend.ts `S3BackendOptions.node`). */
     node?: string;
   };
@@ -31,5 +32,5 @@ export async function openBlobBackend(spec: BlobBackendSpec): Promise<BlobBacken
     return new FsBlobBackend(spec.dataDir);
   }
   const { S3BlobBackend } = await import('./s3-backend.js');
-  return new S3BlobBackend({ client: spec.client, bucket: spec.bucket, prefix: spec.prefix, partSize: spec.partSize, uploadConcurrency: spec.uploadConcurrency, node: spec.node });
+  return new S3BlobBackend({ client: spec.client, bucket: spec.bucket, prefix: spec.prefix, partSize: spec.partSize, uploadConcurrency: spec.uploadConcurrency, ...(spec.putLimit === undefined ? {} : { putLimit: spec.putLimit }), node: spec.node });
 }

@@ -48,13 +48,12 @@
  * aws-chunked trailers): see `s3ClientConfig`.
  */
 import {
-  S3Client, HeadObjectCommand, GetObjectCommand, PutObjectCommand, DeleteObjectCommand, ListObjectsV2Command,
-  CreateMultipartUploadCommand, CompleteMultipartUploadCommand, AbortMultipartUploadCommand,
-  ListMultipartUploadsCommand, CopyObjectCommand, UploadPartCopyCommand, type S3ClientConfig, type CompletedPart,
+  S3Client, HeadObjectCommand, GetObjectCommand, DeleteObjectCommand, ListObjectsV2Command,
+  AbortMultipartUploadCommand, ListMultipartUploadsCommand, type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Readable } from 'node:stream';
-import { randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { fail } from '../errors.js';
 import { sequentialReader, storeUnavailable, translateUnavailability } from './s3-read.js';
 import { Agent, request as undiciRequest } from 'undici';
@@ -68,16 +67,14 @@ import { S3Writer } from './s3-writer.js';
 import { inlineHash, type HashFactory } from './running-hash.js';
 import { isNodeName } from './node-name.js';
 import { unlimitedMemory, type UploadMemory } from './upload-memory.js';
+import { isNotFound, s3ClientConfig, translateLostSessions } from './s3-client.js';
+import { COMMIT_META, publishBlob, type PublishSource } from './s3-publish.js';
+import { recycleShared, sharedBuffer, sharedPooled } from './aligned-buffer.js';
 
-/** User metadata naming one commit of a blob: its `BlobStat.version`. */
-const COMMIT_META = 'slipway-commit';
+export { s3ClientConfig } from './s3-client.js';
 
 /** S3's smallest part (all but the last): 5 MiB. */
 export const MIN_PART_SIZE = 5 * 1024 * 1024;
-/** The largest object CopyObject copies in one request: 5 GiB. */
-const MAX_COPY_OBJECT = 5 * 1024 ** 3;
-/** Range copied per UploadPartCopy for larger objects: 1 GiB. */
-const COPY_PART = 1024 ** 3;
 
 /** Options of the S3 backend. */
 export interface S3BackendOptions {
@@ -90,6 +87,12 @@ export interface S3BackendOptions {
   partSize?: number;
   /** Parts uploaded at once per session (default 4). */
   uploadConcurrency?: number;
+  /**
+   * Largest session (bytes) kept whole in memory and sent as one PutObject at commit instead of
+   * a multipart upload; at least `partSize` (default `partSize` × `uploadConcurrency`, what one
+   * session may hold in part buffers anyway: s3-writer.ts "Memory").
+   */
+  putLimit?: number;
   /** Running sha256 of new sessions (default: node:crypto on the calling thread). */
   newHash?: HashFactory;
   /**
@@ -97,59 +100,6 @@ export interface S3BackendOptions {
    * keys. Default `''`: the layout without a node segment (single-node tools and tests).
    */
   node?: string;
-}
-
-/**
- * Client settings that work with AWS S3 and RGW 16 alike: path-style addressing, region
- * us-east-1 unless given, and request/response checksums only when an operation requires them.
- */
-export function s3ClientConfig(config: S3ClientConfig = {}): S3ClientConfig {
-  return {
-    region: 'us-east-1',
-    forcePathStyle: true,
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-    ...config,
-  };
-}
-
-function status(e: unknown): number | undefined {
-  return (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-}
-
-function isNotFound(e: unknown): boolean {
-  const name = (e as { name?: string }).name;
-  return status(e) === 404 || name === 'NoSuchKey' || name === 'NotFound' || name === 'NoSuchUpload';
-}
-
-const lostTranslated = new WeakSet<S3Client>();
-/** A session object's key (`…uploads/[<node>/]<id>/data`), as a key or a copy source; blob keys end in their hex. */
-const SESSION_OBJECT = /(^|\/)uploads\/([^/]+\/)?[A-Za-z0-9_-]+\/data$/;
-/** Commands through which a session's commit reads or extends its multipart upload or object. */
-const SESSION_COMMANDS = new Set(['UploadPartCommand', 'CompleteMultipartUploadCommand', 'HeadObjectCommand', 'GetObjectCommand', 'CopyObjectCommand', 'UploadPartCopyCommand']);
-
-/**
- * Adds to `client` a middleware that turns a "not found" answer about a session's multipart
- * upload or completed object (an UploadPart, the completion, its size check or re-hash read,
- * the copy from it) into BLOB_UPLOAD_INVALID: the session's bytes are gone (another node reaped
- * it as a dead node's, engine/blobs/peer-sessions.ts), so it cannot proceed and the client
- * starts a new upload. Aborts and deletes keep the answer (a gone upload is no error there);
- * blob keys are never affected. Once per client.
- */
-function translateLostSessions(client: S3Client): void {
-  if (lostTranslated.has(client)) return;
-  lostTranslated.add(client);
-  client.middlewareStack.add((next, context) => async (args) => {
-    try {
-      return await next(args);
-    } catch (e) {
-      const input = args.input as { Key?: string; CopySource?: string };
-      const lost = isNotFound(e) && SESSION_COMMANDS.has(context.commandName ?? '') &&
-        (SESSION_OBJECT.test(input.CopySource ?? '') || (!input.CopySource && SESSION_OBJECT.test(input.Key ?? '')));
-      if (!lost) throw e;
-      throw fail('BLOB_UPLOAD_INVALID', 'the upload session\'s bytes are no longer in the blob store (the session was reaped); start a new upload');
-    }
-  }, { step: 'initialize', priority: 'high', name: 'slipwayLostSession' });
 }
 
 /** Blob bytes in an S3 bucket. */
@@ -160,13 +110,13 @@ export class S3BlobBackend implements BlobBackend {
   readonly prefix: string;
   readonly partSize: number;
   readonly uploadConcurrency: number;
+  /** Largest session sent as one PutObject (bytes; `S3BackendOptions.putLimit`). */
+  readonly putLimit: number;
   /** The node whose sessions this instance creates (`''`: no node segment). */
   readonly node: string;
   readonly #newHash: HashFactory;
   readonly #locks = new DigestLocks();
   readonly #live = new Set<string>();
-  /** Part buffers no request uses any more, for the next part of any session (at most `uploadConcurrency`). */
-  readonly #partPool: Buffer[] = [];
   /** Connections of the blob GETs (`#get`), bounded by the client's request timeout. */
   readonly #http: Agent;
   /** Connections of the blob GETs over http (`#get`). */
@@ -174,7 +124,7 @@ export class S3BlobBackend implements BlobBackend {
   /** What a worker thread needs to open the same backend; undefined when built on a client instance. */
   readonly spec: BlobBackendSpec | undefined;
 
-  /** @throws Error naming the option when `partSize`, `uploadConcurrency` or `prefix` is invalid. */
+  /** @throws Error naming the option when `partSize`, `uploadConcurrency`, `putLimit` or `prefix` is invalid. */
   constructor(opts: S3BackendOptions) {
     this.client = opts.client instanceof S3Client ? opts.client : new S3Client(s3ClientConfig(opts.client));
     translateUnavailability(this.client);
@@ -183,6 +133,7 @@ export class S3BlobBackend implements BlobBackend {
     this.prefix = opts.prefix ?? '';
     this.partSize = opts.partSize ?? 8 * 1024 * 1024;
     this.uploadConcurrency = opts.uploadConcurrency ?? 4;
+    this.putLimit = opts.putLimit ?? this.partSize * this.uploadConcurrency;
     this.#newHash = opts.newHash ?? inlineHash;
     this.node = opts.node ?? '';
     if (this.node !== '' && !isNodeName(this.node)) throw new Error(`node must be a node name (A-Z a-z 0-9 . _ -, at most 63), got "${this.node.slice(0, 80)}"`);
@@ -192,34 +143,48 @@ export class S3BlobBackend implements BlobBackend {
     this.#raw = new RawGetClient(ms);
     if (!Number.isSafeInteger(this.partSize) || this.partSize < MIN_PART_SIZE) throw new Error(`partSize must be an integer ≥ ${MIN_PART_SIZE} bytes, got ${opts.partSize}`);
     if (!Number.isSafeInteger(this.uploadConcurrency) || this.uploadConcurrency < 1) throw new Error(`uploadConcurrency must be ≥ 1, got ${opts.uploadConcurrency}`);
+    if (!Number.isSafeInteger(this.putLimit) || this.putLimit < this.partSize) throw new Error(`putLimit must be an integer ≥ partSize (${this.partSize} bytes), got ${opts.putLimit}`);
     if (this.prefix !== '' && !this.prefix.endsWith('/')) throw new Error(`prefix must be empty or end with "/", got "${this.prefix}"`);
     this.spec = opts.client instanceof S3Client ? undefined : {
-      kind: 's3', client: opts.client, bucket: this.bucket, prefix: this.prefix, partSize: this.partSize, uploadConcurrency: this.uploadConcurrency, node: this.node,
+      kind: 's3', client: opts.client, bucket: this.bucket, prefix: this.prefix, partSize: this.partSize, uploadConcurrency: this.uploadConcurrency, putLimit: this.putLimit, node: this.node,
     };
   }
 
   /**
-   * A buffer of `partSize` bytes for a session's part: a recycled one, else a new one. Its memory
-   * is the caller's to account (s3-writer.ts slots).
+   * A shared buffer of `partSize` bytes for a session's part (the hash thread reads it without a
+   * copy): a recycled one from the process's pool of shared buffers (aligned-buffer.ts), else a
+   * new one. Its memory is the caller's to account (s3-writer.ts slots).
    * @internal
    */
   partBuffer(): Buffer {
-    return this.#partPool.pop() ?? Buffer.allocUnsafeSlow(this.partSize);
+    return sharedBuffer(this.partSize);
   }
 
-  /** Recycled part buffers ready for `partBuffer`. @internal */
-  get pooledParts(): number {
-    return this.#partPool.length;
+  /** Whether a recycled part buffer is ready for `partBuffer`. @internal */
+  get pooledPart(): boolean {
+    return sharedPooled(this.partSize);
   }
 
   /**
-   * Keeps a part buffer that no request reads any more for reuse (fewer 8 MiB allocations for the
-   * garbage collector to reclaim); at most `uploadConcurrency` are kept (idle memory of that many
-   * parts), others are left to the collector.
+   * Gives a part buffer that nothing reads any more (no request, no thread) to the process's pool
+   * of shared buffers for any later part: dropped, its shared memory would stay mapped until a
+   * major collection (aligned-buffer.ts). Smaller buffers go to the garbage collector.
    * @internal
    */
   recycle(buf: Buffer): void {
-    if (buf.length === this.partSize && this.#partPool.length < this.uploadConcurrency) this.#partPool.push(buf);
+    if (buf.length === this.partSize) recycleShared(buf);
+  }
+
+  /**
+   * The sha256 (hex) of `bytes`, for an UploadPart's signed payload (s3-client.ts
+   * `signedPayload`): on the hash thread when the backend's `newHash` runs there and `bytes` is a
+   * shared buffer, else on the calling thread. `bytes` must not change until the part is sent.
+   * @internal
+   */
+  async payloadHash(bytes: Buffer): Promise<string> {
+    const h = this.#newHash();
+    await new Promise<void>((resolve) => h.update(bytes, resolve));
+    return (await h.digest()) ?? createHash('sha256').update(bytes).digest('hex');
   }
 
   /** Full key of a committed blob. */
@@ -414,47 +379,11 @@ export class S3BlobBackend implements BlobBackend {
   }
 
   /**
-   * Makes verified bytes visible under `digest`, inside the digest lock: one HeadObject of the
-   * final key, then `small` bytes are PUT directly, or the session's upload is completed
-   * (`session.complete`, idempotent) and its object copied. Returns false when a committed copy
-   * of the same size was reused (`reuse` agreed, asked at most once); nothing was completed then.
+   * Makes verified bytes visible under `digest`, inside the digest lock (s3-publish.ts): false
+   * when a committed copy was reused.
    * @internal used by S3Writer.commit.
    */
-  publish(digest: Digest, size: number, source: Buffer | { key: string; complete: () => Promise<void> }, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<boolean> {
-    return this.#locks.with(digest, async () => {
-      const existing = await this.stat(digest);
-      if (existing && existing.size === size && (await reuse(existing))) return false;
-      const Key = this.keyOf(digest);
-      // Each commit's own version (the ETag of identical bytes is the same), so that GC's
-      // delete of the copy it saw never takes a replacement committed since.
-      const Metadata = { [COMMIT_META]: randomBytes(12).toString('hex') };
-      if (Buffer.isBuffer(source)) {
-        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: source, ContentLength: size, Metadata }));
-        return true;
-      }
-      await source.complete();
-      const sessionKey = source.key;
-      const CopySource = `${this.bucket}/${encodeURI(sessionKey)}`;
-      if (size <= MAX_COPY_OBJECT) {
-        await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key, CopySource, MetadataDirective: 'REPLACE', Metadata }));
-        return true;
-      }
-      const { UploadId } = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key, Metadata }));
-      try {
-        const Parts: CompletedPart[] = [];
-        for (let start = 0, n = 1; start < size; start += COPY_PART, n++) {
-          const end = Math.min(size, start + COPY_PART) - 1;
-          const r = await this.client.send(new UploadPartCopyCommand({
-            Bucket: this.bucket, Key, UploadId, PartNumber: n, CopySource, CopySourceRange: `bytes=${start}-${end}`,
-          }));
-          Parts.push({ PartNumber: n, ETag: r.CopyPartResult?.ETag });
-        }
-        await this.client.send(new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key, UploadId, MultipartUpload: { Parts } }));
-      } catch (e) {
-        await this.#abortUpload(Key, UploadId!).catch(() => {});
-        throw e;
-      }
-      return true;
-    });
+  publish(digest: Digest, size: number, source: PublishSource, reuse: (existing: BlobStat) => boolean | Promise<boolean>): Promise<boolean> {
+    return this.#locks.with(digest, () => publishBlob(this, digest, size, source, reuse));
   }
 }

@@ -1,9 +1,18 @@
 /**
- * The S3 backend's upload session writer (s3-backend.ts documents the keys, the part buffer and
- * the commit). Appended or written bytes are copied into a part buffer of `partSize` bytes;
- * each full buffer becomes an UploadPart of a multipart upload created on the first full part,
- * with at most `uploadConcurrency` parts in flight. Between requests (`suspend`) the writer
- * keeps its multipart state and part buffer in memory: a session cannot outlive the process.
+ * The S3 backend's upload session writer (s3-backend.ts documents the keys, s3-publish.ts the
+ * commit). Appended or written bytes are copied into part buffers of `partSize` bytes. While the
+ * session has at most `putLimit` bytes (default `partSize` × `uploadConcurrency`), its full part
+ * buffers are kept (`#held`) and nothing is sent: at commit the whole session is one PutObject
+ * under the final key, signed with the verified digest (2 requests with the HeadObject, against
+ * 7 for a multipart session: create, parts, complete, HeadObject, copy, delete; and no second
+ * sha256 of the bytes). A session that grows past `putLimit`, or needs memory while the budget
+ * has none, sends what it holds and goes on as a multipart upload: each full buffer becomes an
+ * UploadPart, with at most `uploadConcurrency` parts in flight (more only for the moment the held
+ * ones leave together, when `putLimit` is larger than that). Each UploadPart is signed with its
+ * sha256 computed on the hash thread (`S3BlobBackend.payloadHash`) instead of by the SDK on the
+ * event loop; the store checks it against the bytes it receives. Between requests (`suspend`)
+ * the writer keeps its multipart state and part buffers in memory: a session cannot outlive the
+ * process.
  *
  * Memory: the writer takes its part buffers from the global upload budget (`UploadMemory`,
  * SLIPWAY_UPLOAD_MEMORY) in slots of `partSize` bytes, one per buffer filling, spare or in flight.
@@ -33,6 +42,7 @@ import type { RunningHash } from './running-hash.js';
 import type { S3BlobBackend } from './s3-backend.js';
 import type { UploadMemory } from './upload-memory.js';
 import { BUFFER_BYTES, POOL_BUFFERS } from './writer.js';
+import { signedPayload } from './s3-client.js';
 
 const reuseAlways = () => true;
 
@@ -53,6 +63,8 @@ export class S3Writer implements BlobWriter {
   #error: unknown;
   #closed = false;
   readonly #key: string;
+  /** Full part buffers not sent yet: the session may still be one PutObject (each fills a slot). */
+  readonly #held: Buffer[] = [];
   /** Full-size buffers of stored parts kept for reuse (each fills one of the writer's slots). */
   readonly #spare: Buffer[] = [];
   /** Slots of `partSize` bytes taken from the budget: the filling buffer, spares, parts in flight, free ones. */
@@ -67,9 +79,9 @@ export class S3Writer implements BlobWriter {
     this.#key = backend.sessionKey(id);
   }
 
-  /** Slots not used by the filling buffer, a spare or a part in flight. */
+  /** Slots not used by the filling buffer, a held part, a spare or a part in flight. */
   get #freeSlots(): number {
-    return this.#slots - (this.#buf ? 1 : 0) - this.#spare.length - this.#inflight.size;
+    return this.#slots - (this.#buf ? 1 : 0) - this.#held.length - this.#spare.length - this.#inflight.size;
   }
 
   /** Takes one slot when the budget has it beside the headroom. */
@@ -91,8 +103,9 @@ export class S3Writer implements BlobWriter {
 
   /**
    * Makes the filling buffer hold at least `want` bytes (at most `partSize`): grows the first
-   * buffer within its slot, else uses a spare or a free slot, takes a slot, or waits for one of
-   * this session's parts in flight to free its slot.
+   * buffer within its slot, else uses a spare or a free slot, takes a slot, or (sending the held
+   * parts first when there are any) waits for one of this session's parts in flight to free its
+   * slot.
    * @throws UNAVAILABLE when the session holds no slot and the budget cannot give one
    */
   async #room(want: number): Promise<void> {
@@ -115,10 +128,14 @@ export class S3Writer implements BlobWriter {
         return;
       }
       if (this.#freeSlots > 0 || this.#takeSlot()) {
-        let size = this.#parts.length > 0 || this.backend.pooledParts > 0 ? partSize : FIRST_BUFFER_BYTES;
+        let size = this.#parts.length > 0 || this.#held.length > 0 || this.backend.pooledPart ? partSize : FIRST_BUFFER_BYTES;
         while (size < want) size *= 4;
         this.#buf = size >= partSize ? this.backend.partBuffer() : Buffer.allocUnsafeSlow(size);
         return;
+      }
+      if (this.#held.length > 0) {
+        this.#spill(); // the budget is short: send the held parts rather than wait for memory
+        continue;
       }
       if (this.#inflight.size === 0) {
         throw fail('UNAVAILABLE', 'the registry is buffering as many upload bytes as it can; retry shortly', { retryAfter: 2 });
@@ -151,9 +168,11 @@ export class S3Writer implements BlobWriter {
   #dropBuffers(): void {
     if (this.#buf) this.backend.recycle(this.#buf);
     for (const b of this.#spare) this.backend.recycle(b);
+    for (const b of this.#held) this.backend.recycle(b);
     this.#buf = undefined;
     this.#fill = 0;
     this.#spare.length = 0;
+    this.#held.length = 0;
     const free = this.#slots - this.#inflight.size;
     this.#slots -= free;
     if (free > 0) this.memory.give(free * this.backend.partSize);
@@ -171,20 +190,36 @@ export class S3Writer implements BlobWriter {
     return this.#uploadId;
   }
 
-  /** Starts uploading the current buffer as the next part. */
+  /** Starts uploading the current buffer as the next part (after the held ones). */
   #flush(): void {
+    this.#spill();
     const buf = this.#buf!;
-    const body = this.#fill === buf.length ? buf : buf.subarray(0, this.#fill);
+    const fill = this.#fill;
+    this.#buf = undefined;
+    this.#fill = 0;
+    this.#send(buf, fill);
+  }
+
+  /** Starts uploading the held parts, in order: the session becomes a multipart upload. */
+  #spill(): void {
+    for (const buf of this.#held.splice(0)) this.#send(buf, buf.length);
+  }
+
+  /**
+   * Uploads `buf[0, fill)` as the next part: its sha256 (hash thread) signs the UploadPart, so
+   * the store refuses the part unless it received exactly these bytes; `buf` is not touched
+   * until the part is done (`#partDone`).
+   */
+  #send(buf: Buffer, fill: number): void {
+    const body = fill === buf.length ? buf : buf.subarray(0, fill);
     const PartNumber = this.#parts.length + 1;
     const entry: CompletedPart = { PartNumber };
     this.#parts.push(entry);
-    this.#buf = undefined;
-    this.#fill = 0;
     const p = (async () => {
-      const UploadId = await this.#multipart();
-      const r = await this.backend.client.send(new UploadPartCommand({
+      const [UploadId, sha256] = await Promise.all([this.#multipart(), this.backend.payloadHash(body)]);
+      const r = await this.backend.client.send(signedPayload(new UploadPartCommand({
         Bucket: this.backend.bucket, Key: this.#key, UploadId, PartNumber, Body: body, ContentLength: body.length,
-      }));
+      }), sha256));
       entry.ETag = r.ETag;
     })().catch((e) => { this.#error ??= e; }).finally(() => this.#partDone(buf));
     const tracked = p.finally(() => this.#inflight.delete(tracked));
@@ -200,9 +235,11 @@ export class S3Writer implements BlobWriter {
   async write(chunks: readonly Uint8Array[]): Promise<void> {
     this.#check();
     const partSize = this.backend.partSize;
+    const { putLimit } = this.backend;
     for (const bytes of chunks) {
       let at = 0;
       while (at < bytes.byteLength) {
+        if (this.#held.length > 0 && this.size >= putLimit) this.#spill(); // more than one PutObject takes
         const want = Math.min(partSize, this.#fill + bytes.byteLength - at);
         if (!this.#buf || this.#buf.length < want) await this.#room(want);
         const buf = this.#buf!;
@@ -212,6 +249,12 @@ export class S3Writer implements BlobWriter {
         at += n;
         this.size += n;
         if (this.#fill === partSize) {
+          if (this.#parts.length === 0 && this.size <= putLimit) {
+            this.#held.push(buf); // may still be one PutObject
+            this.#buf = undefined;
+            this.#fill = 0;
+            continue;
+          }
           this.#flush();
           while (this.#inflight.size >= this.backend.uploadConcurrency) await Promise.race(this.#inflight);
           this.#check();
@@ -224,7 +267,7 @@ export class S3Writer implements BlobWriter {
     return appendHashed(this, bytes);
   }
 
-  /** The parts in flight are stored; the part being filled stays in memory until it is full. */
+  /** The parts in flight are stored; held parts and the part being filled stay in memory. */
   async sync(): Promise<void> {
     while (this.#inflight.size) await Promise.race(this.#inflight);
     if (this.#error) throw this.#error;
@@ -240,11 +283,13 @@ export class S3Writer implements BlobWriter {
       const reuse = options.reuse ?? reuseAlways;
       const hex = this.#hashed === this.size ? await this.hash.digest() : (this.hash.discard(), null);
       let created: boolean;
-      if (this.#uploadId === undefined) {
-        const small = this.#buf ? this.#buf.subarray(0, this.#fill) : Buffer.alloc(0);
-        const actual = hex !== null ? (`sha256:${hex}` as Digest) : sha256Of(small);
+      if (this.#parts.length === 0) {
+        const bodies = this.#fill > 0 ? [...this.#held, this.#buf!.subarray(0, this.#fill)] : [...this.#held];
+        const held = bodies.reduce((n, b) => n + b.length, 0);
+        if (held !== this.size) throw new Error(`upload session ${this.id}: ${held} bytes held, ${this.size} written`);
+        const actual = hex !== null ? (`sha256:${hex}` as Digest) : sha256Of(bodies);
         verifyDigest(expected, actual);
-        created = await this.backend.publish(actual, this.size, small, reuse);
+        created = await this.backend.publish(actual, this.size, bodies, reuse);
         this.#dropBuffers();
       } else {
         if (hex !== null) verifyDigest(expected, `sha256:${hex}` as Digest);
@@ -325,6 +370,8 @@ export class S3Writer implements BlobWriter {
   }
 }
 
-function sha256Of(bytes: Buffer): Digest {
-  return `sha256:${createHash('sha256').update(bytes).digest('hex')}` as Digest;
+function sha256Of(bodies: readonly Buffer[]): Digest {
+  const h = createHash('sha256');
+  for (const b of bodies) h.update(b);
+  return `sha256:${h.digest('hex')}` as Digest;
 }
