@@ -23,6 +23,11 @@ export interface SuiteOptions {
   fresh(): Promise<SuiteTarget>;
   /** The backend's part size, or a representative buffer size (bytes): sizes are chosen around it. */
   partSize: number;
+  /**
+   * Most bytes a session may keep in memory only, storing nothing yet (S3: `putLimit`; default
+   * `partSize`): the crash-recovery test writes more than that, so the session left something.
+   */
+  heldBytes?: number;
 }
 
 const sha = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex')}` as Digest;
@@ -202,8 +207,9 @@ export function blobContractSuite(t: Test, opts: SuiteOptions): void {
     const target = await opts.fresh();
     const id = newId();
     const before = Date.now();
-    const bytes = randomBytes(2 * P + 11);
-    const head = bytes.subarray(0, P + 5);
+    const held = Math.max(P, opts.heldBytes ?? P);
+    const bytes = randomBytes(2 * held + 11);
+    const head = bytes.subarray(0, held + 5);
     await upload(target.backend, head, 1_048_573, id); // never committed: the process "dies"
     const restarted = target.reopen();
     const listed = await waitFor('the abandoned session to be listed', async () =>
