@@ -24,6 +24,11 @@ export interface S3Settings {
   partSizeBytes: number;
   /** Parts in flight per upload session (default 4). Env SLIPWAY_S3_UPLOAD_CONCURRENCY. */
   uploadConcurrency: number;
+  /**
+   * Largest session (bytes) sent as one PutObject instead of a multipart upload (setting in MiB,
+   * from the part size to 5120; default part size × upload concurrency). Env SLIPWAY_S3_PUT_LIMIT.
+   */
+  putLimitBytes: number;
   /** Answer blob GETs with a 307 to a presigned URL (default off). Env SLIPWAY_S3_REDIRECT=on|off. */
   redirect: boolean;
   /** Lifetime of a presigned URL (seconds, 1–604800, default 300). Env SLIPWAY_S3_REDIRECT_EXPIRY. */
@@ -83,6 +88,10 @@ export function loadBlobStoreSettings(env: Source = process.env): BlobStoreSetti
   }
   const region = get('SLIPWAY_S3_REGION') ?? get('AWS_REGION') ?? 'us-east-1';
   if (!/^[a-z0-9-]{1,32}$/.test(region)) throw bad('SLIPWAY_S3_REGION', region, 'is not a region name');
+  const partSizeBytes = int('SLIPWAY_S3_PART_SIZE', 8, 5, 5 * 1024, 'is not a part size in MiB (5–5120)') * MIB;
+  const uploadConcurrency = int('SLIPWAY_S3_UPLOAD_CONCURRENCY', 4, 1, 64, 'is not a number of parts in flight (1–64)');
+  const putLimitBytes = int('SLIPWAY_S3_PUT_LIMIT', Math.min(5 * 1024, (partSizeBytes / MIB) * uploadConcurrency), partSizeBytes / MIB, 5 * 1024,
+    `is not a size in MiB from the part size (${partSizeBytes / MIB}) to 5120`) * MIB;
   return {
     kind,
     endpoint,
@@ -90,8 +99,9 @@ export function loadBlobStoreSettings(env: Source = process.env): BlobStoreSetti
     bucket,
     prefix,
     pathStyle: flag('SLIPWAY_S3_PATH_STYLE', endpoint !== undefined),
-    partSizeBytes: int('SLIPWAY_S3_PART_SIZE', 8, 5, 5 * 1024, 'is not a part size in MiB (5–5120)') * MIB,
-    uploadConcurrency: int('SLIPWAY_S3_UPLOAD_CONCURRENCY', 4, 1, 64, 'is not a number of parts in flight (1–64)'),
+    partSizeBytes,
+    uploadConcurrency,
+    putLimitBytes,
     redirect: flag('SLIPWAY_S3_REDIRECT', false),
     redirectExpirySeconds: int('SLIPWAY_S3_REDIRECT_EXPIRY', 300, 1, 604800, 'is not a number of seconds (1–604800, S3\'s longest presigned URL)'),
     requestTimeoutSeconds: int('SLIPWAY_S3_TIMEOUT', 10, 1, 600, 'is not a number of seconds (1–600)'),

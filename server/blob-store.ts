@@ -41,6 +41,7 @@ export async function openBlobStore<F extends BlobBackend>(settings: BlobStoreSe
     prefix: settings.prefix,
     partSize: settings.partSizeBytes,
     uploadConcurrency: settings.uploadConcurrency,
+    putLimit: settings.putLimitBytes,
     ...(newHash ? { newHash } : {}),
     ...(node ? { node } : {}),
   });

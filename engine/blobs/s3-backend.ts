@@ -7,27 +7,30 @@
  * the node of each). Builds before node names used `<prefix>uploads/<id>/data`: such sessions are
  * still listed (node `''`) and aborted (`abortSession(id, '')`), never created.
  *
- * Upload sessions (s3-writer.ts): appends of any size are copied into a part buffer of `partSize` bytes (≥ 5
- * MiB, S3's minimum for all parts but the last) while the sha256 is computed; each full buffer
- * becomes an UploadPart of a multipart upload created on the first full part, with at most
- * `uploadConcurrency` parts in flight, so a session holds at most `partSize` ×
- * (`uploadConcurrency` + 1) bytes, taken from the upload memory budget (s3-writer.ts "Memory"). @aws-sdk/lib-storage's Upload is not used: it takes a whole
- * stream per upload, while a session receives its bytes over many requests and must be
- * committed or aborted explicitly.
+ * Upload sessions (s3-writer.ts): appends of any size are copied into part buffers of `partSize`
+ * bytes (≥ 5 MiB, S3's minimum for all parts but the last) while the sha256 is computed. A
+ * session of at most `putLimit` bytes keeps them all and sends nothing until its commit; past
+ * that (or when the upload memory budget has no further part buffer for it) each full buffer
+ * becomes an UploadPart of a multipart upload, at most `uploadConcurrency` in flight, so a
+ * session holds at most `partSize` × (`uploadConcurrency` + 1) bytes (with the default
+ * `putLimit`), taken from the upload memory budget (s3-writer.ts "Memory").
+ * @aws-sdk/lib-storage's Upload is not used: it takes a whole stream per upload, while a session
+ * receives its bytes over many requests and must be committed or aborted explicitly.
  *
- * Session writers live across PATCHes (`suspend` keeps the multipart state and part buffer in
+ * Session writers live across PATCHes (`suspend` keeps the multipart state and part buffers in
  * memory); bytes come through `append` or `write` with the hash fed beside (`feedHash`).
  *
- * Commit: the running digest is compared with the client's before anything becomes visible
- * under `blobs/` (a mismatch aborts the multipart upload). A session smaller than one part
- * never started a multipart upload: its bytes are PUT directly under the final key. A larger
- * one is, inside the digest lock and after one HeadObject of the final key (dedupe), completed
- * under its session key and copied server-side (CopyObject up to 5 GiB, UploadPartCopy beyond)
- * to the final key; the session object is deleted after the answer. It is not completed directly
- * under the final key because that key is only known at the end (the digest is known once the
- * last byte arrived, and S3 has no rename); RGW's copy within a bucket shares the data instead of
- * rewriting it. The completed object is exactly the parts sent (each part's Content-Length and
- * signed payload, the completion naming every part's ETag), so its size is not read back.
+ * Commit (s3-publish.ts): the running digest is compared with the client's before anything
+ * becomes visible under `blobs/` (a mismatch aborts the multipart upload, if any). Then, inside
+ * the digest lock and after one HeadObject of the final key (dedupe), a kept session is one
+ * PutObject under the final key, and a multipart one is completed under its session key and
+ * copied server-side to the final key (the digest, so the key, is only known once the last byte
+ * arrived, and S3 has no rename; RGW's copy within a bucket shares the data); its session object
+ * is deleted after the answer. Every body Slipway sends is signed with its sha256, which the
+ * store checks (s3-client.ts `signedPayload`): the PutObject with the verified digest itself,
+ * each UploadPart with a hash taken on the hash thread (`payloadHash`). The completed object is
+ * exactly the parts sent (each part's Content-Length and signed payload, the completion naming
+ * every part's ETag), so its size is not read back.
  *
  * Pulls: `open` issues one GetObject (from the caller's first byte) and takes the size from its
  * answer; the reader's `stream` hands that body to the sender, which passes each chunk to the
@@ -45,7 +48,7 @@
  * the process; the store's writes of a key are atomic, so a
  * concurrent commit of the same digest on another node can at worst rewrite identical,
  * verified bytes. RGW 16 needs `forcePathStyle`, and checksums `WHEN_REQUIRED` (it has no
- * aws-chunked trailers): see `s3ClientConfig`.
+ * aws-chunked trailers): see `s3ClientConfig` (s3-client.ts).
  */
 import {
   S3Client, HeadObjectCommand, GetObjectCommand, DeleteObjectCommand, ListObjectsV2Command,

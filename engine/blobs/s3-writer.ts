@@ -23,10 +23,12 @@
  * (writer.ts). When a full part goes out and no slot is free, the writer takes another when the
  * budget allows, else waits for one of its own parts in flight and reuses its slot: it never waits
  * on another session, so sessions cannot deadlock each other, and every session that got its
- * first slot can finish. The buffer of a first slot grows (64 KiB, fourfold, copied) up to
+ * first slot can finish (a session keeping parts for one PutObject sends them first, so it too
+ * has parts in flight to wait for). The buffer of a first slot grows (64 KiB, fourfold, copied) up to
  * `partSize` as bytes arrive, so a small blob's memory is what it received, although its slot is
- * counted whole. Full-size buffers no request uses any more go back to the backend's small pool
- * (`S3BlobBackend.recycle`) instead of to the garbage collector.
+ * counted whole. Full-size buffers are shared memory (the hash thread reads them for the part's
+ * signed hash); those no request uses any more go back to the process's pool of shared buffers
+ * (`S3BlobBackend.recycle`, aligned-buffer.ts) instead of to the garbage collector.
  */
 import {
   GetObjectCommand, DeleteObjectCommand, CreateMultipartUploadCommand, UploadPartCommand,

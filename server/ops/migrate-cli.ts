@@ -30,7 +30,7 @@ export async function migrateDataDir(dataDir: string, database: string | undefin
   const s3 = blobStore === 's3' ? loadBlobStoreSettings({ ...process.env, SLIPWAY_BLOB_STORE: 's3' }) : undefined;
   let target: S3BlobBackend | undefined;
   if (s3 && s3.kind === 's3') {
-    target = new S3BlobBackend({ client: s3ClientSettings(s3), bucket: s3.bucket, prefix: s3.prefix, partSize: s3.partSizeBytes, uploadConcurrency: s3.uploadConcurrency });
+    target = new S3BlobBackend({ client: s3ClientSettings(s3), bucket: s3.bucket, prefix: s3.prefix, partSize: s3.partSizeBytes, uploadConcurrency: s3.uploadConcurrency, putLimit: s3.putLimitBytes });
     await probeBucket(target.client, s3);
   }
   const store = await openStore(dataDir);

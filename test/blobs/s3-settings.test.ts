@@ -18,9 +18,11 @@ const base = { SLIPWAY_BLOB_STORE: 's3', SLIPWAY_S3_BUCKET: 'slipway-blobs', SLI
 t.test('defaults: the filesystem; s3 with its defaults', async (t) => {
   t.same(loadBlobStoreSettings({}), { kind: 'fs' });
   const s = loadBlobStoreSettings(base);
-  t.match(s, { kind: 's3', bucket: 'slipway-blobs', region: 'us-east-1', prefix: '', pathStyle: true, partSizeBytes: 8 * 1024 * 1024, uploadConcurrency: 4, redirect: false, redirectExpirySeconds: 300, requestTimeoutSeconds: 10 });
+  t.match(s, { kind: 's3', bucket: 'slipway-blobs', region: 'us-east-1', prefix: '', pathStyle: true, partSizeBytes: 8 * 1024 * 1024, uploadConcurrency: 4, putLimitBytes: 32 * 1024 * 1024, redirect: false, redirectExpirySeconds: 300, requestTimeoutSeconds: 10 });
   t.match(loadBlobStoreSettings({ SLIPWAY_BLOB_STORE: 's3', SLIPWAY_S3_BUCKET: 'b-1', AWS_REGION: 'eu-west-1' }), { region: 'eu-west-1', pathStyle: false }, 'AWS: region from the SDK variable, virtual-hosted addressing');
-  t.match(loadBlobStoreSettings({ ...base, SLIPWAY_S3_PREFIX: 'reg/', SLIPWAY_S3_PART_SIZE: '16', SLIPWAY_S3_REDIRECT: 'on', SLIPWAY_S3_REDIRECT_EXPIRY: '60' }), { prefix: 'reg/', partSizeBytes: 16 * 1024 * 1024, redirect: true, redirectExpirySeconds: 60 });
+  t.match(loadBlobStoreSettings({ ...base, SLIPWAY_S3_PREFIX: 'reg/', SLIPWAY_S3_PART_SIZE: '16', SLIPWAY_S3_REDIRECT: 'on', SLIPWAY_S3_REDIRECT_EXPIRY: '60' }), { prefix: 'reg/', partSizeBytes: 16 * 1024 * 1024, putLimitBytes: 64 * 1024 * 1024, redirect: true, redirectExpirySeconds: 60 });
+  t.match(loadBlobStoreSettings({ ...base, SLIPWAY_S3_PUT_LIMIT: '8' }), { putLimitBytes: 8 * 1024 * 1024 }, 'put limit down to the part size');
+  t.match(loadBlobStoreSettings({ ...base, SLIPWAY_S3_PART_SIZE: '2048', SLIPWAY_S3_UPLOAD_CONCURRENCY: '4' }), { putLimitBytes: 5120 * 1024 * 1024 }, 'default put limit at most 5 GiB');
 });
 
 t.test('bad values name their setting', async (t) => {
@@ -33,6 +35,7 @@ t.test('bad values name their setting', async (t) => {
     [{ ...base, SLIPWAY_S3_PREFIX: 'noslash' }, /SLIPWAY_S3_PREFIX: "noslash"/],
     [{ ...base, SLIPWAY_S3_PART_SIZE: '4' }, /SLIPWAY_S3_PART_SIZE: "4" is not a part size in MiB/],
     [{ ...base, SLIPWAY_S3_UPLOAD_CONCURRENCY: '0' }, /SLIPWAY_S3_UPLOAD_CONCURRENCY: "0"/],
+    [{ ...base, SLIPWAY_S3_PUT_LIMIT: '7' }, /SLIPWAY_S3_PUT_LIMIT: "7" is not a size in MiB from the part size \(8\) to 5120/],
     [{ ...base, SLIPWAY_S3_REDIRECT: 'maybe' }, /SLIPWAY_S3_REDIRECT: "maybe" must be on or off/],
     [{ ...base, SLIPWAY_S3_REDIRECT_EXPIRY: '604801' }, /SLIPWAY_S3_REDIRECT_EXPIRY: "604801"/],
     [{ ...base, SLIPWAY_S3_TIMEOUT: '0' }, /SLIPWAY_S3_TIMEOUT: "0"/],

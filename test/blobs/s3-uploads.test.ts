@@ -37,7 +37,7 @@ t.test('upload sessions on S3 (Ceph RGW)', { skip: cephSkip() }, async (t) => {
   const store = await openStore(tmp.dir);
   t.teardown(async () => { await store.close(); tmp.cleanup(); });
   const clock = new ManualClock();
-  const backend = () => new S3BlobBackend({ client, bucket: Bucket, partSize: MIN_PART_SIZE, uploadConcurrency: 2, newHash: thread.create });
+  const backend = () => new S3BlobBackend({ client, bucket: Bucket, partSize: MIN_PART_SIZE, uploadConcurrency: 2, putLimit: MIN_PART_SIZE, newHash: thread.create });
   const blobs = backend();
   const uploads = new Uploads(store, blobs, clock, { staleAfterMs: 60_000 });
   await uploads.init();

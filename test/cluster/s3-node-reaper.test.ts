@@ -47,7 +47,7 @@ t.test("the reaper lock's holder reaping a node's session while that node append
   const node = async (name: string) => {
     const store = await storeOver(await PostgresMetadataStore.open({ connectionString: db.connectionString }));
     t.teardown(() => store.close());
-    const blobs = new S3BlobBackend({ client: s3.client, bucket: s3.bucket, prefix: PREFIX, partSize: MIN_PART_SIZE, node: name });
+    const blobs = new S3BlobBackend({ client: s3.client, bucket: s3.bucket, prefix: PREFIX, partSize: MIN_PART_SIZE, putLimit: MIN_PART_SIZE, node: name });
     const uploads = new Uploads(store, blobs, clock, { staleAfterMs: TTL, node: name });
     await uploads.init();
     return { store, blobs, uploads };

@@ -29,7 +29,7 @@ const TTL = 60_000;
 t.test('node-owned sessions in the S3 backend and the upload service', { skip }, async (t) => {
   const { db, s3 } = await startSharedStores(t);
   const clock = new ManualClock(Date.now());
-  const backend = (node?: string) => new S3BlobBackend({ client: s3.client, bucket: s3.bucket, prefix: PREFIX, partSize: MIN_PART_SIZE, ...(node === undefined ? {} : { node }) });
+  const backend = (node?: string) => new S3BlobBackend({ client: s3.client, bucket: s3.bucket, prefix: PREFIX, partSize: MIN_PART_SIZE, putLimit: MIN_PART_SIZE, ...(node === undefined ? {} : { node }) });
   const uploadsOf = async (node: string, maxSessionsPerAccount?: number) => {
     const store = await storeOver(await PostgresMetadataStore.open({ connectionString: db.connectionString }));
     t.teardown(() => store.close());

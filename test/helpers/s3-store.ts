@@ -39,7 +39,9 @@ export async function startS3Store(opts: { memstoreBytes?: number } = {}): Promi
     rgw, client, bucket,
     env: (prefix, extra = {}) => ({
       SLIPWAY_BLOB_STORE: 's3', SLIPWAY_S3_ENDPOINT: rgw.endpoint, SLIPWAY_S3_BUCKET: bucket, SLIPWAY_S3_PREFIX: prefix,
-      SLIPWAY_S3_PART_SIZE: '5', SLIPWAY_S3_TIMEOUT: '5', ...extra,
+      // SLIPWAY_S3_PUT_LIMIT at the part size: sessions past one part are multipart uploads, as
+      // the tests of multipart sessions (crashes, reapers, aborts) need; '' gives the default.
+      SLIPWAY_S3_PART_SIZE: '5', SLIPWAY_S3_PUT_LIMIT: '5', SLIPWAY_S3_TIMEOUT: '5', ...extra,
     }),
     backend: (prefix) => new S3BlobBackend({ client, bucket, prefix }),
     openMultipart: async (prefix) => (await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: prefix }))).Uploads?.length ?? 0,
