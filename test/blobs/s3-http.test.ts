@@ -1,7 +1,8 @@
 /**
  * The registry over HTTP with SLIPWAY_BLOB_STORE=s3 on a real Ceph RADOS Gateway (in-process
  * servers, test/helpers/s3-store.ts): start-up refusals naming the setting, monolithic and
- * chunked uploads (multipart beyond one part), HEAD answered from the record alone, Range GET,
+ * chunked uploads (multipart beyond one part; with the default SLIPWAY_S3_PUT_LIMIT, one PutObject
+ * up to it), HEAD answered from the record alone, Range GET,
  * cross-repository mount, DELETE, a release from a pushed image, the store stopped mid-traffic
  * (503 and readiness false, then recovery), and blob GETs redirected to presigned URLs.
  */
@@ -76,6 +77,42 @@ t.test('the registry on S3 (Ceph RGW)', { skip }, async (t) => {
     t.equal(await bytesAt.stat(sha256(bytes) as Digest), undefined, 'no object under the real digest');
     t.equal(await bytesAt.stat(wrong as Digest), undefined, 'nor under the claimed one');
     t.equal(await s3.openMultipart('http/'), 0, 'the multipart upload was aborted');
+  });
+
+  t.test('the default put limit: blobs up to it are one PutObject each, larger ones multipart', async (t) => {
+    // SLIPWAY_S3_PUT_LIMIT '' is the default: part size × upload concurrency = 5 × 4 = 20 MiB.
+    const other = await startInProcess({ env: s3.env('putlimit/', { SLIPWAY_S3_PUT_LIMIT: '', SLIPWAY_GC_INTERVAL: '0' }) });
+    t.teardown(() => other.stop());
+    const key2 = other.operator.apiKey;
+    t.equal((await createApp(other.api, key2, 'myapp')).status, 201);
+    const them: Target = { registry: other.urls.registry, auth: basic('_', key2) };
+    const chunked = randomBytes(12 * MiB + 5);
+    const loc = await startUpload(them, 'myapp/web');
+    let at = 0;
+    for (const n of [5 * MiB + 1, 6 * MiB, MiB + 4]) {
+      const r = await http('PATCH', loc, { body: chunked.subarray(at, at + n), headers: { 'content-range': `${at}-${at + n - 1}`, 'content-length': String(n) } });
+      t.equal(r.status, 202, r.text);
+      at += n;
+      t.equal(await s3.openMultipart('putlimit/'), 0, `after ${at} B: nothing sent to the store yet`);
+    }
+    t.equal((await http('PUT', withDigest(loc, sha256(chunked)), { headers: { 'content-length': '0' } })).status, 201);
+    await assertBlobServed(t, them, 'myapp/web', chunked);
+    const monolithic = randomBytes(20 * MiB);
+    t.equal((await pushBlob(them, 'myapp/web', monolithic)).status, 201, 'a monolithic push of exactly the limit');
+    await assertBlobServed(t, them, 'myapp/web', monolithic);
+    const wrong = sha256('not these bytes');
+    const refused = await http('PUT', withDigest(await startUpload(them, 'myapp/web'), wrong), { body: chunked, headers: { 'content-length': String(chunked.length) } });
+    t.equal(errCode(refused), 'DIGEST_INVALID', 'a wrong digest is refused');
+    t.equal(await s3.backend('putlimit/').stat(wrong as Digest), undefined, 'nothing under the claimed digest');
+    const big = randomBytes(23 * MiB + 3);
+    const bigAt = await startUpload(them, 'myapp/web');
+    const first = await http('PATCH', bigAt, { body: big.subarray(0, 21 * MiB), headers: { 'content-range': `0-${21 * MiB - 1}`, 'content-length': String(21 * MiB) } });
+    t.equal(first.status, 202, first.text);
+    await waitFor('the session past the limit to be a multipart upload', async () => (await s3.openMultipart('putlimit/')) === 1);
+    const rest = await http('PUT', withDigest(first.headers.location ?? bigAt, sha256(big)), { body: big.subarray(21 * MiB), headers: { 'content-length': String(big.length - 21 * MiB) } });
+    t.equal(rest.status, 201, rest.text);
+    await assertBlobServed(t, them, 'myapp/web', big);
+    t.equal(await s3.openMultipart('putlimit/'), 0, 'no multipart upload left open');
   });
 
   t.test('cross-repository mount and DELETE', async (t) => {
