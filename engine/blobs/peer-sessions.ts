@@ -33,9 +33,9 @@
  * - when the abort races the owner's CompleteMultipartUpload, RGW may answer the completion
  *   with a 500 (UNAVAILABLE: 503 to the client), a part's or the completed object's absence
  *   becomes BLOB_UPLOAD_INVALID (s3-backend.ts); either way the owner drops the session;
- * - a session still smaller than one part has no multipart upload yet (nor one whose
- *   CreateMultipartUpload is still in flight): the abort finds nothing, and the owner's PUT
- *   stores the bytes from its memory or its parts;
+ * - a session still within its put limit (s3-writer.ts: kept whole in memory) has no multipart
+ *   upload yet (nor one whose CreateMultipartUpload is still in flight): the abort finds
+ *   nothing, and the owner's PUT stores the bytes from its memory or its parts;
  * - when the owner's PUT commits after the removal (with no PATCH in between), its final
  *   transaction finds no session record and records nothing (BLOB_UPLOAD_INVALID): without the
  *   record GC no longer kept the bytes the commit may have reused; bytes it wrote stay
