@@ -15,7 +15,7 @@
  * process.
  *
  * Memory: the writer takes its part buffers from the global upload budget (`UploadMemory`,
- * SLIPWAY_UPLOAD_MEMORY) in slots of `partSize` bytes, one per buffer filling, spare or in flight.
+ * SLIPWAY_UPLOAD_MEMORY) in slots of `partSize` bytes, one per buffer filling, held, spare or in flight.
  * A session takes its first slot when an append begins (`reserve`; the upload engine answers
  * 503 with Retry-After when the budget cannot give it, before any byte is accepted) and keeps at
  * least one slot until it ends, also between PATCHes, because its bytes not yet uploaded live in
@@ -69,7 +69,7 @@ export class S3Writer implements BlobWriter {
   readonly #held: Buffer[] = [];
   /** Full-size buffers of stored parts kept for reuse (each fills one of the writer's slots). */
   readonly #spare: Buffer[] = [];
-  /** Slots of `partSize` bytes taken from the budget: the filling buffer, spares, parts in flight, free ones. */
+  /** Slots of `partSize` bytes taken from the budget: the filling buffer, held parts, spares, parts in flight, free ones. */
   #slots = 0;
   #waitingForSlot = false;
 
