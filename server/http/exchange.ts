@@ -35,7 +35,7 @@ export interface Exchange {
   /** Path without the query string, as sent (percent-encoding kept). */
   readonly path: string;
   readonly query: URLSearchParams;
-  /** Request id for logs and the Request-Id header. */
+  /** Request id for logs; the transport sends it as the `Request-Id` response header unless the handler set that header. */
   readonly id: string;
   readonly transport: 'uws' | 'h1';
   /** The client's IP address as text; '' when unknown (uWS: when first read after the response). */

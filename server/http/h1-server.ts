@@ -32,25 +32,24 @@ class H1Exchange implements Exchange {
   readonly transport = 'h1' as const;
   readonly method: string;
   readonly path: string;
-  readonly query: URLSearchParams;
   readonly id: string;
-  readonly remoteAddress: string;
   responded = false;
   status = 0;
   #aborted = false;
   #finished = false;
   readonly #conn: Connection;
   readonly #headers: Map<string, string>;
+  readonly #target: string;
+  #query: URLSearchParams | undefined;
 
   constructor(conn: Connection, head: RequestHead) {
     this.#conn = conn;
     this.#headers = head.headers;
+    this.#target = head.target;
     this.method = head.method.toUpperCase();
     const q = head.target.indexOf('?');
     this.path = q === -1 ? head.target : head.target.slice(0, q);
-    this.query = new URLSearchParams(q === -1 ? '' : head.target.slice(q + 1));
     this.id = this.header('request-id').slice(0, 200) || randomUUID();
-    this.remoteAddress = conn.socket.remoteAddress ?? '';
     conn.onAbort(() => {
       if (!this.#finished) this.#aborted = true;
     });
@@ -58,6 +57,19 @@ class H1Exchange implements Exchange {
 
   get aborted(): boolean {
     return this.#aborted;
+  }
+
+  /** Parsed on first use (most requests have no query). */
+  get query(): URLSearchParams {
+    if (this.#query === undefined) {
+      const q = this.#target.indexOf('?');
+      this.#query = new URLSearchParams(q === -1 ? '' : this.#target.slice(q + 1));
+    }
+    return this.#query;
+  }
+
+  get remoteAddress(): string {
+    return this.#conn.socket.remoteAddress ?? '';
   }
 
   header(name: string): string {
@@ -131,13 +143,13 @@ class H1Exchange implements Exchange {
     const buf = typeof body === 'string' ? Buffer.from(body) : body;
     const head = this.method === 'HEAD';
     this.#finished = true;
-    this.#conn.writeHead(status, headers, head ? (headLength ?? 0) : buf?.length ?? 0, head ? undefined : buf);
+    this.#conn.writeHead(status, headers, head ? (headLength ?? 0) : buf?.length ?? 0, this.id, head ? undefined : buf);
   }
 
   async sendBytes(status: number, headers: ResponseHeaders, source: ByteSource, start: number, length: number): Promise<void> {
     if (!this.#begin(status)) return;
     const conn = this.#conn;
-    conn.writeHead(status, headers, length, undefined, false);
+    conn.writeHead(status, headers, length, this.id, undefined, false);
     if (length > 0 && this.method !== 'HEAD') {
       try {
         if (source.stream) {
