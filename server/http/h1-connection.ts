@@ -49,11 +49,7 @@ type State = 'head' | 'body' | 'wait' | 'closed';
 
 /** Size of the read that follows a resume of a paused Content-Length body (bytes; copied). */
 const PAUSED_READ_BYTES = 4096;
-/**
- * Most bytes of following (pipelined) requests kept while a request is handled (bytes): past
- * it the socket is paused until the handler answered. Below it the socket keeps reading, so a
- * bodiless request costs no pause and resume of the socket (two epoll changes and a tick).
- */
+/** Most bytes of pipelined requests read while one is handled; below it a request costs no socket pause and resume. */
 const MAX_WAITING_BYTES = 16 * 1024;
 
 const discard: BodyConsumer = { data: () => {}, end: () => {}, abort: () => {} };
@@ -82,7 +78,7 @@ export class Connection {
   #region: Buffer | null = null;
   #abortWaiters: Array<() => void> = [];
   #headDeadline: NodeJS.Timeout | null = null;
-  /** The socket's idle timeout now (ms); changed only when it differs (each change re-creates a timer). */
+  /** The socket's idle timeout now (ms); set only when it changes (each change re-creates a timer). */
   #idleMs: number;
   /** The client half-closed: answer what it asked, then close. */
   #peerEnded = false;
@@ -93,7 +89,8 @@ export class Connection {
     this.#idleMs = timeouts.headMs;
     this.#keepAliveTrailer = connectionTrailer(true, Math.floor(timeouts.headMs / 1000));
     socket.setNoDelay(true);
-    socket.setTimeout(timeouts.headMs, () => this.#timedOut());
+    socket.setTimeout(timeouts.headMs);
+    socket.on('timeout', () => this.#timedOut()); // not setTimeout's callback: that one is called once
     socket.on('error', () => {});
     socket.on('close', () => this.#closed());
     socket.on('end', () => this.#clientEnded());
@@ -293,7 +290,8 @@ export class Connection {
   /**
    * Writes a response head (Content-Length given; h1-response.ts `responseHead`, with
    * `request-id: <requestId>` unless `headers` has one) and, when `body` is set, the whole body,
-   * in one socket write; when `final`, the exchange is done. Further body bytes go through `write`.
+   * in one socket write; when `final`, the exchange is done. Further body bytes are written to
+   * `socket` (h1-server.ts), then `endResponse`.
    */
   writeHead(status: number, headers: ResponseHeaders, length: number, requestId: string, body?: Buffer, final = true): void {
     if (this.#state === 'closed') return;
@@ -311,38 +309,6 @@ export class Connection {
     }
     if (final) this.endResponse();
     else this.#idle(this.timeouts.transferIdleMs);
-  }
-
-  /**
-   * Writes response body bytes; false means wait for `drained()`. `written`, when given, is
-   * called once the socket is done with `chunk` (written, or failed).
-   */
-  write(chunk: Buffer, written?: () => void): boolean {
-    return this.socket.write(chunk, written);
-  }
-
-  /** Writes body bytes the caller will reuse: resolves once the socket handed all of `chunk` to the kernel, or closed. */
-  writeLent(chunk: Uint8Array): Promise<void> {
-    if (this.#state === 'closed' || this.socket.destroyed) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => { this.socket.off('close', done); resolve(); };
-      this.socket.on('close', done);
-      this.socket.write(chunk, done);
-    });
-  }
-
-  /** Resolves when the socket can take more, or when the connection closed. */
-  drained(): Promise<void> {
-    if (this.#state === 'closed') return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        this.socket.off('drain', done);
-        this.socket.off('close', done);
-        resolve();
-      };
-      this.socket.on('drain', done);
-      this.socket.on('close', done);
-    });
   }
 
   /** Ends the current response; the next request is read once the request body is complete. */
@@ -379,13 +345,10 @@ export class Connection {
     this.socket.setTimeout(ms);
   }
 
-  /**
-   * The socket was idle for its timeout. While a handler works on a request it has received in
-   * full, the client is rightly silent: ignored then (the response's write re-arms the timer).
-   */
+  /** Idle past the timeout; while a handler works on a complete request, the timer is only re-armed. */
   #timedOut(): void {
-    if (this.#state === 'wait' && !this.#responded) return;
-    this.socket.destroy();
+    if (this.#state === 'wait' && !this.#responded) this.socket.setTimeout(this.#idleMs);
+    else this.socket.destroy();
   }
 
   /** Registers a callback for the connection closing before the current request is done. */

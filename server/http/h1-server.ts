@@ -171,7 +171,7 @@ class H1Exchange implements Exchange {
             if (chunk.byteLength === 0) throw new Error(`short read at byte ${start + pos}`);
             pos += chunk.byteLength;
             if (this.#aborted) break;
-            await conn.writeLent(chunk);
+            await writeLent(conn, chunk);
           }
         } else {
           for (let pos = 0; pos < length && !this.#aborted;) {
@@ -181,7 +181,7 @@ class H1Exchange implements Exchange {
             if (n !== chunk.length) throw new Error(`short read at byte ${start + pos}`);
             pos += n;
             if (this.#aborted) break;
-            if (!conn.write(chunk)) await conn.drained();
+            if (!conn.socket.write(chunk)) await drained(conn);
           }
         }
       } catch {
@@ -206,15 +206,41 @@ class H1Exchange implements Exchange {
       body.on('data', (chunk: Buffer) => {
         if (this.#aborted) return resolve(sent);
         sent += chunk.length;
-        if (conn.write(chunk, recycle && (() => recycle(chunk)))) return;
+        if (conn.socket.write(chunk, recycle && (() => recycle(chunk)))) return;
         body.pause();
-        void conn.drained().then(() => body.resume());
+        void drained(conn).then(() => body.resume());
       });
       body.on('end', () => resolve(sent));
       body.on('close', () => resolve(sent));
       body.on('error', reject);
     });
   }
+}
+
+/** Writes body bytes the caller will reuse: resolves once the socket handed all of `chunk` to the kernel, or closed. */
+function writeLent(conn: Connection, chunk: Uint8Array): Promise<void> {
+  const socket = conn.socket;
+  if (conn.closed || socket.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => { socket.off('close', done); resolve(); };
+    socket.on('close', done);
+    socket.write(chunk, done);
+  });
+}
+
+/** Resolves when the socket can take more, or when the connection closed. */
+function drained(conn: Connection): Promise<void> {
+  const socket = conn.socket;
+  if (conn.closed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      socket.off('drain', done);
+      socket.off('close', done);
+      resolve();
+    };
+    socket.on('drain', done);
+    socket.on('close', done);
+  });
 }
 
 /** A listener returned by `createH1Server`. */
