@@ -78,8 +78,7 @@ export class Connection {
   #region: Buffer | null = null;
   #abortWaiters: Array<() => void> = [];
   #headDeadline: NodeJS.Timeout | null = null;
-  /** The socket's idle timeout now (ms); set only when it changes (each change re-creates a timer). */
-  #idleMs: number;
+  #idleMs: number; // the socket's idle timeout (ms), set only when it changes (each change makes a timer)
   /** The client half-closed: answer what it asked, then close. */
   #peerEnded = false;
   readonly #keepAliveTrailer: string;
