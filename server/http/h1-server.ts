@@ -13,7 +13,7 @@ import { createServer, Socket, type Server } from 'node:net';
 import type { Readable } from 'node:stream';
 import { createServer as createTlsServer } from 'node:tls';
 import { randomUUID } from 'node:crypto';
-import { collectBody, runHandler, type BodySink, type ByteSource, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
+import { collectBody, runHandler, type BodySink, type ByteSource, type ConnectionMemo, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
 import { Connection, DEFAULT_TIMEOUTS, type ConnectionTimeouts } from './h1-connection.js';
 import type { RequestHead } from './h1-head.js';
 import { fail } from '../../engine/errors.js';
@@ -42,7 +42,7 @@ class H1Exchange implements Exchange {
   readonly #target: string;
   #query: URLSearchParams | undefined;
 
-  constructor(conn: Connection, head: RequestHead) {
+  constructor(conn: Connection, head: RequestHead, readonly memo: ConnectionMemo) {
     this.#conn = conn;
     this.#headers = head.headers;
     this.#target = head.target;
@@ -253,8 +253,11 @@ export interface H1Server {
 /** An HTTP/1.1 server running `handler` for every request; TLS when `tls` is given. */
 export function createH1Server(handler: Handler, onError: (ex: Exchange, e: unknown) => void, tls?: { cert: Buffer; key: Buffer }, timeouts: ConnectionTimeouts = DEFAULT_TIMEOUTS): H1Server {
   const open = new Set<Socket>();
+  const memos = new WeakMap<Connection, ConnectionMemo>();
   const onRequest = (conn: Connection, head: RequestHead) => {
-    const ex = new H1Exchange(conn, head);
+    let memo = memos.get(conn);
+    if (!memo) memos.set(conn, (memo = {}));
+    const ex = new H1Exchange(conn, head, memo);
     runHandler(handler, ex, onError);
   };
   const track = (socket: Socket) => {

@@ -52,6 +52,7 @@ class ObservedExchange implements Exchange {
   get id() { return this.#inner.id; }
   get transport() { return this.#inner.transport; }
   get remoteAddress() { return this.#inner.remoteAddress; }
+  get memo() { return this.#inner.memo; }
   get aborted() { return this.#inner.aborted; }
   get responded() { return this.#inner.responded; }
   get status() { return this.#inner.status; }
