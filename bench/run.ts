@@ -144,8 +144,8 @@ function printLimits(limits: Limit[], sha256Rate: number, hashSecondsPerGiB: num
 
 /**
  * The raw load workloads' limit (load-limit.ts): the load generator against a trivial server, in
- * this run, when such a workload is selected (BENCH_LOAD_LIMIT=0 skips it). Sets it as the limit
- * of their req/s, and the trivial server's CPU per request as the floor of their server CPU.
+ * this run, when such a workload is selected (BENCH_LOAD_LIMIT=0 skips it). Sets its req/s and
+ * p99 as the limits of theirs, and the trivial server's CPU per request as the floor of their server CPU.
  */
 async function loadLimit(opts: BenchOptions, report: Report): Promise<void> {
   const raw = ['blob_head_64c', 'manifest_get_64c_raw'].filter(selected);
@@ -155,6 +155,7 @@ async function loadLimit(opts: BenchOptions, report: Report): Promise<void> {
   report.note({ bench: 'limit_load_generator', value: l.rps, unit: 'req/s', ...l, note: 'raw keep-alive HEAD load (the blob HEAD client) against a server that only answers: the most req/s this client drives here; client_cpu_us_per_request is the generator\'s own cost' });
   for (const w of raw) {
     report.limit(`${w}_rps`, l.rps, 'load generator');
+    report.limit(`${w}_p99`, l.p99, 'load generator');
     report.limit(`${w}_server_cpu`, l.server_cpu_us_per_request, 'trivial server');
   }
   process.stderr.write(`\nload generator limit (this run): ${l.rps} req/s against a trivial server (p99 ${l.p99} ms); per request the generator spends ${l.client_cpu_us_per_request} us of CPU and the trivial server ${l.server_cpu_us_per_request} us (other ${l.other_cpu_pct}%, steal ${l.steal_cpu_pct}%)\n`);
