@@ -9,6 +9,7 @@ import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { installCleanup } from './cleanup.js';
 import { measureLimits, type Limit } from './limits.js';
+import { measureLoadLimit } from './load-limit.js';
 import { RegistryClient } from './client.js';
 import { buildSmallImage } from './image.js';
 import { loadOptions, type BenchOptions } from './options.js';
@@ -141,6 +142,25 @@ function printLimits(limits: Limit[], sha256Rate: number, hashSecondsPerGiB: num
   report.note({ bench: 'pull_after_push_feasibility', reference_pull_mb_s: ref.value, needed_mb_s: need, disk_read_direct_mb_s: disk.value, reachable_from_disk: disk.value >= need, cache_on_push_cpu_s_per_gib: buffered.cpu_seconds_per_gib, push_cpu_with_caching: cachedPush, push_cpu_target: bound });
 }
 
+/**
+ * The raw load workloads' limit (load-limit.ts): the load generator against a trivial server, in
+ * this run, when such a workload is selected (BENCH_LOAD_LIMIT=0 skips it). Sets its req/s and
+ * p99 as the limits of theirs, and the trivial server's CPU per request as the floor of their server CPU.
+ */
+async function loadLimit(opts: BenchOptions, report: Report): Promise<void> {
+  const raw = ['blob_head_64c', 'manifest_get_64c_raw'].filter(selected);
+  if (raw.length === 0 || process.env.BENCH_LOAD_LIMIT === '0') return;
+  progress('setup', `measuring the load generator against a trivial server (${opts.loadConnections} connections, ${opts.loadMs / 1000} s)`);
+  const l = await measureLoadLimit(opts.loadConnections, opts.loadMs, opts.warmupMs, opts.loadMaxRequests);
+  report.note({ bench: 'limit_load_generator', value: l.rps, unit: 'req/s', ...l, note: 'raw keep-alive HEAD load (the blob HEAD client) against a server that only answers: the most req/s this client drives here; client_cpu_us_per_request is the generator\'s own cost' });
+  for (const w of raw) {
+    report.limit(`${w}_rps`, l.rps, 'load generator');
+    report.limit(`${w}_p99`, l.p99, 'load generator');
+    report.limit(`${w}_server_cpu`, l.server_cpu_us_per_request, 'trivial server');
+  }
+  process.stderr.write(`\nload generator limit (this run): ${l.rps} req/s against a trivial server (p99 ${l.p99} ms); per request the generator spends ${l.client_cpu_us_per_request} us of CPU and the trivial server ${l.server_cpu_us_per_request} us (other ${l.other_cpu_pct}%, steal ${l.steal_cpu_pct}%)\n`);
+}
+
 /** Entry point. */
 async function main(): Promise<number> {
   installCleanup();
@@ -172,6 +192,7 @@ async function main(): Promise<number> {
   const limits = process.env.BENCH_LIMITS === '0' ? [] : await measureLimits(opts.bigBytes);
   for (const l of limits) report.note({ ...l, bench: `limit_${l.bench}` });
   setLimits(report, limits, sha256Rate);
+  await loadLimit(opts, report);
   const pullBlobs = Array.from({ length: opts.pullBlobs }, (_, i) => payloads.blob(opts.pullBlobBytes, `pull-${i}`));
   const image = await buildSmallImage();
   const base = { opts, payloads, report, big, many, pullBlobs, image };

@@ -147,7 +147,16 @@ export type TokenRejection = 'unknown' | 'expired' | 'revoked' | 'wrong-kind';
  * @returns the principal, or the reason it was rejected.
  */
 export function authenticateToken(db: MetadataReader, value: string, now: number): MaybePromise<Principal | TokenRejection> {
-  return andThen(readMaybe(db, tokens, hashToken(value)), (rec): MaybePromise<Principal | TokenRejection> => {
+  return authenticateTokenHash(db, hashToken(value), now);
+}
+
+/**
+ * `authenticateToken` for a value already hashed with `hashToken`: for a caller that keeps the
+ * hash of a value it is sent again and again (a keep-alive connection's Authorization header,
+ * server/registry/access.ts). Same reads, same answers.
+ */
+export function authenticateTokenHash(db: MetadataReader, tokenHash: string, now: number): MaybePromise<Principal | TokenRejection> {
+  return andThen(readMaybe(db, tokens, tokenHash), (rec): MaybePromise<Principal | TokenRejection> => {
     if (!rec) return 'unknown';
     if (rec.kind !== 'access') return 'wrong-kind';
     if (rec.expiresAt !== null && now >= rec.expiresAt) return 'expired';

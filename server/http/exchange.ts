@@ -29,19 +29,31 @@ export interface BodySink {
 
 export type ResponseHeaders = Record<string, string>;
 
+/**
+ * Values kept for the life of one client connection (see `Exchange.memo`): each slot holds the
+ * result of a pure computation over a request header that clients repeat on every request of a
+ * keep-alive connection, with the header it came from (reused only for the very same header).
+ */
+export interface ConnectionMemo {
+  /** The registry's parsed and hashed Authorization header (server/registry/access.ts). */
+  credentials?: { header: string; value: unknown };
+}
+
 export interface Exchange {
   /** Uppercase method. */
   readonly method: string;
   /** Path without the query string, as sent (percent-encoding kept). */
   readonly path: string;
   readonly query: URLSearchParams;
-  /** Request id for logs and the Request-Id header. */
+  /** Request id for logs; the transport sends it as the `Request-Id` response header unless the handler set that header. */
   readonly id: string;
   readonly transport: 'uws' | 'h1';
   /** The client's IP address as text; '' when unknown (uWS: when first read after the response). */
   readonly remoteAddress: string;
   /** A request header by lowercase name; '' when absent. */
   header(name: string): string;
+  /** The connection's memo (h1); undefined where the transport keeps none (uWS). */
+  readonly memo?: ConnectionMemo;
   /** True once the client went away; nothing may be written after. */
   readonly aborted: boolean;
   /** True once a response was sent. */

@@ -11,10 +11,10 @@
  * sink was full arrive in a per-connection scratch buffer and are copied once.
  */
 import type { Socket } from 'node:net';
-import { STATUS_CODES } from 'node:http';
 import { bodyFraming, HttpParseError, keepsAlive, parseHead, type BodyFraming, type RequestHead } from './h1-head.js';
 import { ChunkedDecoder } from './h1-chunked.js';
 import type { ResponseHeaders } from './exchange.js';
+import { connectionTrailer, responseHead } from './h1-response.js';
 
 /** Timeouts of a connection (ms). */
 export interface ConnectionTimeouts {
@@ -49,18 +49,10 @@ type State = 'head' | 'body' | 'wait' | 'closed';
 
 /** Size of the read that follows a resume of a paused Content-Length body (bytes; copied). */
 const PAUSED_READ_BYTES = 4096;
+/** Most bytes of pipelined requests read while one is handled; below it a request costs no socket pause and resume. */
+const MAX_WAITING_BYTES = 16 * 1024;
 
 const discard: BodyConsumer = { data: () => {}, end: () => {}, abort: () => {} };
-let dateCache = '';
-let dateSecond = 0;
-function httpDate(): string {
-  const s = Math.floor(Date.now() / 1000);
-  if (s !== dateSecond) {
-    dateSecond = s;
-    dateCache = new Date(s * 1000).toUTCString();
-  }
-  return dateCache;
-}
 
 /**
  * One client connection: state machine head → body → wait (handler running) → head again, or
@@ -76,7 +68,7 @@ export class Connection {
   #remaining = 0;
   #decoder: ChunkedDecoder | null = null;
   #consumer: BodyConsumer | null = null;
-  #queued: Buffer[] = [];
+  #queued: Buffer[] | null = null;
   #bodyDone = true;
   #responded = false;
   #keepAlive = true;
@@ -86,11 +78,18 @@ export class Connection {
   #region: Buffer | null = null;
   #abortWaiters: Array<() => void> = [];
   #headDeadline: NodeJS.Timeout | null = null;
+  #idleMs: number; // the socket's idle timeout (ms), set only when it changes (each change makes a timer)
+  /** The client half-closed: answer what it asked, then close. */
+  #peerEnded = false;
+  readonly #keepAliveTrailer: string;
 
   constructor(socket: Socket, readonly onRequest: RequestListener, readonly timeouts: ConnectionTimeouts = DEFAULT_TIMEOUTS) {
     this.socket = socket;
+    this.#idleMs = timeouts.headMs;
+    this.#keepAliveTrailer = connectionTrailer(true, Math.floor(timeouts.headMs / 1000));
     socket.setNoDelay(true);
-    socket.setTimeout(timeouts.headMs, () => socket.destroy());
+    socket.setTimeout(timeouts.headMs);
+    socket.on('timeout', () => this.#timedOut()); // not setTimeout's callback: that one is called once
     socket.on('error', () => {});
     socket.on('close', () => this.#closed());
     socket.on('end', () => this.#clientEnded());
@@ -189,10 +188,11 @@ export class Connection {
 
   #start(head: RequestHead, framing: BodyFraming): void {
     this.#framing = framing;
-    this.#keepAlive = keepsAlive(head);
+    // A client that half-closed after this request gets its answer, then the connection closes.
+    this.#keepAlive = keepsAlive(head) && !(this.#peerEnded && !this.#pending);
     this.#responded = false;
     this.#consumer = null;
-    this.#queued = [];
+    this.#queued = null;
     this.#sinkFull = false;
     this.#bodyDone = framing.kind === 'none';
     this.#remaining = framing.kind === 'length' ? framing.length : 0;
@@ -200,7 +200,9 @@ export class Connection {
     this.#continuePending = !this.#bodyDone && (head.headers.get('expect') ?? '').toLowerCase() === '100-continue';
     this.#state = this.#bodyDone ? 'wait' : 'body';
     this.#clearHeadDeadline();
-    this.socket.setTimeout(this.#bodyDone ? 0 : this.timeouts.transferIdleMs);
+    // While the handler works on a bodiless request the head timeout stays armed (#timedOut
+    // ignores it then): re-arming per request would cost two timer changes.
+    if (!this.#bodyDone) this.#idle(this.timeouts.transferIdleMs);
     // The handler starts after the current read is processed (no re-entrant parsing).
     queueMicrotask(() => this.onRequest(this, head));
   }
@@ -228,7 +230,7 @@ export class Connection {
   #emit(chunk: Buffer, owned: boolean): void {
     if (chunk.length === 0) return;
     if (this.#consumer) this.#consumer.data(chunk);
-    else this.#queued.push(owned ? chunk : Buffer.from(chunk));
+    else (this.#queued ??= []).push(owned ? chunk : Buffer.from(chunk));
   }
 
   #bodyComplete(): void {
@@ -236,7 +238,6 @@ export class Connection {
     this.#decoder = null;
     if (this.#responded) return this.#next();
     this.#state = 'wait';
-    this.socket.setTimeout(0);
     this.#consumer?.end();
   }
 
@@ -248,8 +249,8 @@ export class Connection {
     if (this.#state === 'closed') return consumer.abort(new Error('client closed the connection'));
     this.#consumer = consumer;
     const queued = this.#queued;
-    this.#queued = [];
-    for (const c of queued) consumer.data(c);
+    this.#queued = null;
+    if (queued) for (const c of queued) consumer.data(c);
     if (this.#bodyDone) return consumer.end();
     if (this.#continuePending) {
       this.#continuePending = false;
@@ -273,7 +274,9 @@ export class Connection {
   }
 
   #updateFlow(): void {
-    const want = this.#state === 'head' || (this.#state === 'body' && this.#consumer !== null && !this.#sinkFull);
+    const want = this.#state === 'head'
+      || (this.#state === 'wait' && (this.#pending?.length ?? 0) < MAX_WAITING_BYTES)
+      || (this.#state === 'body' && this.#consumer !== null && !this.#sinkFull);
     if (want && this.#paused) {
       this.#paused = false;
       this.socket.resume();
@@ -284,57 +287,27 @@ export class Connection {
   }
 
   /**
-   * Writes a response head (Content-Length given) and, when `body` is set, the whole body; when
-   * `final`, the exchange is done. Further body bytes go through `write`.
+   * Writes a response head (Content-Length given; h1-response.ts `responseHead`, with
+   * `request-id: <requestId>` unless `headers` has one) and, when `body` is set, the whole body,
+   * in one socket write; when `final`, the exchange is done. Further body bytes are written to
+   * `socket` (h1-server.ts), then `endResponse`.
    */
-  writeHead(status: number, headers: ResponseHeaders, length: number, body?: Buffer, final = true): void {
+  writeHead(status: number, headers: ResponseHeaders, length: number, requestId: string, body?: Buffer, final = true): void {
     if (this.#state === 'closed') return;
     this.#responded = true;
     if (this.#continuePending) this.#keepAlive = false; // the client may never send the body it announced
     if (headers.connection === 'close') this.#keepAlive = false; // a handler ends the connection (a body cut off)
-    let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`;
-    for (const k in headers) if (k !== 'connection') head += `${k}: ${headers[k]}\r\n`;
-    if (status !== 204 && status !== 304) head += `content-length: ${length}\r\n`;
-    head += `date: ${httpDate()}\r\n`;
-    head += this.#keepAlive ? `keep-alive: timeout=${Math.floor(this.timeouts.headMs / 1000)}\r\n\r\n` : 'connection: close\r\n\r\n';
-    this.socket.cork();
-    this.socket.write(head, 'latin1');
-    if (body && body.length > 0) this.socket.write(body);
-    this.socket.uncork();
+    const head = responseHead(status, headers, length, requestId, this.#keepAlive ? this.#keepAliveTrailer : connectionTrailer(false, 0));
+    if (body && body.length > 0) {
+      this.socket.cork();
+      this.socket.write(head, 'latin1');
+      this.socket.write(body);
+      this.socket.uncork();
+    } else {
+      this.socket.write(head, 'latin1');
+    }
     if (final) this.endResponse();
-    else this.socket.setTimeout(this.timeouts.transferIdleMs);
-  }
-
-  /**
-   * Writes response body bytes; false means wait for `drained()`. `written`, when given, is
-   * called once the socket is done with `chunk` (written, or failed).
-   */
-  write(chunk: Buffer, written?: () => void): boolean {
-    return this.socket.write(chunk, written);
-  }
-
-  /** Writes body bytes the caller will reuse: resolves once the socket handed all of `chunk` to the kernel, or closed. */
-  writeLent(chunk: Uint8Array): Promise<void> {
-    if (this.#state === 'closed' || this.socket.destroyed) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => { this.socket.off('close', done); resolve(); };
-      this.socket.on('close', done);
-      this.socket.write(chunk, done);
-    });
-  }
-
-  /** Resolves when the socket can take more, or when the connection closed. */
-  drained(): Promise<void> {
-    if (this.#state === 'closed') return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        this.socket.off('drain', done);
-        this.socket.off('close', done);
-        resolve();
-      };
-      this.socket.on('drain', done);
-      this.socket.on('close', done);
-    });
+    else this.#idle(this.timeouts.transferIdleMs);
   }
 
   /** Ends the current response; the next request is read once the request body is complete. */
@@ -352,15 +325,29 @@ export class Connection {
 
   #next(): void {
     this.#consumer = null;
-    this.#abortWaiters = [];
+    this.#abortWaiters.length = 0;
     if (!this.#keepAlive) {
       this.#state = 'closed';
       this.socket.end();
       return;
     }
     this.#state = 'head';
-    this.socket.setTimeout(this.timeouts.headMs);
+    this.#idle(this.timeouts.headMs);
     this.#process();
+    // The client half-closed while requests were pending: all complete ones are answered.
+    if (this.#peerEnded && this.#state === 'head') this.#clientEnded();
+  }
+
+  #idle(ms: number): void {
+    if (ms === this.#idleMs) return;
+    this.#idleMs = ms;
+    this.socket.setTimeout(ms);
+  }
+
+  /** Idle past the timeout; while a handler works on a complete request, the timer is only re-armed. */
+  #timedOut(): void {
+    if (this.#state === 'wait' && !this.#responded) this.socket.setTimeout(this.#idleMs);
+    else this.socket.destroy();
   }
 
   /** Registers a callback for the connection closing before the current request is done. */
@@ -374,7 +361,7 @@ export class Connection {
     if (!this.#responded && this.#state !== 'closed') {
       const body = Buffer.from(`${e.message}\n`);
       this.#keepAlive = false;
-      this.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' }, body.length, body, false);
+      this.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' }, body.length, '', body, false);
     }
     this.#state = 'closed';
     this.socket.end();
@@ -382,6 +369,7 @@ export class Connection {
   }
 
   #clientEnded(): void {
+    this.#peerEnded = true;
     if (this.#state === 'head' && !this.#pending) {
       this.#state = 'closed';
       this.socket.end();
@@ -389,9 +377,9 @@ export class Connection {
       this.#state = 'closed';
       this.socket.destroy();
       this.#fail(new Error('client closed the connection mid-request'));
-    } else {
+    } else if (this.#state === 'wait' && !this.#pending) {
       this.#keepAlive = false; // answer the request in progress, then close
-    }
+    } // else: requests are pending; #next closes once they are answered
   }
 
   #closed(): void {

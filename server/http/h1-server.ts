@@ -13,7 +13,7 @@ import { createServer, Socket, type Server } from 'node:net';
 import type { Readable } from 'node:stream';
 import { createServer as createTlsServer } from 'node:tls';
 import { randomUUID } from 'node:crypto';
-import { collectBody, runHandler, type BodySink, type ByteSource, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
+import { collectBody, runHandler, type BodySink, type ByteSource, type ConnectionMemo, type Exchange, type Handler, type ResponseHeaders } from './exchange.js';
 import { Connection, DEFAULT_TIMEOUTS, type ConnectionTimeouts } from './h1-connection.js';
 import type { RequestHead } from './h1-head.js';
 import { fail } from '../../engine/errors.js';
@@ -32,25 +32,24 @@ class H1Exchange implements Exchange {
   readonly transport = 'h1' as const;
   readonly method: string;
   readonly path: string;
-  readonly query: URLSearchParams;
   readonly id: string;
-  readonly remoteAddress: string;
   responded = false;
   status = 0;
   #aborted = false;
   #finished = false;
   readonly #conn: Connection;
   readonly #headers: Map<string, string>;
+  readonly #target: string;
+  #query: URLSearchParams | undefined;
 
-  constructor(conn: Connection, head: RequestHead) {
+  constructor(conn: Connection, head: RequestHead, readonly memo: ConnectionMemo) {
     this.#conn = conn;
     this.#headers = head.headers;
+    this.#target = head.target;
     this.method = head.method.toUpperCase();
     const q = head.target.indexOf('?');
     this.path = q === -1 ? head.target : head.target.slice(0, q);
-    this.query = new URLSearchParams(q === -1 ? '' : head.target.slice(q + 1));
     this.id = this.header('request-id').slice(0, 200) || randomUUID();
-    this.remoteAddress = conn.socket.remoteAddress ?? '';
     conn.onAbort(() => {
       if (!this.#finished) this.#aborted = true;
     });
@@ -58,6 +57,19 @@ class H1Exchange implements Exchange {
 
   get aborted(): boolean {
     return this.#aborted;
+  }
+
+  /** Parsed on first use (most requests have no query). */
+  get query(): URLSearchParams {
+    if (this.#query === undefined) {
+      const q = this.#target.indexOf('?');
+      this.#query = new URLSearchParams(q === -1 ? '' : this.#target.slice(q + 1));
+    }
+    return this.#query;
+  }
+
+  get remoteAddress(): string {
+    return this.#conn.socket.remoteAddress ?? '';
   }
 
   header(name: string): string {
@@ -131,13 +143,13 @@ class H1Exchange implements Exchange {
     const buf = typeof body === 'string' ? Buffer.from(body) : body;
     const head = this.method === 'HEAD';
     this.#finished = true;
-    this.#conn.writeHead(status, headers, head ? (headLength ?? 0) : buf?.length ?? 0, head ? undefined : buf);
+    this.#conn.writeHead(status, headers, head ? (headLength ?? 0) : buf?.length ?? 0, this.id, head ? undefined : buf);
   }
 
   async sendBytes(status: number, headers: ResponseHeaders, source: ByteSource, start: number, length: number): Promise<void> {
     if (!this.#begin(status)) return;
     const conn = this.#conn;
-    conn.writeHead(status, headers, length, undefined, false);
+    conn.writeHead(status, headers, length, this.id, undefined, false);
     if (length > 0 && this.method !== 'HEAD') {
       try {
         if (source.stream) {
@@ -159,7 +171,7 @@ class H1Exchange implements Exchange {
             if (chunk.byteLength === 0) throw new Error(`short read at byte ${start + pos}`);
             pos += chunk.byteLength;
             if (this.#aborted) break;
-            await conn.writeLent(chunk);
+            await writeLent(conn, chunk);
           }
         } else {
           for (let pos = 0; pos < length && !this.#aborted;) {
@@ -169,7 +181,7 @@ class H1Exchange implements Exchange {
             if (n !== chunk.length) throw new Error(`short read at byte ${start + pos}`);
             pos += n;
             if (this.#aborted) break;
-            if (!conn.write(chunk)) await conn.drained();
+            if (!conn.socket.write(chunk)) await drained(conn);
           }
         }
       } catch {
@@ -194,15 +206,41 @@ class H1Exchange implements Exchange {
       body.on('data', (chunk: Buffer) => {
         if (this.#aborted) return resolve(sent);
         sent += chunk.length;
-        if (conn.write(chunk, recycle && (() => recycle(chunk)))) return;
+        if (conn.socket.write(chunk, recycle && (() => recycle(chunk)))) return;
         body.pause();
-        void conn.drained().then(() => body.resume());
+        void drained(conn).then(() => body.resume());
       });
       body.on('end', () => resolve(sent));
       body.on('close', () => resolve(sent));
       body.on('error', reject);
     });
   }
+}
+
+/** Writes body bytes the caller will reuse: resolves once the socket handed all of `chunk` to the kernel, or closed. */
+function writeLent(conn: Connection, chunk: Uint8Array): Promise<void> {
+  const socket = conn.socket;
+  if (conn.closed || socket.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => { socket.off('close', done); resolve(); };
+    socket.on('close', done);
+    socket.write(chunk, done);
+  });
+}
+
+/** Resolves when the socket can take more, or when the connection closed. */
+function drained(conn: Connection): Promise<void> {
+  const socket = conn.socket;
+  if (conn.closed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      socket.off('drain', done);
+      socket.off('close', done);
+      resolve();
+    };
+    socket.on('drain', done);
+    socket.on('close', done);
+  });
 }
 
 /** A listener returned by `createH1Server`. */
@@ -215,8 +253,11 @@ export interface H1Server {
 /** An HTTP/1.1 server running `handler` for every request; TLS when `tls` is given. */
 export function createH1Server(handler: Handler, onError: (ex: Exchange, e: unknown) => void, tls?: { cert: Buffer; key: Buffer }, timeouts: ConnectionTimeouts = DEFAULT_TIMEOUTS): H1Server {
   const open = new Set<Socket>();
+  const memos = new WeakMap<Connection, ConnectionMemo>();
   const onRequest = (conn: Connection, head: RequestHead) => {
-    const ex = new H1Exchange(conn, head);
+    let memo = memos.get(conn);
+    if (!memo) memos.set(conn, (memo = {}));
+    const ex = new H1Exchange(conn, head, memo);
     runHandler(handler, ex, onError);
   };
   const track = (socket: Socket) => {

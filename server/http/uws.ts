@@ -190,6 +190,7 @@ class UwsExchange implements Exchange {
     this.#res.cork(() => {
       this.#res.writeStatus(statusLine(status));
       for (const k in headers) if (k !== 'connection') this.#res.writeHeader(k, headers[k]!); // uWS manages its connections
+      if (headers['request-id'] === undefined) this.#res.writeHeader('request-id', this.id);
       if (status === 204 || status === 304) this.#res.endWithoutBody();
       else if (this.method === 'HEAD') {
         // endWithoutBody(length) leaves this build's connection unusable (every HEAD closed
@@ -209,6 +210,7 @@ class UwsExchange implements Exchange {
     res.cork(() => {
       res.writeStatus(statusLine(status));
       for (const k in headers) res.writeHeader(k, headers[k]!);
+      if (headers['request-id'] === undefined) res.writeHeader('request-id', this.id);
     });
     if (length === 0) {
       res.cork(() => res.end());

@@ -1,7 +1,9 @@
 /**
  * One place where every request of every public host passes: it counts the request in flight
- * (graceful drain waits on that count), sets the `Request-Id` response header, measures bytes in
- * and out, and when the handler is done writes the access-log line and the request metrics.
+ * (graceful drain waits on that count), measures bytes in and out, and when the handler is done
+ * writes the access-log line and the request metrics. The `Request-Id` response header is
+ * written by the transports (h1-response.ts, uws.ts) from the exchange's id, so that no response
+ * needs its headers object copied to add it.
  *
  * The access log line never carries a credential: the path is logged as its route template
  * (no query string, so no `_state`, `code` or token parameter), headers are not logged, and the
@@ -30,7 +32,7 @@ export interface Observers {
   tracker: RequestTracker;
 }
 
-/** An Exchange that counts body bytes and adds `Request-Id` to every response. */
+/** An Exchange that counts body bytes (the transport adds `Request-Id` to every response). */
 class ObservedExchange implements Exchange {
   bytesIn = 0;
   bytesOut = 0;
@@ -50,6 +52,7 @@ class ObservedExchange implements Exchange {
   get id() { return this.#inner.id; }
   get transport() { return this.#inner.transport; }
   get remoteAddress() { return this.#inner.remoteAddress; }
+  get memo() { return this.#inner.memo; }
   get aborted() { return this.#inner.aborted; }
   get responded() { return this.#inner.responded; }
   get status() { return this.#inner.status; }
@@ -71,18 +74,20 @@ class ObservedExchange implements Exchange {
     return this.#inner.pipeBody(counted);
   }
 
-  #withId(headers: ResponseHeaders): ResponseHeaders {
+  /** Reads the client address for the access log while the response is still open (uWS). */
+  #noteClient(): void {
     if (this.#wantAddress && !this.responded) this.client = this.#inner.remoteAddress;
-    return headers['request-id'] ? headers : { ...headers, 'request-id': this.id };
   }
 
   send(status: number, headers: ResponseHeaders, body?: string | Buffer, headLength?: number): void {
     if (!this.responded && !this.aborted && this.method !== 'HEAD' && body) this.bytesOut += typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-    this.#inner.send(status, this.#withId(headers), body, headLength);
+    this.#noteClient();
+    this.#inner.send(status, headers, body, headLength);
   }
 
   async sendBytes(status: number, headers: ResponseHeaders, source: ByteSource, start: number, length: number): Promise<void> {
-    await this.#inner.sendBytes(status, this.#withId(headers), source, start, length);
+    this.#noteClient();
+    await this.#inner.sendBytes(status, headers, source, start, length);
     if (this.responded && !this.aborted) this.bytesOut += length;
   }
 }

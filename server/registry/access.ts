@@ -11,9 +11,10 @@
  */
 import type { Exchange } from '../http/exchange.js';
 import type { RegistryContext } from './context.js';
-import { authenticateToken, isAuthorizationLive, principalOfAuthorization, type Principal } from '../../engine/identity/authorizations.js';
+import { authenticateTokenHash, isAuthorizationLive, principalOfAuthorization, type Principal } from '../../engine/identity/authorizations.js';
+import { hashToken } from '../../engine/identity/tokens.js';
 import { recordUse } from '../../engine/identity/usage.js';
-import { verifyRegistryToken } from '../../engine/identity/registry-token.js';
+import { verifyRegistryToken, type RegistryClaims } from '../../engine/identity/registry-token.js';
 import { isSlipwayError, SlipwayError } from '../../engine/errors.js';
 import { parseRepositoryName } from '../../engine/registry/names.js';
 import { mayUseRepository, thirdPartyBlock, type RegistryAction } from '../../engine/platform/access.js';
@@ -61,40 +62,72 @@ export function authenticate(ctx: RegistryContext, ex: Exchange): MaybePromise<C
   });
 }
 
-function readCaller(ctx: RegistryContext, ex: Exchange): MaybePromise<Caller | null> {
-  const h = ex.header('authorization');
-  if (!h) return null;
+/**
+ * An Authorization header, parsed, with what can be computed from it alone: the hash of a
+ * token (looked up by hash), or a registry token's claims once its signature is verified. Pure
+ * (a function of the header and the server key), so a keep-alive connection keeps it for the
+ * next request with the same header (`Exchange.memo`); the records behind it (token,
+ * authorization, expiry, revocation) are read again on every request.
+ */
+type Credentials =
+  | { scheme: 'basic'; username: string; tokenHash: string }
+  | { scheme: 'registry-token'; claims: RegistryClaims }
+  | { scheme: 'bearer'; tokenHash: string };
+
+const invalidRegistryToken = () => new Challenge('registry token is invalid, expired or revoked', undefined);
+
+/** Parses an Authorization header. @throws Challenge for a malformed one or a registry token that fails verification */
+function parseCredentials(ctx: RegistryContext, h: string, now: number): Credentials {
   const space = h.indexOf(' ');
   const scheme = h.slice(0, space).toLowerCase();
   const value = h.slice(space + 1).trim();
-  const now = ctx.clock.now();
   if (scheme === 'basic') {
     const decoded = Buffer.from(value, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon < 0) throw new Challenge('malformed Basic credentials', undefined);
-    return andThen(basicPrincipal(ctx, decoded.slice(0, colon), decoded.slice(colon + 1), now), (principal) => ({ principal }));
+    return { scheme: 'basic', username: decoded.slice(0, colon), tokenHash: hashToken(decoded.slice(colon + 1)) };
   }
   if (scheme === 'bearer') {
-    if (value.includes('.')) {
-      const invalid = () => new Challenge('registry token is invalid, expired or revoked', undefined);
-      const claims = verifyRegistryToken(ctx.keys, value, now);
-      if (!claims) throw invalid();
-      return andThen(isAuthorizationLive(ctx.store.metadata, claims.aid, now), (auth) => {
-        if (!auth) throw invalid();
-        recordUse(ctx.store.metadata, auth.id, now);
-        return {
-          principal: principalOfAuthorization(auth),
-          tokenAccess: claims.access,
-        };
-      });
-    }
-    return andThen(authenticateToken(ctx.store.metadata, value, now), (p) => {
-      if (typeof p === 'string') throw new Challenge('access token is invalid, expired or revoked', undefined);
-      recordUse(ctx.store.metadata, p.authorizationId, now);
-      return { principal: p };
-    });
+    if (!value.includes('.')) return { scheme: 'bearer', tokenHash: hashToken(value) };
+    const claims = verifyRegistryToken(ctx.keys, value, now);
+    if (!claims) throw invalidRegistryToken();
+    return { scheme: 'registry-token', claims };
   }
   throw new Challenge(`unsupported authorization scheme "${scheme.slice(0, 20)}"; use Basic or Bearer`, undefined);
+}
+
+/** The parsed credentials of `ex`: from the connection's memo when it saw the same header, else parsed (and kept there). */
+function credentialsOf(ctx: RegistryContext, ex: Exchange, h: string, now: number): Credentials {
+  const kept = ex.memo?.credentials;
+  if (kept !== undefined && kept.header === h) return kept.value as Credentials;
+  const parsed = parseCredentials(ctx, h, now);
+  if (ex.memo) ex.memo.credentials = { header: h, value: parsed };
+  return parsed;
+}
+
+function readCaller(ctx: RegistryContext, ex: Exchange): MaybePromise<Caller | null> {
+  const h = ex.header('authorization');
+  if (!h) return null;
+  const now = ctx.clock.now();
+  const c = credentialsOf(ctx, ex, h, now);
+  if (c.scheme === 'basic') return andThen(basicPrincipalOfHash(ctx, c.username, c.tokenHash, now), (principal) => ({ principal }));
+  if (c.scheme === 'registry-token') {
+    const claims = c.claims;
+    if (now / 1000 >= claims.exp) throw invalidRegistryToken(); // kept claims expire too
+    return andThen(isAuthorizationLive(ctx.store.metadata, claims.aid, now), (auth) => {
+      if (!auth) throw invalidRegistryToken();
+      recordUse(ctx.store.metadata, auth.id, now);
+      return {
+        principal: principalOfAuthorization(auth),
+        tokenAccess: claims.access,
+      };
+    });
+  }
+  return andThen(authenticateTokenHash(ctx.store.metadata, c.tokenHash, now), (p) => {
+    if (typeof p === 'string') throw new Challenge('access token is invalid, expired or revoked', undefined);
+    recordUse(ctx.store.metadata, p.authorizationId, now);
+    return { principal: p };
+  });
 }
 
 /**
@@ -104,7 +137,12 @@ function readCaller(ctx: RegistryContext, ex: Exchange): MaybePromise<Caller | n
  *         (engine/identifiers.ts; the message names the limit).
  */
 export function basicPrincipal(ctx: RegistryContext, username: string, password: string, now: number): MaybePromise<Principal> {
-  return andThen(authenticateToken(ctx.store.metadata, password, now), (p) => {
+  return basicPrincipalOfHash(ctx, username, hashToken(password), now);
+}
+
+/** `basicPrincipal` with the password already hashed (`hashToken`). */
+function basicPrincipalOfHash(ctx: RegistryContext, username: string, tokenHash: string, now: number): MaybePromise<Principal> {
+  return andThen(authenticateTokenHash(ctx.store.metadata, tokenHash, now), (p) => {
     if (typeof p === 'string') throw new Challenge('invalid username or password: use "_" (or an empty username) or your e-mail as username and your API key as password', undefined);
     const checked = username === '_' || username === '' ? undefined : checkEmail(ctx, username, p);
     return andThen(checked, () => {

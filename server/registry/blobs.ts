@@ -6,7 +6,7 @@ import type { RouteParams } from './routes.js';
 import { parseDigest, type Digest } from '../../engine/digest.js';
 import { fail, isSlipwayError } from '../../engine/errors.js';
 import type { BlobReader } from '../../engine/blobs/contract.js';
-import { API_VERSION_HEADER } from './context.js';
+import { API_VERSION } from './context.js';
 import { quarantineBlob, sizeCheck } from '../../engine/blobs/quarantine.js';
 import type { BlobRecord } from '../../engine/blobs/records.js';
 import { andThen, type MaybePromise } from '../../engine/maybe-sync.js';
@@ -40,7 +40,7 @@ function servableBlob(ctx: RegistryContext, repository: string, digest: Digest):
 /** The response of a servable blob: headers only for HEAD, a redirect when enabled, else its bytes (with one Range). */
 function sendBlob(ctx: RegistryContext, ex: Exchange, digest: Digest, blob: BlobRecord): MaybePromise<void> {
   const headers: Record<string, string> = {
-    ...API_VERSION_HEADER,
+    'docker-distribution-api-version': API_VERSION,
     'content-type': 'application/octet-stream',
     'docker-content-digest': digest,
     etag: `"${digest}"`,
@@ -60,7 +60,7 @@ function sendBlob(ctx: RegistryContext, ex: Exchange, digest: Digest, blob: Blob
  */
 async function redirectOrStream(ctx: RegistryContext, ex: Exchange, digest: Digest, blob: BlobRecord, headers: Record<string, string>, range: ByteRangeOf, seconds: number): Promise<void> {
   const url = await ctx.blobs.presignedUrl(digest, seconds);
-  if (url !== undefined) return ex.send(307, { ...API_VERSION_HEADER, 'docker-content-digest': digest, location: url, 'cache-control': 'no-store' });
+  if (url !== undefined) return ex.send(307, { 'docker-distribution-api-version': API_VERSION, 'docker-content-digest': digest, location: url, 'cache-control': 'no-store' });
   return streamBlob(ctx, ex, digest, blob, headers, range);
 }
 
@@ -100,7 +100,7 @@ async function refuse(ctx: RegistryContext, digest: Digest, blob: BlobRecord, re
 /** DELETE of a blob's link to the repository (admitted for delete). */
 export async function deleteBlob(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, digest: digestParam }: RouteParams): Promise<void> {
   await ctx.registry.unlinkBlob(repository, parseDigest(digestParam));
-  ex.send(202, { ...API_VERSION_HEADER });
+  ex.send(202, { 'docker-distribution-api-version': API_VERSION });
 }
 
 /**

@@ -7,7 +7,7 @@ import type { RouteParams } from './routes.js';
 import { repositoryAccess } from '../../engine/platform/access.js';
 import { fail } from '../../engine/errors.js';
 import { sendJson } from '../http/respond.js';
-import { API_VERSION_HEADER } from './context.js';
+import { API_VERSION } from './context.js';
 import type { Page } from '../../engine/registry/registry.js';
 
 /** Largest page served; a larger `n` is clamped (OCI distribution spec allows this). */
@@ -31,7 +31,7 @@ export async function listTags(ctx: RegistryContext, ex: Exchange, _admitted: Ad
   const { n, last } = pageParams(ex);
   if (!(await ctx.registry.hasRepository(repository))) throw fail('NAME_UNKNOWN', `repository name not known to registry: ${repository}`, { name: repository });
   const page = await ctx.registry.listTags(repository, n, last);
-  sendJson(ex, 200, { name: repository, tags: page.items }, { ...API_VERSION_HEADER, ...linkHeader(ex.path, n, page) });
+  sendJson(ex, 200, { name: repository, tags: page.items }, { 'docker-distribution-api-version': API_VERSION, ...linkHeader(ex.path, n, page) });
 }
 
 /** GET/HEAD of the catalog: the repositories the admitted caller may pull. */
@@ -42,7 +42,7 @@ export async function listCatalog(ctx: RegistryContext, ex: Exchange, admitted: 
   // record; membership, team and client read once however many apps share them).
   const pullable = repositoryAccess(ctx.store, caller.principal, 'pull');
   const page = await ctx.registry.catalog(async (r) => (await pullable(r.appId))?.name === appNameOf(r.name), n, last);
-  sendJson(ex, 200, { repositories: page.items }, { ...API_VERSION_HEADER, ...linkHeader(ex.path, n, page) });
+  sendJson(ex, 200, { repositories: page.items }, { 'docker-distribution-api-version': API_VERSION, ...linkHeader(ex.path, n, page) });
 }
 
 /** The app part of a repository name, or '' for a malformed name (which no app owns). */

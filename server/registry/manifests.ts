@@ -5,7 +5,7 @@ import type { Admission } from './admission.js';
 import type { RouteParams } from './routes.js';
 import { fail } from '../../engine/errors.js';
 import { MAX_MANIFEST_BYTES } from '../../engine/registry/registry.js';
-import { API_VERSION_HEADER } from './context.js';
+import { API_VERSION } from './context.js';
 import { parseDigest } from '../../engine/digest.js';
 import { sendJson } from '../http/respond.js';
 import { andThen, tryMaybe, type MaybePromise } from '../../engine/maybe-sync.js';
@@ -21,7 +21,7 @@ export async function putManifest(ctx: RegistryContext, ex: Exchange, admitted: 
     throw e;
   }
   const digest = await ctx.registry.putManifest(repository, app.id, reference, body, ex.header('content-type'));
-  ex.send(201, { ...API_VERSION_HEADER, location: `${ctx.urls.registry}/v2/${repository}/manifests/${digest}`, 'docker-content-digest': digest });
+  ex.send(201, { 'docker-distribution-api-version': API_VERSION, location: `${ctx.urls.registry}/v2/${repository}/manifests/${digest}`, 'docker-content-digest': digest });
 }
 
 /**
@@ -37,7 +37,7 @@ export function getManifest(ctx: RegistryContext, ex: Exchange, _admitted: Admis
   });
   return andThen(content, ({ digest, mediaType, bytes }) => {
     const headers = {
-      ...API_VERSION_HEADER,
+      'docker-distribution-api-version': API_VERSION,
       'content-type': mediaType,
       'docker-content-digest': digest,
       etag: `"${digest}"`,
@@ -61,7 +61,7 @@ export const IMAGE_INDEX_MEDIA_TYPE = 'application/vnd.oci.image.index.v1+json';
  */
 export async function listReferrers(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { digest }: RouteParams): Promise<void> {
   parseDigest(digest);
-  const headers: Record<string, string> = { ...API_VERSION_HEADER };
+  const headers: Record<string, string> = { 'docker-distribution-api-version': API_VERSION };
   if (ex.query.has('artifactType')) headers['oci-filters-applied'] = 'artifactType';
   sendJson(ex, 200, { schemaVersion: 2, mediaType: IMAGE_INDEX_MEDIA_TYPE, manifests: [] }, { ...headers, 'content-type': IMAGE_INDEX_MEDIA_TYPE });
 }
@@ -69,5 +69,5 @@ export async function listReferrers(ctx: RegistryContext, ex: Exchange, _admitte
 /** DELETE of a manifest by tag or digest (admitted for delete). */
 export async function deleteManifest(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, reference }: RouteParams): Promise<void> {
   await ctx.registry.deleteManifest(repository, reference);
-  ex.send(202, { ...API_VERSION_HEADER });
+  ex.send(202, { 'docker-distribution-api-version': API_VERSION });
 }

@@ -6,7 +6,7 @@
  * handler runs (admission.ts; docs/architecture.md "Registry routing").
  */
 import type { Exchange } from '../http/exchange.js';
-import { API_VERSION_HEADER, type RegistryContext } from './context.js';
+import { API_VERSION, API_VERSION_HEADER, type RegistryContext } from './context.js';
 import { fail, isSlipwayError } from '../../engine/errors.js';
 import { REGISTRY_ERRORS } from './error-codes.js';
 import { Challenge, challengeHeader } from './access.js';
@@ -176,7 +176,7 @@ export function sendRegistryError(ctx: RegistryContext, ex: Exchange, e: unknown
   // A HEAD refusal has no body to explain itself; answer "not found" (hiding whether the
   // repository exists) so clients move on to a GET or POST, whose 403 carries the message.
   if (ex.method === 'HEAD' && e.code === 'DENIED') wire = REGISTRY_ERRORS.NOT_FOUND;
-  const headers: Record<string, string> = { ...API_VERSION_HEADER };
+  const headers: Record<string, string> = { 'docker-distribution-api-version': API_VERSION };
   if (e instanceof Challenge) headers['www-authenticate'] = challengeHeader(ctx, e);
   const allow = (e.detail as { allow?: unknown } | undefined)?.allow;
   if (e.code === 'METHOD_NOT_ALLOWED' && Array.isArray(allow)) headers.allow = allow.join(', ');

@@ -20,14 +20,14 @@ import { fail, isSlipwayError } from '../../engine/errors.js';
 import type { Lease } from '../../engine/blobs/uploads.js';
 import { DEFAULT_RECEIVE_RATE, withReceiveRate } from './receive-rate.js';
 import type { UploadRecord } from '../../engine/blobs/records.js';
-import { API_VERSION_HEADER } from './context.js';
+import { API_VERSION } from './context.js';
 import { signUploadState, verifyUploadState } from './upload-state.js';
 import { otherNodesSession } from '../../engine/blobs/peer-sessions.js';
 
 function sessionHeaders(ctx: RegistryContext, rec: UploadRecord): Record<string, string> {
   const state = signUploadState(ctx.keys, rec.id, rec.repository, ctx.uploads.node);
   return {
-    ...API_VERSION_HEADER,
+    'docker-distribution-api-version': API_VERSION,
     location: `${ctx.urls.upload}/v2/${rec.repository}/blobs/uploads/${rec.id}?_state=${state}`,
     range: `0-${Math.max(0, rec.offset - 1)}`,
     'docker-upload-uuid': rec.id,
@@ -35,7 +35,7 @@ function sessionHeaders(ctx: RegistryContext, rec: UploadRecord): Record<string,
 }
 
 function blobCreated(ctx: RegistryContext, ex: Exchange, repository: string, digest: Digest): void {
-  ex.send(201, { ...API_VERSION_HEADER, location: `${ctx.urls.registry}/v2/${repository}/blobs/${digest}`, 'docker-content-digest': digest });
+  ex.send(201, { 'docker-distribution-api-version': API_VERSION, location: `${ctx.urls.registry}/v2/${repository}/blobs/${digest}`, 'docker-content-digest': digest });
 }
 
 /**
@@ -169,5 +169,5 @@ export async function uploadStatus(ctx: RegistryContext, ex: Exchange, _admitted
 export async function cancelUpload(ctx: RegistryContext, ex: Exchange, _admitted: Admission, params: RouteParams): Promise<void> {
   const rec = await session(ctx, ex, params);
   await owning(ctx, rec, 'DELETE', (lease) => ctx.uploads.cancel(rec, lease));
-  ex.send(204, { ...API_VERSION_HEADER });
+  ex.send(204, { 'docker-distribution-api-version': API_VERSION });
 }
