@@ -9,7 +9,7 @@
  * write of a blob record goes through this file.
  */
 import type { Digest } from '../digest.js';
-import { readMaybe, type MetadataReader, type MetadataTransaction } from '../storage/metadata.js';
+import { readMaybe, type MetadataReader, type MetadataTransaction, type RecordRef } from '../storage/metadata.js';
 import type { MaybePromise } from '../maybe-sync.js';
 import { scanKeyspace } from '../storage/scan.js';
 import { blobs, uploads } from './keyspaces.js';
@@ -18,6 +18,11 @@ import type { BlobRecord, LayerScan, UploadRecord } from './records.js';
 /** The record of `digest` (quarantined ones included), or undefined; at once when `reader` reads synchronously. */
 export function blobRecord(reader: MetadataReader, digest: Digest): MaybePromise<BlobRecord | undefined> {
   return readMaybe(reader, blobs, digest);
+}
+
+/** The addresses of the records of `digests`, for a `getMany` (what `blobRecord` reads). */
+export function blobRecordRefs(digests: readonly Digest[]): Array<RecordRef<BlobRecord>> {
+  return digests.map((d) => [blobs, d] as const);
 }
 
 /** Every blob record in digest order, paged (outside a transaction; see storage/scan.ts). */

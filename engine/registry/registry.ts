@@ -25,8 +25,8 @@ import { parseManifest } from './manifest-parse.js';
 import { checkConfigStrings, checkPlatform, imageInfo, type ConfigSummary } from './image-info.js';
 import { MANIFEST_V2S2 } from './media-types.js';
 import { parseReference } from './names.js';
-import { linkedBlob, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
-import { putTagInTransaction, removeTagInTransaction, removeTagsOfManifestInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest } from './tags.js';
+import { linkedBlob, linkedBlobRefs, linkedBlobs, linkedFrom, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
+import { putTagInTransaction, removeTagInTransaction, removeTagsOfManifestInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest, tagRef } from './tags.js';
 import { manifestBytes, manifestSize, type ManifestRecord, type RepositoryRecord } from './records.js';
 import { images, manifests, repositories, repositoryManifests } from './keyspaces.js';
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
@@ -140,19 +140,30 @@ export class Registry {
     const digest = digestOf(bytes);
     const tag = this.#tagOrDigest(reference, digest);
     const parsed = parseManifest(bytes, contentType);
-    for (const d of [parsed.config, ...parsed.layers]) {
-      const blob = await linkedBlob(this.metadata, repository, d.digest);
+    // One read of every blob's link and record and of the manifest's record (one round trip).
+    const descriptors = [parsed.config, ...parsed.layers];
+    const read = await this.metadata.getMany([...linkedBlobRefs(repository, descriptors.map((d) => d.digest)), [manifests, digest]]);
+    const found = linkedFrom(read, descriptors.length);
+    descriptors.forEach((d, i) => {
+      const blob = found[i];
       if (!blob) throw fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${d.digest} is referenced by the manifest but was not pushed to ${repository}`, { digest: d.digest });
       if (blob.size !== d.size) throw fail('MANIFEST_INVALID', `descriptor size ${d.size} of ${d.digest} does not match the blob's ${blob.size} bytes`, { digest: d.digest });
-    }
-    const existing = await this.metadata.get(manifests, digest);
+    });
+    const existing = read[read.length - 1] as ManifestRecord | undefined;
     const image = existing?.image ?? (await this.#inspect(parsed.config.digest, parsed.layers.map((l) => l.digest)).catch(async (e: unknown) => {
       // GC may have collected an unreferenced blob while the worker read it: say which one.
       const gone = await this.#firstUnlinked(this.metadata, repository, parsed.blobs);
       throw gone ? deletedWhileChecked(gone) : e;
     }));
     const now = this.clock.now();
+    const rmKey = key(repository, digest);
     await this.metadata.transact(async (tx) => {
+      // Every record this body reads, in one read (one round trip on PostgreSQL, whose
+      // transaction then answers the gets below from it: engine/storage/metadata.ts `getMany`).
+      await tx.getMany([
+        ...linkedBlobRefs(repository, parsed.blobs), [repositories, repository], [repositoryManifests, rmKey], [manifests, digest],
+        ...(tag === undefined ? [] : [tagRef(repository, tag)]),
+      ]);
       // Re-check inside the transaction: a blob deleted (or unlinked by GC) since the check
       // must not be referenced. GC deletes record and links in one serializable transaction,
       // so a manifest either commits first (refs > 0: GC keeps the blob) or fails here (gc.ts).
@@ -161,7 +172,6 @@ export class Registry {
       if ((await tx.get(repositories, repository)) === undefined) {
         tx.put(repositories, repository, { name: repository, appId, createdAt: now });
       }
-      const rmKey = key(repository, digest);
       const isNewInRepository = (await tx.get(repositoryManifests, rmKey)) === undefined;
       const stored = await tx.get(manifests, digest);
       const record: ManifestRecord = stored ? { ...stored } : {
@@ -189,10 +199,9 @@ export class Registry {
 
   /** The first of `digests` that `repository` may not serve (not linked, gone or quarantined). */
   async #firstUnlinked(reader: MetadataReader, repository: string, digests: readonly Digest[]): Promise<Digest | undefined> {
-    for (const d of digests) {
-      if (!(await linkedBlob(reader, repository, d))) return d;
-    }
-    return undefined;
+    const found = await linkedBlobs(reader, repository, digests);
+    const i = found.findIndex((rec) => !rec);
+    return i < 0 ? undefined : digests[i];
   }
 
   /**

@@ -129,10 +129,31 @@ export interface RangeOptions {
   reverse?: boolean;
 }
 
+/** The address of one record for `getMany`: its keyspace and key. */
+export type RecordRef<V> = readonly [ks: Keyspace<V>, key: string];
+
+/** What `getMany` returns for `refs`: position by position, each record's value or undefined. */
+export type RecordValues<R extends ReadonlyArray<RecordRef<unknown>>> = {
+  -readonly [I in keyof R]: R[I] extends RecordRef<infer V> ? V | undefined : never;
+};
+
 /** Reading operations, in and outside transactions. */
 export interface MetadataReader {
   /** The value at `k`, or undefined. */
   get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined>;
+  /**
+   * The values at several keys, of one keyspace or several, in the order of `refs` (undefined
+   * where absent; a key may appear twice): for each, what `get` would return, read with one
+   * round trip on a networked store (PostgreSQL: one statement for the keys its cache does not
+   * answer) instead of one per key. Outside a transaction, like separate gets, the answers need
+   * not come from one snapshot; inside, they are reads of the transaction like its gets (they
+   * see its own writes and count for its serializability), and on PostgreSQL the transaction's
+   * later `get`s of the same keys are answered from what it read, without a round trip: a body
+   * that knows its keys up front reads them all with one `getMany`, then uses the helpers that
+   * `get` them one by one.
+   * @throws RangeError (rejected) for a bad key (see `checkKey`); nothing is read then.
+   */
+  getMany<const R extends ReadonlyArray<RecordRef<unknown>>>(refs: R): Promise<RecordValues<R>>;
   /**
    * Optional fast path: the same answer as `get` (the same state, the same errors, thrown
    * instead of rejected), returned synchronously. Only a store whose reads are local and
@@ -154,6 +175,17 @@ export interface MetadataReader {
  */
 export function readMaybe<V>(reader: MetadataReader, ks: Keyspace<V>, k: string): MaybePromise<V | undefined> {
   return reader.getNow ? reader.getNow(ks, k) : reader.get(ks, k);
+}
+
+/**
+ * `getMany` through `get`, one key after another (a reader whose gets cost no round trip:
+ * LMDB, wrappers of another reader).
+ */
+export async function getEach<R extends ReadonlyArray<RecordRef<unknown>>>(reader: Pick<MetadataReader, 'get'>, refs: R): Promise<RecordValues<R>> {
+  for (const [ks, k] of refs) checkKey(ks, k);
+  const out: unknown[] = [];
+  for (const [ks, k] of refs) out.push(await reader.get(ks, k));
+  return out as RecordValues<R>;
 }
 
 /** A transaction: reads see the transaction's own writes; writes commit together. */
