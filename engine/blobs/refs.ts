@@ -35,6 +35,9 @@ export function scanBlobRecords(reader: MetadataReader): AsyncGenerator<{ key: s
  * without a record are skipped); call inside the caller's transaction.
  */
 export async function addBlobRefsInTransaction(tx: MetadataTransaction, digests: readonly Digest[], delta: number): Promise<void> {
+  // One read of all of them (one round trip on PostgreSQL, whose transaction answers the gets
+  // below from it); the gets then see this loop's own writes should a digest repeat.
+  await tx.getMany(blobRecordRefs(digests));
   for (const d of digests) {
     const rec = await tx.get(blobs, d);
     if (rec) tx.put(blobs, d, { ...rec, refs: Math.max(0, rec.refs + delta) });
@@ -52,10 +55,10 @@ export async function touchBlobInTransaction(tx: MetadataTransaction, digest: Di
 
 /** Caches layer scans on their blob records (no-op for digests without a record); inside the caller's transaction. */
 export async function putLayerScansInTransaction(tx: MetadataTransaction, scans: ReadonlyMap<Digest, LayerScan>): Promise<void> {
-  for (const [d, scan] of scans) {
-    const rec = await tx.get(blobs, d);
-    if (rec) tx.put(blobs, d, { ...rec, scan });
-  }
+  const digests = [...scans.keys()];
+  (await tx.getMany(blobRecordRefs(digests))).forEach((rec, i) => {
+    if (rec) tx.put(blobs, digests[i]!, { ...rec, scan: scans.get(digests[i]!)! });
+  });
 }
 
 /**

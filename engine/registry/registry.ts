@@ -20,7 +20,7 @@ import { scanKeyspace } from '../storage/scan.js';
 import type { Clock } from '../clock.js';
 import type { BlobBackend } from '../blobs/contract.js';
 import type { BlobRecord, LayerScan } from '../blobs/records.js';
-import { addBlobRefsInTransaction, blobRecord, putLayerScansInTransaction, touchBlobInTransaction } from '../blobs/refs.js';
+import { addBlobRefsInTransaction, blobRecord, blobRecordRefs, putLayerScansInTransaction, touchBlobInTransaction } from '../blobs/refs.js';
 import { parseManifest } from './manifest-parse.js';
 import { checkConfigStrings, checkPlatform, imageInfo, type ConfigSummary } from './image-info.js';
 import { MANIFEST_V2S2 } from './media-types.js';
@@ -312,11 +312,9 @@ export class Registry {
 
   async #inspect(configDigest: Digest, layers: Digest[]) {
     const known = new Map<Digest, LayerScan>();
-    for (const d of new Set(layers)) {
-      const scan = (await blobRecord(this.metadata, d))?.scan;
-      if (scan) known.set(d, scan);
-    }
-    const pending = [...new Set(layers)].filter((d) => !known.has(d));
+    const unique = [...new Set(layers)];
+    (await this.metadata.getMany(blobRecordRefs(unique))).forEach((rec, i) => { if (rec?.scan) known.set(unique[i]!, rec.scan); });
+    const pending = unique.filter((d) => !known.has(d));
     const result = await this.inspect({ config: configDigest, layers: pending });
     checkPlatform(result.config);
     checkConfigStrings(result.config);
@@ -342,8 +340,8 @@ function deletedWhileChecked(digest: Digest): Error {
  */
 export async function removeManifestInTransaction(tx: MetadataTransaction, repository: string, digest: Digest): Promise<boolean> {
   const rmKey = key(repository, digest);
-  if ((await tx.get(repositoryManifests, rmKey)) === undefined) return false;
-  const record = await tx.get(manifests, digest);
+  const [held, record] = await tx.getMany([[repositoryManifests, rmKey], [manifests, digest]]);
+  if (held === undefined) return false;
   tx.remove(repositoryManifests, rmKey);
   await removeTagsOfManifestInTransaction(tx, repository, digest);
   if (!record) return true;
