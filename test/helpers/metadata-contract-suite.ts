@@ -1,6 +1,6 @@
 /**
  * The metadata contract's test suite (engine/storage/metadata.ts), one function run against
- * every implementation: records, ordered ranges, read-your-writes, atomicity, serializable
+ * every implementation: records, ordered ranges, multi-key reads (`getMany`), read-your-writes, atomicity, serializable
  * isolation under concurrent transactions (lost updates, write skew, phantoms), retries and
  * their limit, durability across a reopen, key limits, exclusive locks, and the refusal of values
  * that are not plain JSON-representable data (so no domain can store what one backend could not hold).
