@@ -9,7 +9,7 @@
  * write of a blob record goes through this file.
  */
 import type { Digest } from '../digest.js';
-import { readMaybe, type MetadataReader, type MetadataTransaction, type RecordRef } from '../storage/metadata.js';
+import { prefetch, readMaybe, type MetadataReader, type MetadataTransaction, type RecordRef } from '../storage/metadata.js';
 import type { MaybePromise } from '../maybe-sync.js';
 import { scanKeyspace } from '../storage/scan.js';
 import { blobs, uploads } from './keyspaces.js';
@@ -37,7 +37,7 @@ export function scanBlobRecords(reader: MetadataReader): AsyncGenerator<{ key: s
 export async function addBlobRefsInTransaction(tx: MetadataTransaction, digests: readonly Digest[], delta: number): Promise<void> {
   // One read of all of them (one round trip on PostgreSQL, whose transaction answers the gets
   // below from it); the gets then see this loop's own writes should a digest repeat.
-  await tx.getMany(blobRecordRefs(digests));
+  await prefetch(tx, blobRecordRefs(digests));
   for (const d of digests) {
     const rec = await tx.get(blobs, d);
     if (rec) tx.put(blobs, d, { ...rec, refs: Math.max(0, rec.refs + delta) });

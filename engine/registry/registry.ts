@@ -14,7 +14,7 @@
  */
 import { digestOf, isDigest, type Digest } from '../digest.js';
 import { fail } from '../errors.js';
-import { key, readMaybe, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
+import { key, prefetch, readMaybe, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
 import { andThen, type MaybePromise } from '../maybe-sync.js';
 import { scanKeyspace } from '../storage/scan.js';
 import type { Clock } from '../clock.js';
@@ -159,8 +159,8 @@ export class Registry {
     const rmKey = key(repository, digest);
     await this.metadata.transact(async (tx) => {
       // Every record this body reads, in one read (one round trip on PostgreSQL, whose
-      // transaction then answers the gets below from it: engine/storage/metadata.ts `getMany`).
-      await tx.getMany([
+      // transaction then answers the gets below from it: engine/storage/metadata.ts `prefetch`).
+      await prefetch(tx, [
         ...linkedBlobRefs(repository, parsed.blobs), [repositories, repository], [repositoryManifests, rmKey], [manifests, digest],
         ...(tag === undefined ? [] : [tagRef(repository, tag)]),
       ]);

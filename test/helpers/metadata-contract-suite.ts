@@ -8,7 +8,7 @@
 import { isSlipwayError } from '../../engine/errors.js';
 import type { Test } from 'tap';
 import {
-  keyspace, key, MAX_KEY_BYTES, readMaybe, TransactionConflictError,
+  keyspace, key, MAX_KEY_BYTES, prefetch, readMaybe, TransactionConflictError,
   type Keyspace, type MetadataReader, type MetadataStore, type MetadataTransaction,
 } from '../../engine/storage/metadata.js';
 import { isPromise } from '../../engine/maybe-sync.js';
@@ -172,6 +172,12 @@ export function metadataContractSuite(t: Test, target: ContractTarget): void {
     t.same(inside.first, [{ n: 99 }, 'changed', undefined, undefined, { n: 1 }], 'inside a transaction: its own puts and removes');
     t.same(inside.again, { n: 1 }, 'a later get gives the record read, not the object the caller changed');
     t.same(inside.twice, [{ n: 1 }, 'changed', undefined, undefined, { n: 1 }], 'reading the keys again gives the same answers');
+    const ahead = await store.transact(async (tx) => {
+      tx.put(rows, 'many-2', 'again');
+      await prefetch(tx, refs);
+      return [await tx.get(things, 'many-1'), await tx.get(rows, 'many-2'), await tx.get(counters, 'many-absent')];
+    });
+    t.same(ahead, [{ n: 1 }, 'again', undefined], 'gets after a prefetch: the same answers as without it');
     const tooLong = 'é'.repeat(MAX_KEY_BYTES / 2 + 1);
     await t.rejects(store.getMany([[rows, 'many-2'], [rows, tooLong]]), RangeError, 'a bad key rejects outside');
     await t.rejects(store.transact((tx) => tx.getMany([[rows, ''], [rows, 'many-2']])), RangeError, 'and inside a transaction');
