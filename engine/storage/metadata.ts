@@ -22,8 +22,9 @@
  *   access); a value at most `MAX_VALUE_BYTES` once encoded.
  *
  * ## Reads outside a transaction
- * `get` and `range` read the latest committed state. Each call is atomic on its own (a `range`
- * is one consistent snapshot), but two calls may see different states. Request paths that only
+ * `get`, `getMany` and `range` read the latest committed state. Each `get` and `range` is atomic
+ * on its own (a `range` is one consistent snapshot), but two calls may see different states, and
+ * so may the keys of one `getMany` (its round trip is one, its snapshot not necessarily). Request paths that only
  * read (manifest GET, token checks) use these: one read, one round trip.
  *
  * An embedded store also offers `getNow`, the same read returned synchronously; hot paths read
@@ -150,8 +151,8 @@ export interface MetadataReader {
    * see its own writes and count for its serializability), and on PostgreSQL the transaction's
    * later `get`s of the same keys are answered from what it read, without a round trip: a body
    * that knows its keys up front reads them all with one `getMany`, then uses the helpers that
-   * `get` them one by one.
-   * @throws RangeError (rejected) for a bad key (see `checkKey`); nothing is read then.
+   * `get` them one by one (`prefetch` below does that only where it saves round trips).
+   * @throws RangeError (rejected) for a bad key (see `checkKey`).
    */
   getMany<const R extends ReadonlyArray<RecordRef<unknown>>>(refs: R): Promise<RecordValues<R>>;
   /**
