@@ -26,13 +26,14 @@ let nodesStarted = 0;
 /**
  * Starts `slipway serve` on `dataDir` with free ports, a node name of its own (`bench-<n>`), plain HTTP on the registry host, warn logs
  * and no rate limit to speak of (the benchmark measures the request paths, not the 429s).
+ * `cli` is the build's server/cli.js (default this checkout's; bench/cluster-ab.ts runs two builds).
  * @throws Error with the node's output when it exits or does not listen within 60 s.
  */
-export async function startNode(dataDir: string, env: Record<string, string>): Promise<BenchNode> {
+export async function startNode(dataDir: string, env: Record<string, string>, cli: string = CLI): Promise<BenchNode> {
   // Nodes on one database need names of their own (engine/blobs/node-claim.ts); all run on this host.
   const name = `bench-${++nodesStarted}`;
   const ports = ['registry', 'api', 'auth', 'upload', 'admin'].flatMap((h) => [`--${h}-port`, '0']);
-  const proc = spawn(process.execPath, [CLI, 'serve', '--data', dataDir, ...ports], {
+  const proc = spawn(process.execPath, [cli, 'serve', '--data', dataDir, ...ports], {
     env: {
       ...process.env, SLIPWAY_LOG_LEVEL: 'warn', SLIPWAY_REGISTRY_TLS: 'off',
       SLIPWAY_RATE_LIMIT_POOL: '1000000000', SLIPWAY_RATE_LIMIT_PER_MINUTE: '1000000000', SLIPWAY_NODE_NAME: name, ...env,

@@ -29,6 +29,7 @@ import { cpuSeconds, systemSeconds } from './procstat.js';
 import { buildRequest, RawConnection } from './rawhttp.js';
 import { round } from './stats.js';
 import { closedLoop } from './workloads/load.js';
+import { pushSmallImage, warmPushOnce } from './warm-push.js';
 import { postgresSeconds, postmasterPid, startNode, type BenchNode } from './cluster-nodes.js';
 import { startPostgres } from '../test/helpers/postgres.js';
 import { startS3Store } from '../test/helpers/s3-store.js';
@@ -140,12 +141,7 @@ async function warmPush(s: Setup, img: SmallImage): Promise<void> {
   for (let i = 0; performance.now() < deadline; i++) {
     const n = s.nodes[i % s.nodes.length]!;
     const t0 = performance.now();
-    for (const d of [img.config.digest, img.layer.digest]) {
-      const h = await call('HEAD', `${n.urls.registry}/v2/${REPO}/blobs/${d}`, auth);
-      if (h.status !== 200) throw new Error(`warm push: HEAD ${h.status}`);
-    }
-    const p = await call('PUT', `${n.urls.registry}/v2/${REPO}/manifests/warm-${s.name}-${i}`, { ...auth, 'content-type': MANIFEST_V2 }, img.manifest);
-    if (p.status !== 201) throw new Error(`warm push: PUT ${p.status} ${p.text}`);
+    await warmPushOnce(n.urls.registry, REPO, auth, img, `warm-${s.name}-${i}`);
     lat.push(performance.now() - t0);
   }
   const cpu = await costs(a, s, lat.length);
@@ -189,12 +185,7 @@ async function prepare(s: Setup, apiKey: string, img: SmallImage): Promise<void>
   const n = s.nodes[0]!;
   const app = await call('POST', `${n.urls.api}/apps`, { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', accept: API_ACCEPT }, Buffer.from(JSON.stringify({ name: 'bench' })));
   if (app.status !== 201 && app.status !== 422 && app.status !== 409) throw new Error(`POST /apps ${app.status} ${app.text}`);
-  for (const b of [img.config, img.layer]) {
-    const r = await call('POST', `${n.urls.registry}/v2/${REPO}/blobs/uploads/?digest=${b.digest}`, { authorization: s.auth, 'content-type': 'application/octet-stream' }, b.bytes);
-    if (r.status !== 201) throw new Error(`blob push ${r.status} ${r.text}`);
-  }
-  const m = await call('PUT', `${n.urls.registry}/v2/${REPO}/manifests/latest`, { authorization: s.auth, 'content-type': MANIFEST_V2 }, img.manifest);
-  if (m.status !== 201) throw new Error(`manifest push ${m.status} ${m.text}`);
+  await pushSmallImage(n.urls.registry, REPO, { authorization: s.auth }, img);
   const r = await request(`${n.urls.api}/oauth/authorizations`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', accept: API_ACCEPT }, body: JSON.stringify({ description: 'bench' }) });
   const j = await r.body.json() as { access_token?: { token: string } };
   if (r.statusCode !== 201 || !j.access_token) throw new Error(`POST /oauth/authorizations ${r.statusCode}`);

@@ -9,7 +9,7 @@
  * write of a blob record goes through this file.
  */
 import type { Digest } from '../digest.js';
-import { readMaybe, type MetadataReader, type MetadataTransaction } from '../storage/metadata.js';
+import { prefetch, readMaybe, type MetadataReader, type MetadataTransaction, type RecordRef } from '../storage/metadata.js';
 import type { MaybePromise } from '../maybe-sync.js';
 import { scanKeyspace } from '../storage/scan.js';
 import { blobs, uploads } from './keyspaces.js';
@@ -18,6 +18,11 @@ import type { BlobRecord, LayerScan, UploadRecord } from './records.js';
 /** The record of `digest` (quarantined ones included), or undefined; at once when `reader` reads synchronously. */
 export function blobRecord(reader: MetadataReader, digest: Digest): MaybePromise<BlobRecord | undefined> {
   return readMaybe(reader, blobs, digest);
+}
+
+/** The addresses of the records of `digests`, for a `getMany` (what `blobRecord` reads). */
+export function blobRecordRefs(digests: readonly Digest[]): Array<RecordRef<BlobRecord>> {
+  return digests.map((d) => [blobs, d] as const);
 }
 
 /** Every blob record in digest order, paged (outside a transaction; see storage/scan.ts). */
@@ -30,6 +35,9 @@ export function scanBlobRecords(reader: MetadataReader): AsyncGenerator<{ key: s
  * without a record are skipped); call inside the caller's transaction.
  */
 export async function addBlobRefsInTransaction(tx: MetadataTransaction, digests: readonly Digest[], delta: number): Promise<void> {
+  // One read of all of them (one round trip on PostgreSQL, whose transaction answers the gets
+  // below from it); the gets then see this loop's own writes should a digest repeat.
+  await prefetch(tx, blobRecordRefs(digests));
   for (const d of digests) {
     const rec = await tx.get(blobs, d);
     if (rec) tx.put(blobs, d, { ...rec, refs: Math.max(0, rec.refs + delta) });
@@ -47,10 +55,10 @@ export async function touchBlobInTransaction(tx: MetadataTransaction, digest: Di
 
 /** Caches layer scans on their blob records (no-op for digests without a record); inside the caller's transaction. */
 export async function putLayerScansInTransaction(tx: MetadataTransaction, scans: ReadonlyMap<Digest, LayerScan>): Promise<void> {
-  for (const [d, scan] of scans) {
-    const rec = await tx.get(blobs, d);
-    if (rec) tx.put(blobs, d, { ...rec, scan });
-  }
+  const digests = [...scans.keys()];
+  (await tx.getMany(blobRecordRefs(digests))).forEach((rec, i) => {
+    if (rec) tx.put(blobs, digests[i]!, { ...rec, scan: scans.get(digests[i]!)! });
+  });
 }
 
 /**

@@ -56,10 +56,10 @@
 import type { BlobBackend, BlobStat } from '../blobs/contract.js';
 import { performance } from 'node:perf_hooks';
 import type { Digest } from '../digest.js';
-import { key, KEY_SEPARATOR, type MetadataReader, type MetadataStore } from '../storage/metadata.js';
+import { key, KEY_SEPARATOR, prefetch, type MetadataReader, type MetadataStore } from '../storage/metadata.js';
 import { scanKeyspace } from '../storage/scan.js';
 import type { Clock } from '../clock.js';
-import { blobRecord, removeBlobRecordInTransaction, scanBlobRecords, uploadSessionSizes } from '../blobs/refs.js';
+import { blobRecord, blobRecordRefs, removeBlobRecordInTransaction, scanBlobRecords, uploadSessionSizes } from '../blobs/refs.js';
 import { publishEvent, type GcEvent } from '../events.js';
 import { removeManifestInTransaction } from './registry.js';
 import { unlinkEverywhereInTransaction } from './links.js';
@@ -192,6 +192,8 @@ export class GarbageCollector {
       } else {
         done = await this.metadata.transact(async (tx) => {
           const removed: ImageCandidate[] = [];
+          // The batch's pairs and manifest records in one read (one round trip on PostgreSQL).
+          await prefetch(tx, batch.flatMap((c) => [[repositoryManifests, key(c.repository, c.digest)], [manifests, c.digest]] as const));
           for (const c of batch) {
             // Re-check: same push (not deleted and pushed again) and no release since the scan.
             if ((await tx.get(repositoryManifests, key(c.repository, c.digest))) !== c.pushedAt) continue;
@@ -241,6 +243,7 @@ export class GarbageCollector {
       // The body only reads and writes records; bytes go after the commit (#removeBytes).
       const deleted = await this.metadata.transact(async (tx) => {
         const busy = await uploadSessionSizes(tx);
+        await prefetch(tx, blobRecordRefs(batch)); // the batch's records in one read (one round trip on PostgreSQL)
         const gone: Array<{ digest: Digest; size: number }> = [];
         for (const d of batch) {
           const rec = await blobRecord(tx, d);

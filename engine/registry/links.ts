@@ -9,11 +9,11 @@
  * `blobRepositories` `digest␟repository` (which repositories link the blob? GC), both with the
  * time linked (ms) as value. `␟` is KEY_SEPARATOR (U+001F).
  */
-import { key, KEY_SEPARATOR, readMaybe, type MetadataReader, type MetadataTransaction } from '../storage/metadata.js';
+import { key, KEY_SEPARATOR, readMaybe, type MetadataReader, type MetadataTransaction, type RecordRef } from '../storage/metadata.js';
 import { andThen, type MaybePromise } from '../maybe-sync.js';
 import type { Digest } from '../digest.js';
 import type { BlobRecord } from '../blobs/records.js';
-import { blobRecord } from '../blobs/refs.js';
+import { blobRecord, blobRecordRefs } from '../blobs/refs.js';
 import { blobRepositories, repositoryBlobs } from './keyspaces.js';
 
 /** Links `digest` into `repository` (no-op when linked); call inside the caller's transaction (an upload's commit, a mount). */
@@ -86,4 +86,33 @@ export function linkedBlob(reader: MetadataReader, repository: string, digest: D
     // reader until a verified upload heals it.
     ? andThen(blobRecord(reader, digest), (rec) => rec?.quarantined ? undefined : rec)
     : undefined);
+}
+
+/**
+ * What `linkedBlobs` reads for `digests`, for a `getMany` that reads other records with them:
+ * each digest's link in `repository`, then each digest's record. `linkedFrom` reads the answers.
+ */
+export function linkedBlobRefs(repository: string, digests: readonly Digest[]): Array<RecordRef<unknown>> {
+  return [...digests.map((d) => [repositoryBlobs, key(repository, d)] as const), ...blobRecordRefs(digests)];
+}
+
+/**
+ * For each digest, what `linkedBlob` returns, from the first `2 × count` answers of a `getMany`
+ * of `linkedBlobRefs` (links, then records).
+ */
+export function linkedFrom(values: readonly unknown[], count: number): Array<BlobRecord | undefined> {
+  const out: Array<BlobRecord | undefined> = [];
+  for (let i = 0; i < count; i++) {
+    const rec = values[count + i] as BlobRecord | undefined;
+    out.push(values[i] !== undefined && rec && !rec.quarantined ? rec : undefined);
+  }
+  return out;
+}
+
+/**
+ * For each of `digests`, what `linkedBlob` returns (the record when `repository` may serve it),
+ * read with one `getMany` (links and records together: one round trip on a networked store).
+ */
+export async function linkedBlobs(reader: MetadataReader, repository: string, digests: readonly Digest[]): Promise<Array<BlobRecord | undefined>> {
+  return linkedFrom(await reader.getMany(linkedBlobRefs(repository, digests)), digests.length);
 }

@@ -14,19 +14,19 @@
  */
 import { digestOf, isDigest, type Digest } from '../digest.js';
 import { fail } from '../errors.js';
-import { key, readMaybe, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
+import { key, prefetch, readMaybe, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
 import { andThen, type MaybePromise } from '../maybe-sync.js';
 import { scanKeyspace } from '../storage/scan.js';
 import type { Clock } from '../clock.js';
 import type { BlobBackend } from '../blobs/contract.js';
 import type { BlobRecord, LayerScan } from '../blobs/records.js';
-import { addBlobRefsInTransaction, blobRecord, putLayerScansInTransaction, touchBlobInTransaction } from '../blobs/refs.js';
+import { addBlobRefsInTransaction, blobRecord, blobRecordRefs, putLayerScansInTransaction, touchBlobInTransaction } from '../blobs/refs.js';
 import { parseManifest } from './manifest-parse.js';
 import { checkConfigStrings, checkPlatform, imageInfo, type ConfigSummary } from './image-info.js';
 import { MANIFEST_V2S2 } from './media-types.js';
 import { parseReference } from './names.js';
-import { linkedBlob, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
-import { putTagInTransaction, removeTagInTransaction, removeTagsOfManifestInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest } from './tags.js';
+import { linkedBlob, linkedBlobRefs, linkedBlobs, linkedFrom, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
+import { putTagInTransaction, removeTagInTransaction, removeTagsOfManifestInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest, tagRef } from './tags.js';
 import { manifestBytes, manifestSize, type ManifestRecord, type RepositoryRecord } from './records.js';
 import { images, manifests, repositories, repositoryManifests } from './keyspaces.js';
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
@@ -140,19 +140,30 @@ export class Registry {
     const digest = digestOf(bytes);
     const tag = this.#tagOrDigest(reference, digest);
     const parsed = parseManifest(bytes, contentType);
-    for (const d of [parsed.config, ...parsed.layers]) {
-      const blob = await linkedBlob(this.metadata, repository, d.digest);
+    // One read of every blob's link and record and of the manifest's record (one round trip).
+    const descriptors = [parsed.config, ...parsed.layers];
+    const read = await this.metadata.getMany([...linkedBlobRefs(repository, descriptors.map((d) => d.digest)), [manifests, digest]]);
+    const found = linkedFrom(read, descriptors.length);
+    descriptors.forEach((d, i) => {
+      const blob = found[i];
       if (!blob) throw fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${d.digest} is referenced by the manifest but was not pushed to ${repository}`, { digest: d.digest });
       if (blob.size !== d.size) throw fail('MANIFEST_INVALID', `descriptor size ${d.size} of ${d.digest} does not match the blob's ${blob.size} bytes`, { digest: d.digest });
-    }
-    const existing = await this.metadata.get(manifests, digest);
+    });
+    const existing = read[read.length - 1] as ManifestRecord | undefined;
     const image = existing?.image ?? (await this.#inspect(parsed.config.digest, parsed.layers.map((l) => l.digest)).catch(async (e: unknown) => {
       // GC may have collected an unreferenced blob while the worker read it: say which one.
       const gone = await this.#firstUnlinked(this.metadata, repository, parsed.blobs);
       throw gone ? deletedWhileChecked(gone) : e;
     }));
     const now = this.clock.now();
+    const rmKey = key(repository, digest);
     await this.metadata.transact(async (tx) => {
+      // Every record this body reads, in one read (one round trip on PostgreSQL, whose
+      // transaction then answers the gets below from it: engine/storage/metadata.ts `prefetch`).
+      await prefetch(tx, [
+        ...linkedBlobRefs(repository, parsed.blobs), [repositories, repository], [repositoryManifests, rmKey], [manifests, digest],
+        ...(tag === undefined ? [] : [tagRef(repository, tag)]),
+      ]);
       // Re-check inside the transaction: a blob deleted (or unlinked by GC) since the check
       // must not be referenced. GC deletes record and links in one serializable transaction,
       // so a manifest either commits first (refs > 0: GC keeps the blob) or fails here (gc.ts).
@@ -161,7 +172,6 @@ export class Registry {
       if ((await tx.get(repositories, repository)) === undefined) {
         tx.put(repositories, repository, { name: repository, appId, createdAt: now });
       }
-      const rmKey = key(repository, digest);
       const isNewInRepository = (await tx.get(repositoryManifests, rmKey)) === undefined;
       const stored = await tx.get(manifests, digest);
       const record: ManifestRecord = stored ? { ...stored } : {
@@ -189,10 +199,9 @@ export class Registry {
 
   /** The first of `digests` that `repository` may not serve (not linked, gone or quarantined). */
   async #firstUnlinked(reader: MetadataReader, repository: string, digests: readonly Digest[]): Promise<Digest | undefined> {
-    for (const d of digests) {
-      if (!(await linkedBlob(reader, repository, d))) return d;
-    }
-    return undefined;
+    const found = await linkedBlobs(reader, repository, digests);
+    const i = found.findIndex((rec) => !rec);
+    return i < 0 ? undefined : digests[i];
   }
 
   /**
@@ -303,11 +312,9 @@ export class Registry {
 
   async #inspect(configDigest: Digest, layers: Digest[]) {
     const known = new Map<Digest, LayerScan>();
-    for (const d of new Set(layers)) {
-      const scan = (await blobRecord(this.metadata, d))?.scan;
-      if (scan) known.set(d, scan);
-    }
-    const pending = [...new Set(layers)].filter((d) => !known.has(d));
+    const unique = [...new Set(layers)];
+    (await this.metadata.getMany(blobRecordRefs(unique))).forEach((rec, i) => { if (rec?.scan) known.set(unique[i]!, rec.scan); });
+    const pending = unique.filter((d) => !known.has(d));
     const result = await this.inspect({ config: configDigest, layers: pending });
     checkPlatform(result.config);
     checkConfigStrings(result.config);
@@ -333,8 +340,8 @@ function deletedWhileChecked(digest: Digest): Error {
  */
 export async function removeManifestInTransaction(tx: MetadataTransaction, repository: string, digest: Digest): Promise<boolean> {
   const rmKey = key(repository, digest);
-  if ((await tx.get(repositoryManifests, rmKey)) === undefined) return false;
-  const record = await tx.get(manifests, digest);
+  const [held, record] = await tx.getMany([[repositoryManifests, rmKey], [manifests, digest]]);
+  if (held === undefined) return false;
   tx.remove(repositoryManifests, rmKey);
   await removeTagsOfManifestInTransaction(tx, repository, digest);
   if (!record) return true;

@@ -10,10 +10,16 @@
  * what follows the last separator. Re-tagging (a PUT of `repository:tag` naming another digest)
  * moves the index entry from the old digest to the new one.
  */
-import { key, readMaybe, type MetadataReader, type MetadataTransaction } from '../storage/metadata.js';
+import { key, readMaybe, type MetadataReader, type MetadataTransaction, type RecordRef } from '../storage/metadata.js';
 import { andThen, type MaybePromise } from '../maybe-sync.js';
 import type { Digest } from '../digest.js';
 import { manifestTags, tags } from './keyspaces.js';
+import type { TagRecord } from './records.js';
+
+/** The address of the tag `repository:tag`, for a `getMany` (what `putTagInTransaction` reads). */
+export function tagRef(repository: string, tag: string): RecordRef<TagRecord> {
+  return [tags, key(repository, tag)];
+}
 
 /**
  * Points `repository:tag` at `digest` (creating, moving or refreshing the tag) and its index

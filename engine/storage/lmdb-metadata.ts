@@ -22,7 +22,7 @@ import type { Database, RootDatabase } from 'lmdb';
 import {
   checkKey, checkLockName, resolveRange, TransactionConflictError,
   type Entry, type ExclusiveOptions, type ExclusiveOutcome, type Keyspace, type MetadataStore, type MetadataTransaction,
-  type RangeOptions, type TransactOptions,
+  type RangeOptions, type RecordRef, type RecordValues, type TransactOptions,
 } from './metadata.js';
 import { BufferedWrites, REMOVED } from './pending-writes.js';
 import { readFileSync, statSync } from 'node:fs';
@@ -117,6 +117,10 @@ class Attempt extends BufferedWrites implements MetadataTransaction {
     return bytes === undefined ? undefined : (decode(h, bytes) as V);
   }
 
+  getMany<const R extends ReadonlyArray<RecordRef<unknown>>>(refs: R): Promise<RecordValues<R>> {
+    return later(() => refs.map(([ks, k]) => this.getNow(ks, k)) as RecordValues<R>);
+  }
+
   range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {
     const h = this.store.handles(ks);
     const readOpts = this.writes.rangeLimitFor(ks, opts);
@@ -201,6 +205,10 @@ export class LmdbMetadataStore implements MetadataStore {
   /** The latest committed value at `k`, synchronously (the contract's fast path). */
   getNow<V>(ks: Keyspace<V>, k: string): V | undefined {
     return this.#read(ks, k);
+  }
+
+  getMany<const R extends ReadonlyArray<RecordRef<unknown>>>(refs: R): Promise<RecordValues<R>> {
+    return later(() => refs.map(([ks, k]) => this.#read(ks, k)) as RecordValues<R>);
   }
 
   #read<V>(ks: Keyspace<V>, k: string): V | undefined {

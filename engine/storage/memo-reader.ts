@@ -6,7 +6,7 @@
  * remembered value is what a fresh read during the same request could also have returned.
  * Create one per request and drop it with the request; `range` is not remembered.
  */
-import type { Entry, Keyspace, MetadataReader, RangeOptions } from './metadata.js';
+import { getEach, type Entry, type Keyspace, type MetadataReader, type RangeOptions, type RecordRef, type RecordValues } from './metadata.js';
 
 export class MemoReader implements MetadataReader {
   readonly #gets = new Map<string, Promise<unknown>>();
@@ -23,6 +23,11 @@ export class MemoReader implements MetadataReader {
       p.catch(() => this.#gets.delete(id));
     }
     return p;
+  }
+
+  /** Each value through `get` (remembered like its gets). */
+  getMany<const R extends ReadonlyArray<RecordRef<unknown>>>(refs: R): Promise<RecordValues<R>> {
+    return getEach(this, refs);
   }
 
   range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {

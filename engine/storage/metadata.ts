@@ -22,8 +22,9 @@
  *   access); a value at most `MAX_VALUE_BYTES` once encoded.
  *
  * ## Reads outside a transaction
- * `get` and `range` read the latest committed state. Each call is atomic on its own (a `range`
- * is one consistent snapshot), but two calls may see different states. Request paths that only
+ * `get`, `getMany` and `range` read the latest committed state. Each `get` and `range` is atomic
+ * on its own (a `range` is one consistent snapshot), but two calls may see different states, and
+ * so may the keys of one `getMany` (its round trip is one, its snapshot not necessarily). Request paths that only
  * read (manifest GET, token checks) use these: one read, one round trip.
  *
  * An embedded store also offers `getNow`, the same read returned synchronously; hot paths read
@@ -129,10 +130,31 @@ export interface RangeOptions {
   reverse?: boolean;
 }
 
+/** The address of one record for `getMany`: its keyspace and key. */
+export type RecordRef<V> = readonly [ks: Keyspace<V>, key: string];
+
+/** What `getMany` returns for `refs`: position by position, each record's value or undefined. */
+export type RecordValues<R extends ReadonlyArray<RecordRef<unknown>>> = {
+  -readonly [I in keyof R]: R[I] extends RecordRef<infer V> ? V | undefined : never;
+};
+
 /** Reading operations, in and outside transactions. */
 export interface MetadataReader {
   /** The value at `k`, or undefined. */
   get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined>;
+  /**
+   * The values at several keys, of one keyspace or several, in the order of `refs` (undefined
+   * where absent; a key may appear twice): for each, what `get` would return, read with one
+   * round trip on a networked store (PostgreSQL: one statement for the keys its cache does not
+   * answer) instead of one per key. Outside a transaction, like separate gets, the answers need
+   * not come from one snapshot; inside, they are reads of the transaction like its gets (they
+   * see its own writes and count for its serializability), and on PostgreSQL the transaction's
+   * later `get`s of the same keys are answered from what it read, without a round trip: a body
+   * that knows its keys up front reads them all with one `getMany`, then uses the helpers that
+   * `get` them one by one (`prefetch` below does that only where it saves round trips).
+   * @throws RangeError (rejected) for a bad key (see `checkKey`).
+   */
+  getMany<const R extends ReadonlyArray<RecordRef<unknown>>>(refs: R): Promise<RecordValues<R>>;
   /**
    * Optional fast path: the same answer as `get` (the same state, the same errors, thrown
    * instead of rejected), returned synchronously. Only a store whose reads are local and
@@ -154,6 +176,28 @@ export interface MetadataReader {
  */
 export function readMaybe<V>(reader: MetadataReader, ks: Keyspace<V>, k: string): MaybePromise<V | undefined> {
   return reader.getNow ? reader.getNow(ks, k) : reader.get(ks, k);
+}
+
+/**
+ * `getMany` through `get`, one key after another (a reader whose gets cost no round trip:
+ * LMDB, wrappers of another reader).
+ */
+export async function getEach<R extends ReadonlyArray<RecordRef<unknown>>>(reader: Pick<MetadataReader, 'get'>, refs: R): Promise<RecordValues<R>> {
+  for (const [ks, k] of refs) checkKey(ks, k);
+  const out: unknown[] = [];
+  for (const [ks, k] of refs) out.push(await reader.get(ks, k));
+  return out as RecordValues<R>;
+}
+
+/**
+ * Reads `refs` ahead, in one `getMany`, when that saves round trips: on a reader without the
+ * synchronous fast path (PostgreSQL, whose transaction then answers later `get`s of these keys
+ * from what it read); a reader with `getNow` reads locally, where reading ahead would only read
+ * every key twice, so nothing is done. Inside a transaction, call it before the helpers that
+ * `get` the same keys one by one.
+ */
+export async function prefetch(reader: MetadataReader, refs: ReadonlyArray<RecordRef<unknown>>): Promise<void> {
+  if (!reader.getNow) await reader.getMany(refs);
 }
 
 /** A transaction: reads see the transaction's own writes; writes commit together. */

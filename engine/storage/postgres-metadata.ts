@@ -15,14 +15,17 @@
  * snapshot isolation tracks what every transaction read (rows, and index ranges through predicate
  * locks, so phantoms are covered) and aborts one of two transactions whose reads and writes
  * cannot be ordered (SQLSTATE 40001). Such aborts, and deadlocks (40P01), are retried here, up to
- * `maxAttempts` — callers never retry. Writes are buffered during `body` and applied at its end in
- * one statement (upsert, delete, and the cache notice of postgres-invalidation.ts), then COMMIT; a read inside `body` sees the
- * buffered writes (pending-writes.ts). `body` does only store operations, so a database
- * transaction is never open while Slipway waits on an HTTP client; `idle_in_transaction_session_
- * timeout` ends one that a crashed caller left open.
+ * `maxAttempts` — callers never retry. The attempt (postgres-attempt.ts) remembers what it read,
+ * so a body that reads its keys with one `getMany` and then `get`s them one by one costs one
+ * round trip. Writes are buffered during `body` and applied at its end in one statement (upsert,
+ * delete, and the cache notice of postgres-invalidation.ts), then COMMIT; a read inside `body`
+ * sees the buffered writes (pending-writes.ts). So a transaction costs BEGIN, its reads, one
+ * write statement and COMMIT. `body` does only store operations, so a database transaction is
+ * never open while Slipway waits on an HTTP client; `idle_in_transaction_session_timeout` ends
+ * one that a crashed caller left open.
  *
- * Reads outside a transaction are single statements on a pooled connection (one round trip, the
- * latest committed state: READ COMMITTED is enough for one statement) — or, for the keyspaces
+ * Reads outside a transaction are single statements on a pooled connection (postgres-reads.ts:
+ * one round trip, the latest committed state: READ COMMITTED is enough for one statement) — or, for the keyspaces
  * the hot paths read, answers from a node-local cache invalidated through LISTEN/NOTIFY
  * (engine/storage/read-cache.ts, engine/storage/postgres-invalidation.ts: what is cached, how
  * every write invalidates it on every node, and the worst-case staleness).
@@ -36,14 +39,15 @@
  */
 import pg from 'pg';
 import {
-  checkKey, resolveRange, TransactionConflictError,
+  checkKey, TransactionConflictError,
   type Entry, type ExclusiveOptions, type ExclusiveOutcome, type Keyspace, type MetadataStore, type MetadataTransaction,
-  type RangeOptions, type TransactOptions,
+  type RangeOptions, type RecordRef, type RecordValues, type TransactOptions,
 } from './metadata.js';
-import { BufferedWrites, REMOVED } from './pending-writes.js';
+import { Attempt } from './postgres-attempt.js';
 import { isRetryable, translate } from './postgres-errors.js';
 import { runExclusive, type LockConnection } from './postgres-exclusive.js';
-import { CHANNEL, Invalidation, type Notice } from './postgres-invalidation.js';
+import { Invalidation, type Notice } from './postgres-invalidation.js';
+import { cachedGet, cachedGetMany, getOn, rangeOn } from './postgres-reads.js';
 import { ReadCache, type ReadCacheLimits } from './read-cache.js';
 import { currentReadScope, enableReadScopes } from './read-scope.js';
 
@@ -81,130 +85,6 @@ const MIGRATIONS: readonly string[] = [
 
 /** Advisory lock id taken while migrating ("slipway" as hex digits, one bigint). */
 const MIGRATION_LOCK = 0x736c6970776179;
-
-/** A SELECT over one keyspace's range, with its parameters. */
-function rangeQuery(ks: Keyspace<unknown>, opts: RangeOptions | undefined): { text: string; values: unknown[] } | null {
-  const r = resolveRange(opts);
-  if (r.empty) return null;
-  const values: unknown[] = [ks.name];
-  let text = 'SELECT key, value FROM slipway_kv WHERE keyspace = $1';
-  if (r.start !== undefined) { values.push(r.start); text += ` AND key >= $${values.length}`; }
-  if (r.end !== undefined) { values.push(r.end); text += ` AND key < $${values.length}`; }
-  text += r.reverse ? ' ORDER BY key DESC' : ' ORDER BY key';
-  if (r.limit !== undefined) { values.push(r.limit); text += ` LIMIT $${values.length}`; }
-  return { text, values };
-}
-
-type Queryable = Pick<pg.PoolClient, 'query'>;
-
-async function getOn<V>(db: Queryable, ks: Keyspace<V>, k: string): Promise<V | undefined> {
-  checkKey(ks, k);
-  const res = await db.query({ name: 'slipway-get', text: 'SELECT value FROM slipway_kv WHERE keyspace = $1 AND key = $2', values: [ks.name, k] });
-  return res.rows.length === 0 ? undefined : (res.rows[0].value as V);
-}
-
-/** `get` for a cached keyspace: the record's JSON text (null when absent) — what the cache keeps. */
-async function getTextOn(db: Queryable, ks: Keyspace<unknown>, k: string): Promise<string | null> {
-  const res = await db.query({ name: 'slipway-get-text', text: 'SELECT value::text AS v FROM slipway_kv WHERE keyspace = $1 AND key = $2', values: [ks.name, k] });
-  return res.rows.length === 0 ? null : (res.rows[0].v as string);
-}
-
-/** `get` through the cache: a hit, or a read whose answer fills the cache (unless invalidated meanwhile). */
-async function cachedGet<V>(db: Queryable, cache: ReadCache, ks: Keyspace<V>, k: string): Promise<V | undefined> {
-  const hit = cache.lookup<V>(ks.name, k);
-  if (hit) return hit.value;
-  const ticket = cache.beginFill(ks.name, k);
-  let text: string | null;
-  try {
-    text = await getTextOn(db, ks, k);
-  } catch (e) {
-    cache.abandon();
-    throw e;
-  }
-  cache.fill(ticket, text);
-  return text === null ? undefined : (JSON.parse(text) as V);
-}
-
-async function rangeOn<V>(db: Queryable, ks: Keyspace<V>, opts: RangeOptions | undefined): Promise<Array<Entry<V>>> {
-  const q = rangeQuery(ks, opts);
-  if (!q) return [];
-  const res = await db.query(q);
-  return res.rows.map((row: { key: string; value: V }) => ({ key: row.key, value: row.value }));
-}
-
-/** One attempt of a transaction body on a connection inside BEGIN … COMMIT. */
-class Attempt extends BufferedWrites implements MetadataTransaction {
-  constructor(readonly client: pg.PoolClient) {
-    super();
-  }
-
-  async get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
-    checkKey(ks, k);
-    const pending = this.writes.lookup(ks, k);
-    if (pending) return pending.value;
-    return getOn(this.client, ks, k);
-  }
-
-  async range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {
-    const committed = await rangeOn(this.client, ks, this.writes.rangeLimitFor(ks, opts));
-    return this.writes.overlay(ks, committed, opts);
-  }
-
-  /**
-   * Applies the buffered writes in one statement: the upsert, the delete, and the cache
-   * invalidation notice (engine/storage/postgres-invalidation.ts) when the transaction wrote a
-   * cached keyspace. Returns that notice, or null.
-   */
-  async apply(inv: Invalidation): Promise<Notice | null> {
-    const put: [string[], string[], string[]] = [[], [], []];
-    const del: [string[], string[]] = [[], []];
-    const written: Array<readonly [string, string]> = [];
-    for (const { ks, entries } of this.writes.byKeyspace.values()) {
-      for (const [k, v] of entries) {
-        written.push([ks.name, k]);
-        if (v === REMOVED) { del[0].push(ks.name); del[1].push(k); }
-        else { put[0].push(ks.name); put[1].push(k); put[2].push(JSON.stringify(v)); }
-      }
-    }
-    if (written.length === 0) return null;
-    const notice = inv.noticeFor(written);
-    await this.client.query(applyStatement(put, del, notice));
-    return notice;
-  }
-}
-
-/**
- * The writes of one transaction as one statement: the upsert, the delete and the notification,
- * each only when there is one (data-modifying CTEs run whether or not the outer query reads them;
- * a key is never both put and deleted by one transaction). A part is left out rather than run
- * empty: under SERIALIZABLE, a delete planned as a scan of the table would take a predicate lock
- * on all of it and make every concurrent writer conflict.
- */
-function applyStatement(put: [string[], string[], string[]], del: [string[], string[]], notice: Notice | null): { name: string; text: string; values: unknown[] } {
-  const ctes: string[] = [];
-  const values: unknown[] = [];
-  let name = 'slipway-apply-';
-  if (put[0].length > 0) {
-    values.push(...put);
-    ctes.push(`put AS (INSERT INTO slipway_kv (keyspace, key, value)
-      SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[])
-      ON CONFLICT (keyspace, key) DO UPDATE SET value = excluded.value)`);
-    name += 'p';
-  }
-  if (del[0].length > 0) {
-    const n = values.length;
-    values.push(...del);
-    ctes.push(`del AS (DELETE FROM slipway_kv WHERE (keyspace, key) IN (SELECT * FROM unnest($${n + 1}::text[], $${n + 2}::text[])))`);
-    name += 'd';
-  }
-  let tail = 'SELECT 1';
-  if (notice) {
-    values.push(CHANNEL, notice.payload);
-    tail = `SELECT pg_notify($${values.length - 1}, $${values.length})`;
-    name += 'n';
-  }
-  return { name, text: `WITH ${ctes.join(', ')} ${tail}`, values };
-}
 
 /** The PostgreSQL implementation of the metadata contract. */
 export class PostgresMetadataStore implements MetadataStore {
@@ -323,6 +203,21 @@ export class PostgresMetadataStore implements MetadataStore {
       // A cached keyspace, and the cache confirmed fresh by the read barrier: the cache.
       if (ReadCache.caches(ks.name) && inv.usable && (checkKey(ks, k), await this.#fresh(inv))) return await cachedGet(this.pool, inv.cache, ks, k);
       return await getOn(this.pool, ks, k);
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+
+  /**
+   * Cached keyspaces' records from the cache when it is usable and fresh (one barrier for the
+   * call), every other key in one statement.
+   */
+  async getMany<const R extends ReadonlyArray<RecordRef<unknown>>>(refs: R): Promise<RecordValues<R>> {
+    const inv = this.#inv;
+    try {
+      for (const [ks, k] of refs) checkKey(ks, k);
+      const cached = inv.usable && refs.some(([ks]) => ReadCache.caches(ks.name)) && (await this.#fresh(inv));
+      return (await cachedGetMany(this.pool, cached ? inv.cache : null, refs)) as RecordValues<R>;
     } catch (e) {
       throw translate(e);
     }

@@ -5,7 +5,7 @@
  * answer — a revoked token is refused by B at the very next request, a re-pointed tag serves the
  * new manifest, a deleted manifest is gone, a team's third-party switch applies at once; a race
  * of B's reads against A's writes never shows a tag older than the last write acknowledged
- * before the read started; and with B's listening session killed, B bypasses its cache (still
+ * before the read started (also for a multi-key `getMany`); and with B's listening session killed, B bypasses its cache (still
  * answering correctly) until it has listened again.
  */
 import t from 'tap';
@@ -176,6 +176,23 @@ t.test('read cache across two nodes', { skip }, async (t) => {
     await a.server.store.metadata.transact((tx) => { for (let i = 0; i < 200; i++) tx.put(tags, `cache-app/nobody\x1ftag-${i}-${'x'.repeat(40)}`, { digest: img.digest }); });
     await waitFor('B forgot everything', () => listener(b).cache.size === 0 || listener(b).cache.lookup('tags', 'cache-app/web\x1fbig') === null);
     t.equal((await getOnB('big')).headers['docker-content-digest'], img.digest, 'and reads afresh');
+  });
+
+  t.test("getMany on B: cached records from the cache, the rest in one read, never older than A's acknowledged writes", async (t) => {
+    const tags = storedKeyspace('tags');
+    const uncached = storedKeyspace('contract-rows');
+    const store = b.server.store.metadata;
+    const hits = listener(b).cache.stats.hits;
+    for (let round = 0; round < 10; round++) {
+      const img = await pushNew('many');
+      const before = listener(b).cache.stats.hits;
+      const [tag, absent, other] = await store.getMany([[tags, 'cache-app/web\x1fmany'], [tags, 'cache-app/web\x1fnever'], [uncached, `round-${round}`]] as const);
+      t.same([(tag as { digest?: string } | undefined)?.digest, absent, other], [img.digest, undefined, undefined], `round ${round}: the tag A just moved, the absent ones absent`);
+      const again = await store.getMany([[tags, 'cache-app/web\x1fmany'], [tags, 'cache-app/web\x1fnever']] as const);
+      t.equal((again[0] as { digest?: string } | undefined)?.digest, img.digest, 'read again: the same');
+      t.ok(listener(b).cache.stats.hits >= before + 2, 'the second read came from the cache');
+    }
+    t.ok(listener(b).cache.stats.hits > hits, 'B answered from its cache');
   });
 
   t.test('a write on B is seen by A at once', async (t) => {

@@ -8,7 +8,7 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import { engineFixture } from '../helpers/engine.js';
-import { key, type Keyspace, type MetadataReader } from '../../engine/storage/metadata.js';
+import { getEach, key, type Keyspace, type MetadataReader, type RecordRef } from '../../engine/storage/metadata.js';
 import { apps, memberships, teams } from '../../engine/platform/keyspaces.js';
 import { clients } from '../../engine/oauth/keyspaces.js';
 import { repositories } from '../../engine/registry/keyspaces.js';
@@ -24,6 +24,9 @@ class CountingReader implements MetadataReader {
   get<V>(ks: Keyspace<V>, k: string) {
     this.gets.set(ks.name, (this.gets.get(ks.name) ?? 0) + 1);
     return this.inner.get(ks, k);
+  }
+  getMany<const R extends ReadonlyArray<RecordRef<unknown>>>(refs: R) {
+    return getEach(this, refs);
   }
   range<V>(ks: Keyspace<V>, opts?: Parameters<MetadataReader['range']>[1]) {
     return this.inner.range(ks, opts);

@@ -90,7 +90,8 @@ export interface PushOutcome { acked: boolean; attempts: number; last: string }
  * Pushes an image the way docker does (HEAD each blob, upload the missing ones, PUT the
  * manifest); when the PUT answers MANIFEST_BLOB_UNKNOWN (GC removed a blob between its upload
  * and the PUT, engine/registry/gc.ts) the client starts over, and after a 503 it waits the
- * Retry-After and sends again (as docker and containerd do), up to `attempts` times in all.
+ * Retry-After and sends again (as docker and containerd do), up to `attempts` times in all; a
+ * blob upload answered 503 is sent once more after its Retry-After.
  */
 export async function pushWithRetry(target: Target, repo: string, tag: string, img: MemImage, attempts = 10): Promise<PushOutcome> {
   let last = '';
@@ -98,7 +99,14 @@ export async function pushWithRetry(target: Target, repo: string, tag: string, i
     for (const blob of img.blobs) {
       const head = await http('HEAD', `${target.registry}/v2/${repo}/blobs/${sha256(blob)}`, { headers: target.auth });
       if (head.status === 200) continue;
-      const r = await pushBlob(target, repo, blob);
+      let r = await pushBlob(target, repo, blob);
+      // A 503 with Retry-After (the upload's transaction kept conflicting, e.g. with GC taking
+      // the same blob's record; nothing was recorded): wait as told and upload again, once.
+      const retryAfter = r.status === 503 ? Number(r.headers['retry-after']) : NaN;
+      if (retryAfter > 0) {
+        await new Promise((done) => setTimeout(done, retryAfter * 1000));
+        r = await pushBlob(target, repo, blob);
+      }
       if (r.status !== 201) throw new Error(`blob upload ${r.status} ${r.text}`);
     }
     const m = await putManifest(target, repo, tag, img.manifest);

@@ -1,6 +1,6 @@
 /**
  * The metadata contract's test suite (engine/storage/metadata.ts), one function run against
- * every implementation: records, ordered ranges, read-your-writes, atomicity, serializable
+ * every implementation: records, ordered ranges, multi-key reads (`getMany`), read-your-writes, atomicity, serializable
  * isolation under concurrent transactions (lost updates, write skew, phantoms), retries and
  * their limit, durability across a reopen, key limits, exclusive locks, and the refusal of values
  * that are not plain JSON-representable data (so no domain can store what one backend could not hold).
@@ -8,7 +8,7 @@
 import { isSlipwayError } from '../../engine/errors.js';
 import type { Test } from 'tap';
 import {
-  keyspace, key, MAX_KEY_BYTES, readMaybe, TransactionConflictError,
+  keyspace, key, MAX_KEY_BYTES, prefetch, readMaybe, TransactionConflictError,
   type Keyspace, type MetadataReader, type MetadataStore, type MetadataTransaction,
 } from '../../engine/storage/metadata.js';
 import { isPromise } from '../../engine/maybe-sync.js';
@@ -153,6 +153,65 @@ export function metadataContractSuite(t: Test, target: ContractTarget): void {
     const tooLong = 'é'.repeat(MAX_KEY_BYTES / 2 + 1);
     if (store.getNow) t.throws(() => store.getNow!(rows, tooLong), RangeError, 'getNow throws for a bad key');
     await t.rejects(async () => readMaybe(store, rows, tooLong), RangeError, 'readMaybe refuses a bad key');
+  });
+
+  t.test('getMany: several keyspaces in one read, in order, absent and repeated keys, own writes', async (t) => {
+    await store.transact((tx) => { tx.put(things, 'many-1', { n: 1 }); tx.put(rows, 'many-2', 'two'); tx.put(counters, 'many-3', 3); });
+    const refs = [[things, 'many-1'], [rows, 'many-2'], [counters, 'many-absent'], [counters, 'many-3'], [things, 'many-1']] as const;
+    const outside = await store.getMany(refs);
+    t.same(outside, [{ n: 1 }, 'two', undefined, 3, { n: 1 }], 'what get gives for each, in the order asked');
+    t.not(outside[0], outside[4], 'a repeated key gives two values, not one shared object');
+    t.same(await store.getMany([]), [], 'no keys, no values');
+    const inside = await store.transact(async (tx) => {
+      tx.put(rows, 'many-2', 'changed');
+      tx.remove(counters, 'many-3');
+      const first = await tx.getMany(refs);
+      first[0]!.n = 99;
+      return { first, again: await tx.get(things, 'many-1'), twice: await tx.getMany(refs) };
+    });
+    t.same(inside.first, [{ n: 99 }, 'changed', undefined, undefined, { n: 1 }], 'inside a transaction: its own puts and removes');
+    t.same(inside.again, { n: 1 }, 'a later get gives the record read, not the object the caller changed');
+    t.same(inside.twice, [{ n: 1 }, 'changed', undefined, undefined, { n: 1 }], 'reading the keys again gives the same answers');
+    const ahead = await store.transact(async (tx) => {
+      tx.put(rows, 'many-2', 'again');
+      await prefetch(tx, refs);
+      return [await tx.get(things, 'many-1'), await tx.get(rows, 'many-2'), await tx.get(counters, 'many-absent')];
+    });
+    t.same(ahead, [{ n: 1 }, 'again', undefined], 'gets after a prefetch: the same answers as without it');
+    const tooLong = 'é'.repeat(MAX_KEY_BYTES / 2 + 1);
+    await t.rejects(store.getMany([[rows, 'many-2'], [rows, tooLong]]), RangeError, 'a bad key rejects outside');
+    await t.rejects(store.transact((tx) => tx.getMany([[rows, ''], [rows, 'many-2']])), RangeError, 'and inside a transaction');
+  });
+
+  t.test('getMany reads count for serializability: no lost update, no write skew (random timing)', async (t) => {
+    const n = 30;
+    await Promise.all(Array.from({ length: n }, async (_, i) => {
+      await jitter(Math.floor(random() * 4));
+      await store.transact(async (tx) => {
+        // Both counters in one getMany, then one of them again by get (PostgreSQL answers it
+        // from what the getMany read): the increment uses the get, the sum the getMany.
+        const [a, b] = await tx.getMany([[counters, 'gm-a'], [counters, 'gm-b']]);
+        await jitter(Math.floor(random() * 3));
+        const mine = i % 2 ? 'gm-a' : 'gm-b';
+        tx.put(counters, mine, ((await tx.get(counters, mine)) ?? 0) + 1);
+        tx.put(counters, 'gm-sum', (a ?? 0) + (b ?? 0) + 1);
+      }, { maxAttempts: 1000 });
+    }));
+    const [a, b, sum] = await store.getMany([[counters, 'gm-a'], [counters, 'gm-b'], [counters, 'gm-sum']]);
+    t.same([a, b, sum], [n / 2, n / 2, n], 'every increment counted, and the sum of both agrees');
+    for (let round = 0; round < 15; round++) {
+      const x = key('gm-oncall', String(round), 'x');
+      const y = key('gm-oncall', String(round), 'y');
+      await store.transact((tx) => { tx.put(counters, x, 1); tx.put(counters, y, 1); });
+      const goOff = (mine: string) => store.transact(async (tx) => {
+        const [vx, vy] = await tx.getMany([[counters, x], [counters, y]]);
+        await jitter(Math.floor(random() * 3));
+        if (vx === 1 && vy === 1) tx.put(counters, mine, 0);
+      }, { maxAttempts: 1000 });
+      await Promise.all([goOff(x), goOff(y)]);
+      const [vx, vy] = await store.getMany([[counters, x], [counters, y]]);
+      t.equal((vx ?? 0) + (vy ?? 0), 1, `round ${round}: exactly one still on call`);
+    }
   });
 
   t.test('concurrent read-modify-write loses no update', async (t) => {

@@ -1,0 +1,115 @@
+/**
+ * The read statements of the PostgreSQL metadata store (engine/storage/postgres-metadata.ts),
+ * on any connection: in a transaction or on the pool. Every read is one statement; `getMany` is
+ * one statement for any number of keys.
+ *
+ * Every key lookup is an index probe of the primary key `(keyspace, key)`, never a scan of the
+ * table: under SERIALIZABLE, PostgreSQL's predicate locks follow the plan, and a sequential scan
+ * would lock the whole relation, making every concurrent writer conflict with the reader. The
+ * multi-key read therefore looks each key up in a correlated subquery (one probe per key)
+ * rather than joining the key list to the table, which the planner may answer with a scan.
+ */
+import type pg from 'pg';
+import { checkKey, resolveRange, type Entry, type Keyspace, type RangeOptions, type RecordRef } from './metadata.js';
+import { ReadCache } from './read-cache.js';
+
+/** What reads need of a connection or the pool. */
+export type Queryable = Pick<pg.PoolClient, 'query'>;
+
+/** A SELECT over one keyspace's range, with its parameters; null when nothing can match. */
+function rangeQuery(ks: Keyspace<unknown>, opts: RangeOptions | undefined): { text: string; values: unknown[] } | null {
+  const r = resolveRange(opts);
+  if (r.empty) return null;
+  const values: unknown[] = [ks.name];
+  let text = 'SELECT key, value FROM slipway_kv WHERE keyspace = $1';
+  if (r.start !== undefined) { values.push(r.start); text += ` AND key >= $${values.length}`; }
+  if (r.end !== undefined) { values.push(r.end); text += ` AND key < $${values.length}`; }
+  text += r.reverse ? ' ORDER BY key DESC' : ' ORDER BY key';
+  if (r.limit !== undefined) { values.push(r.limit); text += ` LIMIT $${values.length}`; }
+  return { text, values };
+}
+
+/** The value at `k` (one statement). @throws RangeError for a bad key; the driver's errors. */
+export async function getOn<V>(db: Queryable, ks: Keyspace<V>, k: string): Promise<V | undefined> {
+  checkKey(ks, k);
+  const res = await db.query({ name: 'slipway-get', text: 'SELECT value FROM slipway_kv WHERE keyspace = $1 AND key = $2', values: [ks.name, k] });
+  return res.rows.length === 0 ? undefined : (res.rows[0].value as V);
+}
+
+/**
+ * The JSON text of each record of `refs` (null where absent), in their order, in one statement
+ * (the keys must have been checked). Text rather than parsed values: the read cache keeps text,
+ * and a transaction remembers what it read as text so that no two of its reads share an object.
+ */
+export async function getTextsOn(db: Queryable, refs: ReadonlyArray<RecordRef<unknown>>): Promise<Array<string | null>> {
+  if (refs.length === 0) return [];
+  if (refs.length === 1) return [await getTextOn(db, refs[0]![0], refs[0]![1])];
+  const res = await db.query({
+    name: 'slipway-get-many',
+    text: `SELECT (SELECT value::text FROM slipway_kv WHERE keyspace = u.ks AND key = u.k) AS v
+           FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(ks, k, i) ORDER BY u.i`,
+    values: [refs.map((r) => r[0].name), refs.map((r) => r[1])],
+  });
+  return res.rows.map((row: { v: string | null }) => row.v);
+}
+
+/** `get` for a cached keyspace: the record's JSON text (null when absent) — what the cache keeps. */
+async function getTextOn(db: Queryable, ks: Keyspace<unknown>, k: string): Promise<string | null> {
+  const res = await db.query({ name: 'slipway-get-text', text: 'SELECT value::text AS v FROM slipway_kv WHERE keyspace = $1 AND key = $2', values: [ks.name, k] });
+  return res.rows.length === 0 ? null : (res.rows[0].v as string);
+}
+
+/** `get` through the cache: a hit, or a read whose answer fills the cache (unless invalidated meanwhile). */
+export async function cachedGet<V>(db: Queryable, cache: ReadCache, ks: Keyspace<V>, k: string): Promise<V | undefined> {
+  const hit = cache.lookup<V>(ks.name, k);
+  if (hit) return hit.value;
+  const ticket = cache.beginFill(ks.name, k);
+  let text: string | null;
+  try {
+    text = await getTextOn(db, ks, k);
+  } catch (e) {
+    cache.abandon();
+    throw e;
+  }
+  cache.fill(ticket, text);
+  return text === null ? undefined : (JSON.parse(text) as V);
+}
+
+/**
+ * `getMany` outside a transaction (keys checked): each key of a cached keyspace that the cache
+ * holds from it (`cache` given: the caller passed the read barrier), every other key read in one
+ * statement, whose answers fill the cache like `cachedGet`'s.
+ */
+export async function cachedGetMany(db: Queryable, cache: ReadCache | null, refs: ReadonlyArray<RecordRef<unknown>>): Promise<unknown[]> {
+  const out: unknown[] = new Array(refs.length);
+  const missed: number[] = [];
+  for (let i = 0; i < refs.length; i++) {
+    const [ks, k] = refs[i]!;
+    const hit = cache && ReadCache.caches(ks.name) ? cache.lookup(ks.name, k) : null;
+    if (hit) out[i] = hit.value;
+    else missed.push(i);
+  }
+  if (missed.length === 0) return out;
+  const tickets = missed.map((i) => (cache && ReadCache.caches(refs[i]![0].name) ? cache.beginFill(refs[i]![0].name, refs[i]![1]) : null));
+  let texts: Array<string | null>;
+  try {
+    texts = await getTextsOn(db, missed.map((i) => refs[i]!));
+  } catch (e) {
+    for (const t of tickets) if (t) cache!.abandon();
+    throw e;
+  }
+  missed.forEach((i, n) => {
+    const text = texts[n]!;
+    if (tickets[n]) cache!.fill(tickets[n]!, text);
+    out[i] = text === null ? undefined : JSON.parse(text);
+  });
+  return out;
+}
+
+/** The entries of a range (one statement). */
+export async function rangeOn<V>(db: Queryable, ks: Keyspace<V>, opts: RangeOptions | undefined): Promise<Array<Entry<V>>> {
+  const q = rangeQuery(ks, opts);
+  if (!q) return [];
+  const res = await db.query(q);
+  return res.rows.map((row: { key: string; value: V }) => ({ key: row.key, value: row.value }));
+}

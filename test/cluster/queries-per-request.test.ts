@@ -1,0 +1,72 @@
+/**
+ * Database statements per request of a warm push on PostgreSQL (docs/deployment.md "Capacity"):
+ * one in-process node on a real PostgreSQL with its read cache, an image pushed once, then a warm
+ * push as docker sends it (HEAD of each blob, PUT of the manifest under a new tag). Every
+ * statement any connection of the process sends is counted by wrapping the driver's `query`.
+ * The blob HEADs are answered by the read cache (only the read barrier's round trip on the
+ * listening connection, engine/storage/postgres-invalidation.ts); the manifest PUT's checks too,
+ * and its transaction costs BEGIN, one read of every record it needs (`getMany`), one write
+ * statement and COMMIT: four statements, whatever the number of layers.
+ */
+import t from 'tap';
+import pg from 'pg';
+import { randomBytes } from 'node:crypto';
+import { PostgresMetadataStore } from '../../engine/storage/postgres-metadata.js';
+import { startPostgres, postgresSkip } from '../helpers/postgres.js';
+import { startInProcess } from '../helpers/harness.js';
+import { memImage, pushWithRetry } from '../helpers/cluster.js';
+import { basic, createApp, http } from '../helpers/http.js';
+import { putManifest } from '../helpers/registry.js';
+import { sha256 } from '../helpers/image.js';
+
+const skip = postgresSkip();
+
+/** What one statement was: the read barrier, or a statement of the store (its name, or its first words). */
+function kindOf(args: unknown[]): string {
+  const q = args[0] as string | { name?: string; text?: string };
+  const text = typeof q === 'string' ? q : q.name ?? q.text ?? '?';
+  return text.startsWith('SELECT pg_notify') ? 'barrier' : text.split(/\s+/).slice(0, 3).join(' ');
+}
+
+t.test('a warm push costs one write transaction of four statements', { skip }, async (t) => {
+  const db = await startPostgres();
+  t.teardown(() => db.stop());
+  const node = await startInProcess({ metadata: () => PostgresMetadataStore.open({ connectionString: db.connectionString }) });
+  t.teardown(() => node.stop());
+  const auth = basic('_', node.operator.apiKey);
+  await createApp(node.api, node.operator.apiKey, 'queries');
+  const repo = 'queries/web';
+  const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config: { Env: ['N=1'] }, rootfs: { type: 'layers', diff_ids: [] } }));
+  const img = memImage(config, [randomBytes(2000), randomBytes(3000), randomBytes(4000)]);
+  const first = await pushWithRetry({ registry: node.urls.registry, auth }, repo, 'v0', img);
+  t.ok(first.acked, `first push ${first.last}`);
+
+  const seen: string[] = [];
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    seen.push(kindOf(args));
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+  t.teardown(() => { pg.Client.prototype.query = query; });
+  const counted = async (what: () => Promise<{ status: number }>, status: number) => {
+    seen.length = 0;
+    t.equal((await what()).status, status);
+    const statements = seen.filter((k) => k !== 'barrier');
+    return { statements, barriers: seen.length - statements.length };
+  };
+
+  // Round 0 follows the first push, whose commit evicted the records it changed (the blob
+  // records' references, the manifest): its reads fill the cache again. Rounds 1-3: steady state.
+  for (let round = 0; round <= 3; round++) {
+    for (const blob of img.blobs) {
+      const head = await counted(() => http('HEAD', `${node.urls.registry}/v2/${repo}/blobs/${sha256(blob)}`, { headers: auth }), 200);
+      if (round > 0) t.same(head.statements, [], `round ${round}: a blob HEAD sends no statement (read cache)`);
+      t.ok(head.barriers <= 2, 'at most its read barrier (and a heartbeat)');
+    }
+    const put = await counted(() => putManifest({ registry: node.urls.registry, auth }, repo, `v${round + 1}`, img.manifest), 201);
+    t.comment(`round ${round}: manifest PUT statements ${JSON.stringify(put.statements)}, barriers ${put.barriers}`);
+    const transaction = put.statements.slice(put.statements.indexOf('BEGIN ISOLATION LEVEL'));
+    t.same(transaction, ['BEGIN ISOLATION LEVEL', 'slipway-get-many', 'slipway-apply-pn', 'COMMIT'], `round ${round}: the manifest PUT's transaction`);
+    if (round > 0) t.equal(put.statements.length, transaction.length, `round ${round}: and nothing else (the checks before it read the cache)`);
+  }
+});
