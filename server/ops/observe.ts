@@ -38,6 +38,8 @@ class ObservedExchange implements Exchange {
   bytesOut = 0;
   /** Set by request-info.ts `noteCaller`. */
   caller: CallerIds | undefined = undefined;
+  /** Set by request-info.ts `noteRoute`: the route pattern the dispatcher matched. */
+  route: string | undefined = undefined;
   /** The client address, read just before responding when `wantAddress` (it costs a uWS call). */
   client = '';
   readonly #inner: Exchange;
@@ -121,7 +123,7 @@ function report(host: HostName, ex: ObservedExchange, started: number, obs: Obse
   tracker.end();
   metrics.inFlight[host]!--;
   const seconds = (performance.now() - started) / 1000;
-  const route = routeTemplate(host, ex.path);
+  const route = routeTemplate(host, ex.path, ex.route);
   const status = ex.aborted && !ex.responded ? 0 : ex.status;
   const series = host + ' ' + route;
   const method = METHODS.has(ex.method) ? ex.method : 'other';
