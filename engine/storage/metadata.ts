@@ -100,7 +100,8 @@ export const KEY_SEPARATOR = '\x1f';
 
 /** Joins key parts with the separator (two parts, the hot reads' case, without building an array). */
 export function key(...parts: string[]): string {
-  return parts.length === 2 ? parts[0]! + KEY_SEPARATOR + parts[1]! : parts.join(KEY_SEPARATOR);
+  // `?? ''` as join treats a missing part (null/undefined from an untyped caller)
+  return parts.length === 2 ? (parts[0] ?? '') + KEY_SEPARATOR + (parts[1] ?? '') : parts.join(KEY_SEPARATOR);
 }
 
 /** Splits a multi-part key into its parts. */
