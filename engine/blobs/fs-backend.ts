@@ -40,6 +40,9 @@ import { FsReader, PullHeat } from './fs-reader.js';
 import type { BlobBackendSpec } from './backend-spec.js';
 import { inlineHash, lostHash, type HashFactory } from './running-hash.js';
 
+/** `statSync` options: a missing file is undefined, not a throw. */
+const NO_THROW = { throwIfNoEntry: false } as const;
+
 /** Options of the filesystem backend. */
 export interface FsBackendOptions {
   /**
@@ -100,6 +103,8 @@ function pidAlive(pid: number): boolean {
 export class FsBlobBackend implements BlobBackend {
   readonly kind = 'fs';
   readonly #data: string;
+  /** `dataDir` normalized, ending in a separator: blob paths are this + `blobKey` (a clean relative key), no `join` per HEAD. */
+  readonly #dataPrefix: string;
   readonly #uploads: string;
   readonly #trash: string;
   readonly #locks = new DigestLocks();
@@ -113,6 +118,7 @@ export class FsBlobBackend implements BlobBackend {
 
   constructor(dataDir: string, options: FsBackendOptions = {}) {
     this.#data = dataDir;
+    this.#dataPrefix = join(dataDir, '/');
     this.#uploads = join(dataDir, 'uploads');
     this.#trash = join(dataDir, 'blobs', 'gc-trash');
     this.newHash = options.newHash ?? inlineHash;
@@ -129,7 +135,7 @@ export class FsBlobBackend implements BlobBackend {
   }
 
   #blobPath(digest: Digest): string {
-    return join(this.#data, blobKey(digest));
+    return this.#dataPrefix + blobKey(digest);
   }
 
   #sessionPath(id: string): string {
@@ -178,7 +184,7 @@ export class FsBlobBackend implements BlobBackend {
   }
 
   statSync(digest: Digest): BlobStat | undefined {
-    const st = statSync(this.#blobPath(digest), { throwIfNoEntry: false });
+    const st = statSync(this.#blobPath(digest), NO_THROW);
     return st && statOf(digest, st);
   }
 

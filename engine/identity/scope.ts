@@ -44,9 +44,12 @@ export function isScope(s: string): s is Scope {
   return (SCOPES as readonly string[]).includes(s);
 }
 
-/** True when any scope in `scope` grants `need`. */
+/** GRANTS as sets, by scope name (built once: `allows` runs on every authenticated request). */
+const GRANTED = new Map<string, ReadonlySet<Need>>(SCOPES.map((s) => [s, new Set(GRANTS[s])]));
+
+/** True when any scope in `scope` grants `need` (unknown scope names grant nothing). */
 export function allows(scope: readonly string[], need: Need): boolean {
-  for (const s of scope) if (isScope(s) && GRANTS[s].includes(need)) return true;
+  for (const s of scope) if (GRANTED.get(s)?.has(need)) return true;
   return false;
 }
 

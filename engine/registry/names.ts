@@ -22,11 +22,28 @@ export interface RepositoryName {
   processType: string;
 }
 
+/** Valid names parsed so far (a pure function of the name; bounded: cleared when full). */
+const parsedNames = new Map<string, Readonly<RepositoryName>>();
+const PARSED_NAMES_KEPT = 4096;
+
 /**
- * Parses `<app>/<process-type>`.
+ * Parses `<app>/<process-type>`. Every registry request of a repository parses its name, so
+ * valid names are kept (the same frozen object is returned for the same name; invalid names
+ * are checked each time and never kept).
  * @throws NAME_INVALID with a message saying which rule the name breaks.
  */
-export function parseRepositoryName(name: string): RepositoryName {
+export function parseRepositoryName(name: string): Readonly<RepositoryName> {
+  let parsed = parsedNames.get(name);
+  if (parsed === undefined) {
+    parsed = Object.freeze(checkRepositoryName(name));
+    if (parsedNames.size >= PARSED_NAMES_KEPT) parsedNames.clear();
+    parsedNames.set(name, parsed);
+  }
+  return parsed;
+}
+
+/** `parseRepositoryName` without the memory. */
+function checkRepositoryName(name: string): RepositoryName {
   checkIdentifier('repository', name, 'NAME_INVALID');
   const parts = name.split('/');
   if (!parts.every((p) => COMPONENT.test(p))) {

@@ -12,7 +12,7 @@
 import type { BodySink, ByteSource, Exchange, Handler, ResponseHeaders } from '../http/exchange.js';
 import { collectBody } from '../http/exchange.js';
 import type { Logger } from '../log.js';
-import { statusClass, type Metrics } from './metrics.js';
+import { statusClass, type HistogramSeries, type Metrics } from './metrics.js';
 import { routeTemplate, type HostName } from './routes.js';
 import { callerOf, type CallerIds } from './request-info.js';
 import type { RequestTracker } from './drain.js';
@@ -38,6 +38,8 @@ class ObservedExchange implements Exchange {
   bytesOut = 0;
   /** Set by request-info.ts `noteCaller`. */
   caller: CallerIds | undefined = undefined;
+  /** Set by request-info.ts `noteRoute`: the route pattern the dispatcher matched. */
+  route: string | undefined = undefined;
   /** The client address, read just before responding when `wantAddress` (it costs a uWS call). */
   client = '';
   readonly #inner: Exchange;
@@ -99,6 +101,7 @@ class ObservedExchange implements Exchange {
  */
 export function observe(host: HostName, handler: Handler, onError: (ex: Exchange, e: unknown) => void, obs: Observers): Handler {
   const { metrics, log, tracker } = obs;
+  const series = new HostSeries(host, metrics);
   return (inner) => {
     const started = performance.now();
     const level0 = obs.accessLogLevel;
@@ -109,33 +112,90 @@ export function observe(host: HostName, handler: Handler, onError: (ex: Exchange
     try {
       done = tryMaybe(() => handler(ex), (e) => onError(ex, e));
     } finally {
-      if (!isPromise(done)) report(host, ex, started, obs);
+      if (!isPromise(done)) report(series, ex, started, obs);
     }
-    return isPromise(done) ? done.finally(() => report(host, ex, started, obs)) : undefined;
+    return isPromise(done) ? done.finally(() => report(series, ex, started, obs)) : undefined;
   };
 }
 
+/** The metric series of one route template on one host, built on first use and kept (labels are bounded). */
+interface RouteSeries {
+  received: { n: number };
+  sent: { n: number };
+  /** request-duration series by method label, then status class. */
+  durations: Map<string, Map<string, HistogramSeries>>;
+}
+
+/**
+ * The metric series of one host (one per `observe`), by route template and by credential
+ * scheme and result: a request's metrics cost a few look-ups of constant strings, no key
+ * building and no label objects.
+ */
+class HostSeries {
+  readonly #routes = new Map<string, RouteSeries>();
+  /** Token-check series by scheme (SCHEMES index × 2) + rejected. */
+  readonly #checks: Array<{ n: number } | undefined> = [];
+  constructor(readonly host: HostName, readonly metrics: Metrics) {}
+
+  /** The series of `route` (created the first time). */
+  route(route: string): RouteSeries {
+    let r = this.#routes.get(route);
+    if (!r) {
+      const key = this.host + ' ' + route;
+      const labels = { host: this.host, route };
+      this.#routes.set(route, r = { received: this.metrics.receivedBytes.series(key, labels), sent: this.metrics.sentBytes.series(key, labels), durations: new Map() });
+    }
+    return r;
+  }
+
+  /** The request-duration series of `r` (the series of `route`) for `method` and `status` (a status class). */
+  duration(r: RouteSeries, route: string, method: string, status: string): HistogramSeries {
+    let byStatus = r.durations.get(method);
+    if (!byStatus) r.durations.set(method, byStatus = new Map());
+    let d = byStatus.get(status);
+    if (!d) byStatus.set(status, d = this.metrics.requestDuration.series(this.host + ' ' + route + ' ' + method + ' ' + status, { host: this.host, route, method, status }));
+    return d;
+  }
+
+  /** The token-check series of `scheme` and `result` (created the first time). */
+  check(scheme: Scheme, rejected: boolean): { n: number } {
+    const i = SCHEMES.indexOf(scheme) * 2 + (rejected ? 1 : 0);
+    let c = this.#checks[i];
+    if (!c) {
+      const result = rejected ? 'rejected' : 'ok';
+      this.#checks[i] = c = this.metrics.tokenChecks.series(this.host + ' ' + scheme + ' ' + result, { host: this.host, scheme, result });
+    }
+    return c;
+  }
+}
+
+/** The credential schemes the token-check metric tells apart. */
+const SCHEMES = ['basic', 'bearer', 'other'] as const;
+type Scheme = typeof SCHEMES[number];
+
+/** The scheme label of an Authorization header (scheme names are case-insensitive, RFC 9110 §11.1). */
+function schemeOf(auth: string): Scheme {
+  if ((auth.charCodeAt(0) | 0x20) !== 0x62 /* b */) return 'other';
+  const prefix = auth.slice(0, 7).toLowerCase();
+  return prefix.startsWith('basic ') ? 'basic' : prefix === 'bearer ' ? 'bearer' : 'other';
+}
+
 /** The end of a request: the in-flight counts, the request metrics and the access-log line. */
-function report(host: HostName, ex: ObservedExchange, started: number, obs: Observers): void {
+function report(series: HostSeries, ex: ObservedExchange, started: number, obs: Observers): void {
   const { metrics, log, tracker } = obs;
+  const host = series.host;
   tracker.end();
   metrics.inFlight[host]!--;
   const seconds = (performance.now() - started) / 1000;
-  const route = routeTemplate(host, ex.path);
+  const route = routeTemplate(host, ex.path, ex.route);
   const status = ex.aborted && !ex.responded ? 0 : ex.status;
-  const series = host + ' ' + route;
   const method = METHODS.has(ex.method) ? ex.method : 'other';
-  const statusLabel = statusClass(status);
-  metrics.requestDuration.observe(series + ' ' + method + ' ' + statusLabel, () => ({ host, route, method, status: statusLabel }), seconds);
-  if (ex.bytesIn > 0) metrics.receivedBytes.add(series, () => ({ host, route }), ex.bytesIn);
-  if (ex.bytesOut > 0) metrics.sentBytes.add(series, () => ({ host, route }), ex.bytesOut);
+  const r = series.route(route);
+  metrics.requestDuration.observeSeries(series.duration(r, route, method, statusClass(status)), seconds);
+  r.received.n += ex.bytesIn;
+  r.sent.n += ex.bytesOut;
   const auth = ex.header('authorization');
-  if (auth) {
-    const prefix = auth.slice(0, 7).toLowerCase();
-    const scheme = prefix.startsWith('basic ') ? 'basic' : prefix === 'bearer ' ? 'bearer' : 'other';
-    const result = status === 401 ? 'rejected' : 'ok';
-    metrics.tokenChecks.add(host + ' ' + scheme + ' ' + result, () => ({ host, scheme, result }), 1);
-  }
+  if (auth) series.check(schemeOf(auth), status === 401).n++;
   if (status === 429) metrics.rateLimited.inc();
   // A 500 is a fault; other 5xx are answers the server gives on purpose (503 while a CLI
   // login is pending, the upload memory budget spent, draining): worth a warning, not an error.

@@ -10,8 +10,8 @@ export interface CallerIds {
   authorizationId?: string | null;
 }
 
-/** An exchange with a slot for its caller (server/ops/observe.ts declares it up front). */
-type Noted = Exchange & { caller?: CallerIds };
+/** An exchange with slots for its caller and route (server/ops/observe.ts declares them up front). */
+type Noted = Exchange & { caller?: CallerIds; route?: string };
 
 /** Notes the authenticated caller of `ex` on the exchange itself (a field, cheaper than a WeakMap). */
 export function noteCaller(ex: Exchange, caller: CallerIds): void {
@@ -21,4 +21,18 @@ export function noteCaller(ex: Exchange, caller: CallerIds): void {
 /** The caller noted for `ex`, if any. */
 export function callerOf(ex: Exchange): CallerIds | undefined {
   return (ex as Noted).caller;
+}
+
+/**
+ * Notes the route pattern the host's dispatcher matched for `ex.path` (a registry pattern such as
+ * `/v2/:name/blobs/:digest`), so the access log and metrics label the request without matching
+ * its path a second time (server/ops/routes.ts `routeTemplate`).
+ */
+export function noteRoute(ex: Exchange, pattern: string): void {
+  (ex as Noted).route = pattern;
+}
+
+/** The route pattern noted for `ex`, if any. */
+export function routeOf(ex: Exchange): string | undefined {
+  return (ex as Noted).route;
 }

@@ -17,18 +17,26 @@ const registryTemplates = new Map<string, string>();
  * Template of a registry (and upload host) path: its REGISTRY_ROUTES pattern with `:param`
  * written `<param>` (`/v2/<name>/referrers/<digest>`).
  */
-function registryTemplate(path: string): string {
-  const m = matchRegistryPath(path);
-  if (!m) return 'unmatched';
-  let template = registryTemplates.get(m.pattern);
-  if (template === undefined) registryTemplates.set(m.pattern, template = m.pattern.replace(/:([a-z]+)/g, '<$1>'));
+function registryTemplate(path: string, pattern: string | undefined): string {
+  if (pattern === undefined) {
+    const m = matchRegistryPath(path);
+    if (!m) return 'unmatched';
+    pattern = m.pattern;
+  }
+  let template = registryTemplates.get(pattern);
+  if (template === undefined) registryTemplates.set(pattern, template = pattern.replace(/:([a-z]+)/g, '<$1>'));
   return template;
 }
 
-/** The route template of `path` on `host`; `unmatched` for paths no route serves. */
-export function routeTemplate(host: HostName, path: string): string {
+/**
+ * The route template of `path` on `host`; `unmatched` for paths no route serves.
+ * @param pattern on the registry and upload hosts, the REGISTRY_ROUTES pattern the dispatcher
+ *        already matched for `path` (server/ops/request-info.ts `noteRoute`), which spares
+ *        matching the path again; undefined when none was noted (the path is matched here).
+ */
+export function routeTemplate(host: HostName, path: string, pattern?: string): string {
   switch (host) {
-    case 'registry': case 'upload': return registryTemplate(path);
+    case 'registry': case 'upload': return registryTemplate(path, pattern);
     case 'api': return apiRouter.patternOf(path) ?? 'unmatched';
     case 'auth': return authRouter.patternOf(path) ?? 'unmatched';
   }

@@ -17,6 +17,7 @@ import { cancelUpload, completeUpload, patchUpload, startUpload, uploadStatus } 
 import { deleteManifest, getManifest, listReferrers, putManifest } from './manifests.js';
 import { listCatalog, listTags } from './listing.js';
 import { sendJson } from '../http/respond.js';
+import { noteRoute } from '../ops/request-info.js';
 import { andThen, tryMaybe, type MaybePromise } from '../../engine/maybe-sync.js';
 
 
@@ -153,6 +154,7 @@ function dispatch(ctx: RegistryContext, ex: Exchange): MaybePromise<void> {
   const matched = matchRegistryPath(ex.path);
   if (!matched) throw fail('NOT_FOUND', `no registry endpoint at ${ex.path.slice(0, 200)}`);
   const { pattern, params } = matched;
+  noteRoute(ex, pattern); // the metrics' route label (server/ops/observe.ts) without a second match
   const candidates = ROUTES_BY_PATTERN.get(pattern) ?? [];
   const route = candidates.find((r) => r.method === ex.method);
   if (!route) throw unsupported(ex.method, RESOURCE_NAMES[pattern], candidates.map((r) => r.method));

@@ -17,6 +17,9 @@ t.test('repository names are <app>/<process-type>', async (t) => {
     t.equal(codeOf(() => parseRepositoryName(bad)), 'NAME_INVALID', bad.slice(0, 20));
   }
   t.equal(codeOf(() => parseRepositoryName('my-app/release')), 'ok');
+  t.equal(parseRepositoryName('myapp/web'), parseRepositoryName('myapp/web'), 'a valid name is parsed once and kept');
+  t.ok(Object.isFrozen(parseRepositoryName('myapp/web')), 'the kept result cannot be changed by a caller');
+  for (let i = 0; i < 2; i++) t.equal(codeOf(() => parseRepositoryName('MyApp/web')), 'NAME_INVALID', 'an invalid name is refused every time');
 });
 
 t.test('references and digests', async (t) => {
