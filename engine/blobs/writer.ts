@@ -42,6 +42,7 @@
 import type { BlobWriter } from './contract.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
 import { recycleShared, sharedBuffer } from './aligned-buffer.js';
+import { bufferStashes, type Stash } from './buffer-stash.js';
 
 /** Size of the largest pool buffer (bytes). */
 export const BUFFER_BYTES = 4 * 1024 * 1024;
@@ -64,44 +65,7 @@ export const STASH_MS = 1000;
  */
 export const STASH_LIMIT_BYTES = 2 * POOL_BUFFERS * BUFFER_BYTES;
 
-/** Free buffers a session's finished writer leaves to the session's next writer. */
-interface Stash {
-  bufs: Buffer[];
-  /** Set once the stash expired or was taken: buffers released later are dropped. */
-  closed: boolean;
-  timer: NodeJS.Timeout | null;
-}
-
-const stashes = new WeakMap<BlobWriter, Stash>();
-let stashedBytes = 0;
-
-function closeStash(blob: BlobWriter, stash: Stash): Buffer[] {
-  stash.closed = true;
-  if (stash.timer) clearTimeout(stash.timer);
-  if (stashes.get(blob) === stash) stashes.delete(blob);
-  const bufs = stash.bufs.splice(0);
-  for (const b of bufs) stashedBytes -= b.length;
-  return bufs;
-}
-
-/**
- * Keeps `buf` in `stash` when it is open and the global limit allows, else gives it to the
- * process's pool of shared buffers (aligned-buffer.ts `recycleShared`: dropped to the garbage
- * collector, shared memory would stay mapped). Never called with a buffer a socket may still fill.
- */
-function toStash(stash: Stash | null, buf: Buffer): void {
-  if (!stash || stash.closed || stashedBytes + buf.length > STASH_LIMIT_BYTES) {
-    recycleShared(buf);
-    return;
-  }
-  stash.bufs.push(buf);
-  stashedBytes += buf.length;
-}
-
-/** Closes `stash` and gives its buffers to the process's pool of shared buffers. */
-function expireStash(blob: BlobWriter, stash: Stash): void {
-  for (const b of closeStash(blob, stash)) recycleShared(b);
-}
+const stashes = bufferStashes(STASH_LIMIT_BYTES, STASH_MS);
 
 /** A filled buffer on its way to disk and through the hash. */
 interface Slot {
@@ -154,11 +118,7 @@ export class UploadWriter {
     this.#accepted = position;
     this.#hashed = position;
     this.#memory = memory;
-    const stash = stashes.get(blob);
-    if (stash) {
-      this.#reuse = closeStash(blob, stash);
-      for (const b of this.#reuse) stashedBytes += b.length; // still outside the budget until used
-    }
+    this.#reuse = stashes.take(blob); // still outside the budget until used
     // The previous request of the session was a bulk one (its buffers reached full size): this
     // one starts at full size too, in the memory already mapped, instead of growing again.
     if (this.#reuse.some((b) => b.length === BUFFER_BYTES)) this.#nextSize = BUFFER_BYTES;
@@ -199,7 +159,7 @@ export class UploadWriter {
         this.#allocated++;
         const i = this.#reuse.findIndex((r) => r.length === size);
         if (i === -1) return sharedBuffer(size);
-        stashedBytes -= size;
+        stashes.used(size);
         return this.#reuse.splice(i, 1)[0]!;
       }
     }
@@ -343,22 +303,12 @@ export class UploadWriter {
    * was cut off may still read into it; buffers the hash or a write release later follow.
    */
   #stashFree(): void {
-    const blob = this.#blob;
-    const old = stashes.get(blob);
-    if (old) expireStash(blob, old);
-    const stash: Stash = { bufs: [], closed: false, timer: null };
+    const stash = stashes.open(this.#blob, this.#reuse);
     this.#stash = stash;
-    for (const b of this.#reuse.splice(0)) {
-      stashedBytes -= b.length;
-      toStash(stash, b);
-    }
     for (const b of this.#free.splice(0)) {
       this.#drop(b, true);
-      if (b !== this.#lastRegion) toStash(stash, b);
+      if (b !== this.#lastRegion) stashes.offer(stash, b);
     }
-    stashes.set(blob, stash);
-    stash.timer = setTimeout(() => expireStash(blob, stash), STASH_MS);
-    stash.timer.unref();
   }
 
   #enqueueCurrent(): void {
@@ -382,7 +332,7 @@ export class UploadWriter {
     } else {
       this.#drop(slot.buf, slot.pooled);
       if (slot.buf !== this.#lastRegion) {
-        if (slot.pooled) toStash(this.#stash, slot.buf);
+        if (slot.pooled) stashes.offer(this.#stash, slot.buf);
         else recycleShared(slot.buf);
       }
     }
