@@ -35,6 +35,15 @@ export function verifyRegistryToken(keys: ServerKeys, token: string, nowMs: numb
   } catch {
     return null;
   }
-  if (typeof claims.exp !== 'number' || nowMs / 1000 >= claims.exp) return null;
+  if (typeof claims.exp !== 'number' || registryTokenExpired(claims, nowMs)) return null;
   return claims;
+}
+
+/**
+ * Whether verified `claims` have expired at `nowMs` (milliseconds; `exp` is in seconds): the
+ * expiry rule of `verifyRegistryToken`, also for claims kept after verification
+ * (server/registry/access.ts keeps them per keep-alive connection).
+ */
+export function registryTokenExpired(claims: RegistryClaims, nowMs: number): boolean {
+  return nowMs / 1000 >= claims.exp;
 }

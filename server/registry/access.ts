@@ -14,7 +14,7 @@ import type { RegistryContext } from './context.js';
 import { authenticateTokenHash, isAuthorizationLive, principalOfAuthorization, type Principal } from '../../engine/identity/authorizations.js';
 import { hashToken } from '../../engine/identity/tokens.js';
 import { recordUse } from '../../engine/identity/usage.js';
-import { verifyRegistryToken, type RegistryClaims } from '../../engine/identity/registry-token.js';
+import { registryTokenExpired, verifyRegistryToken, type RegistryClaims } from '../../engine/identity/registry-token.js';
 import { isSlipwayError, SlipwayError } from '../../engine/errors.js';
 import { parseRepositoryName } from '../../engine/registry/names.js';
 import { mayUseRepository, thirdPartyBlock, type RegistryAction } from '../../engine/platform/access.js';
@@ -113,7 +113,7 @@ function readCaller(ctx: RegistryContext, ex: Exchange): MaybePromise<Caller | n
   if (c.scheme === 'basic') return andThen(basicPrincipalOfHash(ctx, c.username, c.tokenHash, now), (principal) => ({ principal }));
   if (c.scheme === 'registry-token') {
     const claims = c.claims;
-    if (now / 1000 >= claims.exp) throw invalidRegistryToken(); // kept claims expire too
+    if (registryTokenExpired(claims, now)) throw invalidRegistryToken(); // kept claims expire too
     return andThen(isAuthorizationLive(ctx.store.metadata, claims.aid, now), (auth) => {
       if (!auth) throw invalidRegistryToken();
       recordUse(ctx.store.metadata, auth.id, now);
