@@ -1,15 +1,15 @@
 /**
  * GC on one node while the other takes pushes (issue 13's cluster test): two spawned nodes on
- * one real PostgreSQL and one real Ceph RGW bucket; A runs GC every 5 ms with a 3 s grace period
- * (SLIPWAY_GC_INTERVAL, SLIPWAY_GC_GRACE), B takes 200 image pushes, 8 at a time, over 4
+ * one real PostgreSQL and one real Ceph RGW bucket; A runs GC every 5 ms with a short grace period
+ * (SLIPWAY_GC_INTERVAL, SLIPWAY_GC_GRACE; GRACE_S below), B takes 200 image pushes, 8 at a time, over 4
  * repositories whose images share layers, part of them by skopeo; meanwhile a quarter of the
  * acknowledged images are deleted by digest and some untagged, so GC always has blobs at refs 0
- * to remove, and every third push re-uses the own layer of a deleted image (so its upload
- * dedupes against bytes GC is removing, or has just removed).
+ * to remove, and every third push re-uses the own layer of a deleted image uploaded about a
+ * grace period ago (so its upload dedupes against bytes GC is removing, or has just removed).
  * With no grace at all nearly every push loses a blob to GC between its upload and its manifest
  * PUT on this machine (a push takes longer than 5 ms; with 1 s, some of the first pushes
  * still lost a blob ten times in a row on the loaded machine), and retrying does not help: the grace
- * period is what lets a push finish, not a lock. The client restarts are counted and printed. Afterwards every acknowledged
+ * period is what lets a push finish, not a lock. The client restarts are counted by reason and printed. Afterwards every acknowledged
  * image (by tag, or by digest when untagged) is served by both nodes with its exact manifest and
  * blobs whose bytes hash to their digests, deleted ones are gone, and `slipway fsck --full` is
  * clean. A push whose manifest PUT lost a blob to GC (MANIFEST_BLOB_UNKNOWN) starts over, as a
@@ -35,6 +35,15 @@ const PUSHES = 200;
 const CONCURRENCY = 8;
 const REPOS = ['gcapp/r0', 'gcapp/r1', 'gcapp/r2', 'gcapp/r3'];
 const SKOPEO_EVERY = 10;
+/**
+ * GC grace on both nodes, seconds. A push loses a blob only when more than about three quarters
+ * of it passes between the blob's last touch (upload, or a HEAD) and the manifest PUT; on the CI
+ * machine, with other suites running beside this one, 8 concurrent pushes take up to a few
+ * seconds each, so a 3 s grace let one push lose a blob ten times in a row. 8 s keeps the
+ * premise a real deployment has (a push is far shorter than the grace), and re-used layers below
+ * are chosen at the grace's edge so that GC still races them.
+ */
+const GRACE_S = 8;
 
 interface Pushed { repo: string; tag: string; img: MemImage; state: 'tagged' | 'untagged' | 'deleted' }
 
@@ -53,11 +62,11 @@ function gcRuns(out: string): { runs: number; blobsDeleted: number } {
 t.test('GC every 5 ms on A while B takes 200 pushes', { skip }, async (t) => {
   const c = await startCluster(t, {
     prefix: 'gc-under-pushes/',
-    envA: { SLIPWAY_GC_INTERVAL: '0.005', SLIPWAY_GC_GRACE: '3', SLIPWAY_LOG_LEVEL: 'info', SLIPWAY_ACCESS_LOG_LEVEL: 'silent' },
+    envA: { SLIPWAY_GC_INTERVAL: '0.005', SLIPWAY_GC_GRACE: String(GRACE_S), SLIPWAY_LOG_LEVEL: 'info', SLIPWAY_ACCESS_LOG_LEVEL: 'silent' },
     // The same grace on B: a node touches an unreferenced blob on HEAD at most every quarter of
     // its own grace (server/main.ts), so B with the default hour would let A's GC take blobs a
     // client has just checked (docs/deployment.md: one grace period on every node).
-    envB: { SLIPWAY_GC_INTERVAL: '0', SLIPWAY_GC_GRACE: '3' },
+    envB: { SLIPWAY_GC_INTERVAL: '0', SLIPWAY_GC_GRACE: String(GRACE_S) },
   });
   t.equal((await createApp(c.a.urls.api, c.operatorKey, 'gcapp')).status, 201);
   const target = { registry: c.b.urls.registry, auth: basic('_', c.operatorKey) };
@@ -68,9 +77,17 @@ t.test('GC every 5 ms on A while B takes 200 pushes', { skip }, async (t) => {
 
   const pushed: Pushed[] = [];
   const refused: string[] = [];
-  /** Own layers of deleted images, for a later push to upload again. */
-  const recycled: Buffer[] = [];
+  /** Own layers of deleted images (and when their push began, ms), for a later push to upload again. */
+  const recycled: { bytes: Buffer; since: number }[] = [];
+  /** A deleted image's own layer that GC may be removing now (its upload about a grace ago), if any. */
+  const atGraceEdge = (): Buffer | undefined => {
+    const k = recycled.findIndex((r) => Date.now() - r.since >= (GRACE_S - 1) * 1000);
+    return k < 0 ? undefined : recycled.splice(k, 1)[0]!.bytes;
+  };
   let retried = 0;
+  /** Why clients sent again: reason → count (printed, so a CI log shows what the machine's load did). */
+  const why = new Map<string, number>();
+  const count = (reason: string) => { retried++; why.set(reason, (why.get(reason) ?? 0) + 1); };
   let deletes = 0;
   let next = 0;
   const pushOne = async (i: number) => {
@@ -78,7 +95,8 @@ t.test('GC every 5 ms on A while B takes 200 pushes', { skip }, async (t) => {
     const tag = `t${i}`;
     // Two shared layers (picked at random) and one of the image's own; its own config.
     const pick = () => shared[Math.floor(Math.random() * shared.length)]!;
-    const own = i % 3 === 2 && recycled.length > 0 ? recycled.shift()! : randomBytes(2_000 + Math.floor(Math.random() * 20_000));
+    const since = Date.now();
+    const own = (i % 3 === 2 ? atGraceEdge() : undefined) ?? randomBytes(2_000 + Math.floor(Math.random() * 20_000));
     const layers = [pick(), pick(), own].filter((l, k, all) => all.indexOf(l) === k);
     const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config: { Env: [`N=${i}`] }, rootfs: { type: 'layers', diff_ids: [] } }));
     let img = memImage(config, layers);
@@ -88,27 +106,32 @@ t.test('GC every 5 ms on A while B takes 200 pushes', { skip }, async (t) => {
       let last = '';
       for (let attempt = 1; attempt <= 10; attempt++) {
         const r = await skopeo(['copy', '--dest-creds', `_:${c.operatorKey}`, '--dest-tls-verify=false', `dir:${built.dir}`, `docker://${new URL(c.b.urls.registry).host}/${repo}:${tag}`]);
-        if (r.code === 0) { pushed.push({ repo, tag, img, state: 'tagged' }); retried += attempt - 1; return; }
+        if (r.code === 0) { pushed.push({ repo, tag, img, state: 'tagged' }); return; }
         last = r.stderr;
-        if (!/blob unknown|MANIFEST_BLOB_UNKNOWN/i.test(r.stderr)) break;
+        // Sent again, as a user re-runs skopeo: a blob GC took (MANIFEST_BLOB_UNKNOWN), or a 503
+        // (a transaction that kept conflicting; skopeo does not retry it by itself).
+        const reason = /blob unknown|MANIFEST_BLOB_UNKNOWN/i.test(r.stderr) ? 'skopeo MANIFEST_BLOB_UNKNOWN'
+          : /\b503\b|Service Unavailable|UNAVAILABLE/i.test(r.stderr) ? 'skopeo 503' : '';
+        if (!reason) break;
+        count(reason);
       }
       refused.push(`skopeo ${repo}:${tag}: ${last.slice(0, 300)}`);
       return;
     }
     const outcome = await pushWithRetry(target, repo, tag, img);
+    for (const reason of outcome.restarts) count(reason);
     if (!outcome.acked) { refused.push(`${repo}:${tag}: ${outcome.last}`); return; }
-    retried += outcome.attempts - 1;
     const p: Pushed = { repo, tag, img, state: 'tagged' };
     pushed.push(p);
     // Give GC work: delete every 4th acknowledged image by digest, untag every 7th, through either node.
     const via = i % 2 === 0 ? c.a : c.b;
     if (i % 4 === 1) {
       const { reply: d, attempts } = await deleteWithRetry(`${via.urls.registry}/v2/${repo}/manifests/${img.digest}`, target.auth);
-      retried += attempts - 1;
-      if (d.status === 202) { p.state = 'deleted'; deletes++; recycled.push(layers[layers.length - 1]!); } else refused.push(`delete ${repo}@${img.digest}: ${d.status} ${d.text.slice(0, 200)}`);
+      for (let k = 1; k < attempts; k++) count('DELETE 503');
+      if (d.status === 202) { p.state = 'deleted'; deletes++; recycled.push({ bytes: layers[layers.length - 1]!, since }); } else refused.push(`delete ${repo}@${img.digest}: ${d.status} ${d.text.slice(0, 200)}`);
     } else if (i % 7 === 3) {
       const { reply: d, attempts } = await deleteWithRetry(`${via.urls.registry}/v2/${repo}/manifests/${tag}`, target.auth);
-      retried += attempts - 1;
+      for (let k = 1; k < attempts; k++) count('untag 503');
       if (d.status === 202) p.state = 'untagged'; else refused.push(`untag ${repo}:${tag}: ${d.status} ${d.text.slice(0, 200)}`);
     }
   };
@@ -125,7 +148,7 @@ t.test('GC every 5 ms on A while B takes 200 pushes', { skip }, async (t) => {
   t.equal(pushed.length, PUSHES, `${PUSHES} pushes acknowledged`);
   t.ok(during.runs - gcBefore >= 20, `GC ran on A during the pushes (${during.runs - gcBefore} runs)`);
   t.ok(during.blobsDeleted > 0, `GC deleted blobs meanwhile (${during.blobsDeleted}), so it raced the pushes`);
-  t.comment(`GC runs on A: ${during.runs - gcBefore}, blobs deleted ${during.blobsDeleted}; deletes ${deletes}; client restarts ${retried}`);
+  t.comment(`GC runs on A: ${during.runs - gcBefore}, blobs deleted ${during.blobsDeleted}; deletes ${deletes}; client restarts ${retried} (${[...why].map(([k, n]) => `${k}: ${n}`).join(', ') || 'none'})`);
 
   // Wait for GC to finish with the deleted images' blobs, then check while it keeps running.
   const settled = await waitFor('two more GC runs on A', () => gcRuns(c.a.output()).runs >= during.runs + 2, { timeoutMs: 60_000, intervalMs: 50 });

@@ -83,8 +83,11 @@ export function memImage(config: Buffer, layers: Buffer[]): MemImage {
   return { manifest, digest: sha256(manifest), blobs: [config, ...layers] };
 }
 
-/** What one push ended with: acknowledged (201 on the manifest) or the last refusal. */
-export interface PushOutcome { acked: boolean; attempts: number; last: string }
+/**
+ * What one push ended with: acknowledged (201 on the manifest) or the last refusal; `restarts`
+ * names why each earlier attempt was sent again (the manifest PUT's status and error code).
+ */
+export interface PushOutcome { acked: boolean; attempts: number; last: string; restarts: string[] }
 
 /**
  * Pushes an image the way docker does (HEAD each blob, upload the missing ones, PUT the
@@ -95,7 +98,9 @@ export interface PushOutcome { acked: boolean; attempts: number; last: string }
  */
 export async function pushWithRetry(target: Target, repo: string, tag: string, img: MemImage, attempts = 10): Promise<PushOutcome> {
   let last = '';
+  const restarts: string[] = [];
   for (let i = 1; i <= attempts; i++) {
+    if (i > 1) restarts.push(last.split(' ', 2).join(' '));
     for (const blob of img.blobs) {
       const head = await http('HEAD', `${target.registry}/v2/${repo}/blobs/${sha256(blob)}`, { headers: target.auth });
       if (head.status === 200) continue;
@@ -110,7 +115,7 @@ export async function pushWithRetry(target: Target, repo: string, tag: string, i
       if (r.status !== 201) throw new Error(`blob upload ${r.status} ${r.text}`);
     }
     const m = await putManifest(target, repo, tag, img.manifest);
-    if (m.status === 201) return { acked: true, attempts: i, last: '' };
+    if (m.status === 201) return { acked: true, attempts: i, last: '', restarts };
     last = `${m.status} ${errCode(m) ?? ''} ${m.text.slice(0, 300)}`;
     // A 503 with Retry-After (the store too contended or away; nothing was written): wait as told, send again.
     const retryAfter = m.status === 503 ? Number(m.headers['retry-after']) : NaN;
@@ -120,7 +125,7 @@ export async function pushWithRetry(target: Target, repo: string, tag: string, i
     }
     if (errCode(m) !== 'MANIFEST_BLOB_UNKNOWN') break;
   }
-  return { acked: false, attempts, last };
+  return { acked: false, attempts, last, restarts };
 }
 
 /**
