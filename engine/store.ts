@@ -12,7 +12,7 @@ import { open, type RootDatabase } from 'lmdb';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { LmdbMetadataStore } from './storage/lmdb-metadata.js';
-import { PostgresMetadataStore } from './storage/postgres-metadata.js';
+import type { PostgresMetadataStore } from './storage/postgres-metadata.js';
 import { StoreUnavailableError, type MetadataStore } from './storage/metadata.js';
 import { migrate } from './migrations.js';
 import { DATA_DIR_MODE, secureDataDir } from './data-dir.js';
@@ -87,6 +87,8 @@ export async function openStore(dir: string, database?: DatabaseSettings): Promi
 }
 
 async function openPostgres(db: DatabaseSettings): Promise<Store> {
+  // Loaded only here: an embedded node never loads the PostgreSQL driver (about 6 MiB of RSS).
+  const { PostgresMetadataStore } = await import('./storage/postgres-metadata.js');
   let metadata: PostgresMetadataStore;
   try {
     metadata = await PostgresMetadataStore.open({

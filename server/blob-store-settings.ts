@@ -5,7 +5,7 @@
  * Credentials are not settings of Slipway: the AWS SDK's standard chain supplies them
  * (`AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, `AWS_PROFILE`, instance roles, …).
  */
-import { HeadBucketCommand, type S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import { parseSwitch } from './config.js';
 
 /** The S3 settings; present only when the blob store is `s3`. */
@@ -129,6 +129,8 @@ export function s3ClientSettings(s: S3Settings): S3ClientConfig {
  * @throws Error naming the settings to check (endpoint, bucket, credentials) and the store's answer.
  */
 export async function probeBucket(client: S3Client, s: S3Settings): Promise<void> {
+  // The SDK loads only for an S3 store (about 17 MiB of RSS a filesystem node does not pay).
+  const { HeadBucketCommand } = await import('@aws-sdk/client-s3');
   try {
     await client.send(new HeadBucketCommand({ Bucket: s.bucket }), { abortSignal: AbortSignal.timeout(s.requestTimeoutSeconds * 1000) });
   } catch (e) {

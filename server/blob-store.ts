@@ -5,7 +5,7 @@
  * credentials from the AWS SDK's default chain and bounds every request by SLIPWAY_S3_TIMEOUT,
  * so an unreachable store fails requests (UNAVAILABLE, 503) instead of hanging them.
  */
-import { S3BlobBackend } from '../engine/blobs/s3-backend.js';
+import type { S3BlobBackend } from '../engine/blobs/s3-backend.js';
 import type { BlobBackend } from '../engine/blobs/contract.js';
 import type { HashFactory } from '../engine/blobs/running-hash.js';
 import { probeBucket, s3ClientSettings, type BlobStoreSettings } from './blob-store-settings.js';
@@ -35,6 +35,8 @@ export interface OpenedBlobStore<B extends BlobBackend = BlobBackend> {
  */
 export async function openBlobStore<F extends BlobBackend>(settings: BlobStoreSettings, fsBackend: () => F, newHash?: HashFactory, node?: string): Promise<OpenedBlobStore<F | S3BlobBackend>> {
   if (settings.kind === 'fs') return { backend: fsBackend(), close: () => {} };
+  // Loaded only for an S3 store: the AWS SDK costs a filesystem node about 17 MiB of RSS.
+  const { S3BlobBackend } = await import('../engine/blobs/s3-backend.js');
   const backend = new S3BlobBackend({
     client: s3ClientSettings(settings),
     bucket: settings.bucket,

@@ -31,7 +31,6 @@ import { releaseRetention } from '../engine/platform/retention.js';
 import { backup, refuseInClusterMode, restore, type BackupReport } from './ops/backup.js';
 import { resolve } from 'node:path';
 import { fsck } from './ops/fsck.js';
-import { migrateDataDir } from './ops/migrate-cli.js';
 
 const USAGE = `usage:
   slipway serve [--data DIR] [--host ADDR] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N]
@@ -225,7 +224,7 @@ async function main(argv: string[]): Promise<number> {
     case 'fsck':
       return checkStore(config, values.full === true, values.repair === true, values.json === true);
     case 'migrate':
-      return migrateDataDir(config.dataDir, values['to-database'], values['to-blob-store'], values.json === true);
+      return (await import('./ops/migrate-cli.js')).migrateDataDir(config.dataDir, values['to-database'], values['to-blob-store'], values.json === true);
     case 'restore': {
       refuseInClusterMode('restore', config.databaseUrl);
       if (!values.from || !flags.data) throw new Error('restore needs --from DIR and --data NEWDIR');

@@ -6,7 +6,7 @@
  */
 import { resolve } from 'node:path';
 import { loadBlobStoreSettings, type BlobStoreSettings } from './blob-store-settings.js';
-import { PART_HEADROOM } from '../engine/blobs/s3-writer.js';
+import { PART_HEADROOM } from '../engine/blobs/s3-budget.js';
 import { redactDatabaseUrl, type DatabaseSettings } from '../engine/store.js';
 import { decodeServerKey } from '../engine/identity/keys.js';
 import { checkNodeName, defaultNodeName } from '../engine/blobs/node-name.js';

@@ -43,15 +43,14 @@ import { appendHashed, verifyDigest } from './backend-common.js';
 import type { RunningHash } from './running-hash.js';
 import type { S3BlobBackend } from './s3-backend.js';
 import type { UploadMemory } from './upload-memory.js';
-import { BUFFER_BYTES, POOL_BUFFERS } from './writer.js';
 import { signedPayload } from './s3-client.js';
+import { PART_HEADROOM } from './s3-budget.js';
 
 const reuseAlways = () => true;
 
 /** Bytes of a session's first part buffer; each growth makes it four times larger, up to the part size. */
 const FIRST_BUFFER_BYTES = 64 * 1024;
-/** Budget that part buffers leave free for the receive buffers of the appends in progress (one full pool). */
-export const PART_HEADROOM = POOL_BUFFERS * BUFFER_BYTES;
+export { PART_HEADROOM };
 
 /** One session: a part buffer, the running hash, the multipart upload once the first part is full. */
 export class S3Writer implements BlobWriter {
