@@ -81,3 +81,37 @@ t.test('records are reached only through the metadata contract', async (t) => {
   const found = [...engineFiles, ...serverFiles].filter((f) => !allowed.has(f) && /\.env\.(transaction|openDB|getRange|get)\b|\bopenDB\(/.test(readFileSync(join(root, f), 'utf8')));
   t.same(found, [], 'no module outside the LMDB implementation touches the environment');
 });
+
+/**
+ * The modules `entry` (a compiled file under dist/) loads at start: static imports only (a
+ * dynamic `import()` loads later, when its branch runs), followed through relative specifiers.
+ * @returns the files reached and the packages they import
+ */
+function loadedAtStart(entry: string): { files: Set<string>; packages: Set<string> } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const todo = [entry];
+  while (todo.length > 0) {
+    const f = todo.pop()!;
+    if (files.has(f)) continue;
+    files.add(f);
+    const text = readFileSync(join(root, f), 'utf8');
+    for (const m of text.matchAll(/^(?:import|export)\s(?:[^'";]*?\sfrom\s)?'([^']+)'/gm)) {
+      const spec = m[1]!;
+      if (spec.startsWith('.')) todo.push(relative(root, resolve(join(root, dirname(f)), spec)).split(sep).join('/'));
+      else if (!spec.startsWith('node:')) packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+    }
+  }
+  return { files, packages };
+}
+
+t.test('an embedded node loads neither the AWS SDK nor the PostgreSQL driver', async (t) => {
+  // Both load by dynamic import when the node is configured for S3 or PostgreSQL (server/blob-store.ts,
+  // engine/store.ts): about 17 and 6 MiB of RSS a node on LMDB and its data directory does not pay.
+  const serve = loadedAtStart('dist/server/cli.js');
+  t.ok(serve.files.has('dist/server/main.js') && serve.packages.has('lmdb'), 'the walk follows the server\'s own imports');
+  t.same([...serve.packages].filter((p) => p === 'pg' || p.startsWith('@aws-sdk/')), [], 'no static path from the CLI reaches @aws-sdk/* or pg');
+  // The check can fail: the S3 backend and the PostgreSQL store do import them statically.
+  t.ok(loadedAtStart('dist/engine/blobs/s3-backend.js').packages.has('@aws-sdk/client-s3'));
+  t.ok(loadedAtStart('dist/engine/storage/postgres-metadata.js').packages.has('pg'));
+});
