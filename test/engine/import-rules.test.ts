@@ -2,8 +2,10 @@
  * The engine's import rules (docs/architecture.md "Domains own their data"): each domain's
  * keyspaces (engine/<domain>/keyspaces.ts) are imported only by modules of that domain, so no
  * module reads or writes another domain's records; the server layer calls domain services and
- * never imports keyspaces; engine/store.ts imports nothing from the domains. Reads the
- * TypeScript sources (the repository ships them beside dist/).
+ * never imports keyspaces; engine/store.ts imports nothing from the domains; and a node on the
+ * embedded store loads neither the AWS SDK nor the PostgreSQL driver at start. Reads the
+ * TypeScript sources (the repository ships them beside dist/) and, for the last rule, the
+ * compiled modules (what actually loads).
  */
 import t from 'tap';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
