@@ -28,13 +28,13 @@ const r2 = (x: number) => Math.round(x * 100) / 100;
 function printTable({ limits, pullLimits, sha256Rate, hashSecondsPerGiB }: RunLimits): void {
   if (limits.length > 0) {
     process.stderr.write(`\nmachine limits measured in this run (1 process, ${limits.length} figures; CPU = this process's utime+stime per GiB):\n`);
-    for (const l of limits) process.stderr.write(`  ${l.bench.padEnd(28)} ${String(l.value).padStart(8)} MB/s  ${l.cpu_seconds_per_gib.toFixed(2)} CPU-s/GiB (${l.system_seconds_per_gib.toFixed(2)} system)  ${l.note}\n`);
+    for (const l of limits) process.stderr.write(`  ${l.bench.padEnd(28)} ${String(l.value).padStart(8)} MB/s  ${l.cpu_seconds_per_gib.toFixed(2)} CPU-s/GiB (${l.system_seconds_per_gib.toFixed(2)} system)  ${l.note}${l.rounds_mb_s ? ` [rounds ${l.rounds_mb_s.join(', ')} MB/s]` : ''}\n`);
     process.stderr.write(`  sha256                       ${String(sha256Rate).padStart(8)} MB/s  ${hashSecondsPerGiB.toFixed(2)} CPU-s/GiB\n`);
   }
   if (pullLimits.length > 0) {
     process.stderr.write(`\npull client limits (this run; the client against a server serving from memory, servers/trivial-blob.ts):\n`);
     for (const p of pullLimits) {
-      process.stderr.write(`  ${p.bench.padEnd(28)} ${String(p.value).padStart(8)} MB/s  client ${p.client_cpu_s_per_gib.toFixed(2)} CPU-s/GiB, trivial server ${p.server_cpu_s_per_gib.toFixed(2)}  (${p.blobs} x ${p.blob_bytes / 2 ** 20} MiB; other ${p.other_cpu_pct}%, steal ${p.steal_cpu_pct}%)\n`);
+      process.stderr.write(`  ${p.bench.padEnd(28)} ${String(p.value).padStart(8)} MB/s  client ${p.client_cpu_s_per_gib.toFixed(2)} CPU-s/GiB, trivial server ${p.server_cpu_s_per_gib.toFixed(2)}  (${p.blobs} x ${p.blob_bytes / 2 ** 20} MiB, fastest of rounds ${p.rounds_mb_s?.join(', ') ?? '-'} MB/s; other ${p.other_cpu_pct}%, steal ${p.steal_cpu_pct}%)\n`);
     }
   }
 }

@@ -8,7 +8,7 @@
  *   in the page cache: the pace of a pull right after a push when pushes bypass the cache);
  * - `disk_read_direct_concurrent`: `count` files of `size` (the concurrent pull's 16 × 64 MiB)
  *   written with `O_DIRECT`, then all read at once with `O_DIRECT`, 4 MiB reads, two in flight
- *   per file (what the filesystem store does for 16 pulls at once: engine/blobs/fs-reader.ts
+ *   per file, the fastest of three rounds (what the filesystem store does for 16 pulls at once: engine/blobs/fs-reader.ts
  *   lends one buffer to the socket and reads one ahead); libuv's pool (4 threads here as in the
  *   server) runs the reads: the pace of pull_concurrent right after its push;
  * - `disk_read_buffered_cold`: the same file read through the page cache the first time;
@@ -41,6 +41,8 @@ export interface Limit {
   cpu_seconds_per_gib: number;
   system_seconds_per_gib: number;
   note: string;
+  /** MB/s of every round, for limits measured in several (the figure is the fastest's). */
+  rounds_mb_s?: number[];
 }
 
 /** Runs `fn` over `bytes` and returns its speed and CPU per GiB. */
@@ -122,6 +124,9 @@ async function loopback(block: Buffer, bytes: number): Promise<void> {
   }
 }
 
+/** Rounds of the concurrent direct read; the fastest counts (contention only ever slows a round). */
+const READ_ROUNDS = 3;
+
 /** Files of the concurrent-pull limit: how many, and bytes each (a multiple of 4 MiB). */
 export interface ConcurrentFiles {
   count: number;
@@ -134,8 +139,13 @@ async function concurrentDirect(dir: string, files: ConcurrentFiles, block: Buff
   try {
     for (const p of paths) await writeFile(p, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC | fsc.O_DIRECT, block, files.size);
     const buffers = paths.map(() => [sharedBuffer(BLOCK), sharedBuffer(BLOCK)]);
-    const note = `${files.count} files of ${files.size / 2 ** 20} MiB written with O_DIRECT, then read all at once with O_DIRECT, 4 MiB reads, 2 in flight per file: the pace of pull_concurrent right after its push`;
-    return await timed('disk_read_direct_concurrent', files.count * files.size, note, () => Promise.all(paths.map((p, i) => readFile(p, fsc.O_RDONLY | fsc.O_DIRECT, buffers[i]!, files.size))).then(() => {}));
+    const note = `${files.count} files of ${files.size / 2 ** 20} MiB written with O_DIRECT, then read all at once with O_DIRECT, 4 MiB reads, 2 in flight per file (fastest of ${READ_ROUNDS} rounds): the pace of pull_concurrent right after its push`;
+    const rounds: Limit[] = [];
+    for (let i = 0; i < READ_ROUNDS; i++) {
+      // Direct reads leave the page cache alone, so every round reads the disk.
+      rounds.push(await timed('disk_read_direct_concurrent', files.count * files.size, note, () => Promise.all(paths.map((p, j) => readFile(p, fsc.O_RDONLY | fsc.O_DIRECT, buffers[j]!, files.size))).then(() => {})));
+    }
+    return { ...rounds.reduce((a, b) => (b.value > a.value ? b : a)), rounds_mb_s: rounds.map((r) => r.value) };
   } finally {
     for (const p of paths) await fsp.rm(p, { force: true });
   }

@@ -5,6 +5,9 @@
  * most it can pull on this machine at that moment, whatever the registry; its CPU per GiB is its
  * own cost, which shares the two CPUs with the server under test.
  *
+ * Each is measured in three rounds and the fastest counts: on this shared machine other
+ * processes only ever slow a round down, and a limit is the best the client can do.
+ *
  * Both clients are measured: `raw` (bench/rawpull.ts, what the pull workloads use) and `undici`
  * (bench/client.ts `fetchCount`, what they used before 2026-11-24), so the README can show what
  * the switch changed.
@@ -35,37 +38,55 @@ export interface PullLimit {
   server_cpu_s_per_gib: number;
   other_cpu_pct: number;
   steal_cpu_pct: number;
+  /** MB/s of every round (the figure is the fastest's). */
+  rounds_mb_s?: number[];
 }
 
-/** Pulls `blobs` × `size` at once from the trivial server at `port` with `client`. */
+/** Rounds of each measurement; the fastest is the limit (contention only ever slows a round). */
+const ROUNDS = 3;
+/** Bytes of the warm-up pull before the rounds (connections, JIT, the server's buffer). */
+const WARMUP_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Pulls `blobs` × `size` at once from the trivial server at `port` with `client`, `ROUNDS`
+ * times; returns the fastest round, with every round's MB/s in `rounds_mb_s`.
+ */
 async function measure(port: number, pid: number, client: 'raw' | 'undici', blobs: number, size: number, label: string): Promise<PullLimit> {
-  const url = new URL(`http://127.0.0.1:${port}/${size}`);
-  const undici = client === 'undici' ? new RegistryClient(url.origin, undefined, blobs) : undefined;
-  const one = async () => {
+  const undici = client === 'undici' ? new RegistryClient(`http://127.0.0.1:${port}`, undefined, blobs) : undefined;
+  const one = async (bytes: number) => {
+    const url = new URL(`http://127.0.0.1:${port}/${bytes}`);
     const r = undici ? await undici.fetchCount('GET', url, {}, 15_000) : await pullCount(url);
-    if (r.status !== 200 || r.bytes !== size) throw new Error(`trivial blob server: status ${r.status}, ${r.bytes} of ${size} bytes`);
+    if (r.status !== 200 || r.bytes !== bytes) throw new Error(`trivial blob server: status ${r.status}, ${r.bytes} of ${bytes} bytes`);
   };
   try {
-    await one(); // connections, JIT and the server's buffer warm before the window
-    const window = new CpuWindow(pid);
-    const server0 = cpuSeconds(pid);
-    const client0 = process.cpuUsage();
-    const t0 = performance.now();
-    await Promise.all(Array.from({ length: blobs }, one));
-    const ms = performance.now() - t0;
-    const c = process.cpuUsage(client0);
-    const gib = (blobs * size) / GiB;
-    const use = window.end();
-    return {
-      bench: `pull_limit_${client}_${label}`, client, blobs, blob_bytes: size,
-      value: mbPerSecond(blobs * size, ms), unit: 'MB/s',
-      client_cpu_s_per_gib: round((c.user + c.system) / 1e6 / gib, 2),
-      server_cpu_s_per_gib: round((cpuSeconds(pid) - server0) / gib, 2),
-      other_cpu_pct: use.other_cpu_pct, steal_cpu_pct: use.steal_cpu_pct,
-    };
+    await Promise.all(Array.from({ length: blobs }, () => one(Math.min(size, WARMUP_BYTES))));
+    const rounds: PullLimit[] = [];
+    for (let i = 0; i < ROUNDS; i++) rounds.push(await round1(pid, client, blobs, size, label, () => one(size)));
+    const best = rounds.reduce((a, b) => (b.value > a.value ? b : a));
+    return { ...best, rounds_mb_s: rounds.map((r) => r.value) };
   } finally {
     await undici?.close();
   }
+}
+
+/** One measured round: `blobs` runs of `one` at once. */
+async function round1(pid: number, client: 'raw' | 'undici', blobs: number, size: number, label: string, one: () => Promise<void>): Promise<PullLimit> {
+  const window = new CpuWindow(pid);
+  const server0 = cpuSeconds(pid);
+  const client0 = process.cpuUsage();
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: blobs }, one));
+  const ms = performance.now() - t0;
+  const c = process.cpuUsage(client0);
+  const gib = (blobs * size) / GiB;
+  const use = window.end();
+  return {
+    bench: `pull_limit_${client}_${label}`, client, blobs, blob_bytes: size,
+    value: mbPerSecond(blobs * size, ms), unit: 'MB/s',
+    client_cpu_s_per_gib: round((c.user + c.system) / 1e6 / gib, 2),
+    server_cpu_s_per_gib: round((cpuSeconds(pid) - server0) / gib, 2),
+    other_cpu_pct: use.other_cpu_pct, steal_cpu_pct: use.steal_cpu_pct,
+  };
 }
 
 /**
