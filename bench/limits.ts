@@ -6,6 +6,11 @@
  *   (how Slipway's filesystem store writes pushed bytes);
  * - `disk_read_direct`: that file read back with `O_DIRECT`, 4 MiB blocks, three in flight (not
  *   in the page cache: the pace of a pull right after a push when pushes bypass the cache);
+ * - `disk_read_direct_concurrent`: `count` files of `size` (the concurrent pull's 16 × 64 MiB)
+ *   written with `O_DIRECT`, then all read at once with `O_DIRECT`, 4 MiB reads, two in flight
+ *   per file, the fastest of three rounds (what the filesystem store does for 16 pulls at once: engine/blobs/fs-reader.ts
+ *   lends one buffer to the socket and reads one ahead); libuv's pool (4 threads here as in the
+ *   server) runs the reads: the pace of pull_concurrent right after its push;
  * - `disk_read_buffered_cold`: the same file read through the page cache the first time;
  * - `page_cache_read`: read again, now from the page cache;
  * - `buffered_write_sync`: 1 GiB written through the page cache, then `fdatasync`: its CPU per
@@ -36,6 +41,8 @@ export interface Limit {
   cpu_seconds_per_gib: number;
   system_seconds_per_gib: number;
   note: string;
+  /** MB/s of every round, for limits measured in several (the figure is the fastest's). */
+  rounds_mb_s?: number[];
 }
 
 /** Runs `fn` over `bytes` and returns its speed and CPU per GiB. */
@@ -117,8 +124,38 @@ async function loopback(block: Buffer, bytes: number): Promise<void> {
   }
 }
 
-/** Measures every limit over `bytes` (a multiple of 4 MiB) in the temp dir; removes its files. */
-export async function measureLimits(bytes: number): Promise<Limit[]> {
+/** Rounds of the concurrent direct read; the fastest counts (contention only ever slows a round). */
+const READ_ROUNDS = 3;
+
+/** Files of the concurrent-pull limit: how many, and bytes each (a multiple of 4 MiB). */
+export interface ConcurrentFiles {
+  count: number;
+  size: number;
+}
+
+/** Writes `files` direct files under `dir`, then reads them all at once with `O_DIRECT` (see the header). */
+async function concurrentDirect(dir: string, files: ConcurrentFiles, block: Buffer): Promise<Limit> {
+  const paths = Array.from({ length: files.count }, (_, i) => join(dir, `pull-${i}`));
+  try {
+    for (const p of paths) await writeFile(p, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC | fsc.O_DIRECT, block, files.size);
+    const buffers = paths.map(() => [sharedBuffer(BLOCK), sharedBuffer(BLOCK)]);
+    const note = `${files.count} files of ${files.size / 2 ** 20} MiB written with O_DIRECT, then read all at once with O_DIRECT, 4 MiB reads, 2 in flight per file (fastest of ${READ_ROUNDS} rounds): the pace of pull_concurrent right after its push`;
+    const rounds: Limit[] = [];
+    for (let i = 0; i < READ_ROUNDS; i++) {
+      // Direct reads leave the page cache alone, so every round reads the disk.
+      rounds.push(await timed('disk_read_direct_concurrent', files.count * files.size, note, () => Promise.all(paths.map((p, j) => readFile(p, fsc.O_RDONLY | fsc.O_DIRECT, buffers[j]!, files.size))).then(() => {})));
+    }
+    return { ...rounds.reduce((a, b) => (b.value > a.value ? b : a)), rounds_mb_s: rounds.map((r) => r.value) };
+  } finally {
+    for (const p of paths) await fsp.rm(p, { force: true });
+  }
+}
+
+/**
+ * Measures every limit over `bytes` (a multiple of 4 MiB) in the temp dir, and with `concurrent`
+ * the concurrent direct read of that many files; removes its files.
+ */
+export async function measureLimits(bytes: number, concurrent?: ConcurrentFiles): Promise<Limit[]> {
   const dir = await fsp.mkdtemp(join(tmpdir(), 'slipway-bench-limits-'));
   const block = sharedBuffer(BLOCK);
   randomFillSync(block);
@@ -130,6 +167,7 @@ export async function measureLimits(bytes: number): Promise<Limit[]> {
     out.push(await timed('disk_write_direct', bytes, 'O_DIRECT writes of 4 MiB, then fdatasync: the pace of a push to disk', () => writeFile(direct, create | fsc.O_DIRECT, block, bytes)));
     const reads = [sharedBuffer(BLOCK), sharedBuffer(BLOCK), sharedBuffer(BLOCK)];
     out.push(await timed('disk_read_direct', bytes, 'O_DIRECT reads of 4 MiB, 3 in flight, of a file not in the page cache: the pace of a pull right after a push', () => readFile(direct, fsc.O_RDONLY | fsc.O_DIRECT, reads, bytes)));
+    if (concurrent) out.push(await concurrentDirect(dir, concurrent, block));
     out.push(await timed('disk_read_buffered_cold', bytes, 'the same file read through the page cache the first time (4 MiB reads)', () => readFile(direct, fsc.O_RDONLY, [reads[0]!], bytes)));
     out.push(await timed('page_cache_read', bytes, 'read again, from the page cache (4 MiB reads)', () => readFile(direct, fsc.O_RDONLY, [reads[0]!], bytes)));
     await fsp.rm(direct, { force: true });

@@ -10,6 +10,8 @@ import { execFileSync } from 'node:child_process';
 import { installCleanup } from './cleanup.js';
 import { measureLimits, type Limit } from './limits.js';
 import { measureLoadLimit } from './load-limit.js';
+import { measurePullLimit, type PullLimit } from './pull-limit.js';
+import { printFeasibility } from './feasibility.js';
 import { RegistryClient } from './client.js';
 import { buildSmallImage } from './image.js';
 import { loadOptions, type BenchOptions } from './options.js';
@@ -100,10 +102,11 @@ async function runServer(name: 'slipway' | 'reference', base: Omit<WorkloadConte
 
 /**
  * Sets each transfer figure's limit: pushes by the lowest of sha256, direct disk writes and
- * loopback; pulls of bytes not in the page cache by direct disk reads and loopback; the cached
- * pull by page-cache reads and loopback.
+ * loopback; pulls of bytes not in the page cache by direct disk reads (at the pull's
+ * concurrency), loopback and the pull client's own limit; the cached pull by page-cache reads,
+ * loopback and the client.
  */
-function setLimits(report: Report, limits: Limit[], sha256Rate: number): void {
+function setLimits(report: Report, limits: Limit[], pullLimits: PullLimit[], sha256Rate: number): void {
   const get = (b: string) => limits.find((l) => l.bench === b)?.value;
   const lowest = (parts: Array<[string, number | undefined]>) => {
     const known = parts.filter((p): p is [string, number] => p[1] !== undefined).sort((a, b) => a[1] - b[1]);
@@ -111,35 +114,14 @@ function setLimits(report: Report, limits: Limit[], sha256Rate: number): void {
   };
   const loop: [string, number | undefined] = ['loopback', get('loopback')];
   const push = lowest([['sha256', sha256Rate], ['disk write', get('disk_write_direct')], loop]);
-  const cold = lowest([['disk read', get('disk_read_direct')], loop]);
-  const cached = lowest([['page cache', get('page_cache_read')], loop]);
+  const client = (label: string): [string, number | undefined] => ['pull client', pullLimits.find((p) => p.bench === `pull_limit_raw_${label}`)?.value];
+  const cold = lowest([['disk read', get('disk_read_direct')], loop, client('single')]);
+  const coldMany = lowest([['disk read x16', get('disk_read_direct_concurrent')], loop, client('concurrent')]);
+  const cached = lowest([['page cache', get('page_cache_read')], loop, client('single')]);
   if (push) for (const b of ['push_1gib_single_patch', 'push_1gib_chunked_16mib', 'push_concurrent']) report.limit(b, push[1], push[0]);
-  if (cold) for (const b of ['pull_1gib', 'pull_1gib_second', 'pull_concurrent']) report.limit(b, cold[1], cold[0]);
+  if (cold) for (const b of ['pull_1gib', 'pull_1gib_second']) report.limit(b, cold[1], cold[0]);
+  if (coldMany) report.limit('pull_concurrent', coldMany[1], coldMany[0]);
   if (cached) report.limit('pull_1gib_cached', cached[1], cached[0]);
-}
-
-/**
- * Prints the limits, and whether "pull right after push ≥ 2× the reference" can be had without
- * caching pushed bytes: the disk's direct read speed against twice the reference's pull, and
- * what caching on push would add to the push's CPU against the push CPU target.
- */
-function printLimits(limits: Limit[], sha256Rate: number, hashSecondsPerGiB: number, report: Report): void {
-  if (limits.length === 0) return;
-  process.stderr.write(`\nmachine limits measured in this run (1 process, ${limits.length} figures; CPU = this process's utime+stime per GiB):\n`);
-  for (const l of limits) process.stderr.write(`  ${l.bench.padEnd(24)} ${String(l.value).padStart(8)} MB/s  ${l.cpu_seconds_per_gib.toFixed(2)} CPU-s/GiB (${l.system_seconds_per_gib.toFixed(2)} system)  ${l.note}\n`);
-  process.stderr.write(`  sha256                   ${String(sha256Rate).padStart(8)} MB/s  ${hashSecondsPerGiB.toFixed(2)} CPU-s/GiB\n`);
-  const ref = report.figures.find((f) => f.bench === 'pull_1gib' && f.server === 'reference');
-  const disk = limits.find((l) => l.bench === 'disk_read_direct');
-  const buffered = limits.find((l) => l.bench === 'buffered_write_sync');
-  const push = report.figures.find((f) => f.bench === 'server_cpu_per_gib_push' && f.server === 'slipway');
-  if (!ref || !disk || !buffered) return;
-  const need = Math.round(2 * ref.value);
-  const line = `pull right after push: 2 x reference = ${need} MB/s; disk read limit (O_DIRECT) = ${disk.value} MB/s -> ${disk.value >= need ? 'reachable from disk' : 'not reachable from disk; only from the page cache'}`;
-  const cachedPush = push ? Math.round((push.value + buffered.cpu_seconds_per_gib) * 100) / 100 : undefined;
-  const bound = Math.round(2 * hashSecondsPerGiB * 100) / 100;
-  const cost = `caching pushed bytes costs ${buffered.cpu_seconds_per_gib} CPU-s/GiB (buffered write + fdatasync)` + (cachedPush !== undefined ? `: push ${push!.value} + ${buffered.cpu_seconds_per_gib} = ${cachedPush} s/GiB vs target <= ${bound} -> ${cachedPush <= bound ? 'within' : 'breaks'} the push CPU target` : '');
-  process.stderr.write(`${line}\n${cost}\n`);
-  report.note({ bench: 'pull_after_push_feasibility', reference_pull_mb_s: ref.value, needed_mb_s: need, disk_read_direct_mb_s: disk.value, reachable_from_disk: disk.value >= need, cache_on_push_cpu_s_per_gib: buffered.cpu_seconds_per_gib, push_cpu_with_caching: cachedPush, push_cpu_target: bound });
 }
 
 /**
@@ -189,9 +171,16 @@ async function main(): Promise<number> {
   const big = { single, chunked: payloads.blob(opts.bigBytes, 'chunked') };
   const many = Array.from({ length: opts.concurrentBlobs }, (_, i) => payloads.blob(opts.concurrentBlobBytes, `concurrent-${i}`));
   progress('setup', `measuring the machine's limits (${opts.bigBytes / 1024 ** 2} MiB: disk writes and reads, page cache, loopback)`);
-  const limits = process.env.BENCH_LIMITS === '0' ? [] : await measureLimits(opts.bigBytes);
+  const pulls = ['pull_1gib', 'pull_concurrent'].some(selected);
+  const limits = process.env.BENCH_LIMITS === '0' ? [] : await measureLimits(opts.bigBytes, pulls ? { count: opts.pullBlobs, size: opts.pullBlobBytes } : undefined);
   for (const l of limits) report.note({ ...l, bench: `limit_${l.bench}` });
-  setLimits(report, limits, sha256Rate);
+  let pullLimits: PullLimit[] = [];
+  if (pulls && process.env.BENCH_LIMITS !== '0') {
+    progress('setup', `measuring the pull client against a server serving from memory (1 x ${opts.bigBytes / 1024 ** 2} MiB, ${opts.pullBlobs} x ${opts.pullBlobBytes / 1024 ** 2} MiB)`);
+    pullLimits = await measurePullLimit(opts.bigBytes, opts.pullBlobs, opts.pullBlobBytes);
+    for (const p of pullLimits) report.note({ ...p, note: 'the pull client against servers/trivial-blob.ts (serves from memory): the most this client pulls here; raw = bench/rawpull.ts (the pull workloads\' client), undici = bench/client.ts fetchCount' });
+  }
+  setLimits(report, limits, pullLimits, sha256Rate);
   await loadLimit(opts, report);
   const pullBlobs = Array.from({ length: opts.pullBlobs }, (_, i) => payloads.blob(opts.pullBlobBytes, `pull-${i}`));
   const image = await buildSmallImage();
@@ -218,7 +207,7 @@ async function main(): Promise<number> {
   const rows = report.compare();
   report.table(rows);
   report.threadTable();
-  printLimits(limits, sha256Rate, hashSecondsPerGiB, report);
+  printFeasibility({ limits, pullLimits, sha256Rate, hashSecondsPerGiB }, report);
   process.stderr.write(`machine: sha256 ${sha256Rate} MB/s (wall clock) in this run, and hashing alone costs ${hashSecondsPerGiB} s of CPU per GiB pushed (plus receiving and writing the bytes)\n`);
   process.stderr.write(`\nbench: finished in ${Math.round((performance.now() - started) / 1000)} s${failed ? `, ${failed} failure(s)` : ''}\n`);
   return failed ? 1 : 0;

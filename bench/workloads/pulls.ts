@@ -2,30 +2,28 @@
  * Pull workloads: the 1 GiB blob right after its push (for Slipway, not in the page cache: its
  * writes bypass it), the same blob twice more (the second pull brings it into the cache, the
  * third is served from memory), and 16 distinct 64 MiB blobs pulled at once right after their
- * push. Each reports MB/s and the server's CPU seconds per GiB served.
+ * push. Each reports MB/s and the server's CPU seconds per GiB served. Every GET goes through
+ * the raw counting client (bench/rawpull.ts), the same for both servers: undici's body stream
+ * cost the client about a core at these speeds (bench/pull-limit.ts measures both).
  */
 import { CpuWindow, cpuSeconds, ThreadWindow } from '../procstat.js';
 import { mbPerSecond, round } from '../stats.js';
 import type { Blob } from '../payload.js';
 import { progress, REPO, type WorkloadContext } from './context.js';
 import { pushPostPut } from './upload.js';
+import { pullBlob } from '../rawpull.js';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
 /** A pull fails when no body bytes arrive for this long (ms). */
 const PULL_STALL_MS = 15_000;
 
-/** GETs `blob` from `repo`, following one redirect; checks status and byte count. */
+/** GETs `blob` from `repo` (following one redirect); checks status and byte count. */
 async function getBlob(ctx: WorkloadContext, repo: string, blob: Blob): Promise<void> {
   const { client } = ctx;
-  let url = client.resolve(`/v2/${repo}/blobs/${blob.digest}`);
-  let r = await client.fetchCount('GET', url, {}, PULL_STALL_MS);
-  if (r.status >= 300 && r.status < 400 && r.location) {
-    url = client.resolve(r.location, url.toString());
-    r = await client.fetchCount('GET', url, {}, PULL_STALL_MS);
-  }
-  if (r.status !== 200) throw new Error(`GET ${url} answered ${r.status}`);
-  if (r.bytes !== blob.size) throw new Error(`GET ${url} returned ${r.bytes} bytes, expected ${blob.size}`);
+  const headers: Record<string, string> = client.authorization ? { authorization: client.authorization } : {};
+  const r = await pullBlob(client.resolve(`/v2/${repo}/blobs/${blob.digest}`), headers, PULL_STALL_MS);
+  if (r.bytes !== blob.size) throw new Error(`GET ${r.url} returned ${r.bytes} bytes, expected ${blob.size}`);
 }
 
 /** Runs `pulls` (all at once) and reports MB/s as `bench` and server CPU per GiB as `cpuBench`. */

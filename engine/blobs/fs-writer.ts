@@ -1,9 +1,12 @@
 /**
  * The filesystem backend's upload session writer (fs-backend.ts documents the layout and the
  * commit order). One writer serves a session for its whole life: it holds the session file's
- * descriptor while operations run and closes it once suspended and idle, so a session waiting
- * between PATCHes costs no descriptor; the next write reopens it. The file is created by the
- * first write, sync or commit (`O_EXCL`), so opening a session does no I/O.
+ * descriptors while operations run and closes them once suspended and idle for `CLOSE_IDLE_MS`,
+ * so a session waiting between PATCHes costs no descriptor, while a chunked upload's next PATCH
+ * (usually within milliseconds) finds them open: reopening both descriptors (two `open` calls on
+ * the event loop and two `close` calls on libuv's pool per PATCH) was part of what a 16 MiB
+ * PATCH cost beyond its bytes. The next write after a close reopens them. The file is created by
+ * the first write, sync or commit (`O_EXCL`), so opening a session does no I/O.
  *
  * Writes are positional `writev` calls at the current end (short writes continue from where
  * they stopped); the running sha256 is fed separately (`feedHash`), so the caller may hash on
@@ -41,6 +44,9 @@ export interface FsSessionHost {
 }
 
 const reuseAlways = () => true;
+
+/** A suspended, idle writer closes its descriptors after this long (ms). */
+export const CLOSE_IDLE_MS = 1000;
 
 function writevAt(fd: number, chunks: readonly Uint8Array[], position: number): Promise<number> {
   return new Promise((resolve, reject) => writev(fd, chunks as Uint8Array[], position, (e, n) => (e ? reject(e) : resolve(n))));
@@ -112,6 +118,8 @@ export class FsWriter implements BlobWriter {
   /** Bytes fed to the running hash. */
   #hashed = 0;
   #idle: Array<() => void> = [];
+  /** The pending close of a suspended, idle writer's descriptors. */
+  #closeTimer: NodeJS.Timeout | null = null;
 
   /**
    * @param exists whether the session file exists (resumed) or is created by the first use
@@ -129,6 +137,7 @@ export class FsWriter implements BlobWriter {
   #acquire(): number {
     this.#check();
     this.#suspended = false;
+    this.#cancelClose();
     if (this.#fd === null) this.#fd = this.#open();
     this.#users++;
     return this.#fd;
@@ -156,11 +165,28 @@ export class FsWriter implements BlobWriter {
 
   #release(): void {
     if (--this.#users > 0) return;
-    if (this.#suspended || this.#closed) this.#closeFd();
+    if (this.#closed) this.#closeFd();
+    else if (this.#suspended) this.#closeLater();
     for (const w of this.#idle.splice(0)) w();
   }
 
+  /** Closes the descriptors after `CLOSE_IDLE_MS` unless an operation takes them first. */
+  #closeLater(): void {
+    if (this.#closeTimer || this.#fd === null) return;
+    this.#closeTimer = setTimeout(() => {
+      this.#closeTimer = null;
+      if (this.#users === 0 && this.#suspended) this.#closeFd();
+    }, CLOSE_IDLE_MS);
+    this.#closeTimer.unref();
+  }
+
+  #cancelClose(): void {
+    if (this.#closeTimer) clearTimeout(this.#closeTimer);
+    this.#closeTimer = null;
+  }
+
   #closeFd(): void {
+    this.#cancelClose();
     const fd = this.#fd;
     const direct = this.#direct;
     this.#fd = null;
@@ -255,7 +281,7 @@ export class FsWriter implements BlobWriter {
   suspend(): void {
     if (this.#closed) return;
     this.#suspended = true;
-    if (this.#users === 0) this.#closeFd();
+    if (this.#users === 0) this.#closeLater();
   }
 
   /**

@@ -3,11 +3,12 @@
  * accepted by `O_DIRECT`; sessions whose requests end and start on unaligned offsets (so their
  * writes mix direct and page-cache runs) hold exactly the bytes sent and commit by the running
  * hash; a session's next writer reuses the previous writer's free buffers but never the one a
- * socket may still read into, and the budget is given back at every `end`.
+ * socket may still read into, and the budget is given back at every `end`; a suspended session
+ * keeps its descriptors for its next request and closes them once idle.
  */
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants as fsc, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants as fsc, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BUFFER_BYTES, UploadWriter } from '../../engine/blobs/writer.js';
@@ -15,6 +16,7 @@ import { UploadMemory } from '../../engine/blobs/upload-memory.js';
 import { directReady, sharedBuffer, DIRECT_IO_ALIGN } from '../../engine/blobs/aligned-buffer.js';
 import { HashThread } from '../../workers/hash-thread.js';
 import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
+import { CLOSE_IDLE_MS } from '../../engine/blobs/fs-writer.js';
 import type { Digest } from '../../engine/digest.js';
 import { sessionFile } from '../helpers/engine.js';
 import { waitFor } from '../helpers/daemons.js';
@@ -108,4 +110,43 @@ t.test('a session reuses its free buffers, never the one a cut-off socket may st
   const all = Buffer.concat([first, second]);
   t.ok(readFileSync(sessionFile(dir, 'reuse')).equals(all), 'no stray byte reached the session');
   t.same(await blob.commit(`sha256:${sha(all)}` as Digest), { digest: `sha256:${sha(all)}`, size: all.length, created: true });
+});
+
+/** Descriptors of this process open on `path` (from /proc/self/fd). */
+function openOn(path: string): number {
+  let n = 0;
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`) === path) n++;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return n;
+}
+
+t.test('a suspended session keeps its descriptors for the next request, then closes them when idle', async (t) => {
+  const memory = new UploadMemory(64 * 1024 * 1024);
+  const blob = await backend.create('idle-close');
+  const path = sessionFile(dir, 'idle-close');
+  const parts = [randomBytes(2 * BUFFER_BYTES), randomBytes(BUFFER_BYTES + 7)];
+  const w1 = new UploadWriter(blob, memory);
+  await feedRegions(w1, parts[0]!, 1_000_000);
+  await w1.end(); // suspends the session
+  const held = openOn(path);
+  t.ok(held >= 1, `right after the request the descriptors stay open for the next one (${held})`);
+  const w2 = new UploadWriter(blob, memory);
+  await feedRegions(w2, parts[1]!, 1_000_000);
+  await w2.end();
+  t.equal(openOn(path), held, 'the next request used the same descriptors, none were added');
+  const t0 = Date.now();
+  await waitFor('the idle session closes its descriptors', () => openOn(path) === 0, { timeoutMs: 10_000, intervalMs: 20 });
+  t.ok(Date.now() - t0 >= CLOSE_IDLE_MS - 100, 'not before CLOSE_IDLE_MS');
+  const w3 = new UploadWriter(blob, memory);
+  await feedRegions(w3, Buffer.from('tail'), 4);
+  await w3.end();
+  const all = Buffer.concat([...parts, Buffer.from('tail')]);
+  t.ok(readFileSync(path).equals(all), 'a request after the close reopens the file and appends after the earlier bytes');
+  t.same(await blob.commit(`sha256:${sha(all)}` as Digest), { digest: `sha256:${sha(all)}`, size: all.length, created: true });
+  t.equal(openOn(path), 0, 'the commit leaves no descriptor open');
 });
