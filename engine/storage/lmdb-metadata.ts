@@ -240,7 +240,10 @@ export class LmdbMetadataStore implements MetadataStore {
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       // lmdb-js renews its read snapshot on a timer; after a conflict, read the newest state
       // at once (else the retry would read the same stale snapshot and conflict again).
-      if (attempt > 1) this.env.resetReadTxn();
+      if (attempt > 1) {
+        this.env.resetReadTxn();
+        this.#memo.forget();
+      }
       const tx = new Attempt(this);
       const result = await body(tx);
       if (tx.writes.size === 0) {
@@ -255,6 +258,8 @@ export class LmdbMetadataStore implements MetadataStore {
         this.#memo.bump();
         return true;
       });
+      // lmdb-js renewed the read snapshot when the commit completed: read the new generation.
+      this.#memo.forget();
       if (committed) return result;
     }
     throw new TransactionConflictError(maxAttempts);

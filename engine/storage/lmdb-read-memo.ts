@@ -14,6 +14,14 @@
  * committed by any process is seen by the first read whose snapshot includes it, as without the
  * memo (the read snapshot itself is lmdb-js's, renewed between event-loop turns).
  *
+ * The generation is read once per synchronous run of JavaScript (until the next microtask
+ * checkpoint), not once per read: lmdb-js keeps one read snapshot for a run and renews it only
+ * between event-loop tasks (a timer) or right after this process's own commit (lmdb-js resets it
+ * when the commit completes). Another process's commit therefore becomes readable only in a new
+ * task, where the generation is read again; a commit of this process calls `forget()` when it
+ * completes (and `bump()` at once), so its caller reads its own writes. A request received after a
+ * change committed is handled in a later task than the change's commit and sees it.
+ *
  * A random value rather than a counter: a data directory restored from a backup, or written by
  * another process, can never present a generation this process saw for different contents.
  *
@@ -59,6 +67,9 @@ export class LmdbReadMemo {
   /** The generation the kept records were read at; `#known` false before the first read. */
   readonly #generation = new Uint8Array(8);
   #known = false;
+  /** True while the generation was read in this synchronous run (cleared by a microtask). */
+  #checked = false;
+  readonly #uncheck = (): void => { this.#checked = false; };
   #bytes = 0;
   readonly #all: MemoEntries[] = [];
 
@@ -104,10 +115,22 @@ export class LmdbReadMemo {
    */
   bump(): void {
     this.#db.put(GENERATION_KEY, randomFillSync(Buffer.allocUnsafe(8)));
+    this.#checked = false;
+  }
+
+  /**
+   * The read snapshot may have been renewed within this run (a commit of this process
+   * completed, or `env.resetReadTxn()` was called): the next read checks the generation again.
+   */
+  forget(): void {
+    this.#checked = false;
   }
 
   /** Drops every kept record when the current snapshot's generation is not the one they were read at. */
   #sync(): void {
+    if (this.#checked) return;
+    this.#checked = true;
+    queueMicrotask(this.#uncheck);
     const b = this.#db.getBinaryFast(GENERATION_KEY) as Uint8Array | undefined;
     const g = this.#generation;
     if (b === undefined) {
