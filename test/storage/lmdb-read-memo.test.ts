@@ -3,11 +3,14 @@
  * What it keeps must never outlive a change made by another process on the same LMDB file while
  * the server runs: here the operator CLI (`slipway app create`) and a second process revoking an
  * authorization or deleting a blob's link write while the server keeps answering, and the very
- * next request over HTTP sees the change, for records kept as present and as absent. Also: the
- * kept records are frozen, and a commit in the server's own process is seen at once.
+ * next request over HTTP sees the change, for records kept as present and as absent; a race
+ * test revokes many authorizations from another process at random moments under constant
+ * request load. Also: the kept records are frozen, and a commit in the server's own process is
+ * seen at once.
  */
 import t from 'tap';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -73,6 +76,46 @@ t.test('a revocation written by another process refuses the very next request', 
   }`, a.json.id as string);
   t.equal((await http('GET', `${reg}/v2/`, { headers: auth })).status, 401, 'revoked');
   t.equal((await http('GET', `${reg}/v2/`, { headers: basic('_', key) })).status, 200, 'other credentials still work');
+});
+
+t.test('race: revocations by another process at random moments, under load, act on the next request', async (t) => {
+  const ROUNDS = 20;
+  const live = new Map<string, Record<string, string>>();
+  for (let i = 0; i < ROUNDS; i++) {
+    const a = await api(server, 'POST', '/oauth/authorizations', key, { scope: ['global'], description: `race ${i}` });
+    t.equal(a.status, 201);
+    live.set(a.json.id as string, basic('_', a.json.access_token.token as string));
+  }
+  // Keeps every credential's records read (and kept) while the other process revokes them.
+  let loading = true;
+  const load = (async () => {
+    while (loading) await Promise.all([...live.values()].map((auth) => http('GET', `${reg}/v2/`, { headers: auth })));
+  })();
+  const engine = fileURLToPath(new URL('../../engine/', import.meta.url));
+  const script = `
+    const { openStore } = await import(${JSON.stringify(join(engine, 'store.js'))});
+    const { revokeAuthorizationByIdInTransaction } = await import(${JSON.stringify(join(engine, 'identity/authorizations.js'))});
+    const store = await openStore(process.argv[1]);
+    for (const id of process.argv.slice(2)) {
+      await new Promise((r) => setTimeout(r, Math.random() * 40));
+      await store.metadata.transact((tx) => revokeAuthorizationByIdInTransaction(tx, id, Date.now()));
+      process.stdout.write(id + '\\n');
+    }
+    await store.close();
+  `;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script, tmp.dir, ...live.keys()], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((r) => child.on('exit', r));
+  let refused = 0;
+  for await (const id of createInterface({ input: child.stdout! })) {
+    const auth = live.get(id)!;
+    const status = (await http('GET', `${reg}/v2/`, { headers: auth })).status;
+    if (status === 401) refused++;
+    else t.fail(`authorization ${id} answered ${status} after its revocation committed`);
+  }
+  t.equal(await exited, 0, 'the other process revoked them all');
+  loading = false;
+  await load;
+  t.equal(refused, ROUNDS, 'every revoked credential refused at its next request');
 });
 
 t.test('a blob link another process removes is unknown at the next HEAD', async (t) => {
