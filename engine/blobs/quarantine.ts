@@ -9,7 +9,8 @@
  * deduplicated onto it (blobs/uploads.ts `#reusable`, registry/gc.ts): the verified upload's
  * bytes replace the file and its commit rewrites the record (blobs/uploads.ts), which heals it.
  *
- * Used three ways: on every blob GET/HEAD (`sizeCheck`: one stat), once at start-up for blobs
+ * Used three ways: on every blob GET (`sizeCheck`: one stat) and HEAD (`headSizeCheck`: the same,
+ * or a check of that blob passed within the last second), once at start-up for blobs
  * written by a build before store schema 6 (`LegacyBlobCheck`: size, then sha256 in the worker
  * pool), and on demand by operators' tools (`verifyBlob` + `quarantineBlob`).
  */
@@ -61,9 +62,48 @@ export function sizeCheck(blobs: BlobBackend, digest: Digest, rec: BlobRecord): 
   return blobs.stat(digest).then((st) => checkSize(st, rec));
 }
 
+/**
+ * How long a passed size check also answers the HEADs of the same blob (same recorded size)
+ * without a new stat, ms of the process's monotonic clock. A file that vanishes or changes size
+ * behind the server's back is therefore answered 200 by HEAD for at most this long after the last
+ * check that passed; a GET always checks (docs/storage.md "Pulls").
+ */
+export const HEAD_CHECK_REUSE_MS = 1000;
+
+/** Most blobs whose last passed check is remembered per backend (bounded memory). */
+const REMEMBERED_CHECKS = 10_000;
+
+interface PassedCheck { size: number; at: number }
+const passedChecks = new WeakMap<BlobBackend, Map<string, PassedCheck>>();
+
+/**
+ * `sizeCheck` for a HEAD: a check of the same blob and recorded size that passed less than
+ * `HEAD_CHECK_REUSE_MS` ago (`nowMs`: `performance.now()`) is reused; otherwise the stat is made
+ * and, when it passes, remembered. Synchronous when `sizeCheck` is.
+ */
+export function headSizeCheck(blobs: BlobBackend, digest: Digest, rec: BlobRecord, nowMs: number): BlobCheck | Promise<BlobCheck> {
+  let passed = passedChecks.get(blobs);
+  if (passed === undefined) passedChecks.set(blobs, (passed = new Map()));
+  const last = passed.get(digest);
+  if (last !== undefined && last.size === rec.size && nowMs >= last.at && nowMs - last.at < HEAD_CHECK_REUSE_MS) return PASSED;
+  const remember = (check: BlobCheck): BlobCheck => {
+    if (!check.ok) passed.delete(digest);
+    else if (last !== undefined) { last.size = rec.size; last.at = nowMs; }
+    else {
+      if (passed.size >= REMEMBERED_CHECKS) passed.clear();
+      passed.set(digest, { size: rec.size, at: nowMs });
+    }
+    return check;
+  };
+  const check = sizeCheck(blobs, digest, rec);
+  return check instanceof Promise ? check.then(remember) : remember(check);
+}
+
+const PASSED: BlobCheck = Object.freeze({ ok: true });
+
 function checkSize(st: BlobStat | undefined, rec: BlobRecord): BlobCheck {
   if (st === undefined) return { ok: false, reason: 'file missing' };
-  return st.size === rec.size ? { ok: true } : { ok: false, reason: `file has ${st.size} bytes, record says ${rec.size}` };
+  return st.size === rec.size ? PASSED : { ok: false, reason: `file has ${st.size} bytes, record says ${rec.size}` };
 }
 
 /** What the start-up pass found. */

@@ -13,7 +13,9 @@
  * nothing is validated in one synchronous pass over a single read snapshot instead (no commit).
  *
  * LMDB reads are synchronous, so the store and its transactions offer the contract's `getNow`
- * fast path (`get` is `getNow` wrapped in a Promise).
+ * fast path (`get` is a fresh read wrapped in a Promise). The store's own `getNow` (outside
+ * transactions) answers the hot keyspaces from decoded records kept until the next commit by any
+ * process (lmdb-read-memo.ts): every commit also writes a new generation for that purpose.
  *
  * Durability: the environment is opened with `overlappingSync: false` by its owner, so the
  * commit's promise resolves only once the transaction is on disk.
@@ -25,6 +27,7 @@ import {
   type RangeOptions, type RecordRef, type RecordValues, type TransactOptions,
 } from './metadata.js';
 import { BufferedWrites, REMOVED } from './pending-writes.js';
+import { GENERATION_DB, LmdbReadMemo, type MemoEntries } from './lmdb-read-memo.js';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -56,6 +59,8 @@ interface Handles {
   db: Database<unknown, string>;
   /** The same database's raw bytes, for read validation. */
   raw: Database<Buffer, string>;
+  /** Records kept between `getNow` reads (lmdb-read-memo.ts); undefined for keyspaces not kept. */
+  memo: MemoEntries | undefined;
 }
 
 type RangeArgs = { start?: string; end?: string; limit?: number; reverse?: boolean };
@@ -181,9 +186,12 @@ export class LmdbMetadataStore implements MetadataStore {
   readonly #handles = new Map<string, Handles>();
   /** Exclusive locks held in this process: name → settles when released. */
   readonly #held = new Map<string, Promise<void>>();
+  readonly #memo: LmdbReadMemo;
 
   /** @param env an environment opened with msgpack encoding and `overlappingSync: false`. */
-  constructor(readonly env: RootDatabase) {}
+  constructor(readonly env: RootDatabase) {
+    this.#memo = new LmdbReadMemo(env);
+  }
 
   /** The decoded and raw handles of a keyspace's database (opened once). */
   handles(ks: Keyspace<unknown>): Handles {
@@ -192,6 +200,7 @@ export class LmdbMetadataStore implements MetadataStore {
       h = {
         db: this.env.openDB<unknown, string>(ks.name, { encoding: 'msgpack', sharedStructuresKey: Symbol.for('structures') }),
         raw: this.env.openDB<Buffer, string>(ks.name, { encoding: 'binary' }),
+        memo: this.#memo.entriesFor(ks.name),
       };
       this.#handles.set(ks.name, h);
     }
@@ -202,9 +211,15 @@ export class LmdbMetadataStore implements MetadataStore {
     return later(() => this.#read(ks, k));
   }
 
-  /** The latest committed value at `k`, synchronously (the contract's fast path). */
+  /**
+   * The latest committed value at `k`, synchronously (the contract's fast path); for the hot
+   * keyspaces a frozen record shared until the next commit (lmdb-read-memo.ts).
+   */
   getNow<V>(ks: Keyspace<V>, k: string): V | undefined {
-    return this.#read(ks, k);
+    checkKey(ks, k);
+    const h = this.handles(ks);
+    if (h.memo === undefined) return h.db.get(k) as V | undefined;
+    return this.#memo.read(h.memo, h.db, k) as V | undefined;
   }
 
   getMany<const R extends ReadonlyArray<RecordRef<unknown>>>(refs: R): Promise<RecordValues<R>> {
@@ -225,7 +240,10 @@ export class LmdbMetadataStore implements MetadataStore {
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       // lmdb-js renews its read snapshot on a timer; after a conflict, read the newest state
       // at once (else the retry would read the same stale snapshot and conflict again).
-      if (attempt > 1) this.env.resetReadTxn();
+      if (attempt > 1) {
+        this.env.resetReadTxn();
+        this.#memo.forget();
+      }
       const tx = new Attempt(this);
       const result = await body(tx);
       if (tx.writes.size === 0) {
@@ -237,8 +255,11 @@ export class LmdbMetadataStore implements MetadataStore {
       const committed = await this.env.transaction(() => {
         if (tx.reads.length + tx.ranges.length > 0 && !tx.valid()) return false;
         tx.apply();
+        this.#memo.bump();
         return true;
       });
+      // lmdb-js renewed the read snapshot when the commit completed: read the new generation.
+      this.#memo.forget();
       if (committed) return result;
     }
     throw new TransactionConflictError(maxAttempts);
@@ -249,7 +270,7 @@ export class LmdbMetadataStore implements MetadataStore {
    * whole-store tools that copy every keyspace without knowing its records (`slipway migrate`).
    */
   keyspaceNames(): string[] {
-    return [...this.env.getKeys()].filter((k): k is string => typeof k === 'string');
+    return [...this.env.getKeys()].filter((k): k is string => typeof k === 'string' && k !== GENERATION_DB);
   }
 
   /**

@@ -163,7 +163,9 @@ export interface MetadataReader {
    * validation exactly like `get`'s); networked stores (PostgreSQL) leave it out. Callers never
    * require it: they read through `readMaybe` below, which falls back to `get`, and write the
    * rest over `MaybePromise` (engine/maybe-sync.ts), so one code path serves both kinds of store
-   * and a request whose data is local completes without any promise.
+   * and a request whose data is local completes without any promise. Its value may be shared
+   * with other readers (LMDB keeps decoded hot records until the next commit, frozen:
+   * lmdb-read-memo.ts): callers never modify what `getNow` returns.
    * @throws RangeError for a bad key (see `checkKey`)
    */
   getNow?<V>(ks: Keyspace<V>, k: string): V | undefined;

@@ -7,7 +7,7 @@ import { parseDigest, type Digest } from '../../engine/digest.js';
 import { fail, isSlipwayError } from '../../engine/errors.js';
 import type { BlobReader } from '../../engine/blobs/contract.js';
 import { API_VERSION } from './context.js';
-import { quarantineBlob, sizeCheck } from '../../engine/blobs/quarantine.js';
+import { headSizeCheck, quarantineBlob, sizeCheck } from '../../engine/blobs/quarantine.js';
 import type { BlobRecord } from '../../engine/blobs/records.js';
 import { andThen, type MaybePromise } from '../../engine/maybe-sync.js';
 
@@ -17,23 +17,28 @@ import { andThen, type MaybePromise } from '../../engine/maybe-sync.js';
  */
 export function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, digest: digestParam }: RouteParams): MaybePromise<void> {
   const digest = parseDigest(digestParam);
-  return andThen(servableBlob(ctx, repository, digest), (blob) => sendBlob(ctx, ex, digest, blob));
+  return andThen(servableBlob(ctx, repository, digest, ex.method === 'HEAD'), (blob) => sendBlob(ctx, ex, digest, blob));
 }
 
 /**
  * The record of a blob `repository` may serve, once its bytes are known to be the record's: a
  * pending start-up verification is waited for. A medium that answers a stat at once (the
- * filesystem) has the bytes' size checked on every GET and HEAD (a blob whose size differs is
- * quarantined: clients then push it again); a remote one (S3) on GET through the reader's size
- * (streamBlob), and HEAD answers from the record alone (no round trip to the store).
+ * filesystem) has the bytes' size checked on every GET, and on a HEAD unless a check of that
+ * blob passed within the last second (quarantine.ts `headSizeCheck`); a blob whose size differs
+ * is quarantined: clients then push it again. A remote medium (S3) is checked on GET through
+ * the reader's size (streamBlob), and HEAD answers from the record alone (no round trip to the
+ * store).
  * @throws BLOB_UNKNOWN
  */
-function servableBlob(ctx: RegistryContext, repository: string, digest: Digest): MaybePromise<BlobRecord> {
+function servableBlob(ctx: RegistryContext, repository: string, digest: Digest, head: boolean): MaybePromise<BlobRecord> {
   return andThen(ctx.registry.statBlob(repository, digest), (first) => {
     const pending = ctx.legacyCheck?.pending(digest);
     const blob = pending ? pending.then(() => ctx.registry.statBlob(repository, digest)) : first;
     if (ctx.blobs.statSync === undefined) return blob;
-    return andThen(blob, (rec) => andThen(sizeCheck(ctx.blobs, digest, rec), (check) => check.ok ? rec : refuse(ctx, digest, rec, check.reason)));
+    return andThen(blob, (rec) => {
+      const check = head ? headSizeCheck(ctx.blobs, digest, rec, performance.now()) : sizeCheck(ctx.blobs, digest, rec);
+      return andThen(check, (c) => c.ok ? rec : refuse(ctx, digest, rec, c.reason));
+    });
   });
 }
 

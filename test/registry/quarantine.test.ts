@@ -3,14 +3,16 @@
  * directory (wrong bytes of the right size, a truncated file) are found at the restart that
  * migrates a store of an older build, are not served (BLOB_UNKNOWN, so clients push again) and
  * not deduplicated onto, and a fresh push of the same digest heals them; the image pulls again.
- * A blob whose file shrinks while the server runs is caught by the size check of GET/HEAD.
+ * A blob whose file shrinks or vanishes while the server runs is caught by the size check of
+ * GET at once, and of HEAD once the last passed check is older than HEAD_CHECK_REUSE_MS.
  */
 import t from 'tap';
-import { readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { tempDir } from '../helpers/server.js';
-import { startInProcess, type InProcessSlipway } from '../helpers/harness.js';
+import { startInProcess, waitFor, type InProcessSlipway } from '../helpers/harness.js';
+import { HEAD_CHECK_REUSE_MS } from '../../engine/blobs/quarantine.js';
 import { basic, createApp, errCode, http } from '../helpers/http.js';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
 import { pushBlob, pushBuiltImage, type Target } from '../helpers/registry.js';
@@ -88,4 +90,35 @@ t.test('a blob whose file shrinks while serving is not served, and heals on push
   const again = await get(digest);
   t.equal(again.status, 200);
   t.ok(again.bytes.equals(data));
+});
+
+t.test('HEAD of a blob whose file changes behind the server stops answering 200 once its last check is stale', async (t) => {
+  for (const change of [(f: string) => truncateSync(f, 10), (f: string) => unlinkSync(f)]) {
+    const data = randomBytes(50_000);
+    const digest = sha256(data);
+    t.equal((await pushBlob(target(), 'quar/web', data)).status, 201);
+    t.equal((await get(digest, 'HEAD')).status, 200, 'checked and passed');
+    const changedAt = performance.now();
+    change(file(digest));
+    // Within HEAD_CHECK_REUSE_MS of the passed check a HEAD may still answer 200; never later.
+    await waitFor('HEAD refuses the changed blob', async () => (await get(digest, 'HEAD')).status === 404, { timeoutMs: 30_000, intervalMs: 50 });
+    t.comment(`HEAD answered 404 ${Math.round(performance.now() - changedAt)} ms after the change (reuse window ${HEAD_CHECK_REUSE_MS} ms)`);
+    const r = await get(digest);
+    t.equal(r.status, 404, 'quarantined: GET refuses it too');
+    t.equal(errCode(r), 'BLOB_UNKNOWN');
+    t.equal((await pushBlob(target(), 'quar/web', data)).status, 201, 'a push heals it');
+    t.equal((await get(digest, 'HEAD')).status, 200);
+  }
+});
+
+t.test('GET checks the file every time, even right after a passed HEAD', async (t) => {
+  const data = randomBytes(40_000);
+  const digest = sha256(data);
+  t.equal((await pushBlob(target(), 'quar/web', data)).status, 201);
+  t.equal((await get(digest, 'HEAD')).status, 200);
+  truncateSync(file(digest), 5);
+  const r = await get(digest);
+  t.equal(r.status, 404, 'never the short bytes');
+  t.equal(errCode(r), 'BLOB_UNKNOWN');
+  t.equal((await get(digest, 'HEAD')).status, 404, 'and HEAD follows the quarantine at once');
 });
