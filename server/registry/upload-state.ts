@@ -10,12 +10,56 @@
  * and tests) and from builds before node names: the bare signature of `<session id>:<repository>`,
  * still accepted so that Locations handed out before an upgrade keep working.
  */
+import { timingSafeEqual } from 'node:crypto';
 import type { ServerKeys } from '../../engine/identity/keys.js';
+
+/**
+ * Most sessions' requests are a run of PATCHes that each verify the `_state` they carry and sign
+ * the same value again for their Location (one session, one repository, one node: one value under
+ * one key). The memo keeps the values this process signed with its signing key, per
+ * `ServerKeys` instance (whose keys never change), so a session's later requests compare bytes in
+ * constant time instead of computing two HMACs (bench/README.md "Chunked push per PATCH: the
+ * `_state` memo"). Only values this process signed enter it: any other `_state` (forged, or
+ * signed by the accepted key or before a restart) gets the full check. Bounded: the oldest entry
+ * leaves when it holds MEMO_ENTRIES (a Location signed again later is the same value).
+ */
+const MEMO_ENTRIES = 4096;
+const memos = new WeakMap<ServerKeys, Map<string, Buffer>>();
+
+function memoFor(keys: ServerKeys): Map<string, Buffer> {
+  let memo = memos.get(keys);
+  if (!memo) memos.set(keys, (memo = new Map()));
+  return memo;
+}
+
+function remember(memo: Map<string, Buffer>, data: string, signature: string): void {
+  if (memo.size >= MEMO_ENTRIES) memo.delete(memo.keys().next().value as string);
+  memo.set(data, Buffer.from(signature));
+}
+
+/** The signing key's signature of `data` (purpose `upload-state`), from the memo when there. */
+function signed(keys: ServerKeys, data: string): string {
+  const memo = memoFor(keys);
+  const known = memo.get(data);
+  if (known) return known.toString();
+  const signature = keys.sign('upload-state', data);
+  remember(memo, data, signature);
+  return signature;
+}
+
+/** Whether `signature` is the server's for `data`: a constant-time compare with the memo, else the keys' check. */
+function verified(keys: ServerKeys, data: string, signature: string): boolean {
+  const memo = memoFor(keys);
+  const known = memo.get(data);
+  const presented = Buffer.from(signature);
+  if (known && known.length === presented.length && timingSafeEqual(known, presented)) return true;
+  return keys.verify('upload-state', data, signature);
+}
 
 /** The `_state` value for session `id` of `repository`, owned by `node` ('' = no node name). */
 export function signUploadState(keys: ServerKeys, id: string, repository: string, node: string): string {
-  if (node === '') return keys.sign('upload-state', `${id}:${repository}`);
-  return `${node}~${keys.sign('upload-state', `${id}:${repository}:${node}`)}`;
+  if (node === '') return signed(keys, `${id}:${repository}`);
+  return `${node}~${signed(keys, `${id}:${repository}:${node}`)}`;
 }
 
 /**
@@ -25,7 +69,7 @@ export function signUploadState(keys: ServerKeys, id: string, repository: string
  */
 export function verifyUploadState(keys: ServerKeys, id: string, repository: string, state: string): string | undefined {
   const tilde = state.lastIndexOf('~');
-  if (tilde < 0) return keys.verify('upload-state', `${id}:${repository}`, state) ? '' : undefined;
+  if (tilde < 0) return verified(keys, `${id}:${repository}`, state) ? '' : undefined;
   const node = state.slice(0, tilde);
-  return keys.verify('upload-state', `${id}:${repository}:${node}`, state.slice(tilde + 1)) ? node : undefined;
+  return verified(keys, `${id}:${repository}:${node}`, state.slice(tilde + 1)) ? node : undefined;
 }
