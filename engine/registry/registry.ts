@@ -13,7 +13,7 @@
  * racing GC can fail with MANIFEST_BLOB_UNKNOWN but never store a manifest without its blobs).
  */
 import { digestOf, isDigest, type Digest } from '../digest.js';
-import { fail } from '../errors.js';
+import { fail, isSlipwayError } from '../errors.js';
 import { key, prefetch, readMaybe, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
 import { andThen, type MaybePromise } from '../maybe-sync.js';
 import { scanKeyspace } from '../storage/scan.js';
@@ -27,7 +27,7 @@ import { MANIFEST_V2S2 } from './media-types.js';
 import { parseReference } from './names.js';
 import { linkedBlob, linkedBlobRefs, linkedBlobs, linkedFrom, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
 import { putTagInTransaction, removeTagInTransaction, removeTagsOfManifestInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest, tagRef } from './tags.js';
-import { manifestBytes, manifestSize, type ManifestRecord, type RepositoryRecord } from './records.js';
+import { manifestBytes, manifestSize, type ImageInfo, type ManifestRecord, type RepositoryRecord } from './records.js';
 import { images, manifests, repositories, repositoryManifests } from './keyspaces.js';
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
 import { checkIdentifier } from '../identifiers.js';
@@ -150,11 +150,7 @@ export class Registry {
       if (blob.size !== d.size) throw fail('MANIFEST_INVALID', `descriptor size ${d.size} of ${d.digest} does not match the blob's ${blob.size} bytes`, { digest: d.digest });
     });
     const existing = read[read.length - 1] as ManifestRecord | undefined;
-    const image = existing?.image ?? (await this.#inspect(parsed.config.digest, parsed.layers.map((l) => l.digest)).catch(async (e: unknown) => {
-      // GC may have collected an unreferenced blob while the worker read it: say which one.
-      const gone = await this.#firstUnlinked(this.metadata, repository, parsed.blobs);
-      throw gone ? deletedWhileChecked(gone) : e;
-    }));
+    const image = existing?.image ?? (await this.#inspectPushed(repository, parsed.config.digest, parsed.layers.map((l) => l.digest), parsed.blobs));
     const now = this.clock.now();
     const rmKey = key(repository, digest);
     await this.metadata.transact(async (tx) => {
@@ -308,6 +304,31 @@ export class Registry {
     const given = ref.digest;
     if (given !== digest) throw fail('DIGEST_INVALID', `manifest digest ${digest} does not match the reference ${given}`, { expected: given, actual: digest });
     return undefined;
+  }
+
+  /**
+   * Inspects the image of a manifest PUT whose blobs were just found linked, telling a blob that
+   * GC took meanwhile from a real failure. GC may collect an unreferenced blob while the worker
+   * reads it: when the blob is no longer linked, MANIFEST_BLOB_UNKNOWN names it (the client pushes
+   * it again). When every blob is still linked but the worker found one missing (BLOB_UNKNOWN),
+   * the blob was collected and pushed again between the worker's read and the check (a deleted
+   * image's layer uploaded by another push): the inspection runs once more over the new bytes;
+   * if it still finds a blob missing, MANIFEST_BLOB_UNKNOWN, never an internal error.
+   * @throws MANIFEST_BLOB_UNKNOWN as above; whatever the inspection throws otherwise.
+   */
+  async #inspectPushed(repository: string, configDigest: Digest, layers: Digest[], blobs: Digest[]): Promise<ImageInfo> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#inspect(configDigest, layers);
+      } catch (e) {
+        const gone = await this.#firstUnlinked(this.metadata, repository, blobs);
+        if (gone) throw deletedWhileChecked(gone);
+        if (!isSlipwayError(e) || e.code !== 'BLOB_UNKNOWN') throw e;
+        if (attempt === 1) continue;
+        const named = /sha256:[0-9a-f]{64}/.exec(e.message)?.[0] as Digest | undefined;
+        throw fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${named ?? 'a blob of the manifest'} changed while the manifest was checked; push it again`, named ? { digest: named } : undefined);
+      }
+    }
   }
 
   async #inspect(configDigest: Digest, layers: Digest[]) {
