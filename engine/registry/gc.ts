@@ -49,7 +49,8 @@
  * What can still fail, by design, and never loses an accepted manifest: a manifest PUT whose
  * blob GC took first (the grace period passed, or the blob was referenced when the client
  * HEADed it and lost its last reference since) gets MANIFEST_BLOB_UNKNOWN, also when GC took
- * it while the worker was reading it; a GET of a blob during the microseconds its file is in
+ * it while the worker was reading it (and when it was pushed again meanwhile and a second
+ * inspection still misses it: registry.ts `#inspectPushed`); a GET of a blob during the microseconds its file is in
  * the trash before being put back can fail once.
  * Time: record ages come from the injectable clock; an orphan's age is clock time minus mtime.
  */
