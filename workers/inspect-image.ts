@@ -14,14 +14,18 @@ import type { InspectRequest, InspectResult } from '../engine/registry/registry.
 import type { BlobBackend } from '../engine/blobs/contract.js';
 import { openBlobBackend, type BlobBackendSpec } from '../engine/blobs/backend-spec.js';
 import type { Digest } from '../engine/digest.js';
+import { fail, isSlipwayError } from '../engine/errors.js';
 
 /** An InspectRequest with the backend holding its blobs. */
 export interface InspectTask extends InspectRequest {
   blobs: BlobBackendSpec;
 }
 
-/** Worker results never throw across threads: a clone would lose the error code. */
-export type TaskResult<T> = { ok: true; value: T } | { ok: false; code: 'MANIFEST_INVALID'; message: string };
+/**
+ * Worker results never throw across threads: a clone would lose the error code. BLOB_UNKNOWN
+ * names the blob (`digest`) that was not stored when the worker read it (GC took it meanwhile).
+ */
+export type TaskResult<T> = { ok: true; value: T } | { ok: false; code: 'MANIFEST_INVALID'; message: string } | { ok: false; code: 'BLOB_UNKNOWN'; message: string; digest: Digest };
 
 /** Largest config blob read (bytes). */
 const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
@@ -42,11 +46,24 @@ export async function inspectImage(task: InspectTask): Promise<TaskResult<Inspec
   try {
     config = await readConfig(blobs, task.config);
   } catch (e) {
-    return { ok: false, code: 'MANIFEST_INVALID', message: (e as Error).message };
+    return missingBlob(e, task.config) ?? { ok: false, code: 'MANIFEST_INVALID', message: (e as Error).message };
   }
   const scans: Record<string, LayerScan> = {};
-  for (const d of task.layers) scans[d] = await scanLayer(blobs, d);
+  for (const d of task.layers) {
+    try {
+      scans[d] = await scanLayer(blobs, d);
+    } catch (e) {
+      const missing = missingBlob(e, d);
+      if (missing) return missing;
+      throw e;
+    }
+  }
   return { ok: true, value: { config, scans } };
+}
+
+/** The BLOB_UNKNOWN result for `e` when it is the blob contract's "absent" (contract.ts `read`). */
+function missingBlob(e: unknown, digest: Digest): TaskResult<never> | undefined {
+  return isSlipwayError(e) && e.code === 'BLOB_UNKNOWN' ? { ok: false, code: 'BLOB_UNKNOWN', message: e.message, digest } : undefined;
 }
 
 async function readAll(s: Readable): Promise<Buffer> {
@@ -57,7 +74,7 @@ async function readAll(s: Readable): Promise<Buffer> {
 
 async function readConfig(blobs: BlobBackend, digest: Digest): Promise<ConfigSummary> {
   const st = await blobs.stat(digest);
-  if (!st) throw new Error(`image config ${digest} is not stored`);
+  if (!st) throw fail('BLOB_UNKNOWN', `image config ${digest} is not stored`, { digest });
   if (st.size > MAX_CONFIG_BYTES) throw new Error(`image config is ${st.size} bytes; the limit is ${MAX_CONFIG_BYTES}`);
   let doc: Record<string, unknown>;
   try {
@@ -104,7 +121,7 @@ export async function scanLayer(blobs: BlobBackend, digest: Digest): Promise<Lay
   const scan: LayerScan = { whiteouts: 0, examples: [], readable: true };
   let file: Readable | undefined;
   const extract = tar.extract();
-  const raw = await blobs.read(digest); // absent (GC took it meanwhile): the task fails
+  const raw = await blobs.read(digest); // absent (GC took it meanwhile): BLOB_UNKNOWN, a BLOB_UNKNOWN result
   try {
     const { head, stream } = await peek(raw, 2);
     file = stream;

@@ -39,7 +39,7 @@ export class WorkerPool {
     if (!blobs) throw new Error('image inspection needs a blob backend a worker thread can open (no description)');
     const task: InspectTask = { ...req, blobs };
     const r = (await this.#run(task, 'inspectImage')) as TaskResult<InspectResult>;
-    if (!r.ok) throw fail(r.code, r.message);
+    if (!r.ok) throw r.code === 'BLOB_UNKNOWN' ? fail(r.code, r.message, { digest: r.digest }) : fail(r.code, r.message);
     return r.value;
   }
 

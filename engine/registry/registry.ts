@@ -314,6 +314,7 @@ export class Registry {
    * the blob was collected and pushed again between the worker's read and the check (a deleted
    * image's layer uploaded by another push): the inspection runs once more over the new bytes;
    * if it still finds a blob missing, MANIFEST_BLOB_UNKNOWN, never an internal error.
+   * The worker reports a missing blob as BLOB_UNKNOWN with `{ digest }` (workers/inspect-image.ts).
    * @throws MANIFEST_BLOB_UNKNOWN as above; whatever the inspection throws otherwise.
    */
   async #inspectPushed(repository: string, configDigest: Digest, layers: Digest[], blobs: Digest[]): Promise<ImageInfo> {
@@ -325,7 +326,7 @@ export class Registry {
         if (gone) throw deletedWhileChecked(gone);
         if (!isSlipwayError(e) || e.code !== 'BLOB_UNKNOWN') throw e;
         if (attempt === 1) continue;
-        const named = /sha256:[0-9a-f]{64}/.exec(e.message)?.[0] as Digest | undefined;
+        const named = (e.detail as { digest?: Digest } | undefined)?.digest;
         throw fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${named ?? 'a blob of the manifest'} changed while the manifest was checked; push it again`, named ? { digest: named } : undefined);
       }
     }

@@ -5,7 +5,9 @@
  * more over the new bytes; a blob still missing then is MANIFEST_BLOB_UNKNOWN (the client pushes
  * it again), never an internal error; other failures pass through unchanged, and a blob GC
  * unlinked is named as before. The inspector here stands in for the worker's answer, so each
- * case is exact; the race itself runs in test/cluster/gc-under-pushes.
+ * case is exact; the last case goes through the real worker pool (a missing blob must cross the
+ * thread boundary as BLOB_UNKNOWN with its digest); the race itself runs in
+ * test/cluster/gc-under-pushes.
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
@@ -13,6 +15,7 @@ import { engineFixture, digestOf } from '../helpers/engine.js';
 import { Registry, type ImageInspector } from '../../engine/registry/registry.js';
 import { fail } from '../../engine/errors.js';
 import type { Digest } from '../../engine/digest.js';
+import { WorkerPool } from '../../workers/pool.js';
 
 const MEDIA = 'application/vnd.docker.distribution.manifest.v2+json';
 const AMD64 = { config: { architecture: 'amd64', os: 'linux', entrypoint: null, cmd: ['/bin/sh'], workingDir: '/', env: [], user: '', ignoredInstructions: [] }, scans: {} };
@@ -38,7 +41,8 @@ async function setup(t: Parameters<typeof engineFixture>[0], failures: Error[]) 
   return { ...e, registry, manifest, layer: digestOf(layer), calls: () => calls };
 }
 
-const missing = (d: Digest) => fail('BLOB_UNKNOWN', `blob unknown: ${d}`);
+/** What the worker pool throws for a blob missing when the worker read it (workers/pool.ts). */
+const missing = (d: Digest) => fail('BLOB_UNKNOWN', `blob unknown: ${d}`, { digest: d });
 
 /** The error `p` rejects with; throws (failing the test) when it resolves. */
 async function rejection(p: Promise<unknown>): Promise<{ code?: string; message: string; detail?: unknown }> {
@@ -90,6 +94,18 @@ t.test('other inspection failures pass through unchanged, after one attempt', as
   t.equal(err.code, 'MANIFEST_INVALID');
   t.equal(err.message, 'config is not JSON');
   t.equal(e.calls(), 1);
+});
+
+t.test('through the worker pool: a linked layer whose bytes are gone is MANIFEST_BLOB_UNKNOWN naming it', async (t) => {
+  const e = await setup(t, []);
+  const pool = new WorkerPool({ maxThreads: 1 });
+  t.teardown(() => pool.close());
+  const registry = new Registry(e.store.metadata, e.blobs, e.clock, (r) => pool.inspectImage({ kind: 'fs', dataDir: e.tmp.dir }, r));
+  await e.blobs.delete(e.layer); // the bytes only: record and link stay, as between GC's removal and a re-upload
+  const err = await rejection(registry.putManifest('race/web', 'app-race', 'v1', e.manifest, MEDIA));
+  t.equal(err.code, 'MANIFEST_BLOB_UNKNOWN', 'a client error, not a 500');
+  t.same(err.detail, { digest: e.layer });
+  t.match(err.message, e.layer);
 });
 
 /** The digest the scripted failures name. */
