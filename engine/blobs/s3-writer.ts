@@ -50,7 +50,6 @@ const reuseAlways = () => true;
 
 /** Bytes of a session's first part buffer; each growth makes it four times larger, up to the part size. */
 const FIRST_BUFFER_BYTES = 64 * 1024;
-export { PART_HEADROOM };
 
 /** One session: a part buffer, the running hash, the multipart upload once the first part is full. */
 export class S3Writer implements BlobWriter {

@@ -9,7 +9,7 @@ import { S3Client, CreateBucketCommand } from '@aws-sdk/client-s3';
 import { loadBlobStoreSettings, probeBucket, s3ClientSettings, type S3Settings } from '../../server/blob-store-settings.js';
 import { startCephRgw, cephSkip } from '../helpers/ceph-rgw.js';
 import { loadConfig } from '../../server/config.js';
-import { PART_HEADROOM } from '../../engine/blobs/s3-writer.js';
+import { PART_HEADROOM } from '../../engine/blobs/s3-budget.js';
 
 const MIB = 1024 * 1024;
 

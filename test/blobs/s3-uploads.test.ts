@@ -11,7 +11,7 @@ import { S3Client, CreateBucketCommand, ListMultipartUploadsCommand } from '@aws
 import { S3BlobBackend, s3ClientConfig, MIN_PART_SIZE } from '../../engine/blobs/s3-backend.js';
 import { Uploads } from '../../engine/blobs/uploads.js';
 import { UploadMemory } from '../../engine/blobs/upload-memory.js';
-import { PART_HEADROOM } from '../../engine/blobs/s3-writer.js';
+import { PART_HEADROOM } from '../../engine/blobs/s3-budget.js';
 import { openStore } from '../../engine/store.js';
 import { ManualClock } from '../../engine/clock.js';
 import { HashThread } from '../../workers/hash-thread.js';
