@@ -40,7 +40,7 @@ export interface ConnectionMemo {
 }
 
 export interface Exchange {
-  /** Uppercase method. */
+  /** The method as sent: case-sensitive (RFC 9110 §9.1), so `delete` is not DELETE. */
   readonly method: string;
   /** Path without the query string, as sent (percent-encoding kept). */
   readonly path: string;

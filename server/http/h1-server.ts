@@ -46,7 +46,7 @@ class H1Exchange implements Exchange {
     this.#conn = conn;
     this.#headers = head.headers;
     this.#target = head.target;
-    this.method = head.method.toUpperCase();
+    this.method = head.method;
     const q = head.target.indexOf('?');
     this.path = q === -1 ? head.target : head.target.slice(0, q);
     this.id = this.header('request-id').slice(0, 200) || randomUUID();

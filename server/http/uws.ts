@@ -72,7 +72,7 @@ class UwsExchange implements Exchange {
 
   constructor(res: HttpResponse, req: HttpRequest) {
     this.#res = res;
-    this.method = req.getCaseSensitiveMethod().toUpperCase();
+    this.method = req.getCaseSensitiveMethod();
     this.path = req.getUrl();
     this.#queryString = req.getQuery() ?? '';
     const lengths: string[] = [];
