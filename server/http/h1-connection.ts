@@ -238,6 +238,9 @@ export class Connection {
   #bodyComplete(): void {
     this.#bodyDone = true;
     this.#decoder = null;
+    // The client sent the whole body without waiting for 100 Continue: nothing is owed, and the
+    // connection can stay open (RFC 9110 §10.1.1).
+    this.#continuePending = false;
     if (this.#responded) return this.#next();
     this.#state = 'wait';
     this.#consumer?.end();
@@ -340,6 +343,7 @@ export class Connection {
       return;
     }
     this.#state = 'head';
+    this.#responded = false; // a malformed next head is answered too (#refuse)
     this.#idle(this.timeouts.headMs);
     this.#process();
     // The client half-closed while requests were pending: all complete ones are answered.

@@ -38,12 +38,15 @@ class H1Exchange implements Exchange {
   #aborted = false;
   #finished = false;
   readonly #conn: Connection;
+  /** The request head as the listener parsed it (target, lowercase header fields joined with ", "). */
+  readonly head: RequestHead;
   readonly #headers: Map<string, string>;
   readonly #target: string;
   #query: URLSearchParams | undefined;
 
   constructor(conn: Connection, head: RequestHead, readonly memo: ConnectionMemo) {
     this.#conn = conn;
+    this.head = head;
     this.#headers = head.headers;
     this.#target = head.target;
     this.method = head.method;

@@ -39,6 +39,7 @@ export interface Target {
  * @returns the target, or null when it is neither form (the listener answers 400)
  */
 export function parseTarget(raw: string): Target | null {
+  if (raw.includes('#')) return null; // no fragment in a request target (RFC 9112 §3.2)
   if (raw.charCodeAt(0) === 0x2f) return { path: raw };
   const m = ABSOLUTE_FORM.exec(raw);
   if (!m) return null;
