@@ -29,7 +29,13 @@ t.test('a complete head', async (t) => {
 t.test('refused heads', async (t) => {
   const cases: Array<[string, number]> = [
     ['GET / HTTP/2.0\r\n\r\n', 400],
-    ['GET http://x/ HTTP/1.1\r\n\r\n', 400],
+    ['GET ftp://x/ HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+    ['GET http://u@x/ HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+    ['GET / HTTP/1.1\r\n\r\n', 400],
+    ['GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n', 400],
+    ['GET / HTTP/1.1\r\nHost: a b\r\n\r\n', 400],
+    ['get / HTTP/1.1\r\nHost: h\r\n\r\n', 501],
+    ['PROPFIND / HTTP/1.1\r\nHost: h\r\n\r\n', 501],
     ['GET /a b HTTP/1.1\r\n\r\n', 400],
     ['GET / HTTP/1.1\r\nHost: h\r\n folded\r\n\r\n', 400],
     ['GET / HTTP/1.1\r\nBad Name: x\r\n\r\n', 400],
@@ -42,11 +48,12 @@ t.test('refused heads', async (t) => {
 });
 
 t.test('body framing', async (t) => {
-  const framing = (text: string) => bodyFraming(head(text + '\r\n\r\n')!);
+  const framing = (text: string) => bodyFraming(head(text.replace('\r\n', '\r\nHost: h\r\n') + '\r\n\r\n')!);
   t.same(framing('PUT / HTTP/1.1\r\nTransfer-Encoding: chunked'), { kind: 'chunked' });
   t.same(framing('PUT / HTTP/1.1\r\nContent-Length: 0'), { kind: 'none' });
   t.same(framing('PUT / HTTP/1.1\r\nContent-Length: 1000000000000'), { kind: 'length', length: 1e12 }, '13-digit lengths');
-  t.same(framing('PUT / HTTP/1.1\r\nContent-Length: 7\r\nContent-Length: 7'), { kind: 'length', length: 7 }, 'identical repeats');
+  t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: 7\r\nContent-Length: 7')), 400, 'identical repeats, as llhttp');
+  t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: 7, 7')), 400, 'a list, as llhttp');
   t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: 7\r\nTransfer-Encoding: chunked')), 400, 'smuggling shape');
   t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: 7\r\nContent-Length: 8')), 400);
   t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: -1')), 400);
@@ -56,7 +63,7 @@ t.test('body framing', async (t) => {
   t.equal(status(() => framing('PUT / HTTP/1.0\r\nTransfer-Encoding: chunked')), 400);
   t.notOk(keepsAlive(head('GET / HTTP/1.0\r\n\r\n')!));
   t.ok(keepsAlive(head('GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n')!));
-  t.notOk(keepsAlive(head('GET / HTTP/1.1\r\nConnection: Close\r\n\r\n')!));
+  t.notOk(keepsAlive(head('GET / HTTP/1.1\r\nHost: h\r\nConnection: Close\r\n\r\n')!));
 });
 
 /** Decodes `wire` fed in pieces of `step` bytes; returns payload and bytes consumed. */
@@ -75,7 +82,7 @@ function decode(wire: string, step: number): { payload: string; used: number; do
 }
 
 t.test('chunked decoding in any split', async (t) => {
-  const wire = '5\r\nhello\r\nA;ext=1\r\n0123456789\r\n0\r\nTrailer: x\r\n\r\n';
+  const wire = '5\r\nhello\r\n0A;ext=1;q="a\\"b";e\r\n0123456789\r\n0\r\nTrailer: x\r\n\r\n';
   for (const step of [1, 2, 3, 7, 1000]) {
     const r = decode(wire + 'GET / HTTP/1.1', step);
     t.equal(r.payload, 'hello0123456789', `payload, step ${step}`);
@@ -86,7 +93,18 @@ t.test('chunked decoding in any split', async (t) => {
 });
 
 t.test('malformed chunked bodies', async (t) => {
-  for (const wire of ['x\r\n', '5\nhello', '5\r\nhelloX\r\n', '\r\n', '12345678901234\r\n', '5\r\nhello\r\n0\r\nT: x\n\r\n', '5' + ';'.repeat(2000)]) {
+  for (const wire of ['x\r\n', '5\nhello', '5\r\nhelloX\r\n', '\r\n', '12345678901234\r\n', '5\r\nhello\r\n0\r\nT: x\n\r\n', '5;' + 'a'.repeat(2000),
+    '5 junk\r\n', '5\t\r\n', '5;a="\x01"\r\n', '5;\r\n', '5;a=\r\n', '5; a\r\n', '5;a =b\r\n', ' 5\r\n', '0\r\nX\r\n\r\n', '0\r\nX : a\r\n\r\n',
+    '0\r\nX: a\r\n b\r\n\r\n', '0\r\nX: \x00\r\n\r\n', '0\r\nContent-Length: 0\r\n\r\n', '0\r\nGET / HTTP/1.1\r\n\r\n']) {
     t.equal(status(() => decode(wire, 3)), 400, JSON.stringify(wire.slice(0, 30)));
   }
+});
+
+t.test('absolute-form: the authority replaces Host (RFC 9112 §3.2.2)', async (t) => {
+  const h = head('GET HTTP://Reg.Example:5000?x=1 HTTP/1.1\r\nHost: other\r\n\r\n')!;
+  t.equal(h.target, '/?x=1');
+  t.equal(h.headers.get('host'), 'Reg.Example:5000');
+  t.equal(head('PUT https://[::1]:443/v2/a/blobs/uploads/1?_state=s HTTP/1.0\r\n\r\n')!.target, '/v2/a/blobs/uploads/1?_state=s');
+  t.equal(status(() => head('GET http:///x HTTP/1.1\r\nHost: h\r\n\r\n')), 400, 'no host');
+  t.equal(status(() => head('GET http://h/x HTTP/1.1\r\n\r\n')), 400, 'HTTP/1.1 still needs a Host line');
 });
