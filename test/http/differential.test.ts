@@ -41,10 +41,13 @@ t.test('Slipway never accepts or splits differently from llhttp', async (t) => {
       const key = verdict.startsWith('diverge:') ? 'diverge' : verdict;
       verdicts.set(key, (verdicts.get(key) ?? 0) + 1);
       kinds.set(c.kind, (kinds.get(c.kind) ?? 0) + 1);
-      if (LONG && kinds.size > 0 && (next % 50_000) === 0) process.stderr.write(`differential: ${next} cases, ${verdicts.get('diverge') ?? 0} divergences\n`);
       if (verdict.startsWith('diverge:')) {
         failures.push(`seed ${seed} case ${c.index} (${c.kind}, splits ${JSON.stringify(c.splits)}): ${verdict.slice(8)}\n  bytes ${JSON.stringify(c.bytes.toString('latin1'))}`);
+        if (LONG) process.stderr.write(`${failures[failures.length - 1]}\n`);
       }
+      // The long mode reports as it goes: it may be stopped before the end.
+      const done = [...verdicts.values()].reduce((a, b) => a + b, 0);
+      if (LONG && done % 10_000 === 0) process.stderr.write(`differential: ${done} cases compared, ${verdicts.get('diverge') ?? 0} divergences (${new Date().toISOString()})\n`);
     }
   }));
   const cpu = process.cpuUsage(started);
