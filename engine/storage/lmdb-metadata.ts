@@ -18,7 +18,9 @@
  * process (lmdb-read-memo.ts): every commit also writes a new generation for that purpose.
  *
  * Durability: the environment is opened with `overlappingSync: false` by its owner, so the
- * commit's promise resolves only once the transaction is on disk.
+ * commit's promise resolves only once the transaction is on disk. A commit that fails for want
+ * of space (ENOSPC, EDQUOT, MDB_MAP_FULL) writes nothing and throws STORAGE_FULL
+ * (storage-full.ts).
  */
 import type { Database, RootDatabase } from 'lmdb';
 import {
@@ -27,6 +29,7 @@ import {
   type RangeOptions, type RecordRef, type RecordValues, type TransactOptions,
 } from './metadata.js';
 import { BufferedWrites, REMOVED } from './pending-writes.js';
+import { asStorageFull } from './storage-full.js';
 import { GENERATION_DB, LmdbReadMemo, type MemoEntries } from './lmdb-read-memo.js';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -252,12 +255,19 @@ export class LmdbMetadataStore implements MetadataStore {
         if (tx.valid()) return result;
         continue;
       }
-      const committed = await this.env.transaction(() => {
-        if (tx.reads.length + tx.ranges.length > 0 && !tx.valid()) return false;
-        tx.apply();
-        this.#memo.bump();
-        return true;
-      });
+      let committed: boolean;
+      try {
+        committed = await this.env.transaction(() => {
+          if (tx.reads.length + tx.ranges.length > 0 && !tx.valid()) return false;
+          tx.apply();
+          this.#memo.bump();
+          return true;
+        });
+      } catch (e) {
+        // A full disk or map: LMDB aborted the whole transaction, nothing of it was written.
+        this.#memo.forget();
+        throw asStorageFull(e, 'the metadata change');
+      }
       // lmdb-js renewed the read snapshot when the commit completed: read the new generation.
       this.#memo.forget();
       if (committed) return result;
