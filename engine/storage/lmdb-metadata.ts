@@ -183,6 +183,40 @@ function sameBytes(a: Buffer | undefined, b: Buffer | undefined): boolean {
   return a.equals(b);
 }
 
+/**
+ * Why an lmdb-js commit failed: lmdb-js rejects the transaction with "Commit failed" and puts
+ * the write thread's error (ENOSPC from a page write, MDB_MAP_FULL) in `commitError`, a
+ * promise it rejects in the same turn. Unhandled, that promise's rejection would end the
+ * process; handled here, its reason is the cause.
+ */
+async function commitCause(e: unknown): Promise<unknown> {
+  const pending = (e as { commitError?: unknown } | null)?.commitError;
+  if (!(pending instanceof Promise)) return e;
+  try {
+    await pending;
+    return e;
+  } catch (cause) {
+    return cause;
+  }
+}
+
+let guarded = false;
+
+/**
+ * A failed commit also rejects an lmdb-js promise that no caller holds (lmdb 3.5: one per failed
+ * transaction, "Commit failed (see commitError for details)"), which would end the process as
+ * an unhandled rejection although the transaction's own caller got the error (STORAGE_FULL).
+ * Those are dropped; any other unhandled rejection is thrown on as before.
+ */
+function guardCommitFailures(): void {
+  if (guarded) return;
+  guarded = true;
+  process.on('unhandledRejection', (reason) => {
+    if (reason instanceof Error && (reason as { commitError?: unknown }).commitError instanceof Promise) return;
+    throw reason;
+  });
+}
+
 /** The LMDB implementation of the metadata contract over an open environment. */
 export class LmdbMetadataStore implements MetadataStore {
   readonly kind = 'lmdb';
@@ -193,6 +227,7 @@ export class LmdbMetadataStore implements MetadataStore {
 
   /** @param env an environment opened with msgpack encoding and `overlappingSync: false`. */
   constructor(readonly env: RootDatabase) {
+    guardCommitFailures();
     this.#memo = new LmdbReadMemo(env);
   }
 
@@ -266,7 +301,7 @@ export class LmdbMetadataStore implements MetadataStore {
       } catch (e) {
         // A full disk or map: LMDB aborted the whole transaction, nothing of it was written.
         this.#memo.forget();
-        throw asStorageFull(e, 'the metadata change');
+        throw asStorageFull(await commitCause(e), 'the metadata change');
       }
       // lmdb-js renewed the read snapshot when the commit completed: read the new generation.
       this.#memo.forget();
