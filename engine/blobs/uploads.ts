@@ -465,6 +465,25 @@ export class Uploads {
   }
 
   /**
+   * Removes this node's session bytes that belong to no session: what the backend lists
+   * (`sessions()`) for this node that is neither open here nor recorded. Such bytes are left by
+   * a crash between bytes and record, or by a session ended while its bytes could not be
+   * removed (an I/O error, a full disk). Run at start-up and on the reaper's interval (server
+   * main.ts), so they never outlive the fault by more than one interval; only by the process
+   * that owns the sessions (a tool beside a server does not know its unrecorded sessions: fsck
+   * reports such bytes instead). Returns the number of sessions whose bytes were removed.
+   */
+  async reapOrphans(): Promise<number> {
+    let removed = 0;
+    for await (const { id, node } of this.blobs.sessions()) {
+      if (!this.peers.ownsSession(node) || this.#live.has(id) || this.#recorded.has(id)) continue;
+      await this.blobs.abortSession(id, node ?? '');
+      removed++;
+    }
+    return removed;
+  }
+
+  /**
    * Start-up recovery, before any request is served, of this node's sessions only: aborts the
    * blob backend's sessions without a record (crash between bytes and record), resumes the
    * others cut back to their acknowledged offset (bytes past it were never acknowledged), drops
@@ -472,9 +491,7 @@ export class Uploads {
    * reaps stale sessions. Other nodes' sessions are left alone (one without a node is ours).
    */
   async #recover(): Promise<void> {
-    for await (const { id, node } of this.blobs.sessions()) {
-      if (this.peers.ownsSession(node) && !this.#recorded.has(id)) await this.blobs.abortSession(id, node ?? '');
-    }
+    await this.reapOrphans();
     for (const rec of [...this.#recorded.values()]) {
       const writer = await this.blobs.resume(rec.id, rec.offset);
       if (writer) this.#live.get(rec.id)!.writer = writer;
