@@ -13,7 +13,6 @@ import t from 'tap';
 import { createCipheriv, createHash } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { request } from 'undici';
 import { startSpawned, type SpawnedSlipway } from '../helpers/harness.js';
 import { basic, createApp, errCode, errMessage, http, type Reply } from '../helpers/http.js';
 import { buildImage, sha256 } from '../helpers/image.js';
@@ -68,15 +67,8 @@ async function timed(what: string, bound: number, req: (signal: AbortSignal) => 
 }
 
 /** `http` with an abort signal (the bound). */
-async function send(method: string, url: string, signal: AbortSignal, opts: { headers?: Record<string, string>; body?: Buffer | string } = {}): Promise<Reply> {
-  const res = await request(url, { method: method as never, headers: opts.headers, body: opts.body, signal });
-  const bytes = Buffer.from(await res.body.arrayBuffer());
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(res.headers)) headers[k] = Array.isArray(v) ? v.join(', ') : String(v);
-  const text = bytes.toString('utf8');
-  let json: unknown;
-  try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
-  return { status: res.statusCode, headers, text, json, bytes };
+function send(method: string, url: string, signal: AbortSignal, opts: { headers?: Record<string, string>; body?: Buffer | string } = {}): Promise<Reply> {
+  return http(method, url, { ...opts, signal });
 }
 
 /** An upload session with its first chunk acknowledged before the fault; resumed after it. */
