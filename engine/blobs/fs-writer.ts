@@ -316,6 +316,19 @@ export class FsWriter implements BlobWriter {
    * @throws the truncate's error (the caller then discards the session).
    */
   async rewind(size: number): Promise<void> {
+    if (size === 0) {
+      // Back to a new session: no file (the next write creates it) and a fresh running hash.
+      this.#check();
+      await this.#whenIdle();
+      this.#closeFd();
+      await fsp.rm(this.path, { force: true });
+      this.#exists = false;
+      this.size = 0;
+      this.#hash.discard();
+      this.#hash = this.host.newHash();
+      this.#hashed = 0;
+      return;
+    }
     const fd = this.#acquire();
     try {
       await truncateTo(fd, size);

@@ -435,8 +435,10 @@ export class Uploads {
 
   /** Ends a session: its record, then its bytes (the writer's, or whatever the backend holds). */
   async #drop(rec: UploadRecord): Promise<void> {
+    // A session never recorded has no record to remove (and a full disk cannot refuse that).
+    const neverRecorded = this.#live.get(rec.id)?.unrecorded !== undefined;
     const writer = this.#end(rec);
-    await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
+    if (!neverRecorded) await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
     if (writer) await writer.abort();
     else await this.blobs.abortSession(rec.id, rec.node ?? '');
   }
