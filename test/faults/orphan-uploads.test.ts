@@ -49,7 +49,7 @@ t.test('a live node removes orphan session bytes on its reaper interval; fsck re
 
   const orphans = [plantOrphan(tmp.dir), plantOrphan(tmp.dir, 3 * 24 * 3600_000)];
   const started = Date.now();
-  await waitFor('the reaper to remove the orphan session bytes', () => orphans.every((id) => !existsSync(join(tmp.dir, 'uploads', id))), { timeoutMs: 10_000, intervalMs: 20 });
+  await waitFor('the reaper to remove the orphan session bytes', () => orphans.every((id) => !existsSync(join(tmp.dir, 'uploads', id))), { timeoutMs: 30_000, intervalMs: 20 });
   t.comment(`removed after ${Date.now() - started} ms (interval 200 ms)`);
   t.match(server.output(), /removed upload session bytes that belonged to no session/, 'the removal is logged');
   t.ok(existsSync(join(tmp.dir, 'uploads', liveId)), "the live session's bytes stay");
