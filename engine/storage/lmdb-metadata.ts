@@ -18,7 +18,9 @@
  * process (lmdb-read-memo.ts): every commit also writes a new generation for that purpose.
  *
  * Durability: the environment is opened with `overlappingSync: false` by its owner, so the
- * commit's promise resolves only once the transaction is on disk.
+ * commit's promise resolves only once the transaction is on disk. A commit that fails for want
+ * of space (ENOSPC, EDQUOT, MDB_MAP_FULL) writes nothing and throws STORAGE_FULL
+ * (storage-full.ts).
  */
 import type { Database, RootDatabase } from 'lmdb';
 import {
@@ -27,6 +29,8 @@ import {
   type RangeOptions, type RecordRef, type RecordValues, type TransactOptions,
 } from './metadata.js';
 import { BufferedWrites, REMOVED } from './pending-writes.js';
+import { asStorageFull } from './storage-full.js';
+import { ContentionGate } from './contention-gate.js';
 import { GENERATION_DB, LmdbReadMemo, type MemoEntries } from './lmdb-read-memo.js';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -180,6 +184,40 @@ function sameBytes(a: Buffer | undefined, b: Buffer | undefined): boolean {
   return a.equals(b);
 }
 
+/**
+ * Why an lmdb-js commit failed: lmdb-js rejects the transaction with "Commit failed" and puts
+ * the write thread's error (ENOSPC from a page write, MDB_MAP_FULL) in `commitError`, a
+ * promise it rejects in the same turn. Unhandled, that promise's rejection would end the
+ * process; handled here, its reason is the cause.
+ */
+async function commitCause(e: unknown): Promise<unknown> {
+  const pending = (e as { commitError?: unknown } | null)?.commitError;
+  if (!(pending instanceof Promise)) return e;
+  try {
+    await pending;
+    return e;
+  } catch (cause) {
+    return cause;
+  }
+}
+
+let guarded = false;
+
+/**
+ * A failed commit also rejects an lmdb-js promise that no caller holds (lmdb 3.5: one per failed
+ * transaction, "Commit failed (see commitError for details)"), which would end the process as
+ * an unhandled rejection although the transaction's own caller got the error (STORAGE_FULL).
+ * Those are dropped; any other unhandled rejection is thrown on as before.
+ */
+function guardCommitFailures(): void {
+  if (guarded) return;
+  guarded = true;
+  process.on('unhandledRejection', (reason) => {
+    if (reason instanceof Error && (reason as { commitError?: unknown }).commitError instanceof Promise) return;
+    throw reason;
+  });
+}
+
 /** The LMDB implementation of the metadata contract over an open environment. */
 export class LmdbMetadataStore implements MetadataStore {
   readonly kind = 'lmdb';
@@ -187,9 +225,12 @@ export class LmdbMetadataStore implements MetadataStore {
   /** Exclusive locks held in this process: name → settles when released. */
   readonly #held = new Map<string, Promise<void>>();
   readonly #memo: LmdbReadMemo;
+  /** Queues transactions that conflicted (contention-gate.ts). */
+  readonly #gate = new ContentionGate();
 
   /** @param env an environment opened with msgpack encoding and `overlappingSync: false`. */
   constructor(readonly env: RootDatabase) {
+    guardCommitFailures();
     this.#memo = new LmdbReadMemo(env);
   }
 
@@ -235,34 +276,59 @@ export class LmdbMetadataStore implements MetadataStore {
     return Promise.resolve(scan(this.handles(ks).db as Database<V, string>, opts));
   }
 
+  /**
+   * Runs `body` until an attempt commits (see the top of this file). The first attempt runs
+   * optimistically beside any others; once it has conflicted, the later attempts queue on the
+   * contention gate (engine/storage/contention-gate.ts), so transactions changing one hot record
+   * commit one after the other instead of failing after `maxAttempts`.
+   * @throws TransactionConflictError after `maxAttempts` attempts (default 16) that all conflicted.
+   */
   async transact<T>(body: (tx: MetadataTransaction) => Promise<T> | T, opts: TransactOptions = {}): Promise<T> {
     const maxAttempts = opts.maxAttempts ?? 16;
-    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-      // lmdb-js renews its read snapshot on a timer; after a conflict, read the newest state
-      // at once (else the retry would read the same stale snapshot and conflict again).
-      if (attempt > 1) {
-        this.env.resetReadTxn();
-        this.#memo.forget();
+    const clear = this.#gate.whenClear();
+    if (clear) await clear;
+    const first = await this.#attempt(body, false);
+    if (first.committed) return first.result;
+    return this.#gate.serially(async () => {
+      for (let attempt = 2; attempt <= maxAttempts; attempt++) {
+        const next = await this.#attempt(body, true);
+        if (next.committed) return next.result;
       }
-      const tx = new Attempt(this);
-      const result = await body(tx);
-      if (tx.writes.size === 0) {
-        // Read-only: lmdb-js keeps one read snapshot for a synchronous run, so this pass sees
-        // one committed state; if every read still holds there, the reads were consistent.
-        if (tx.valid()) return result;
-        continue;
-      }
-      const committed = await this.env.transaction(() => {
+      throw new TransactionConflictError(maxAttempts);
+    });
+  }
+
+  /** One attempt of `body`: run, validate, commit (or validate only when it wrote nothing). */
+  async #attempt<T>(body: (tx: MetadataTransaction) => Promise<T> | T, retry: boolean): Promise<{ committed: true; result: T } | { committed: false }> {
+    // lmdb-js renews its read snapshot on a timer; after a conflict, read the newest state
+    // at once (else the retry would read the same stale snapshot and conflict again).
+    if (retry) {
+      this.env.resetReadTxn();
+      this.#memo.forget();
+    }
+    const tx = new Attempt(this);
+    const result = await body(tx);
+    if (tx.writes.size === 0) {
+      // Read-only: lmdb-js keeps one read snapshot for a synchronous run, so this pass sees
+      // one committed state; if every read still holds there, the reads were consistent.
+      return tx.valid() ? { committed: true, result } : { committed: false };
+    }
+    let committed: boolean;
+    try {
+      committed = await this.env.transaction(() => {
         if (tx.reads.length + tx.ranges.length > 0 && !tx.valid()) return false;
         tx.apply();
         this.#memo.bump();
         return true;
       });
-      // lmdb-js renewed the read snapshot when the commit completed: read the new generation.
+    } catch (e) {
+      // A full disk or map: LMDB aborted the whole transaction, nothing of it was written.
       this.#memo.forget();
-      if (committed) return result;
+      throw asStorageFull(await commitCause(e), 'the metadata change');
     }
-    throw new TransactionConflictError(maxAttempts);
+    // lmdb-js renewed the read snapshot when the commit completed: read the new generation.
+    this.#memo.forget();
+    return committed ? { committed: true, result } : { committed: false };
   }
 
   /**

@@ -3,7 +3,7 @@
  * monolithic upload, `mount=&from=` for a cross-repository mount), PATCH (streamed or with
  * Content-Range), PUT `?digest=`, GET status, DELETE cancel.
  *
- * Session Locations point at the upload host (README "Large layers") and carry `_state`, an
+ * Session Locations point at the upload host (docs/decisions.md "Large layers") and carry `_state`, an
  * HMAC of the session id, repository and owning node (upload-state.ts): docker sends no
  * credentials to a host it has not logged in to, so the capability authorises the session's own
  * requests. Without it, normal credentials with push access work too (both checked by
@@ -23,6 +23,7 @@ import type { UploadRecord } from '../../engine/blobs/records.js';
 import { API_VERSION } from './context.js';
 import { signUploadState, verifyUploadState } from './upload-state.js';
 import { otherNodesSession } from '../../engine/blobs/peer-sessions.js';
+import { storageFull } from '../../engine/storage/storage-full.js';
 
 function sessionHeaders(ctx: RegistryContext, rec: UploadRecord): Record<string, string> {
   const state = signUploadState(ctx.keys, rec.id, rec.repository, ctx.uploads.node);
@@ -89,7 +90,8 @@ export async function startUpload(ctx: RegistryContext, ex: Exchange, admitted: 
   } catch (e) {
     // Nobody else knows this session's id: end it (when still open) so it stops counting.
     await ctx.uploads.cancel(rec).catch(() => {});
-    throw e;
+    // A full disk: nothing was stored and there is no session to resume.
+    throw isSlipwayError(e) && e.code === 'STORAGE_FULL' ? storageFull('the blob') : e;
   }
   blobCreated(ctx, ex, repository, digest);
 }
