@@ -101,6 +101,8 @@ export function parseHead(buf: Buffer): RequestHead | null {
   for (let i = 1; i < lines.length; i++) {
     const [name, value] = parseFieldLine(lines[i]!);
     if (name === 'host') hosts++;
+    // llhttp ends a Content-Length value at the first HTAB after its digits and refuses the line.
+    if (name === 'content-length' && /\t/.test(lines[i]!.slice(15).trimStart())) throw new HttpParseError(400, 'invalid Content-Length');
     const prior = headers.get(name);
     headers.set(name, prior === undefined ? value : `${prior}, ${value}`);
   }

@@ -191,7 +191,7 @@ function send(port: number, c: GeneratedCase, timeoutMs: number): Promise<{ text
 
 /** The listener's refusal in a response stream: the first status other than 100 and 200, with its body's first line. */
 function refusalOf(text: string): string | null {
-  const re = /HTTP\/1\.1 (\d{3}) [^\r]*\r\n([\s\S]*?)\r\n\r\n/g;
+  const re = /HTTP\/1\.1 (\d{3}) [^\r]*\r\n((?:[^\r]+\r\n)*)\r\n/g;
   for (let m = re.exec(text); m; m = re.exec(text)) {
     const status = m[1]!;
     if (status === '100' || status === '200') continue;

@@ -52,7 +52,7 @@ const SMUGGLE_HEADERS = [
   'Transfer-Encoding : chunked', ' Transfer-Encoding: chunked', 'Transfer-Encoding: chunked, identity', 'Transfer-Encoding: identity, chunked',
   'Transfer-Encoding: gzip, chunked', 'Transfer-Encoding: CHUNKED', 'Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked',
   'Transfer-Encoding:\r\n chunked', 'Transfer-Encoding: "chunked"', 'Transfer_Encoding: chunked', 'Transfer-Encoding: chunked;q=1',
-  'Content-Length: 0', 'Content-Length: 5', 'Content-Length: 05', 'Content-Length: +5', 'Content-Length: -1', 'Content-Length: 5 ',
+  'Content-Length: 0', 'Content-Length: 5', 'Content-Length: 05', 'Content-Length: +5', 'Content-Length: -1', 'Content-Length: 5 ', 'Content-Length: 5\t', 'Content-Length:\t5',
   'Content-Length: 5, 5', 'Content-Length: 5,5', 'Content-Length: 5\r\nContent-Length: 5', 'Content-Length: 5\r\nContent-Length: 6',
   'Content-Length: 0x5', 'Content-Length: 5.0', 'Content-Length: 1e1', 'Content-Length:', 'Content-Length: 99999999999999999999',
   'Content-Length : 5', 'Content-Length: 5\x00', 'Host: a\r\nHost: b', 'Host: a b', 'Host: a@b', 'Connection: close', 'Connection: keep-alive',

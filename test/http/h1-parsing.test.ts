@@ -54,6 +54,8 @@ t.test('body framing', async (t) => {
   t.same(framing('PUT / HTTP/1.1\r\nContent-Length: 1000000000000'), { kind: 'length', length: 1e12 }, '13-digit lengths');
   t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: 7\r\nContent-Length: 7')), 400, 'identical repeats, as llhttp');
   t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: 7, 7')), 400, 'a list, as llhttp');
+  t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: 7\t')), 400, 'HTAB after the digits, as llhttp');
+  t.same(framing('PUT / HTTP/1.1\r\nContent-Length:\t7 '), { kind: 'length', length: 7 }, 'HTAB before, SP after');
   t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: 7\r\nTransfer-Encoding: chunked')), 400, 'smuggling shape');
   t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: 7\r\nContent-Length: 8')), 400);
   t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: -1')), 400);
