@@ -5,8 +5,9 @@
  * whitespace (§7.1.1; llhttp refuses the BWS the grammar allows, and so does this), read and
  * dropped (bounded). Trailer lines are parsed as field lines (§7.1.2, h1-head.ts
  * `parseFieldLine`): no obs-fold, no whitespace before the colon, no control bytes; a trailer
- * naming Content-Length, Transfer-Encoding or Host is refused (RFC 9110 §6.5.1: fields that
- * frame or route a message cannot be sent in a trailer; one there is a smuggling attempt).
+ * naming Content-Length, Transfer-Encoding, Host, Connection, Keep-Alive or Upgrade is refused
+ * (RFC 9110 §6.5.1: fields that frame or route a message cannot be sent in a trailer; one there
+ * is a smuggling attempt).
  * Valid trailer fields are dropped, never merged into the head (RFC 9110 §6.5.2). Payload bytes
  * are handed on as views of the input, never copied.
  */
@@ -21,8 +22,12 @@ const enum State {
 const MAX_SIZE_LINE = 1024;
 /** Largest trailer section accepted, in bytes. */
 const MAX_TRAILER = 16 * 1024;
-/** Fields that frame or route a message: refused in a trailer section. */
-const FORBIDDEN_TRAILERS = new Set(['content-length', 'transfer-encoding', 'host']);
+/**
+ * Fields that frame or route a message or manage the connection: refused in a trailer section.
+ * llhttp acts on a `Connection: close` trailer (it reads nothing after the message); ignoring it
+ * would read a request a proxy honouring it never sends on, so it is refused instead.
+ */
+const FORBIDDEN_TRAILERS = new Set(['content-length', 'transfer-encoding', 'host', 'connection', 'keep-alive', 'upgrade']);
 
 /** Byte classes: 1 tchar (RFC 9110 §5.6.2), 2 qdtext (§5.6.4), 4 HTAB / SP / VCHAR / obs-text (quoted-pair). */
 const CLASS = new Uint8Array(256);

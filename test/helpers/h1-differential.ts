@@ -51,7 +51,7 @@ export const STRICTER: ReadonlyArray<{ message: RegExp; reason: string }> = [
   { message: /^400 invalid Host field/, reason: 'a Host that is not uri-host[:port] is 400 (RFC 9112 §3.2 MUST); node:http does not check it' },
   { message: /^400 malformed request line/, reason: 'one SP between the three parts and HTTP/1.0 or 1.1 only (RFC 9112 §3); llhttp allows several spaces, HTTP/0.9 and 2.0, and URL bytes outside VCHAR' },
   { message: /^400 malformed request target/, reason: 'origin-form or http(s) absolute-form with a host, no userinfo and no fragment only (RFC 9112 §3.2, §3.3; RFC 9110 §4.2.4); llhttp also passes asterisk-form, authority-form, other schemes and a fragment' },
-  { message: /^400 host is not allowed in a trailer/, reason: 'a Host trailer is refused like Content-Length and Transfer-Encoding ones (RFC 9110 §6.5.1); llhttp refuses only those two' },
+  { message: /^400 (host|connection|keep-alive|upgrade) is not allowed in a trailer/, reason: 'Host, Connection, Keep-Alive and Upgrade trailers are refused like Content-Length and Transfer-Encoding ones (RFC 9110 §6.5.1); llhttp refuses only those two (and acts on a Connection: close trailer)' },
   { message: /^400 malformed chunk extension/, reason: 'a chunk extension needs a token name and a token or quoted-string value after "=" (RFC 9112 §7.1.1); llhttp accepts empty ones' },
   { message: /^501 transfer coding/, reason: 'chunked is the only transfer coding (RFC 9112 §6.1: 501 for others); llhttp frames any list ending in chunked' },
   { message: /^400 Transfer-Encoding in an HTTP\/1\.0 request/, reason: 'Transfer-Encoding in HTTP/1.0 means faulty framing (RFC 9112 §6.1 MUST); llhttp decodes it' },

@@ -50,6 +50,7 @@ t.test('1. trailer fields are parsed and validated; a request hidden in the trai
     ['Content-Length', 'Content-Length: 5\r\n\r\n', /content-length is not allowed in a trailer/],
     ['Transfer-Encoding', 'Transfer-Encoding: chunked\r\n\r\n', /transfer-encoding is not allowed in a trailer/],
     ['Host', 'Host: elsewhere\r\n\r\n', /host is not allowed in a trailer/],
+    ['Connection', 'Connection: close\r\n\r\n', /connection is not allowed in a trailer/],
   ];
   let n = 0;
   for (const [what, trailer, reason] of cases) {
