@@ -75,6 +75,17 @@ export function dockerSkip(): string | false {
   return `skipped: ${why} (apt-get install docker.io; run the tests as root)`;
 }
 
+/**
+ * `cmd args` run with `hostsFile` as its /etc/hosts: in a mount namespace of its own (util-linux
+ * `unshare --mount`, private propagation) where the file is bind-mounted over /etc/hosts, so the
+ * process and its children resolve the names a user writes into /etc/hosts for a loopback set-up
+ * while the machine's file stays untouched. Needs root. Without `hostsFile`, `cmd args` unchanged.
+ */
+export function withHostsFile(hostsFile: string | undefined, cmd: string, args: string[]): [string, string[]] {
+  if (!hostsFile) return [cmd, args];
+  return ['unshare', ['--mount', '--', 'sh', '-c', 'mount --bind "$0" /etc/hosts && exec "$@"', hostsFile, cmd, ...args]];
+}
+
 /** Every process whose command line names `dir` (the daemons and containerd's shims). */
 function pidsUnder(dir: string): number[] {
   const pids: number[] = [];
@@ -137,9 +148,11 @@ function ping(socket: string): Promise<boolean> {
 /**
  * Starts containerd and dockerd and waits until the Docker API answers /_ping.
  * @param opts.insecureRegistries extra `host:port` registries to reach over plain HTTP.
+ * @param opts.hostsFile a hosts(5) file dockerd sees as /etc/hosts (see withHostsFile): the
+ *        registry host names it resolves, without touching the machine's /etc/hosts.
  * @throws Error with the daemons' log tails when either exits or the API is not up within 60 s.
  */
-export async function startDocker(opts: { insecureRegistries?: string[] } = {}): Promise<DockerDaemon> {
+export async function startDocker(opts: { insecureRegistries?: string[]; hostsFile?: string } = {}): Promise<DockerDaemon> {
   const t0 = Date.now();
   const timings: Record<string, number> = {};
   // Sweeping: a dead owner's containerd, dockerd and shims all name the directory in their argv;
@@ -172,7 +185,7 @@ export async function startDocker(opts: { insecureRegistries?: string[] } = {}):
     await waitFor('containerd socket', () => existsSync(containerdSocket), { timeoutMs: 60_000, abort: exited });
     timings.containerd = Date.now() - t0;
     const t1 = Date.now();
-    daemons.push(startDaemon('dockerd', '/usr/sbin/dockerd', [
+    const [cmd, args] = withHostsFile(opts.hostsFile, '/usr/sbin/dockerd', [
       '--config-file', join(dir, 'daemon.json'),
       '--containerd', containerdSocket,
       '--data-root', join(dir, 'data'),
@@ -182,7 +195,8 @@ export async function startDocker(opts: { insecureRegistries?: string[] } = {}):
       '--storage-driver', 'vfs',
       '--iptables=false', '--ip6tables=false', '--bridge=none', '--ip-masq=false',
       ...(opts.insecureRegistries ?? []).flatMap((r) => ['--insecure-registry', r]),
-    ], join(dir, 'dockerd.log')));
+    ]);
+    daemons.push(startDaemon('dockerd', cmd, args, join(dir, 'dockerd.log')));
     await waitFor('dockerd /_ping', () => ping(socket), { timeoutMs: 60_000, intervalMs: 100, abort: exited });
     timings.dockerd = Date.now() - t1;
     timings.total = Date.now() - t0;
