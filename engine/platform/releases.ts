@@ -181,12 +181,7 @@ export class Releases {
       tx.put(apps, app.id, updated);
       return { release, formation, app: updated };
     });
-    const types = Object.keys(outcome.release.images);
-    const event = {
-      type: 'release.created' as const, appId: app.id, appName: app.name, app: app.name, version: outcome.release.version, userId,
-      processTypes: types, types, rollbackOf, at: now,
-    };
-    publishEvent('release', () => event);
+    announceRelease(app, outcome.release, userId, rollbackOf, now);
     return outcome;
   }
 
@@ -236,6 +231,39 @@ export class Releases {
   }
 
   /**
+   * Removes process type `type` from the app, the platform CLI's `container:rm`: a new release
+   * without its image (described `Removed <type>`; none when the current release has no image for
+   * it) and its formation entry deleted, in one transaction, so a later release does not bring it
+   * back.
+   * @returns the removed formation entry and the new release (null when none was needed)
+   * @throws NOT_FOUND (formation) for a type the app does not have; INVALID_PARAMS for a newer-generation app.
+   */
+  async removeProcessType(app: AppRecord, userId: string, type: string): Promise<{ entry: FormationRecord; release: ReleaseRecord | null }> {
+    requireRegistryGeneration(app);
+    const entry = await this.formationEntry(app.id, type);
+    const now = this.clock.now();
+    const id = newId();
+    const release = await this.metadata.transact(async (tx) => {
+      const current = await currentApp(tx, app.id);
+      tx.remove(formations, key(app.id, entry.type));
+      const version = (current.releaseVersion ?? 0) + 1;
+      const previous = version > 1 ? await tx.get(releases, releaseKey(app.id, version - 1)) : undefined;
+      if (!previous || !(entry.type in previous.images)) return null;
+      const images = Object.fromEntries(Object.entries(previous.images).filter(([t]) => t !== entry.type));
+      const record: ReleaseRecord = {
+        id, appId: app.id, version, description: `Removed ${entry.type}`, userId, createdAt: now, images,
+        restarted: (await formationOf(tx, app.id)).map((f) => f.type).filter((t) => t !== entry.type),
+        releasePhase: RELEASE_PHASE_TYPE in images, rollbackOf: null, config: await tx.get(configVars, app.id) ?? {},
+      };
+      tx.put(releases, releaseKey(app.id, version), record);
+      tx.put(apps, app.id, { ...current, releaseVersion: version, updatedAt: now });
+      return record;
+    });
+    if (release) announceRelease(app, release, userId, null, now);
+    return { entry, release };
+  }
+
+  /**
    * Removes a process type's formation entry (old process names, docs/rules.md What the service does 6).
    * @throws NOT_FOUND for an unknown type.
    */
@@ -244,6 +272,15 @@ export class Releases {
     await this.metadata.transact((tx: MetadataTransaction) => tx.remove(formations, key(app.id, entry.type)));
     return entry;
   }
+}
+
+/** Publishes the `release.created` event of a committed release. */
+function announceRelease(app: AppRecord, release: ReleaseRecord, userId: string, rollbackOf: number | null, at: number): void {
+  const types = Object.keys(release.images);
+  publishEvent('release', () => ({
+    type: 'release.created' as const, appId: app.id, appName: app.name, app: app.name, version: release.version, userId,
+    processTypes: types, types, rollbackOf, at,
+  }));
 }
 
 /**

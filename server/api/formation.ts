@@ -76,8 +76,14 @@ export async function updateFormation(ctx: ApiContext, call: ApiCall): Promise<v
 }
 
 export async function updateFormationType(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
+  const p = principalOf(call);
+  const app = await visibleApp(ctx, p, call.params.app!);
   const body = await readJson(call.ex);
+  // `docker_image: null` removes the process type (the platform CLI's `container:rm`).
+  if (body.docker_image === null) {
+    const { entry } = await ctx.releases.removeProcessType(app, p.accountId, call.params.type!);
+    return reply(ctx, call, 200, formationJson({ ...entry, quantity: 0, image: null }, app));
+  }
   const type = (await ctx.releases.formationEntry(app.id, call.params.type!)).type;
   const [f] = await ctx.releases.scale(app, [{ type, quantity: quantityOf(body.quantity, type), size: sizeOf(body.size, type) }]);
   reply(ctx, call, 200, formationJson(f!, app));

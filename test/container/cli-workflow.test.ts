@@ -80,7 +80,7 @@ t.test('the container workflow with docker and the stock CLI', { skip }, async (
     const releases = await ok(t, ['releases', '-a', 'myapp']);
     t.match(releases.stdout, /v1\s+Deployed web, worker, release/);
     const ps = await ok(t, ['ps', '-a', 'myapp']);
-    t.match(ps.stdout, /=== web \(Standard-1X\): \/bin\/busybox httpd -f -h \/srv \(1\)/);
+    t.match(ps.stdout, /=== web \([^)]+\): \/bin\/busybox httpd -f -h \/srv \(1\)/);
     t.match(ps.all, /runs no dynos/, 'the server says no process runs');
   });
 
@@ -96,6 +96,9 @@ t.test('the container workflow with docker and the stock CLI', { skip }, async (
     t.match(r.stderr, /Removing container worker for myapp\.\.\. done/);
     const formation = (await p.api('GET', '/apps/myapp/formation')).json;
     t.same(formation.map((f: { type: string }) => f.type).sort(), ['release', 'web'], 'worker is gone from the formation');
+    const latest = (await p.api('GET', '/apps/myapp/releases')).json.at(-1);
+    t.equal(latest.description, 'Removed worker');
+    t.same(Object.keys(latest.processes).sort(), ['release', 'web'], 'the new release has no worker image');
     const ps = await ok(t, ['ps', '-a', 'myapp']);
     t.notMatch(ps.stdout, /worker/);
   });

@@ -171,4 +171,22 @@ t.test('container releases', { skip }, async (t) => {
     t.equal(await count(), before + 1, 'one release');
     t.equal((await call('GET', '/apps/shipit/formation/web')).json.quantity, 4);
   });
+
+  t.test('docker_image null removes a process type (container:rm); a later release does not bring it back', async (t) => {
+    const docker = 'application/vnd.heroku+json; version=3.docker-releases';
+    const before = (await call('GET', '/apps/shipit/releases')).json.length;
+    const r = await call('PATCH', '/apps/shipit/formation/worker', { docker_image: null }, docker);
+    t.equal(r.status, 200, r.text);
+    t.equal(r.json.type, 'worker');
+    t.notOk((await call('GET', '/apps/shipit/formation')).json.some((f: { type: string }) => f.type === 'worker'), 'worker left the formation');
+    const removed = (await call('GET', '/apps/shipit/releases')).json.at(-1);
+    t.equal(removed.version, before + 1);
+    t.equal(removed.description, 'Removed worker');
+    t.notOk('worker' in removed.processes, 'the new release has no worker image');
+    t.ok('web' in removed.processes, 'the others keep theirs');
+    t.equal((await call('PATCH', '/apps/shipit/formation', { updates: [{ type: 'web', docker_image: web.configDigest }] }, containerAccept)).status, 200);
+    t.notOk((await call('GET', '/apps/shipit/formation')).json.some((f: { type: string }) => f.type === 'worker'), 'releasing web does not bring worker back');
+    const again = await call('PATCH', '/apps/shipit/formation/worker', { docker_image: null }, docker);
+    t.equal(again.status, 404, 'a type the app no longer has');
+  });
 });
