@@ -80,7 +80,9 @@ t.test('the container workflow with docker and the stock CLI', { skip }, async (
     const releases = await ok(t, ['releases', '-a', 'myapp']);
     t.match(releases.stdout, /v1\s+Deployed web, worker, release/);
     const ps = await ok(t, ['ps', '-a', 'myapp']);
-    t.match(ps.stdout, /=== web \([^)]+\): \/bin\/busybox httpd -f -h \/srv \(1\)/);
+    // CMD runs through /bin/sh -c (the platform's rule; docs/rules.md).
+    t.match(ps.stdout, /=== web \(standard-1X\): \/bin\/sh -c '\/bin\/busybox httpd -f -h \/srv' \(1\)/);
+    t.match(ps.stdout, /web\.1: not running/);
     t.match(ps.all, /runs no dynos/, 'the server says no process runs');
   });
 
