@@ -2,7 +2,7 @@
  * Where the operator's credentials go when they are issued (first start, `slipway operator
  * reset-credentials`): a file readable by the service's user only, in the data directory of the
  * node or host that issued them, never stdout or the log (service managers keep both). A human at
- * a terminal also sees them there. docs/operations.md (First start and the operator's credentials).
+ * a terminal also sees them there. docs/operator-guide.md (First start and the operator's credentials).
  */
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
