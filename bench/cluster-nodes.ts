@@ -42,18 +42,27 @@ export async function startNode(dataDir: string, env: Record<string, string>, cl
   });
   trackChild(proc);
   let apiKey: string | undefined;
-  let onListening: (m: RegExpExecArray) => void = () => {};
-  const listening = new Promise<RegExpExecArray>((resolve) => { onListening = resolve; });
+  let onListening: (urls: BenchNode['urls']) => void = () => {};
+  const listening = new Promise<BenchNode['urls']>((resolve) => { onListening = resolve; });
   const tail = collectLines(proc, (line) => {
+    // This build logs JSON lines: the credentials file's path, then "slipway listening" with the
+    // URLs. An older build (bench/cluster-ab.ts) prints the secrets and a plain listening line.
+    if (line.startsWith('{')) {
+      let entry: { msg?: string; credentialsFile?: string; urls?: BenchNode['urls'] & { auth: string } };
+      try { entry = JSON.parse(line); } catch { return; }
+      if (entry.credentialsFile) apiKey = (JSON.parse(readFileSync(entry.credentialsFile, 'utf8')) as { api_key: string }).api_key;
+      if (entry.msg === 'slipway listening' && entry.urls) onListening(entry.urls);
+      return;
+    }
     const k = /^\s+api_key\s+(\S+)$/.exec(line);
     if (k) apiKey = k[1];
     const m = /^slipway listening registry=(\S+) api=(\S+) auth=(\S+) upload=(\S+) admin=(\S+)/.exec(line);
-    if (m) onListening(m);
+    if (m) onListening({ registry: m[1]!, api: m[2]!, upload: m[4]!, admin: m[5]! });
   });
   const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`node did not start within 60 s:\n${tail.join('\n')}`)), 60_000).unref());
-  const m = await Promise.race([listening, exitError(proc, 'slipway', () => tail.join('\n')), timeout]);
+  const urls = await Promise.race([listening, exitError(proc, 'slipway', () => tail.join('\n')), timeout]);
   return {
-    urls: { registry: m[1]!, api: m[2]!, upload: m[4]!, admin: m[5]! },
+    urls: { registry: urls.registry, api: urls.api, upload: urls.upload, admin: urls.admin },
     pid: proc.pid!, apiKey,
     stop: () => stopChild(proc),
   };
