@@ -113,7 +113,7 @@ t.test('slipway operator reset-credentials: new credentials, in the file, on a t
   const old = readCredentials(file);
 
   const piped = await runCli(['operator', 'reset-credentials', '--data', tmp.dir]);
-  t.equal(piped.code, 0, piped.stderr);
+  t.equal(piped.code, 0, 'reset-credentials succeeds', { stderr: piped.stderr });
   t.ok(piped.stdout.includes(file), 'stdout names the file');
   const fresh = readCredentials(file);
   t.equal(statSync(file).mode & 0o777, 0o600);
@@ -126,7 +126,7 @@ t.test('slipway operator reset-credentials: new credentials, in the file, on a t
   t.equal(await signIn(server.urls.auth, fresh), 303, 'the new password and second factor sign in');
 
   const json = await runCli(['operator', 'reset-credentials', '--json', '--data', tmp.dir]);
-  t.equal(json.code, 0, json.stderr);
+  t.equal(json.code, 0, 'reset-credentials --json succeeds', { stderr: json.stderr });
   const reply = JSON.parse(json.stdout) as Record<string, string>;
   t.same(Object.keys(reply).sort(), ['account_id', 'credentials_file', 'email'], '--json: where they are, not what they are');
   t.equal(reply.credentials_file, file);
@@ -140,7 +140,7 @@ t.test('slipway operator reset-credentials: new credentials, in the file, on a t
     t.comment('skipped: util-linux `script` is not installed (apt-get install bsdutils)');
     return;
   }
-  t.equal(tty.code, 0, tty.out);
+  t.equal(tty.code, 0, 'reset-credentials on a terminal succeeds', { output: tty.out });
   const shown = readCredentials(file);
   t.ok(tty.out.includes(shown.password) && tty.out.includes(shown.apiKey) && tty.out.includes(shown.totpSecret), 'the terminal sees the new credentials');
 });

@@ -46,7 +46,7 @@ const listening = (out: string) => out.split('\n').map(logLine).find((l) => l?.m
 
 t.test('npm pack: the built CLI, engine, workers and views; no tests', async (t) => {
   const r = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts']);
-  t.equal(r.code, 0, r.stderr.slice(-2000));
+  t.equal(r.code, 0, 'npm pack --dry-run succeeds', { stderr: r.stderr.slice(-2000) });
   const files = (JSON.parse(r.stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path);
   for (const f of ['dist/server/cli.js', 'dist/server/main.js', 'dist/workers/tasks.js', 'dist/engine/store.js', 'server/auth-host/views/layout.eta', 'package.json']) t.ok(files.includes(f), `holds ${f}`);
   t.same(files.filter((f) => f.startsWith('dist/test/') || f.startsWith('dist/bench/') || f.endsWith('.ts')), [], 'no tests, benchmarks or sources');
@@ -57,11 +57,11 @@ t.test('npm install -g: slipway on PATH; serve prints only JSON lines from start
   const tmp = tempDir('slipway-install-');
   t.teardown(() => tmp.cleanup());
   const packed = await run('npm', ['pack', '--ignore-scripts', '--pack-destination', tmp.dir]);
-  t.equal(packed.code, 0, packed.stderr.slice(-2000));
+  t.equal(packed.code, 0, 'npm pack succeeds', { stderr: packed.stderr.slice(-2000) });
   const tarball = join(tmp.dir, packed.stdout.trim().split('\n').pop()!);
   const prefix = join(tmp.dir, 'prefix');
   const installed = await run('npm', ['install', '-g', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: tmp.dir });
-  t.equal(installed.code, 0, `npm install -g: ${installed.stderr.slice(-2000)}`);
+  t.equal(installed.code, 0, 'npm install -g succeeds', { stderr: installed.stderr.slice(-2000) });
   const env = { ...process.env, PATH: `${join(prefix, 'bin')}:${process.env.PATH}`, SLIPWAY_LOG_LEVEL: 'warn' };
   const help = await run('slipway', ['--help'], { cwd: tmp.dir, env });
   t.equal(help.code, 0, 'slipway --help runs from PATH');
@@ -84,7 +84,7 @@ t.test('npm install -g: slipway on PATH; serve prints only JSON lines from start
 
 t.test('npm start with nothing changed does not compile again', async (t) => {
   const built = await run('npx', ['tsc', '-b']);
-  t.equal(built.code, 0, `the build is up to date first: ${built.stdout.slice(-2000)}`);
+  t.equal(built.code, 0, 'the build is up to date first', { stdout: built.stdout.slice(-2000) });
   const outputs = ['dist/server/cli.js', 'dist/engine/store.js', 'dist/tsconfig.tsbuildinfo'].map((f) => join(ROOT, f));
   const before = outputs.map((f) => statSync(f).mtimeMs);
   const tmp = tempDir();
