@@ -115,7 +115,7 @@ t.test('three nodes behind the HAProxy example', { skip }, async (t) => {
 
   // HAProxy: the example, localised; TLS with a certificate for 127.0.0.1.
   const tls = await ensureTlsFiles(work.dir, '127.0.0.1');
-  writeFileSync(join(work.dir, 'registry.pem'), readFileSync(tls.certFile, 'utf8') + readFileSync(tls.keyFile, 'utf8'));
+  writeFileSync(join(work.dir, 'registry.pem'), `${readFileSync(tls.certFile, 'utf8').trim()}\n${readFileSync(tls.keyFile, 'utf8').trim()}\n`);
   const certs = join(work.dir, 'certs');
   mkdirSync(certs);
   writeFileSync(join(certs, 'registry.crt'), readFileSync(tls.certFile));
