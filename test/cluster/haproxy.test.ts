@@ -111,7 +111,7 @@ t.test('three nodes behind the HAProxy example', { skip }, async (t) => {
   t.teardown(() => Promise.all(nodes.map((n) => n.stop())));
   const key = nodes.find((n) => n.apiKey)?.apiKey;
   if (!key) throw new Error('no node printed the operator\'s API key');
-  t.equal((await createApp(nodes[0]!.urls.api, key, 'lb')).status, 201);
+  t.equal((await createApp(nodes[0]!.urls.api, key, 'balanced')).status, 201);
 
   // HAProxy: the example, localised; TLS with a certificate for 127.0.0.1.
   const tls = await ensureTlsFiles(work.dir, '127.0.0.1');
@@ -134,13 +134,13 @@ t.test('three nodes behind the HAProxy example', { skip }, async (t) => {
   const creds = `_:${key}`;
   const push = async (tag: string) => {
     const img = await buildImage(join(work.dir, `img-${tag}`), sampleSpec());
-    const r = await skopeo(['copy', '--dest-creds', creds, '--dest-cert-dir', certs, `dir:${img.dir}`, `docker://${origin}/lb/web:${tag}`]);
+    const r = await skopeo(['copy', '--dest-creds', creds, '--dest-cert-dir', certs, `dir:${img.dir}`, `docker://${origin}/balanced/web:${tag}`]);
     t.equal(r.code, 0, `push ${tag} through HAProxy: ${r.stderr}`);
     return img;
   };
   const pulledIntact = async (tag: string, img: { dir: string }) => {
     const back = join(work.dir, `back-${tag}-${randomBytes(3).toString('hex')}`);
-    const r = await skopeo(['copy', '--src-creds', creds, '--src-cert-dir', certs, `docker://${origin}/lb/web:${tag}`, `dir:${back}`]);
+    const r = await skopeo(['copy', '--src-creds', creds, '--src-cert-dir', certs, `docker://${origin}/balanced/web:${tag}`, `dir:${back}`]);
     t.equal(r.code, 0, `pull ${tag} through HAProxy: ${r.stderr}`);
     for (const f of readdirSync(img.dir).filter((f) => f !== 'version')) {
       t.ok(readFileSync(join(back, f)).equals(readFileSync(join(img.dir, f))), `${tag}: ${f.slice(0, 16)} byte-identical`);
