@@ -1,41 +1,37 @@
 # Slipway's container image (docs/operations.md "Container image").
 #
 #   npm ci                      # installs and compiles dist/ (the `prepare` script)
-#   docker build -t slipway .
+#   DOCKER_BUILDKIT=1 docker build -t slipway .
 #   docker run -d --name slipway -v slipway-data:/var/lib/slipway \
 #     -p 5000:5000 -p 5001:5001 -p 5002:5002 -p 5003:5003 slipway
 #
 # Two stages: `deps` installs the production dependencies from package-lock.json (npm and its
-# toolchain stay in that stage), the runtime stage holds node, those dependencies and dist/.
+# cache stay in that stage), the runtime stage holds node, those dependencies and dist/.
 # BASE_IMAGE is any image with Node.js 24 (node and npm on PATH; the runtime stage needs only
 # node and the C/C++ runtime libraries): the official slim image by default. Built and run by
 # test/container/image.test.ts.
 ARG BASE_IMAGE=node:24-bookworm-slim
 
 FROM ${BASE_IMAGE} AS deps
-WORKDIR /opt/slipway
-COPY package.json package-lock.json ./
 # A mirror of the npm registry, when the build has no access to registry.npmjs.org (npm replaces
 # the lock file's registry host with it).
 ARG NPM_CONFIG_REGISTRY
-# No install scripts: the native modules (lmdb) ship prebuilt binaries, and `prepare` would compile
-# the sources, which are not in this stage (dist/ is copied below).
-RUN ["npm", "ci", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund"]
-# An empty data directory for the runtime stage, owned by the service user.
-RUN ["mkdir", "-p", "/data"]
+COPY package.json package-lock.json /opt/slipway/
+# No install scripts: lmdb's native module ships prebuilt, and `prepare` would compile sources
+# this stage does not have (dist/ comes from the build context). The empty directory becomes
+# the data volume, owned by the service user.
+RUN npm ci --prefix /opt/slipway --omit=dev --ignore-scripts --no-audit --no-fund --no-update-notifier \
+ && mkdir -p /opt/data
 
 FROM ${BASE_IMAGE}
-WORKDIR /opt/slipway
 ENV NODE_ENV=production \
     SLIPWAY_DATA=/var/lib/slipway \
     SLIPWAY_HOST=0.0.0.0
-COPY --from=deps /opt/slipway/node_modules ./node_modules
-COPY package.json ./
-COPY dist/engine ./dist/engine
-COPY dist/server ./dist/server
-COPY dist/workers ./dist/workers
-COPY deploy/container/healthcheck.mjs ./deploy/container/healthcheck.mjs
-COPY --from=deps --chown=10001:10001 /data /var/lib/slipway
+COPY --from=deps /opt/slipway /opt/slipway
+# dist/engine, dist/server, dist/workers and deploy/container/ (.dockerignore admits no more).
+COPY dist /opt/slipway/dist
+COPY deploy/container /opt/slipway/deploy/container
+COPY --from=deps --chown=10001:10001 /opt/data /var/lib/slipway
 # A numeric user with no login and no other file: the data volume is the only place it writes.
 USER 10001:10001
 VOLUME ["/var/lib/slipway"]
