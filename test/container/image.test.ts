@@ -64,9 +64,13 @@ t.test('the Dockerfile builds an image that runs Slipway', { skip }, async (t) =
   const top = await d.docker(['top', 'slipway', '-o', 'uid,args']);
   t.match(top.stdout, /^\s*10001\s+node .*cli\.js serve$/m, 'the server runs as uid 10001');
 
+  // The operator's credentials: the file in the data volume the first start names.
   const out = await logs();
-  const key = /api_key\s+(\S+)/.exec(out)?.[1];
-  if (!key) throw new Error(`no operator key in the container's output:\n${out}`);
+  const file = out.split('\n').map((l) => { try { return JSON.parse(l) as { credentialsFile?: string }; } catch { return {}; } })
+    .find((e) => typeof e.credentialsFile === 'string')?.credentialsFile;
+  const read = file ? await d.docker(['exec', 'slipway', 'node', '-e', 'process.stdout.write(require("fs").readFileSync(process.argv[1]))', file]) : undefined;
+  const key = read ? (JSON.parse(read.stdout) as { api_key: string }).api_key : /api_key\s+(\S+)/.exec(out)?.[1];
+  if (!key) throw new Error(`no operator credentials named in the container's output:\n${out}`);
   t.equal((await createApp(`http://127.0.0.1:${ports.api}`, key, 'boxed')).status, 201);
   const work = tempDir();
   t.teardown(() => work.cleanup());

@@ -78,6 +78,7 @@ export async function importNodeBase(docker: DockerDaemon, tag: string): Promise
   const node = node24Binary();
   if (!node) throw new Error('no Node.js 24 binary');
   const stage = mkdtempSync(join(tmpdir(), 'slipway-base-'));
+  chmodSync(stage, 0o755); // the image's `/`: mkdtemp makes it 0700, which only root could traverse
   try {
     const put = (from: string, to: string) => {
       mkdirSync(join(stage, dirname(to)), { recursive: true });

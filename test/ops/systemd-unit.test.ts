@@ -10,7 +10,7 @@
  * systemd), see docs/operations.md.
  */
 import t from 'tap';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
@@ -19,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { CLI, tempDir } from '../helpers/server.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { startUpload } from '../helpers/registry.js';
-import { largestUploadFile, waitFor } from '../helpers/harness.js';
+import { largestUploadFile, startSpawned, waitFor } from '../helpers/harness.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const UNIT = join(root, 'deploy/systemd/slipway.service');
@@ -96,24 +96,19 @@ t.test('the unit\'s command, settings and stop timeout, run as written', async (
   const timeout = seconds(one('TimeoutStopSec')!);
   t.ok(drain > 0, 'the env file states the drain');
 
-  // The service as systemd would start it: the env file, then Environment= (later wins), the
-  // data directory and ports moved to this test's, a 2 s drain to measure the overhead.
+  // The service as systemd would start it: `slipway serve` with the env file, then Environment=
+  // (later wins), the data directory and ports moved to this test's (the harness's spawn of
+  // `serve`), a 2 s drain to measure the overhead.
+  t.same(one('ExecStart')!.split(/\s+/).slice(1), ['serve'], 'ExecStart runs `serve` with its settings from the environment');
   const data = tempDir();
   t.teardown(() => data.cleanup());
-  const args = one('ExecStart')!.split(/\s+/).slice(1);
-  const env = { ...process.env, ...fileEnv, ...unitEnv, SLIPWAY_DATA: data.dir, SLIPWAY_HOST: '127.0.0.1', SLIPWAY_DRAIN_SECONDS: '2', SLIPWAY_LOG_LEVEL: 'warn' };
-  const ports = ['registry', 'api', 'auth', 'upload', 'admin'].flatMap((h) => [`--${h}-port`, '0']);
-  const proc = spawn(process.execPath, [CLI, ...args, ...ports], { env, cwd: data.dir, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
-  t.teardown(() => { proc.kill('SIGKILL'); });
-  let out = '';
-  proc.stdout!.on('data', (d: Buffer) => { out += d; });
-  proc.stderr!.on('data', (d: Buffer) => { out += d; });
-  const urls = await waitFor('the service to listen', () => {
-    const m = /slipway listening registry=(\S+) api=(\S+) auth=\S+ upload=\S+ admin=(\S+)/.exec(out);
-    return m ? { registry: m[1]!, api: m[2]!, admin: m[3]! } : undefined;
-  }, { timeoutMs: 120_000, abort: () => (proc.exitCode !== null ? `exited: ${out}` : undefined) });
-  const apiKey = /api_key\s+(\S+)/.exec(out)?.[1];
+  const node = await startSpawned({
+    dataDir: data.dir, startTimeoutMs: 120_000,
+    env: { ...fileEnv, ...unitEnv, SLIPWAY_DATA: data.dir, SLIPWAY_HOST: '127.0.0.1', SLIPWAY_DRAIN_SECONDS: '2', SLIPWAY_LOG_LEVEL: 'warn' },
+  });
+  t.teardown(() => node.kill());
+  const { urls } = node;
+  const apiKey = node.apiKey;
   t.ok(apiKey, 'the first start created the operator');
   await waitFor('readiness', async () => (await http('GET', `${urls.admin}/readyz`)).status === 200, { timeoutMs: 60_000 });
 
@@ -127,8 +122,8 @@ t.test('the unit\'s command, settings and stop timeout, run as written', async (
   await waitFor('the upload to be in flight', () => largestUploadFile(data.dir) > 0, { timeoutMs: 30_000 });
 
   const t0 = performance.now();
-  proc.kill(one('KillSignal') as NodeJS.Signals);
-  const code = await exited;
+  node.proc.kill(one('KillSignal') as NodeJS.Signals);
+  const code = await node.exited;
   const stopS = (performance.now() - t0) / 1000;
   clearInterval(trickle);
   t.equal(code, 0, 'exit status 0: systemd counts a clean stop');
