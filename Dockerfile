@@ -28,8 +28,10 @@ ENV NODE_ENV=production \
     SLIPWAY_DATA=/var/lib/slipway \
     SLIPWAY_HOST=0.0.0.0
 COPY --from=deps /opt/slipway /opt/slipway
-# dist/engine, dist/server, dist/workers and deploy/container/ (.dockerignore admits no more).
+# dist/engine, dist/server, dist/workers, the auth host's views and deploy/container/ (.dockerignore admits no more).
 COPY dist /opt/slipway/dist
+# The auth host's page templates and styles, read from the source tree at run time.
+COPY server/auth-host/views /opt/slipway/server/auth-host/views
 COPY deploy/container /opt/slipway/deploy/container
 COPY --from=deps --chown=10001:10001 /opt/data /var/lib/slipway
 # A numeric user with no login and no other file: the data volume is the only place it writes.
