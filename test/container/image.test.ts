@@ -61,8 +61,10 @@ t.test('the Dockerfile builds an image that runs Slipway', { skip }, async (t) =
   await waitFor('the container to be healthy', async () => (await state()).Health?.Status === 'healthy', {
     timeoutMs: 180_000, intervalMs: 500, abort: () => undefined,
   }).catch(async (e) => { throw new Error(`${(e as Error).message}\n${await logs()}\n${JSON.stringify((await state()).Health)}`); });
-  const top = await d.docker(['top', 'slipway', '-o', 'uid,args']);
-  t.match(top.stdout, /^\s*10001\s+node .*cli\.js serve$/m, 'the server runs as uid 10001');
+  // The container's main process, as the host sees it.
+  const pid = (await state()).Pid as number;
+  t.match(readFileSync(`/proc/${pid}/status`, 'utf8'), /^Uid:\s+10001\s/m, 'the server runs as uid 10001');
+  t.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '), /cli\.js serve/);
 
   // The operator's credentials: the file in the data volume the first start names.
   const out = await logs();
