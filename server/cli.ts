@@ -4,7 +4,8 @@
  *   slipway serve [--data DIR] [--host H] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N] …
  *   slipway account create --email E [--password P] [--json]
  *   slipway app create --name N --owner E [--json]
- *   slipway gc [--dry-run] [--json]     image retention and blob GC, safe while the server runs
+ *   slipway gc [--dry-run] [--json]     image retention and blob GC, safe while the server runs (server/ops/gc-cli.ts)
+ *   slipway gc grace [set DURATION]     the cluster's GC grace, changed at run time
  *   slipway backup --to DIR             online snapshot of the data directory (server/ops/backup.ts)
  *   slipway restore --from DIR --data NEWDIR
  *   slipway fsck [--full] [--repair] [--json]   records against blob files (server/ops/fsck.ts)
@@ -25,13 +26,13 @@ import { openStore } from '../engine/store.js';
 import { StoreUnavailableError } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { adoptServerKey } from '../engine/identity/key-check.js';
-import { clusterGraceMs } from '../engine/registry/gc-grace.js';
 import type { CreatedAccount } from '../engine/identity/accounts.js';
 import { systemClock } from '../engine/clock.js';
 import { isSlipwayError } from '../engine/errors.js';
 import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
-import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
-import { releaseRetention } from '../engine/platform/retention.js';
+import { collectGarbage, setGrace, showGrace } from './ops/gc-cli.js';
+import { graceInForce } from '../engine/registry/gc-grace.js';
+import { bytes } from './ops/units.js';
 import { backup, refuseInClusterMode, restore, type BackupReport } from './ops/backup.js';
 import { resolve } from 'node:path';
 import { fsck } from './ops/fsck.js';
@@ -42,6 +43,8 @@ const USAGE = `usage:
   slipway account create --email EMAIL [--password PASSWORD] [--json] [--data DIR]
   slipway app create --name NAME --owner EMAIL [--json] [--data DIR]
   slipway gc [--dry-run] [--json] [--data DIR]
+  slipway gc grace [--json] [--data DIR]            the GC grace in force and what each node applies
+  slipway gc grace set DURATION [--json] [--data DIR]  e.g. 1h, 15m, 90s: every node applies it, no restart
   slipway backup --to DIR [--json] [--data DIR]
   slipway restore --from DIR --data NEWDIR [--json]
   slipway fsck [--full] [--repair] [--json] [--data DIR]
@@ -127,31 +130,6 @@ function reason(e: unknown): string {
   return e instanceof StoreUnavailableError ? e.reason : isSlipwayError(e) || e instanceof Error ? e.message : String(e);
 }
 
-/**
- * `slipway gc`: one retention + GC run on the data directory (LMDB is multi-process, and GC is
- * safe against a running server's pushes; engine/registry/gc.ts). Prints what it deleted.
- */
-async function collectGarbage(config: Config, dryRun: boolean, json: boolean): Promise<void> {
-  const blobs = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir));
-  const store = await openStore(config.dataDir, databaseOf(config));
-  let report: GcReport;
-  try {
-    const gc = new GarbageCollector(store.metadata, blobs.backend, systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
-    // The longest grace any running node announced (engine/registry/gc-grace.ts), never less than ours.
-    report = await gc.run({ dryRun, graceMs: await clusterGraceMs(store.metadata, gc.options.graceMs, systemClock.now()) });
-  } finally {
-    await store.close();
-    blobs.close();
-  }
-  if (json) return console.log(JSON.stringify(report));
-  const verb = dryRun ? 'Would delete' : 'Deleted';
-  const images = report.images.unreleased + report.images.expired;
-  console.log(`${verb} ${images} image(s) (${report.images.unreleased} never released, ${report.images.expired} expired), ${report.blobs.deleted} blob(s) (${bytes(report.blobs.bytes)}) and ${report.orphans.deleted} orphan file(s) (${bytes(report.orphans.bytes)}) in ${report.durationMs} ms${dryRun ? '; dry run, nothing changed' : ''}.`);
-  for (const i of report.deletedImages) console.log(`  image  ${i.repository}@${i.digest}  ${i.reason === 'unreleased' ? 'never released' : 'only in old releases'}, pushed ${new Date(i.pushedAt).toISOString()}`);
-  for (const b of report.deletedBlobs) console.log(`  blob   ${b.digest}  ${b.size} bytes`);
-  for (const o of report.deletedOrphans) console.log(`  orphan ${o.digest}  ${o.size} bytes`);
-}
-
 function printBackup(verb: string, r: BackupReport, dir: string, json: boolean): number {
   if (json) console.log(JSON.stringify({ ...r, dir }));
   else {
@@ -171,7 +149,9 @@ async function checkStore(config: Config, full: boolean, repair: boolean, json: 
   const store = await openStore(config.dataDir, databaseOf(config));
   try {
     const report = await fsck(store, blobs.backend, systemClock, {
-      full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000, orphanGraceMs: config.gcGraceSeconds * 1000,
+      full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000,
+      // Orphan files go after the grace GC uses (the cluster setting, else the longest announced).
+      orphanGraceMs: (await graceInForce(store.metadata, config.gcGraceSeconds * 1000, systemClock.now())).graceMs,
     });
     const left = report.problems.filter((p) => !p.repaired).length;
     if (json) console.log(JSON.stringify(report));
@@ -187,10 +167,6 @@ async function checkStore(config: Config, full: boolean, repair: boolean, json: 
   }
 }
 
-function bytes(n: number): string {
-  return n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : n < 1024 ** 3 ? `${(n / 1024 ** 2).toFixed(1)} MiB` : `${(n / 1024 ** 3).toFixed(2)} GiB`;
-}
-
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   if (values.help || positionals.length === 0) {
@@ -198,7 +174,9 @@ async function main(argv: string[]): Promise<number> {
     return values.help ? 0 : 2;
   }
   const flags = Object.fromEntries(Object.keys(FLAGS).map((f) => [f, values[f as keyof typeof values] as string | undefined]));
-  const command = positionals.join(' ');
+  // `gc grace set` takes its value as a positional (`slipway gc grace set 1h`).
+  const value = positionals[0] === 'gc' && positionals[1] === 'grace' && positionals[2] === 'set' ? positionals[3] : undefined;
+  const command = positionals.slice(0, value === undefined ? undefined : 3).join(' ');
   // `migrate` copies from the data directory; its SLIPWAY_S3_* settings name the target bucket
   // (server/ops/migrate-cli.ts), not where this installation keeps its blobs.
   const env = command === 'migrate' ? Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SLIPWAY_S3_') && k !== 'SLIPWAY_BLOB_STORE')) : process.env;
@@ -226,6 +204,11 @@ async function main(argv: string[]): Promise<number> {
     case 'gc':
       await collectGarbage(config, values['dry-run'] === true, values.json === true);
       return 0;
+    case 'gc grace':
+      await showGrace(config, values.json === true);
+      return 0;
+    case 'gc grace set':
+      return setGrace(config, value, values.json === true);
     case 'backup': {
       refuseInClusterMode('backup', config.databaseUrl);
       if (!values.to) throw new Error('backup needs --to DIR');

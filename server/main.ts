@@ -14,7 +14,7 @@ import { openStore, storeOver, type Store } from '../engine/store.js';
 import type { MetadataStore } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { checkServerKey, resealSecrets } from '../engine/identity/key-check.js';
-import { announceGrace, clusterGraceMs } from '../engine/registry/gc-grace.js';
+import { followGrace, graceInForce, SETTING_POLL_MS, touchEveryMs } from '../engine/registry/gc-grace.js';
 import { claimNodeName, type NodeClaim } from '../engine/blobs/node-claim.js';
 import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
 import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
@@ -102,7 +102,7 @@ export interface RunningServer {
   bootstrap: CreatedAccount | null;
   /** Absolute path of the credentials file this start wrote (server/ops/operator-credentials.ts); null when it wrote none. */
   credentialsFile: string | null;
-  /** Runs the scheduled GC job now (the `gc` lock, the cluster's longest grace); null when another node holds the lock. */
+  /** Runs the scheduled GC job now (the `gc` lock, the grace in force: engine/registry/gc-grace.ts); null when another node holds the lock. */
   collectGarbage(): Promise<GcReport | null>;
   /** Runs the upload reaper now (it also runs every SLIPWAY_UPLOAD_REAP_INTERVAL); resolves with the sessions removed. */
   reapUploads(): Promise<number>;
@@ -192,10 +192,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   if (!blobSpec) throw new Error('the blob backend cannot be opened by a worker thread (built on a client instance)');
   const registry = new Registry(store.metadata, blobs, clock, (r) => pool.inspectImage(blobSpec, r));
   const gc = new GarbageCollector(store.metadata, blobs, clock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
-  registry.touchEveryMs = Math.min(5 * 60_000, gc.options.graceMs / 4);
-  // Every node announces its grace; a GC run keeps the longest announced (engine/registry/gc-grace.ts).
-  const announce = () => announceGrace(store.metadata, config.nodeName, gc.options.graceMs, clock.now());
-  await announce();
+  // The grace this node applies (its touch interval): the cluster setting, else SLIPWAY_GC_GRACE,
+  // read again every SETTING_POLL_MS and announced (engine/registry/gc-grace.ts).
+  const followGcGrace = followGrace(store.metadata, config.nodeName, gc.options.graceMs, () => clock.now(), (graceMs, setting) => {
+    registry.touchEveryMs = touchEveryMs(graceMs);
+    log.info({ graceSeconds: graceMs / 1000, source: setting ? 'cluster setting' : 'SLIPWAY_GC_GRACE' }, 'GC grace applied');
+  });
+  await followGcGrace();
   await gc.recoverTrash();
   // Domain events (engine/events.ts) become JSON log lines.
   const unsubscribeEvents = EVENT_KINDS.map((kind) => subscribeEvent(kind, (m) => log.info({ event: kind, ...m }, `${kind} event`)));
@@ -283,8 +286,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // exclusive lock): a node whose turn it is not skips the round.
   let reapRun: Promise<unknown> | undefined;
   const reaper = setInterval(() => {
-    // The grace announcement is its own step: a failed one must not skip a reaper round.
-    void announce().catch((e) => log.warn({ err: e }, 'announcing the GC grace failed'));
     reapRun ??= uploads.reap()
       .then(() => uploads.reapOrphans())
       .then((orphans) => { if (orphans > 0) log.warn({ orphans }, 'removed upload session bytes that belonged to no session'); })
@@ -294,14 +295,19 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       .catch((e) => log.error({ err: e }, 'upload reaper failed')).finally(() => { reapRun = undefined; });
   }, config.uploadReapIntervalSeconds * 1000);
   reaper.unref();
+  let graceRun: Promise<unknown> | undefined;
+  const gracePoll = setInterval(() => {
+    graceRun ??= followGcGrace().catch((e) => log.warn({ err: e }, 'reading the GC grace setting failed')).finally(() => { graceRun = undefined; });
+  }, SETTING_POLL_MS);
+  gracePoll.unref();
   const oauthPruner = setInterval(() => {
     oauth.prune().catch((e) => log.error({ err: e }, 'OAuth pruning failed'));
     reseal();
   }, 10 * 60_000);
   oauthPruner.unref();
-  // One GC run under the cluster-wide lock, with the longest grace any node announced.
+  // One GC run under the cluster-wide lock, with the grace in force (the setting, else the longest announced).
   const collect = () => store.metadata.exclusive('gc', async (signal) =>
-    gc.run({ signal, graceMs: await clusterGraceMs(store.metadata, gc.options.graceMs, clock.now()) }));
+    gc.run({ signal, graceMs: (await graceInForce(store.metadata, gc.options.graceMs, clock.now())).graceMs }));
   let gcRun: Promise<unknown> | undefined;
   const gcTimer = config.gcIntervalSeconds > 0 ? setInterval(() => {
     gcRun ??= collect().catch((e) => log.error({ err: e }, 'garbage collection failed')).finally(() => { gcRun = undefined; });
@@ -314,6 +320,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   let closing: Promise<void> | undefined;
   const closeAll = () => (closing ??= (async () => {
     clearInterval(reaper);
+    clearInterval(gracePoll);
     clearInterval(oauthPruner);
     clearInterval(gcTimer);
     stopListening(['registry', 'api', 'auth', 'upload']);
@@ -322,6 +329,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await tracker.settle(0, performance.now() + CUT_GRACE_MS);
     await gcRun;
     await reapRun;
+    await graceRun;
     await resealRun;
     for (const off of unsubscribeEvents) off();
     metrics.close();
