@@ -4,30 +4,35 @@
  *   slipway serve [--data DIR] [--host H] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N] …
  *   slipway account create --email E [--password P] [--json]
  *   slipway app create --name N --owner E [--json]
- *   slipway gc [--dry-run] [--json]     image retention and blob GC, safe while the server runs
+ *   slipway gc [--dry-run] [--json]     image retention and blob GC, safe while the server runs (server/ops/gc-cli.ts)
+ *   slipway gc grace [set DURATION]     the cluster's GC grace, changed at run time
  *   slipway backup --to DIR             online snapshot of the data directory (server/ops/backup.ts)
  *   slipway restore --from DIR --data NEWDIR
  *   slipway fsck [--full] [--repair] [--json]   records against blob files (server/ops/fsck.ts)
  *   slipway migrate --to-database URL [--to-blob-store s3] [--json]   copy into cluster stores (server/ops/migrate.ts)
  *   slipway key adopt                   record the configured server key as the installation's (a lost key)
+ *   slipway operator reset-credentials  new credentials for the operator account (server/cli/operator.ts)
  * Settings also come from SLIPWAY_* environment variables (server/config.ts).
  */
 import { parseArgs } from 'node:util';
 import { databaseOf, FLAGS, loadConfig, type Config } from './config.js';
 import { startServer } from './main.js';
+import { createLogger, lifecycleLogger } from './log.js';
+import { exitWhenFlushed } from './cli/exit.js';
+import { withAccounts } from './cli/offline.js';
+import { credentialsForTerminal } from './ops/operator-credentials.js';
 import { openBlobStore } from './blob-store.js';
 import { openStore } from '../engine/store.js';
 import { StoreUnavailableError } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
-import { adoptServerKey, checkServerKey } from '../engine/identity/key-check.js';
-import { clusterGraceMs } from '../engine/registry/gc-grace.js';
-import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
-import { Apps } from '../engine/platform/apps.js';
+import { adoptServerKey } from '../engine/identity/key-check.js';
+import type { CreatedAccount } from '../engine/identity/accounts.js';
 import { systemClock } from '../engine/clock.js';
 import { isSlipwayError } from '../engine/errors.js';
 import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
-import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
-import { releaseRetention } from '../engine/platform/retention.js';
+import { collectGarbage, setGrace, showGrace } from './ops/gc-cli.js';
+import { graceInForce } from '../engine/registry/gc-grace.js';
+import { bytes } from './ops/units.js';
 import { backup, refuseInClusterMode, restore, type BackupReport } from './ops/backup.js';
 import { resolve } from 'node:path';
 import { fsck } from './ops/fsck.js';
@@ -38,12 +43,17 @@ const USAGE = `usage:
   slipway account create --email EMAIL [--password PASSWORD] [--json] [--data DIR]
   slipway app create --name NAME --owner EMAIL [--json] [--data DIR]
   slipway gc [--dry-run] [--json] [--data DIR]
+  slipway gc grace [--json] [--data DIR]            the GC grace in force and what each node applies
+  slipway gc grace set DURATION [--json] [--data DIR]  e.g. 1h, 15m, 90s: every node applies it, no restart
   slipway backup --to DIR [--json] [--data DIR]
   slipway restore --from DIR --data NEWDIR [--json]
   slipway fsck [--full] [--repair] [--json] [--data DIR]
   slipway migrate --to-database postgres://USER@HOST:PORT/DB [--to-blob-store s3] [--json] [--data DIR]
                   offline copy of the data directory into PostgreSQL (and S3: SLIPWAY_S3_* settings)
-  slipway key adopt [--key-file FILE] [--data DIR]`;
+  slipway key adopt [--key-file FILE] [--data DIR]
+  slipway operator reset-credentials [--json] [--data DIR]
+                  new password, second factor and API key for the operator account, written to
+                  DATA/operator-credentials.json (0600); shown only on a terminal`;
 
 const options = {
   ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])),
@@ -77,68 +87,47 @@ function printAccount(created: CreatedAccount, json: boolean): void {
   }
 }
 
+/**
+ * `slipway serve`: every line it prints is a JSON log line (server/log.ts), the start-up and
+ * shutdown ones included; the operator's credentials go to a file (server/ops/operator-credentials.ts),
+ * and on a terminal also to the screen. Never returns: the process ends on SIGTERM/SIGINT.
+ */
 async function serve(config: Config): Promise<void> {
-  const server = await startServer(config);
-  if (server.bootstrap) {
-    console.log('First start: created the operator account. Its secrets are shown only now; keep them safe.');
-    printAccount(server.bootstrap, false);
+  const log = createLogger(config.logLevel, config.logFile);
+  const lifecycle = lifecycleLogger(log);
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    server = await startServer(config, { log });
+  } catch (e) {
+    lifecycle.fatal({ err: e }, `slipway did not start: ${reason(e)}`);
+    return exitWhenFlushed(1);
   }
-  console.log(`slipway listening registry=${server.urls.registry} api=${server.urls.api} auth=${server.urls.auth} upload=${server.urls.upload} admin=${server.urls.admin}`);
+  if (server.bootstrap && server.credentialsFile && process.stdout.isTTY) process.stdout.write(credentialsForTerminal(server.bootstrap, server.credentialsFile));
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
       // A second signal: no more waiting. Sessions keep their last recorded offset.
-      console.log(`slipway: second ${signal} received, exiting now`);
-      process.exit(1);
+      lifecycle.warn({ signal }, `second ${signal} received, exiting now`);
+      void exitWhenFlushed(1);
+      return;
     }
     stopping = true;
-    console.log(`slipway: ${signal} received, draining (up to ${config.drainSeconds} s; send it again to exit at once)`);
+    lifecycle.info({ signal, drainSeconds: config.drainSeconds }, `${signal} received, draining (up to ${config.drainSeconds} s; send it again to exit at once)`);
     server.drain().then(({ cut }) => {
-      console.log(cut ? 'slipway: drain deadline reached, remaining requests were cut; stopped' : 'slipway: drained, stopped');
-      process.exit(0);
+      lifecycle.info({ cut }, cut ? 'drain deadline reached, remaining requests were cut; stopped' : 'drained, stopped');
+      return exitWhenFlushed(0);
     }, (e) => {
-      console.error(`slipway: shutdown failed: ${e instanceof Error ? e.message : String(e)}`);
-      process.exit(1);
+      lifecycle.error({ err: e }, `shutdown failed: ${reason(e)}`);
+      return exitWhenFlushed(1);
     });
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
-async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promise<T>): Promise<T> {
-  const store = await openStore(config.dataDir, databaseOf(config));
-  try {
-    const keys = ServerKeys.load(config);
-    await checkServerKey(store.metadata, keys, systemClock.now());
-    return await fn(new Accounts(store.metadata, systemClock, keys), new Apps(store.metadata, systemClock));
-  } finally {
-    await store.close();
-  }
-}
-
-/**
- * `slipway gc`: one retention + GC run on the data directory (LMDB is multi-process, and GC is
- * safe against a running server's pushes; engine/registry/gc.ts). Prints what it deleted.
- */
-async function collectGarbage(config: Config, dryRun: boolean, json: boolean): Promise<void> {
-  const blobs = await openBlobStore(config.blobStore, () => new FsBlobBackend(config.dataDir));
-  const store = await openStore(config.dataDir, databaseOf(config));
-  let report: GcReport;
-  try {
-    const gc = new GarbageCollector(store.metadata, blobs.backend, systemClock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
-    // The longest grace any running node announced (engine/registry/gc-grace.ts), never less than ours.
-    report = await gc.run({ dryRun, graceMs: await clusterGraceMs(store.metadata, gc.options.graceMs, systemClock.now()) });
-  } finally {
-    await store.close();
-    blobs.close();
-  }
-  if (json) return console.log(JSON.stringify(report));
-  const verb = dryRun ? 'Would delete' : 'Deleted';
-  const images = report.images.unreleased + report.images.expired;
-  console.log(`${verb} ${images} image(s) (${report.images.unreleased} never released, ${report.images.expired} expired), ${report.blobs.deleted} blob(s) (${bytes(report.blobs.bytes)}) and ${report.orphans.deleted} orphan file(s) (${bytes(report.orphans.bytes)}) in ${report.durationMs} ms${dryRun ? '; dry run, nothing changed' : ''}.`);
-  for (const i of report.deletedImages) console.log(`  image  ${i.repository}@${i.digest}  ${i.reason === 'unreleased' ? 'never released' : 'only in old releases'}, pushed ${new Date(i.pushedAt).toISOString()}`);
-  for (const b of report.deletedBlobs) console.log(`  blob   ${b.digest}  ${b.size} bytes`);
-  for (const o of report.deletedOrphans) console.log(`  orphan ${o.digest}  ${o.size} bytes`);
+/** What an operator reads when a command fails: for an unreachable database, the host and driver message. */
+function reason(e: unknown): string {
+  return e instanceof StoreUnavailableError ? e.reason : isSlipwayError(e) || e instanceof Error ? e.message : String(e);
 }
 
 function printBackup(verb: string, r: BackupReport, dir: string, json: boolean): number {
@@ -160,7 +149,9 @@ async function checkStore(config: Config, full: boolean, repair: boolean, json: 
   const store = await openStore(config.dataDir, databaseOf(config));
   try {
     const report = await fsck(store, blobs.backend, systemClock, {
-      full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000, orphanGraceMs: config.gcGraceSeconds * 1000,
+      full, repair, uploadTtlMs: config.uploadTtlSeconds * 1000,
+      // Orphan files go after the grace GC uses (the cluster setting, else the longest announced).
+      orphanGraceMs: (await graceInForce(store.metadata, config.gcGraceSeconds * 1000, systemClock.now())).graceMs,
     });
     const left = report.problems.filter((p) => !p.repaired).length;
     if (json) console.log(JSON.stringify(report));
@@ -176,10 +167,6 @@ async function checkStore(config: Config, full: boolean, repair: boolean, json: 
   }
 }
 
-function bytes(n: number): string {
-  return n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : n < 1024 ** 3 ? `${(n / 1024 ** 2).toFixed(1)} MiB` : `${(n / 1024 ** 3).toFixed(2)} GiB`;
-}
-
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   if (values.help || positionals.length === 0) {
@@ -187,7 +174,9 @@ async function main(argv: string[]): Promise<number> {
     return values.help ? 0 : 2;
   }
   const flags = Object.fromEntries(Object.keys(FLAGS).map((f) => [f, values[f as keyof typeof values] as string | undefined]));
-  const command = positionals.join(' ');
+  // `gc grace set` takes its value as a positional (`slipway gc grace set 1h`).
+  const value = positionals[0] === 'gc' && positionals[1] === 'grace' && positionals[2] === 'set' ? positionals[3] : undefined;
+  const command = positionals.slice(0, value === undefined ? undefined : 3).join(' ');
   // `migrate` copies from the data directory; its SLIPWAY_S3_* settings name the target bucket
   // (server/ops/migrate-cli.ts), not where this installation keeps its blobs.
   const env = command === 'migrate' ? Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SLIPWAY_S3_') && k !== 'SLIPWAY_BLOB_STORE')) : process.env;
@@ -198,13 +187,13 @@ async function main(argv: string[]): Promise<number> {
       return -1;
     case 'account create': {
       if (!values.email) throw new Error('account create needs --email');
-      const created = await offline(config, (a) => a.create(values.email!, values.password));
+      const created = await withAccounts(config, (a) => a.create(values.email!, values.password));
       printAccount(created, values.json === true);
       return 0;
     }
     case 'app create': {
       if (!values.name || !values.owner) throw new Error('app create needs --name and --owner');
-      const app = await offline(config, async (a, apps) => {
+      const app = await withAccounts(config, async (a, apps) => {
         const owner = await a.byEmail(values.owner!);
         if (!owner) throw new Error(`no account with e-mail ${values.owner}`);
         return apps.create({ name: values.name, ownerId: owner.id });
@@ -215,6 +204,11 @@ async function main(argv: string[]): Promise<number> {
     case 'gc':
       await collectGarbage(config, values['dry-run'] === true, values.json === true);
       return 0;
+    case 'gc grace':
+      await showGrace(config, values.json === true);
+      return 0;
+    case 'gc grace set':
+      return setGrace(config, value, values.json === true);
     case 'backup': {
       refuseInClusterMode('backup', config.databaseUrl);
       if (!values.to) throw new Error('backup needs --to DIR');
@@ -241,17 +235,19 @@ async function main(argv: string[]): Promise<number> {
       }
       return 0;
     }
+    case 'operator reset-credentials':
+      return (await import('./cli/operator.js')).resetOperatorCredentials(config, values.json === true);
     default:
       console.error(`unknown command "${command}"\n${USAGE}`);
       return 2;
   }
 }
 
+// Every exit waits for stdout and stderr to drain (server/cli/exit.ts): a piped report stays whole.
 main(process.argv.slice(2)).then(
-  (code) => { if (code >= 0) process.exit(code); },
+  (code) => { if (code >= 0) void exitWhenFlushed(code); },
   (e) => {
-    // A database that cannot be reached: the operator needs the reason (host, driver message), not the clients' wording.
-    console.error(`slipway: ${e instanceof StoreUnavailableError ? e.reason : isSlipwayError(e) || e instanceof Error ? e.message : String(e)}`);
-    process.exit(1);
+    console.error(`slipway: ${reason(e)}`);
+    void exitWhenFlushed(1);
   },
 );

@@ -65,6 +65,7 @@ import { publishEvent, type GcEvent } from '../events.js';
 import { removeManifestInTransaction } from './registry.js';
 import { unlinkEverywhereInTransaction } from './links.js';
 import { manifests, repositories, repositoryManifests } from './keyspaces.js';
+import { nameReferrers } from './gc-explain.js';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -94,11 +95,29 @@ export const DEFAULT_GC_OPTIONS: GcOptions = {
   dryRun: false, graceMs: HOUR, unreleasedMs: DAY, releasedMs: 30 * DAY, keepReleases: 20, batchSize: 256,
 };
 
+/**
+ * Why a dry run keeps a blob (or an orphan file): `referenced` by a manifest that stays
+ * (`referencedBy`: up to three `repository@manifest digest`, `references`: how many images in
+ * all); `grace`: unreferenced, uploaded or last checked at `since`, kept until `until` (ms since
+ * epoch); `upload`: an upload session has reached its size, so the bytes may be that upload's
+ * (engine/registry/gc.ts "Blob upload").
+ */
+export type KeptBlob = { digest: string; size: number } & (
+  | { reason: 'referenced'; referencedBy: string[]; references: number }
+  | { reason: 'grace'; since: number; until: number }
+  | { reason: 'upload' });
+
 /** What a run deleted (or, dry, would delete), with the `slipway:gc` summary. */
 export interface GcReport extends GcEvent {
+  /** The grace period the run used, ms. */
+  graceMs: number;
   deletedImages: Array<{ repository: string; digest: string; reason: 'unreleased' | 'expired'; pushedAt: number }>;
   deletedBlobs: Array<{ digest: string; size: number }>;
   deletedOrphans: Array<{ digest: string; size: number }>;
+  /** Dry runs only (empty otherwise): every blob record kept, and why. */
+  keptBlobs: KeptBlob[];
+  /** Dry runs only: blob files without a record that were kept (never `referenced`), and why. */
+  keptOrphans: KeptBlob[];
 }
 
 /** What the releases retain, as the platform saw them at the start of a run. */
@@ -124,11 +143,11 @@ export interface ImageRetention {
 
 interface ImageCandidate { repository: string; digest: Digest; pushedAt: number; appId: string | undefined; reason: 'unreleased' | 'expired' }
 
-function emptyReport(dryRun: boolean, startedAt: number): GcReport {
+function emptyReport(dryRun: boolean, startedAt: number, graceMs: number): GcReport {
   return {
-    dryRun, startedAt, durationMs: 0,
+    dryRun, startedAt, durationMs: 0, graceMs,
     images: { unreleased: 0, expired: 0, kept: 0 }, blobs: { deleted: 0, bytes: 0, kept: 0 }, orphans: { deleted: 0, bytes: 0 },
-    deletedImages: [], deletedBlobs: [], deletedOrphans: [],
+    deletedImages: [], deletedBlobs: [], deletedOrphans: [], keptBlobs: [], keptOrphans: [],
   };
 }
 
@@ -152,11 +171,12 @@ export class GarbageCollector {
     const o = { ...this.options, ...overrides };
     const t0 = performance.now();
     const startedAt = this.clock.now();
-    const report = emptyReport(o.dryRun, startedAt);
+    const report = emptyReport(o.dryRun, startedAt, o.graceMs);
     if (!o.dryRun) await this.recoverTrash();
     const refsAfter = await this.#images(o, startedAt, report);
     o.signal?.throwIfAborted();
     await this.#blobs(o, startedAt, report, refsAfter);
+    if (o.dryRun) await nameReferrers(this.metadata, report);
     o.signal?.throwIfAborted();
     await this.#orphans(o, startedAt, report);
     report.durationMs = Math.round((performance.now() - t0) * 10) / 10;
@@ -218,9 +238,16 @@ export class GarbageCollector {
     const candidates: Digest[] = [];
     for await (const { key: d, value: rec } of scanBlobRecords(this.metadata)) {
       const refs = refsAfter.get(d) ?? rec.refs;
-      if (refs > 0) continue;
-      if (now - Math.max(rec.createdAt, rec.touchedAt ?? 0) >= o.graceMs) candidates.push(d as Digest);
-      else report.blobs.kept++;
+      const since = Math.max(rec.createdAt, rec.touchedAt ?? 0);
+      if (refs > 0) {
+        if (o.dryRun) report.keptBlobs.push({ digest: d, size: rec.size, reason: 'referenced', referencedBy: [], references: 0 });
+        continue;
+      }
+      if (now - since >= o.graceMs) candidates.push(d as Digest);
+      else {
+        report.blobs.kept++;
+        if (o.dryRun) report.keptBlobs.push({ digest: d, size: rec.size, reason: 'grace', since, until: since + o.graceMs });
+      }
     }
     // A blob's links are found through the digest → repositories index (links.ts), so each
     // transaction costs only its own blobs' records and links, whatever the store's size.
@@ -232,7 +259,7 @@ export class GarbageCollector {
         const busy = await uploadSessionSizes(this.metadata);
         for (const d of batch) {
           const size = (await blobRecord(this.metadata, d))?.size ?? 0;
-          if (busy.has(size)) { report.blobs.kept++; continue; }
+          if (busy.has(size)) { report.blobs.kept++; report.keptBlobs.push({ digest: d, size, reason: 'upload' }); continue; }
           report.blobs.deleted++;
           report.blobs.bytes += size;
           report.deletedBlobs.push({ digest: d, size });
@@ -271,7 +298,7 @@ export class GarbageCollector {
    */
   async removeOrphans(overrides: Partial<GcOptions> = {}): Promise<GcReport['deletedOrphans']> {
     const o = { ...this.options, ...overrides };
-    const report = emptyReport(o.dryRun, this.clock.now());
+    const report = emptyReport(o.dryRun, this.clock.now(), o.graceMs);
     if (!o.dryRun) await this.recoverTrash();
     await this.#orphans(o, report.startedAt, report);
     return report.deletedOrphans;
@@ -283,7 +310,9 @@ export class GarbageCollector {
     for await (const digest of this.blobs.list()) {
       if (await blobRecord(this.metadata, digest)) continue; // the common case: one read
       const st = await this.blobs.stat(digest);
-      if (st && now - (st.modifiedAt?.getTime() ?? now) >= o.graceMs) found.push(st);
+      const since = st?.modifiedAt?.getTime() ?? now;
+      if (st && now - since >= o.graceMs) found.push(st);
+      else if (st && o.dryRun) report.keptOrphans.push({ digest, size: st.size, reason: 'grace', since, until: since + o.graceMs });
       if (found.length >= 256) await this.#removeOrphans(o, found.splice(0), report);
     }
     await this.#removeOrphans(o, found, report);
@@ -294,7 +323,11 @@ export class GarbageCollector {
     // Read after the stats: bytes an upload is committing have a record or a session of their size.
     const busy = await uploadSessionSizes(this.metadata);
     for (const f of found) {
-      if ((await blobRecord(this.metadata, f.digest)) || busy.has(f.size)) continue;
+      if (await blobRecord(this.metadata, f.digest)) continue;
+      if (busy.has(f.size)) {
+        if (o.dryRun) report.keptOrphans.push({ digest: f.digest, size: f.size, reason: 'upload' });
+        continue;
+      }
       const freed = o.dryRun ? f.size : await this.#removeBytes(f);
       if (freed === undefined) continue;
       report.orphans.deleted++;

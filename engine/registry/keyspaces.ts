@@ -4,7 +4,7 @@
  * Names are the LMDB database names the data has always had (docs/storage.md).
  */
 import { keyspace } from '../storage/metadata.js';
-import type { GraceRecord, ManifestRecord, RepositoryRecord, TagRecord } from './records.js';
+import type { GraceRecord, GraceSetting, ManifestRecord, RepositoryRecord, TagRecord } from './records.js';
 
 /** repository name → repository record. */
 export const repositories = keyspace<RepositoryRecord>('registry', 'repositories');
@@ -24,3 +24,5 @@ export const manifests = keyspace<ManifestRecord>('registry', 'manifests');
 export const images = keyspace<number>('registry', 'images');
 /** node name → the GC grace period that node announced (gc-grace.ts). */
 export const gcGrace = keyspace<GraceRecord>('registry', 'gc-grace');
+/** `grace` → the cluster's GC grace setting (gc-grace.ts); absent until an operator sets one. */
+export const gcSettings = keyspace<GraceSetting>('registry', 'gc-settings');

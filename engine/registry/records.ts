@@ -78,8 +78,27 @@ export function manifestSize(record: Pick<ManifestRecord, 'text' | 'encoding'>):
 
 /** The GC grace period one node announced (gc-grace.ts). */
 export interface GraceRecord {
-  /** The node's grace period, ms. */
+  /** The node's own grace period (SLIPWAY_GC_GRACE), ms. */
   graceMs: number;
   /** When the node last announced it, ms since epoch. */
   seenAt: number;
+  /**
+   * The grace the node applies (its touch interval derives from it), ms: the cluster setting
+   * when there is one, else `graceMs`. Absent in records of builds without the setting.
+   */
+  appliedMs?: number;
+  /** `setAt` of the cluster setting the node applies; absent when it applies its own grace. */
+  settingAt?: number;
+}
+
+/** The cluster's GC grace setting (gc-grace.ts), written by `slipway gc grace set`. */
+export interface GraceSetting {
+  /** The grace period, ms. */
+  graceMs: number;
+  /** When it was set, ms since epoch. */
+  setAt: number;
+  /** The grace GC used when it was set, ms: GC keeps the longer of the two until `fullFrom`. */
+  previousMs: number;
+  /** From this time (ms since epoch) GC uses `graceMs` alone; equal to `setAt` when the grace grew. */
+  fullFrom: number;
 }
