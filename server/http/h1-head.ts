@@ -101,8 +101,10 @@ export function parseHead(buf: Buffer): RequestHead | null {
   for (let i = 1; i < lines.length; i++) {
     const [name, value] = parseFieldLine(lines[i]!);
     if (name === 'host') hosts++;
-    // llhttp ends a Content-Length value at the first HTAB after its digits and refuses the line.
-    if (name === 'content-length' && /\t/.test(lines[i]!.slice(15).trimStart())) throw new HttpParseError(400, 'invalid Content-Length');
+    // llhttp refuses an HTAB after a Content-Length's digits or after `chunked`: so does this.
+    if ((name === 'content-length' || name === 'transfer-encoding') && lines[i]!.slice(name.length + 1).trimStart().includes('\t')) {
+      throw new HttpParseError(400, `invalid ${name === 'content-length' ? 'Content-Length' : 'Transfer-Encoding'}`);
+    }
     const prior = headers.get(name);
     headers.set(name, prior === undefined ? value : `${prior}, ${value}`);
   }

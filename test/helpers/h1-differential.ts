@@ -54,6 +54,7 @@ export const STRICTER: ReadonlyArray<{ message: RegExp; reason: string }> = [
   { message: /^400 (host|connection|keep-alive|upgrade) is not allowed in a trailer/, reason: 'Host, Connection, Keep-Alive and Upgrade trailers are refused like Content-Length and Transfer-Encoding ones (RFC 9110 §6.5.1); llhttp refuses only those two (and acts on a Connection: close trailer)' },
   { message: /^400 malformed chunk extension/, reason: 'a chunk extension needs a token name and a token or quoted-string value after "=" (RFC 9112 §7.1.1); llhttp accepts empty ones' },
   { message: /^501 transfer coding/, reason: 'chunked is the only transfer coding (RFC 9112 §6.1: 501 for others); llhttp frames any list ending in chunked' },
+  { message: /^400 invalid Transfer-Encoding/, reason: 'an HTAB inside a Transfer-Encoding value is 400; llhttp allows it between codings (only chunked is served)' },
   { message: /^400 Transfer-Encoding in an HTTP\/1\.0 request/, reason: 'Transfer-Encoding in HTTP/1.0 means faulty framing (RFC 9112 §6.1 MUST); llhttp decodes it' },
   { message: /^400 (invalid Content-Length|chunk size too large)/, reason: 'lengths and chunk sizes above 2^53 - 1 are refused; llhttp counts to 2^64 - 1' },
   { message: /^431 /, reason: 'at most 100 header fields and 16 KiB of head; node:http counts its 16 KiB differently and keeps 2,000 fields' },

@@ -56,6 +56,7 @@ t.test('body framing', async (t) => {
   t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: 7, 7')), 400, 'a list, as llhttp');
   t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: 7\t')), 400, 'HTAB after the digits, as llhttp');
   t.same(framing('PUT / HTTP/1.1\r\nContent-Length:\t7 '), { kind: 'length', length: 7 }, 'HTAB before, SP after');
+  t.equal(status(() => framing('PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\t')), 400, 'HTAB after chunked, as llhttp');
   t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: 7\r\nTransfer-Encoding: chunked')), 400, 'smuggling shape');
   t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: 7\r\nContent-Length: 8')), 400);
   t.equal(status(() => framing('PUT / HTTP/1.1\r\nContent-Length: -1')), 400);
