@@ -272,6 +272,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // The grace announcement is its own step: a failed one must not skip a reaper round.
     void announce().catch((e) => log.warn({ err: e }, 'announcing the GC grace failed'));
     reapRun ??= uploads.reap()
+      // Bytes of this node's sessions that a failed cleanup left (the blob store was away).
+      .then(() => uploads.reapAbandoned())
       .then(() => store.metadata.exclusive('upload-reaper', () => uploads.peers.reap()))
       // The lock holder's reap re-read every record; the others refresh the other nodes' counts.
       .then((outcome) => (outcome.ran ? undefined : uploads.peers.refresh()))

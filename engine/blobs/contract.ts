@@ -282,8 +282,12 @@ export interface BlobBackend {
    * cannot, the session is unknown, or it holds fewer than `size` bytes (the client restarts).
    */
   resume(id: string, size?: number): Promise<BlobWriter | undefined>;
-  /** Every session present in the backend, live or abandoned (on a shared store, of every node: `SessionInfo.node`). */
-  sessions(): AsyncIterable<SessionInfo>;
+  /**
+   * Every session present in the backend, live or abandoned (on a shared store, of every node:
+   * `SessionInfo.node`). With `node`, a shared store may list only that node's sessions (S3:
+   * the keys under its segment); callers still check each `SessionInfo.node`.
+   */
+  sessions(node?: string): AsyncIterable<SessionInfo>;
   /**
    * Removes whatever the session `id` left (bytes, multipart parts). Idempotent. `node` names
    * the owner on a shared store (a `SessionInfo.node`); default this instance's own sessions.

@@ -140,8 +140,9 @@ export class S3BlobBackend implements BlobBackend {
     this.#newHash = opts.newHash ?? inlineHash;
     this.node = opts.node ?? '';
     if (this.node !== '' && !isNodeName(this.node)) throw new Error(`node must be a node name (A-Z a-z 0-9 . _ -, at most 63), got "${this.node.slice(0, 80)}"`);
-    const timeout = opts.client instanceof S3Client ? undefined : (opts.client.requestHandler as { requestTimeout?: number } | undefined)?.requestTimeout;
-    const ms = timeout ?? 30_000;
+    // The blob GETs' idle bound: the client's socket (idle) timeout, else its request timeout.
+    const handler = opts.client instanceof S3Client ? undefined : opts.client.requestHandler as { socketTimeout?: number; requestTimeout?: number } | undefined;
+    const ms = handler?.socketTimeout ?? handler?.requestTimeout ?? 30_000;
     this.#http = new Agent({ connectTimeout: Math.min(ms, 5000), headersTimeout: ms, bodyTimeout: ms });
     this.#raw = new RawGetClient(ms);
     if (!Number.isSafeInteger(this.partSize) || this.partSize < MIN_PART_SIZE) throw new Error(`partSize must be an integer ≥ ${MIN_PART_SIZE} bytes, got ${opts.partSize}`);
@@ -313,9 +314,8 @@ export class S3BlobBackend implements BlobBackend {
     return undefined;
   }
 
-  /** Multipart uploads under `uploads/` for session `id` of `node` (all of them when `id` is undefined). */
-  async *#multipartUploads(id?: string, node = this.node): AsyncIterable<{ key: string; uploadId: string; initiated: Date }> {
-    const Prefix = id === undefined ? `${this.prefix}uploads/` : this.#sessionDir(id, node);
+  /** Multipart uploads under `Prefix` (a session's directory, or a part of `<prefix>uploads/`). */
+  async *#multipartUploads(Prefix: string): AsyncIterable<{ key: string; uploadId: string; initiated: Date }> {
     let KeyMarker: string | undefined;
     let UploadIdMarker: string | undefined;
     for (;;) {
@@ -331,11 +331,13 @@ export class S3BlobBackend implements BlobBackend {
 
   /**
    * Every session under `<prefix>uploads/`, of every node (`SessionInfo.node`: the key's node
-   * segment, `''` for the layout without one): the caller picks its own.
+   * segment, `''` for the layout without one): the caller picks its own. With a non-empty
+   * `node`, only the keys under `<prefix>uploads/<node>/` are listed (that node's sessions).
    */
-  async *sessions(): AsyncIterable<SessionInfo> {
+  async *sessions(node?: string): AsyncIterable<SessionInfo> {
     const seen = new Map<string, { id: string; node: string; startedAt: Date }>();
     const base = `${this.prefix}uploads/`;
+    const listed = node ? `${base}${node}/` : base;
     const note = (key: string, at: Date) => {
       const parts = key.slice(base.length).split('/');
       const [node, id] = parts.length === 3 ? [parts[0]!, parts[1]!] : parts.length === 2 ? ['', parts[0]!] : ['', ''];
@@ -343,11 +345,11 @@ export class S3BlobBackend implements BlobBackend {
       const prev = seen.get(`${node}/${id}`);
       if (!prev || at < prev.startedAt) seen.set(`${node}/${id}`, { id, node, startedAt: at });
     };
-    for await (const u of this.#multipartUploads()) note(u.key, u.initiated);
+    for await (const u of this.#multipartUploads(listed)) note(u.key, u.initiated);
     // A session completed but not yet copied when the process died leaves an object.
     let ContinuationToken: string | undefined;
     do {
-      const r = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: base, ContinuationToken }));
+      const r = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: listed, ContinuationToken }));
       for (const o of r.Contents ?? []) if (o.Key) note(o.Key, o.LastModified ?? new Date(0));
       ContinuationToken = r.IsTruncated ? r.NextContinuationToken : undefined;
     } while (ContinuationToken);
@@ -358,7 +360,7 @@ export class S3BlobBackend implements BlobBackend {
   async abortSession(id: string, node = this.node): Promise<void> {
     checkSessionId(id);
     if (node !== '' && !isNodeName(node)) throw new Error(`not a node name: "${node.slice(0, 80)}"`);
-    for await (const u of this.#multipartUploads(id, node)) {
+    for await (const u of this.#multipartUploads(this.#sessionDir(id, node))) {
       await this.#abortUpload(u.key, u.uploadId);
     }
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.sessionKey(id, node) }));

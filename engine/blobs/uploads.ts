@@ -26,7 +26,7 @@
 import { randomBytes } from 'node:crypto';
 import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
-import { fail } from '../errors.js';
+import { fail, isSlipwayError, type SlipwayError } from '../errors.js';
 import type { Digest } from '../digest.js';
 import { SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
@@ -59,12 +59,27 @@ export const DEFAULT_SESSIONS_PER_ACCOUNT = 64;
 
 const unknownSession = (id: string) => fail('BLOB_UPLOAD_UNKNOWN', 'blob upload unknown to registry', { uuid: id.slice(0, 64) });
 
+/** Whether `e` says the blob store was unavailable (s3-read.ts `storeUnavailable`). */
+function storeAway(e: unknown): e is SlipwayError {
+  return isSlipwayError(e) && e.code === 'BLOB_STORE_UNAVAILABLE';
+}
+
+/**
+ * The answer to a request whose session the blob store's unavailability ended: the store's
+ * error (503 with Retry-After), saying that the session was discarded (docs/faults.md).
+ */
+function discardedByOutage(e: SlipwayError): SlipwayError {
+  return fail('BLOB_STORE_UNAVAILABLE', `${e.message}; the upload session was discarded (the bytes it had taken are not kept): start a new upload once the store is back`, e.detail);
+}
+
 /** The upload sessions of one server (see the file header). */
 export class Uploads {
   readonly memory: UploadMemory;
   readonly #live = new Map<string, LiveState>();
   /** Open sessions per account, and tombstones of ended ones. */
   readonly #book = new SessionBook();
+  /** Sessions whose backend writer is being created: their bytes may appear before they are live (`reapAbandoned`). */
+  readonly #creating = new Set<string>();
   /** Leases taken inside beginAppend/commit/cancel when the caller passed none. */
   readonly #implicit = new WeakSet<Lease>();
   readonly #writerLeases = new WeakMap<UploadWriter, Lease>();
@@ -148,7 +163,13 @@ export class Uploads {
     // behind other uploads' writes and syncs (measured under 16 concurrent uploads: POST p50
     // 75-130 ms before). Until then the session lives only here; a crash forgets it, as the
     // client would after any lost session.
-    const live = newLive(await this.blobs.create(id, this.memory));
+    this.#creating.add(id);
+    let live: LiveState;
+    try {
+      live = newLive(await this.blobs.create(id, this.memory));
+    } finally {
+      this.#creating.delete(id);
+    }
     live.unrecorded = rec;
     this.#live.set(id, live);
     this.#book.opened(rec);
@@ -241,24 +262,30 @@ export class Uploads {
    * write failed) the session is dropped entirely. With `keep` "received" (the server cut a too
    * slow body off) every byte accepted so far is flushed and kept, and the session stays open at
    * that offset, so the client can resume; when even that fails it is dropped.
-   * @throws BLOB_UPLOAD_INVALID when the session was dropped; BLOB_UPLOAD_UNKNOWN when it ended.
+   * @param cause why the body ended early, when it did (the error the body's reading threw)
+   * @throws BLOB_STORE_UNAVAILABLE (session dropped, and said so) when the blob store failed to
+   *   take the bytes; BLOB_UPLOAD_INVALID when the session was dropped for another reason;
+   *   BLOB_UPLOAD_UNKNOWN when it ended.
    */
-  async finishAppend(rec: UploadRecord, writer: UploadWriter, keep: boolean | 'received'): Promise<UploadRecord> {
+  async finishAppend(rec: UploadRecord, writer: UploadWriter, keep: boolean | 'received', cause?: unknown): Promise<UploadRecord> {
     const lease = this.#writerLeases.get(writer);
     const live = this.#live.get(rec.id);
     let ok = keep !== false;
+    let failure: unknown = cause;
     try {
       await writer.end();
     } catch (e) {
       ok = false;
+      if (!storeAway(failure)) failure = e;
     }
     if (!lease || lease.released || !live || live.owner !== lease) {
       // Not reachable through the leases; kept as the last guard against resurrecting a session.
       throw unknownSession(rec.id);
     }
     if (!ok) {
-      await this.cancel(rec, lease);
+      await this.#discardAfterFailure(rec, failure);
       this.#done(lease);
+      if (storeAway(failure)) throw discardedByOutage(failure);
       throw fail('BLOB_UPLOAD_INVALID', 'upload interrupted; the session was discarded, start a new upload');
     }
     const blob = live.writer!;
@@ -318,8 +345,8 @@ export class Uploads {
       try {
         await blob.commit(expected, { reuse: () => this.#reusable(expected, size) });
       } catch (e) {
-        await this.cancel(rec, own); // the record, and whatever bytes an I/O error left
-        throw e;
+        await this.#discardAfterFailure(rec, e); // the record, and whatever bytes an I/O error left
+        throw storeAway(e) ? discardedByOutage(e) : e;
       }
       const now = this.clock.now();
       // Only while the session's record stands: another node may have reaped it as a dead
@@ -384,6 +411,21 @@ export class Uploads {
   }
 
   /**
+   * Ends a session after a failed append or commit (`failure`; the caller holds its lease): its
+   * record goes (that error, if any, is thrown), then its bytes, whose removal's own error never
+   * replaces the failure the client is told about. When the blob store is away, the bytes'
+   * removal is not waited for (it would fail or stall too, and the answer must not wait past
+   * the failure): what it cannot remove is `reapAbandoned`'s.
+   */
+  async #discardAfterFailure(rec: UploadRecord, failure: unknown): Promise<void> {
+    const writer = this.#end(rec);
+    await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
+    const bytes = writer ? writer.abort() : this.blobs.abortSession(rec.id, rec.node ?? '');
+    const settled = bytes.catch(() => {}); // what is left is reapAbandoned's
+    if (!storeAway(failure)) await settled;
+  }
+
+  /**
    * Removes this node's sessions idle for longer than `staleAfterMs` and not in use (a session
    * held by a request is skipped; the next run sees it). Safe while serving, on every node at
    * once. Returns the number removed.
@@ -401,6 +443,31 @@ export class Uploads {
         continue; // taken or ended meanwhile
       }
       await this.cancel(rec, lease);
+      removed++;
+    }
+    return removed;
+  }
+
+  /**
+   * Removes this node's abandoned session bytes from the blob store: every session the backend
+   * lists under this node's name (`SessionInfo.node`; on the filesystem, every session; on S3
+   * the layout without a node segment only when this node has no name, as another node of an
+   * older build may still write it) that is not open here and not being created. They are what a failed cleanup left: an append or
+   * commit that failed while the store was away ended its session at once but could not abort
+   * its multipart upload or delete its session object (`#discardAfterFailure`). Run on the
+   * reaper interval while serving, beside requests: a session open here is never touched (its
+   * bytes appear only after `create` made it live, and end only with it), and one that ends
+   * during the run has its bytes removed by its own end as well (both removals are
+   * idempotent). Other nodes' sessions are theirs (docs/cluster.md "Upload sessions across
+   * nodes"). Returns the number of sessions whose bytes were removed.
+   * @throws what the backend throws (the store still away: the next round retries)
+   */
+  async reapAbandoned(): Promise<number> {
+    let removed = 0;
+    for await (const s of this.blobs.sessions(this.node || undefined)) {
+      const mine = s.node === undefined || s.node === this.node;
+      if (!mine || this.#live.has(s.id) || this.#creating.has(s.id)) continue;
+      await this.blobs.abortSession(s.id, s.node ?? '');
       removed++;
     }
     return removed;

@@ -56,6 +56,8 @@ export const REGISTRY_ERRORS: ErrorTable = {
   UNAVAILABLE: row('TOOMANYREQUESTS', 503),
   // docker/distribution's own code for a registry that cannot serve right now (errcode.ErrorCodeUnavailable).
   STORE_UNAVAILABLE: row('UNAVAILABLE', 503),
+  // The blob store away: the same code, not TOOMANYREQUESTS, which clients read as rate limiting.
+  BLOB_STORE_UNAVAILABLE: row('UNAVAILABLE', 503),
   METHOD_NOT_ALLOWED: row('UNSUPPORTED', 405),
   UNAUTHORIZED: row('UNAUTHORIZED', 401),
   DENIED: row('DENIED', 403),
