@@ -43,6 +43,12 @@ const TIMEOUT_S = 2;
  * SDK's back-off) plus a margin for a loaded 2-core machine moving up to 14 MiB per request.
  */
 const BOUND_MS = 2 * TIMEOUT_S * 1000 + 1000 + 9000;
+/**
+ * A manifest PUT reads the config and scans its new layer one store request after the other, in
+ * a worker thread shared with the other pushes' inspections (docs/faults.md): the bound of one
+ * request per read (here two), plus the wait for a thread.
+ */
+const MANIFEST_BOUND_MS = 2 * BOUND_MS;
 /** After this long a request counts as hung (the client gives up). */
 const HANG_MS = 40_000;
 
@@ -232,7 +238,8 @@ t.test('the object store killed and restarted under traffic', { skip, timeout: 2
   const outage = inPhase('outage');
   t.comment(`${log.length} requests (${outage.length} during the outage), ${acked.length} blobs and ${ackedManifests.length} manifests acknowledged, ${skopeoPushes.length} skopeo pushes`);
   t.same(log.filter((o) => o.error?.startsWith('TimeoutError') || o.error?.startsWith('AbortError')).map(describe), [], 'no request hung');
-  t.same(log.filter((o) => o.ms > BOUND_MS).map(describe), [], `every request ended within ${BOUND_MS} ms`);
+  t.same(log.filter((o) => o.ms > (o.what.startsWith('manifest') ? MANIFEST_BOUND_MS : BOUND_MS)).map(describe), [],
+    `every request ended within ${BOUND_MS} ms (manifest PUTs ${MANIFEST_BOUND_MS} ms)`);
   t.same(log.filter((o) => o.code === 'TOOMANYREQUESTS').map(describe), [], 'no answer blamed rate limiting');
   const refused = log.filter((o) => o.status >= 400 && o.status !== 404);
   t.same(refused.filter((o) => o.status !== 503 || o.code !== 'UNAVAILABLE' || !(Number(o.retryAfter) > 0)).map(describe), [],
