@@ -115,7 +115,6 @@ t.test('orphaned multipart uploads: the live reaper, fsck, a restart', { skip, t
     const repaired = await fsck('--repair');
     t.same(repaired.problems.filter((p) => p.kind === 'orphan-upload' && !p.repaired), [], 'fsck --repair repaired them');
     t.same([...await uploadsOf('node-a'), ...await uploadsOf('node-z')], [], 'their multipart uploads are aborted');
-    t.same(orphans(await fsck()), [], 'fsck finds none afterwards');
 
     // Node B killed mid-push too, then started again on its data directory (same node name).
     const killedB = await midBody(onB, 'node-b', bytes, 11 * MiB);
