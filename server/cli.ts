@@ -167,7 +167,7 @@ async function checkStore(config: Config, full: boolean, repair: boolean, json: 
     else {
       for (const p of report.problems) console.log(`${p.repaired ? 'repaired ' : ''}${p.kind.padEnd(24)} ${p.subject}  ${p.detail}`);
       const c = report.checked;
-      console.log(`Checked ${c.blobs} blob record(s) (${full ? `${c.hashed} re-hashed` : 'sizes only; --full re-hashes'}), ${c.files} blob file(s), ${c.manifests} repository manifest(s), ${c.tags} tag(s), ${c.uploads} upload session(s), ${c.sessionBytes} session(s) with bytes in the blob store: ${report.problems.length === 0 ? 'no problems' : `${report.problems.length} problem(s), ${left} unrepaired`}.`);
+      console.log(`Checked ${c.blobs} blob record(s) (${full ? `${c.hashed} re-hashed` : 'sizes only; --full re-hashes'}), ${c.files} blob file(s), ${c.manifests} repository manifest(s), ${c.tags} tag(s), ${c.uploads} upload session(s), ${c.sessionFiles} session file(s): ${report.problems.length === 0 ? 'no problems' : `${report.problems.length} problem(s), ${left} unrepaired`}.`);
     }
     return left > 0 ? 1 : 0;
   } finally {

@@ -263,7 +263,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   }));
   urls.admin = base(admin.port, false, config.adminHost);
 
-  // Every node reaps its own idle upload sessions (disjoint sets: no lock), then the holder of
+  // Every node reaps its own idle upload sessions and the bytes of its sessions that no longer
+  // exist (disjoint sets: no lock), then the holder of
   // the `upload-reaper` lock also reaps other nodes' sessions left far past the TTL (a dead
   // node's; engine/blobs/peer-sessions.ts). GC runs on one node at a time (the store's
   // exclusive lock): a node whose turn it is not skips the round.
@@ -272,8 +273,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // The grace announcement is its own step: a failed one must not skip a reaper round.
     void announce().catch((e) => log.warn({ err: e }, 'announcing the GC grace failed'));
     reapRun ??= uploads.reap()
-      // Bytes of this node's sessions that a failed cleanup left (the blob store was away).
-      .then(() => uploads.reapAbandoned())
+      .then(() => uploads.reapOrphans())
+      .then((orphans) => { if (orphans > 0) log.warn({ orphans }, 'removed upload session bytes that belonged to no session'); })
       .then(() => store.metadata.exclusive('upload-reaper', () => uploads.peers.reap()))
       // The lock holder's reap re-read every record; the others refresh the other nodes' counts.
       .then((outcome) => (outcome.ran ? undefined : uploads.peers.refresh()))

@@ -216,6 +216,14 @@ export interface BlobWriter {
    */
   reserve?(): boolean;
   /**
+   * Optional (filesystem): cuts the session back to `size` bytes, its acknowledged offset, after
+   * an append failed part-way (a full disk), so it stays open to be resumed from there; the
+   * running hash is given up and the commit re-hashes the bytes. Without it, such a session is
+   * discarded.
+   * @throws on I/O errors of the medium (the caller then discards the session).
+   */
+  rewind?(size: number): Promise<void>;
+  /**
    * Makes the bytes durable, verifies that they hash to `expected`, then makes them visible under
    * that digest (or reuses a committed copy, `options.reuse`) and ends the session.
    * @throws SlipwayError DIGEST_INVALID when they do not hash to `expected`; BLOB_UPLOAD_INVALID
@@ -282,12 +290,8 @@ export interface BlobBackend {
    * cannot, the session is unknown, or it holds fewer than `size` bytes (the client restarts).
    */
   resume(id: string, size?: number): Promise<BlobWriter | undefined>;
-  /**
-   * Every session present in the backend, live or abandoned (on a shared store, of every node:
-   * `SessionInfo.node`). With `node`, a shared store may list only that node's sessions (S3:
-   * the keys under its segment); callers still check each `SessionInfo.node`.
-   */
-  sessions(node?: string): AsyncIterable<SessionInfo>;
+  /** Every session present in the backend, live or abandoned (on a shared store, of every node: `SessionInfo.node`). */
+  sessions(): AsyncIterable<SessionInfo>;
   /**
    * Removes whatever the session `id` left (bytes, multipart parts). Idempotent. `node` names
    * the owner on a shared store (a `SessionInfo.node`); default this instance's own sessions.

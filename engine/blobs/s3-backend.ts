@@ -314,8 +314,9 @@ export class S3BlobBackend implements BlobBackend {
     return undefined;
   }
 
-  /** Multipart uploads under `Prefix` (a session's directory, or a part of `<prefix>uploads/`). */
-  async *#multipartUploads(Prefix: string): AsyncIterable<{ key: string; uploadId: string; initiated: Date }> {
+  /** Multipart uploads under `uploads/` for session `id` of `node` (all of them when `id` is undefined). */
+  async *#multipartUploads(id?: string, node = this.node): AsyncIterable<{ key: string; uploadId: string; initiated: Date }> {
+    const Prefix = id === undefined ? `${this.prefix}uploads/` : this.#sessionDir(id, node);
     let KeyMarker: string | undefined;
     let UploadIdMarker: string | undefined;
     for (;;) {
@@ -331,13 +332,11 @@ export class S3BlobBackend implements BlobBackend {
 
   /**
    * Every session under `<prefix>uploads/`, of every node (`SessionInfo.node`: the key's node
-   * segment, `''` for the layout without one): the caller picks its own. With a non-empty
-   * `node`, only the keys under `<prefix>uploads/<node>/` are listed (that node's sessions).
+   * segment, `''` for the layout without one): the caller picks its own.
    */
-  async *sessions(node?: string): AsyncIterable<SessionInfo> {
+  async *sessions(): AsyncIterable<SessionInfo> {
     const seen = new Map<string, { id: string; node: string; startedAt: Date }>();
     const base = `${this.prefix}uploads/`;
-    const listed = node ? `${base}${node}/` : base;
     const note = (key: string, at: Date) => {
       const parts = key.slice(base.length).split('/');
       const [node, id] = parts.length === 3 ? [parts[0]!, parts[1]!] : parts.length === 2 ? ['', parts[0]!] : ['', ''];
@@ -345,11 +344,11 @@ export class S3BlobBackend implements BlobBackend {
       const prev = seen.get(`${node}/${id}`);
       if (!prev || at < prev.startedAt) seen.set(`${node}/${id}`, { id, node, startedAt: at });
     };
-    for await (const u of this.#multipartUploads(listed)) note(u.key, u.initiated);
+    for await (const u of this.#multipartUploads()) note(u.key, u.initiated);
     // A session completed but not yet copied when the process died leaves an object.
     let ContinuationToken: string | undefined;
     do {
-      const r = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: listed, ContinuationToken }));
+      const r = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: base, ContinuationToken }));
       for (const o of r.Contents ?? []) if (o.Key) note(o.Key, o.LastModified ?? new Date(0));
       ContinuationToken = r.IsTruncated ? r.NextContinuationToken : undefined;
     } while (ContinuationToken);
@@ -360,7 +359,7 @@ export class S3BlobBackend implements BlobBackend {
   async abortSession(id: string, node = this.node): Promise<void> {
     checkSessionId(id);
     if (node !== '' && !isNodeName(node)) throw new Error(`not a node name: "${node.slice(0, 80)}"`);
-    for await (const u of this.#multipartUploads(this.#sessionDir(id, node))) {
+    for await (const u of this.#multipartUploads(id, node)) {
       await this.#abortUpload(u.key, u.uploadId);
     }
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.sessionKey(id, node) }));

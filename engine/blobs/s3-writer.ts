@@ -303,7 +303,7 @@ export class S3Writer implements BlobWriter {
       return { digest: expected, size: this.size, created };
     } catch (e) {
       // The commit's error is the answer: the cleanup's own failure (the store still away) does
-      // not replace it, and is not waited for when the store is away (Uploads.reapAbandoned
+      // not replace it, and is not waited for when the store is away (Uploads.reapOrphans
       // removes what it leaves).
       const cleanup = this.#discard().catch(() => {});
       if (!(isSlipwayError(e) && e.code === 'BLOB_STORE_UNAVAILABLE')) await cleanup;

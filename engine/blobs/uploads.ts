@@ -27,6 +27,7 @@ import { randomBytes } from 'node:crypto';
 import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import { fail, isSlipwayError, type SlipwayError } from '../errors.js';
+import { storageFull } from '../storage/storage-full.js';
 import type { Digest } from '../digest.js';
 import { SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
@@ -72,14 +73,23 @@ function discardedByOutage(e: SlipwayError): SlipwayError {
   return fail('BLOB_STORE_UNAVAILABLE', `${e.message}; the upload session was discarded (the bytes it had taken are not kept): start a new upload once the store is back`, e.detail);
 }
 
+/** Whether `e` is the engine's STORAGE_FULL. */
+function isStorageFull(e: unknown): boolean {
+  return isSlipwayError(e) && e.code === 'STORAGE_FULL';
+}
+
+/** STORAGE_FULL for a session that was discarded. */
+function discardedForSpace(): Error {
+  const base = storageFull("the upload's bytes");
+  return fail('STORAGE_FULL', `${base.message}. The upload session was discarded: start a new upload`, base.detail);
+}
+
 /** The upload sessions of one server (see the file header). */
 export class Uploads {
   readonly memory: UploadMemory;
   readonly #live = new Map<string, LiveState>();
   /** Open sessions per account, and tombstones of ended ones. */
   readonly #book = new SessionBook();
-  /** Sessions whose backend writer is being created: their bytes may appear before they are live (`reapAbandoned`). */
-  readonly #creating = new Set<string>();
   /** Leases taken inside beginAppend/commit/cancel when the caller passed none. */
   readonly #implicit = new WeakSet<Lease>();
   readonly #writerLeases = new WeakMap<UploadWriter, Lease>();
@@ -163,13 +173,7 @@ export class Uploads {
     // behind other uploads' writes and syncs (measured under 16 concurrent uploads: POST p50
     // 75-130 ms before). Until then the session lives only here; a crash forgets it, as the
     // client would after any lost session.
-    this.#creating.add(id);
-    let live: LiveState;
-    try {
-      live = newLive(await this.blobs.create(id, this.memory));
-    } finally {
-      this.#creating.delete(id);
-    }
+    const live = newLive(await this.blobs.create(id, this.memory));
     live.unrecorded = rec;
     this.#live.set(id, live);
     this.#book.opened(rec);
@@ -262,10 +266,17 @@ export class Uploads {
    * write failed) the session is dropped entirely. With `keep` "received" (the server cut a too
    * slow body off) every byte accepted so far is flushed and kept, and the session stays open at
    * that offset, so the client can resume; when even that fails it is dropped.
+   *
+   * Storage full (a write of the bytes or of the record failed with STORAGE_FULL): the session
+   * is cut back to its acknowledged offset `rec.offset` and stays open when the backend can
+   * (`BlobWriter.rewind`: the filesystem), else it is discarded; the STORAGE_FULL error says
+   * which (docs/faults.md "A full data disk"). The blob store away (BLOB_STORE_UNAVAILABLE):
+   * the session is discarded and the error says so (docs/faults.md "The object store (S3) goes
+   * away").
    * @param cause why the body ended early, when it did (the error the body's reading threw)
    * @throws BLOB_STORE_UNAVAILABLE (session dropped, and said so) when the blob store failed to
    *   take the bytes; BLOB_UPLOAD_INVALID when the session was dropped for another reason;
-   *   BLOB_UPLOAD_UNKNOWN when it ended.
+   *   BLOB_UPLOAD_UNKNOWN when it ended; STORAGE_FULL when the storage is full.
    */
   async finishAppend(rec: UploadRecord, writer: UploadWriter, keep: boolean | 'received', cause?: unknown): Promise<UploadRecord> {
     const lease = this.#writerLeases.get(writer);
@@ -282,6 +293,7 @@ export class Uploads {
       // Not reachable through the leases; kept as the last guard against resurrecting a session.
       throw unknownSession(rec.id);
     }
+    if (isStorageFull(failure)) throw await this.#storageFull(rec, lease);
     if (!ok) {
       await this.#discardAfterFailure(rec, failure);
       this.#done(lease);
@@ -293,7 +305,12 @@ export class Uploads {
     // Recorded before the reply, also when the same request commits next: GC keeps every blob
     // and orphan file whose size equals a recorded session offset (engine/registry/gc.ts), which
     // is what protects bytes between the commit's dedupe check or rename and its transaction.
-    await this.#record(updated);
+    try {
+      await this.#record(updated);
+    } catch (e) {
+      if (isStorageFull(e)) throw await this.#storageFull(rec, lease);
+      throw e;
+    }
     live.unrecorded = undefined;
     // Chunked uploads: sync every SYNC_EVERY_BYTES in the background, overlapping the next
     // chunk, so the commit's final sync has little left (the writer syncs within one chunk).
@@ -312,6 +329,29 @@ export class Uploads {
       this.#done(lease);
     }
     return updated;
+  }
+
+  /**
+   * After an append failed for want of space: cuts the session back to its acknowledged offset
+   * and leaves it open when the backend can, else discards it. Returns the STORAGE_FULL error
+   * for the client, saying which.
+   */
+  async #storageFull(rec: UploadRecord, lease: Lease): Promise<Error> {
+    const blob = this.#live.get(rec.id)?.writer;
+    try {
+      if (blob?.rewind) {
+        await blob.rewind(rec.offset);
+        blob.suspend();
+        const base = storageFull("this request's bytes");
+        return fail('STORAGE_FULL', `${base.message}. The upload session keeps its ${rec.offset} acknowledged bytes: resume it from offset ${rec.offset} (GET the session for its Range), or start a new upload`, { ...(base.detail as object), offset: rec.offset });
+      }
+    } catch {
+      // Could not cut it back: discarded below.
+    } finally {
+      this.#done(lease);
+    }
+    await this.#drop(rec).catch(() => {}); // the lease is the caller's; the session ends here either way
+    return discardedForSpace();
   }
 
   /**
@@ -346,19 +386,28 @@ export class Uploads {
         await blob.commit(expected, { reuse: () => this.#reusable(expected, size) });
       } catch (e) {
         await this.#discardAfterFailure(rec, e); // the record, and whatever bytes an I/O error left
-        throw storeAway(e) ? discardedByOutage(e) : e;
+        throw storeAway(e) ? discardedByOutage(e) : isStorageFull(e) ? discardedForSpace() : e;
       }
       const now = this.clock.now();
       // Only while the session's record stands: another node may have reaped it as a dead
       // node's (peer-sessions.ts), and then it no longer kept GC off these bytes; they stay
       // unrecorded (GC's orphan sweep takes them) and the client pushes the blob again.
-      const recorded = await this.store.metadata.transact(async (tx) => {
-        if ((await tx.get(uploadRecords, rec.id)) === undefined) return false;
-        await recordVerifiedBlobInTransaction(tx, expected, size, now);
-        await linkBlobInTransaction(tx, rec.repository, expected, now);
-        tx.remove(uploadRecords, rec.id);
-        return true;
-      });
+      let recorded: boolean;
+      try {
+        recorded = await this.store.metadata.transact(async (tx) => {
+          if ((await tx.get(uploadRecords, rec.id)) === undefined) return false;
+          await recordVerifiedBlobInTransaction(tx, expected, size, now);
+          await linkBlobInTransaction(tx, rec.repository, expected, now);
+          tx.remove(uploadRecords, rec.id);
+          return true;
+        });
+      } catch (e) {
+        if (!isStorageFull(e)) throw e;
+        // The metadata database is full: the bytes are in place but unrecorded (GC's orphan
+        // sweep takes them), and the session's bytes are gone with them: it ends here.
+        await this.#drop(rec).catch(() => {});
+        throw discardedForSpace();
+      }
       this.#end(rec);
       if (!recorded) throw fail('BLOB_UPLOAD_INVALID', 'the upload session was reaped while it completed; start a new upload');
       return { digest: expected, size };
@@ -404,8 +453,10 @@ export class Uploads {
 
   /** Ends a session: its record, then its bytes (the writer's, or whatever the backend holds). */
   async #drop(rec: UploadRecord): Promise<void> {
+    // A session never recorded has no record to remove (and a full disk cannot refuse that).
+    const neverRecorded = this.#live.get(rec.id)?.unrecorded !== undefined;
     const writer = this.#end(rec);
-    await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
+    if (!neverRecorded) await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
     if (writer) await writer.abort();
     else await this.blobs.abortSession(rec.id, rec.node ?? '');
   }
@@ -415,13 +466,13 @@ export class Uploads {
    * record goes (that error, if any, is thrown), then its bytes, whose removal's own error never
    * replaces the failure the client is told about. When the blob store is away, the bytes'
    * removal is not waited for (it would fail or stall too, and the answer must not wait past
-   * the failure): what it cannot remove is `reapAbandoned`'s.
+   * the failure): what it cannot remove is `reapOrphans`'s.
    */
   async #discardAfterFailure(rec: UploadRecord, failure: unknown): Promise<void> {
     const writer = this.#end(rec);
     await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
     const bytes = writer ? writer.abort() : this.blobs.abortSession(rec.id, rec.node ?? '');
-    const settled = bytes.catch(() => {}); // what is left is reapAbandoned's
+    const settled = bytes.catch(() => {}); // what is left is reapOrphans'
     if (!storeAway(failure)) await settled;
   }
 
@@ -449,25 +500,19 @@ export class Uploads {
   }
 
   /**
-   * Removes this node's abandoned session bytes from the blob store: every session the backend
-   * lists under this node's name (`SessionInfo.node`; on the filesystem, every session; on S3
-   * the layout without a node segment only when this node has no name, as another node of an
-   * older build may still write it) that is not open here and not being created. They are what a failed cleanup left: an append or
-   * commit that failed while the store was away ended its session at once but could not abort
-   * its multipart upload or delete its session object (`#discardAfterFailure`). Run on the
-   * reaper interval while serving, beside requests: a session open here is never touched (its
-   * bytes appear only after `create` made it live, and end only with it), and one that ends
-   * during the run has its bytes removed by its own end as well (both removals are
-   * idempotent). Other nodes' sessions are theirs (docs/cluster.md "Upload sessions across
-   * nodes"). Returns the number of sessions whose bytes were removed.
-   * @throws what the backend throws (the store still away: the next round retries)
+   * Removes this node's session bytes that belong to no session: what the backend lists
+   * (`sessions()`) for this node that is neither open here nor recorded. Such bytes are left by
+   * a crash between bytes and record, or by a session ended while its bytes could not be
+   * removed (an I/O error, a full disk, the blob store away: `#discardAfterFailure`). Run at start-up and on the reaper's interval (server
+   * main.ts), so they never outlive the fault by more than one interval; only by the process
+   * that owns the sessions (a tool beside a server does not know its unrecorded sessions: fsck
+   * reports such bytes instead). Returns the number of sessions whose bytes were removed.
    */
-  async reapAbandoned(): Promise<number> {
+  async reapOrphans(): Promise<number> {
     let removed = 0;
-    for await (const s of this.blobs.sessions(this.node || undefined)) {
-      const mine = s.node === undefined || s.node === this.node;
-      if (!mine || this.#live.has(s.id) || this.#creating.has(s.id)) continue;
-      await this.blobs.abortSession(s.id, s.node ?? '');
+    for await (const { id, node } of this.blobs.sessions()) {
+      if (!this.peers.ownsSession(node) || this.#live.has(id) || this.#recorded.has(id)) continue;
+      await this.blobs.abortSession(id, node ?? '');
       removed++;
     }
     return removed;
@@ -481,9 +526,7 @@ export class Uploads {
    * reaps stale sessions. Other nodes' sessions are left alone (one without a node is ours).
    */
   async #recover(): Promise<void> {
-    for await (const { id, node } of this.blobs.sessions()) {
-      if (this.peers.ownsSession(node) && !this.#recorded.has(id)) await this.blobs.abortSession(id, node ?? '');
-    }
+    await this.reapOrphans();
     for (const rec of [...this.#recorded.values()]) {
       const writer = await this.blobs.resume(rec.id, rec.offset);
       if (writer) this.#live.get(rec.id)!.writer = writer;

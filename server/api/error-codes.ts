@@ -51,6 +51,7 @@ export const API_ERRORS: ErrorTable = {
   UNAVAILABLE: row('unavailable', 503),
   STORE_UNAVAILABLE: row('unavailable', 503),
   BLOB_STORE_UNAVAILABLE: row('unavailable', 503),
+  STORAGE_FULL: row('unavailable', 507),
   METHOD_NOT_ALLOWED: row('method_not_allowed', 405),
   UNAUTHORIZED: row('unauthorized', 401),
   DENIED: row('forbidden', 403),

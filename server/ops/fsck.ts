@@ -8,16 +8,13 @@
  *   - the link index both ways (`repositoryBlobs` / `blobRepositories`), the image index, every
  *     tag points at a manifest of its repository and the tag index (`manifestTags`) matches
  *   - upload sessions idle past the upload TTL (stale)
- *   - session bytes in the blob store that belong to no session record (`orphan-upload`: S3
- *     multipart uploads and session objects under `uploads/`, of every node; partial files in
- *     the data directory's `uploads/`), left by a node killed mid-push or a cleanup that failed
- *     while the store was away. Only those started (filesystem: last written) longer ago than
- *     the upload TTL count: a live node's session has no record until its first chunk is
- *     acknowledged, and no chunk lasts that long.
+ *   - upload session bytes (the backend's `sessions()`: filesystem `uploads/<id>` files) that
+ *     belong to no recorded session (orphan uploads)
  * Repairs (`repair`) only what is safe while serving: orphan files (through the garbage
  * collector's own orphan phase, with its grace period), stale upload sessions (the upload
- * engine's reaper) and orphan session bytes (aborted under their node's key, as their node's
- * own reaper would). Everything else is reported for an operator to decide.
+ * engine's reaper) and orphan upload bytes untouched for the same grace (a running server's
+ * session is unrecorded until its first chunk is acknowledged, and its bytes are written
+ * meanwhile: the grace keeps them). Everything else is reported for an operator to decide.
  *
  * Reads are not one snapshot across databases: run it on a stopped server or a copy for exact
  * results; while serving, a push committing during the run can show a transient mismatch.
@@ -39,7 +36,7 @@ export type ProblemKind = 'blob-missing' | 'blob-size' | 'blob-digest' | 'orphan
 
 export interface Problem {
   kind: ProblemKind;
-  /** What it is about: a digest, `repository@digest`, `repository:tag`, a session id (`<node>/<id>` for session bytes of a named node). */
+  /** What it is about: a digest, `repository@digest`, `repository:tag`, a session id. */
   subject: string;
   detail: string;
   repaired: boolean;
@@ -47,8 +44,8 @@ export interface Problem {
 
 export interface FsckReport {
   problems: Problem[];
-  /** Counts; `sessionBytes`: sessions present in the blob store (multipart uploads, session objects, partial files). */
-  checked: { blobs: number; hashed: number; manifests: number; tags: number; uploads: number; files: number; sessionBytes: number };
+  /** `sessionFiles`: upload session bytes the backend lists (filesystem: files under `uploads/`). */
+  checked: { blobs: number; hashed: number; manifests: number; tags: number; uploads: number; files: number; sessionFiles: number };
 }
 
 export interface FsckOptions {
@@ -85,7 +82,7 @@ export async function fsck(store: Store, files: BlobBackend, clock: Clock, o: Fs
     problems.push(p);
     return p;
   };
-  const checked = { blobs: 0, hashed: 0, manifests: 0, tags: 0, uploads: 0, files: 0, sessionBytes: 0 };
+  const checked = { blobs: 0, hashed: 0, manifests: 0, tags: 0, uploads: 0, files: 0, sessionFiles: 0 };
 
   // Blob records against their files.
   const toHash: Array<{ digest: Digest; size: number }> = [];
@@ -128,16 +125,13 @@ export async function fsck(store: Store, files: BlobBackend, clock: Clock, o: Fs
     recorded.add(rec.id);
     if (clock.now() - rec.updatedAt > o.uploadTtlMs) stale.push(add('stale-upload', rec.id, `idle since ${new Date(rec.updatedAt).toISOString()} (${rec.repository})`));
   }
-
-  // Session bytes without a session record (read after the records: a session recorded
-  // meanwhile is young, and skipped by the age rule).
-  const abandoned: Array<{ problem: Problem; id: string; node: string }> = [];
-  for await (const s of files.sessions()) {
-    checked.sessionBytes++;
-    if (recorded.has(s.id) || clock.now() - s.startedAt.getTime() <= o.uploadTtlMs) continue;
-    const what = s.node === undefined ? `partial file uploads/${s.id}, last written` : `multipart upload or session object of ${s.node === '' ? 'no node' : `node "${s.node}"`} in the blob store, started`;
-    const problem = add('orphan-upload', s.node ? `${s.node}/${s.id}` : s.id, `${what} ${s.startedAt.toISOString()}, belongs to no upload session`);
-    abandoned.push({ problem, id: s.id, node: s.node ?? '' });
+  // Session bytes without a session record.
+  const orphanUploads: Array<{ problem: Problem; node: string; startedAt: Date }> = [];
+  for await (const { id, node, startedAt } of files.sessions()) {
+    checked.sessionFiles++;
+    if (recorded.has(id)) continue;
+    const problem = add('orphan-upload', id, `upload session bytes${node ? ` of node ${node}` : ''} with no session record, last written ${startedAt.toISOString()}`);
+    orphanUploads.push({ problem, node: node ?? '', startedAt });
   }
 
   if (o.repair) {
@@ -146,15 +140,16 @@ export async function fsck(store: Store, files: BlobBackend, clock: Clock, o: Fs
       const removed = new Set((await gc.removeOrphans()).map((r) => r.digest as string));
       for (const p of orphans) p.repaired = removed.has(p.subject);
     }
+    for (const { problem, node, startedAt } of orphanUploads) {
+      if (clock.now() - startedAt.getTime() < o.orphanGraceMs) continue; // maybe a running server's first chunk
+      await files.abortSession(problem.subject, node);
+      problem.repaired = true;
+    }
     if (stale.length > 0) {
       const uploads = new Uploads(store, files, clock, { staleAfterMs: o.uploadTtlMs });
       await uploads.load({ allNodes: true }); // the records only: a running server's live sessions are left alone
       await uploads.reap();
       for (const p of stale) p.repaired = (await uploadSession(store.metadata, p.subject)) === undefined;
-    }
-    for (const a of abandoned) {
-      await files.abortSession(a.id, a.node);
-      a.problem.repaired = true;
     }
   }
   return { problems, checked };
