@@ -224,6 +224,7 @@ t.test('the object store killed and restarted under traffic', { skip, timeout: 2
   await waitFor('pushes and pulls to meet the outage', () => {
     const o = inPhase('outage');
     return o.filter((x) => /PATCH|PUT|push/.test(x.what) && x.status !== 201 && x.status !== 202).length >= 2 &&
+      o.some((x) => /multipart (PATCH|PUT|push)/.test(x.what) && x.status !== 201 && x.status !== 202) &&
       o.filter((x) => x.what.startsWith('GET') && x.status !== 200).length >= 1 && o.length >= 6 + extra;
   }, { timeoutMs: HANG_MS + 20_000, intervalMs: 20 });
   phase = 'recovery';
