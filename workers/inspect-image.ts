@@ -23,9 +23,12 @@ export interface InspectTask extends InspectRequest {
 
 /**
  * Worker results never throw across threads: a clone would lose the error code. BLOB_UNKNOWN
- * names the blob (`digest`) that was not stored when the worker read it (GC took it meanwhile).
+ * names the blob (`digest`) that was not stored when the worker read it (GC took it meanwhile);
+ * BLOB_STORE_UNAVAILABLE says the blob store could not be read (the manifest is not at fault:
+ * the client gets 503 and sends it again, not MANIFEST_INVALID).
  */
-export type TaskResult<T> = { ok: true; value: T } | { ok: false; code: 'MANIFEST_INVALID'; message: string } | { ok: false; code: 'BLOB_UNKNOWN'; message: string; digest: Digest };
+export type TaskResult<T> = { ok: true; value: T } | { ok: false; code: 'MANIFEST_INVALID'; message: string } | { ok: false; code: 'BLOB_UNKNOWN'; message: string; digest: Digest }
+  | { ok: false; code: 'BLOB_STORE_UNAVAILABLE'; message: string; retryAfter: number };
 
 /** Largest config blob read (bytes). */
 const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
@@ -61,8 +64,14 @@ export async function inspectImage(task: InspectTask): Promise<TaskResult<Inspec
   return { ok: true, value: { config, scans } };
 }
 
-/** The BLOB_UNKNOWN result for `e` when it is the blob contract's "absent" (contract.ts `read`). */
+/**
+ * The BLOB_UNKNOWN result for `e` when it is the blob contract's "absent" (contract.ts `read`),
+ * the BLOB_STORE_UNAVAILABLE one when the store could not be read.
+ */
 function missingBlob(e: unknown, digest: Digest): TaskResult<never> | undefined {
+  if (isSlipwayError(e) && e.code === 'BLOB_STORE_UNAVAILABLE') {
+    return { ok: false, code: e.code, message: e.message, retryAfter: (e.detail as { retryAfter?: number } | undefined)?.retryAfter ?? 5 };
+  }
   return isSlipwayError(e) && e.code === 'BLOB_UNKNOWN' ? { ok: false, code: 'BLOB_UNKNOWN', message: e.message, digest } : undefined;
 }
 
@@ -80,6 +89,7 @@ async function readConfig(blobs: BlobBackend, digest: Digest): Promise<ConfigSum
   try {
     doc = JSON.parse((await readAll(await blobs.read(digest))).toString('utf8'));
   } catch (e) {
+    if (isSlipwayError(e)) throw e; // the store, not the config
     throw new Error(`image config is not valid JSON: ${(e as Error).message}`);
   }
   if (typeof doc !== 'object' || doc === null) throw new Error('image config must be a JSON object');

@@ -32,14 +32,19 @@ export class WorkerPool {
 
   /**
    * Reads the config and scans the named layers, stored in the backend `blobs` describes.
-   * @throws MANIFEST_INVALID when the config is unreadable or not JSON; Error when `blobs` is
+   * @throws MANIFEST_INVALID when the config is unreadable or not JSON; BLOB_UNKNOWN when a blob
+   *   is not stored; BLOB_STORE_UNAVAILABLE when the store cannot be read; Error when `blobs` is
    *   undefined (a backend built on a client instance cannot be opened by another thread).
    */
   async inspectImage(blobs: BlobBackendSpec | undefined, req: InspectRequest): Promise<InspectResult> {
     if (!blobs) throw new Error('image inspection needs a blob backend a worker thread can open (no description)');
     const task: InspectTask = { ...req, blobs };
     const r = (await this.#run(task, 'inspectImage')) as TaskResult<InspectResult>;
-    if (!r.ok) throw r.code === 'BLOB_UNKNOWN' ? fail(r.code, r.message, { digest: r.digest }) : fail(r.code, r.message);
+    if (!r.ok) {
+      if (r.code === 'BLOB_UNKNOWN') throw fail(r.code, r.message, { digest: r.digest });
+      if (r.code === 'BLOB_STORE_UNAVAILABLE') throw fail(r.code, r.message, { retryAfter: r.retryAfter });
+      throw fail(r.code, r.message);
+    }
     return r.value;
   }
 
