@@ -1,0 +1,80 @@
+/**
+ * The admin listener through a PostgreSQL outage (issue: /metrics answered 500 "the metadata
+ * database is unavailable" for the whole outage, so monitoring went blind): /metrics and /healthz
+ * answer 200 from memory within `BOUND_MS` while the database is stopped (fast shutdown and
+ * crash), /metrics says so (`slipway_store_up 0`, the last totals kept), /readyz reports the
+ * store as the cause, and everything is back once the database is.
+ */
+import t from 'tap';
+import { join } from 'node:path';
+import { startInProcess, waitFor } from '../helpers/harness.js';
+import { startPostgres, postgresSkip } from '../helpers/postgres.js';
+import { basic, createApp, http } from '../helpers/http.js';
+import { buildImage, sampleSpec } from '../helpers/image.js';
+import { pushBuiltImage } from '../helpers/registry.js';
+import { sampleSum } from '../helpers/metrics.js';
+
+const skip = postgresSkip();
+/** Longest /metrics or /healthz may take, whatever the database does (server/ops/metrics.ts SCRAPE_WAIT_MS is 1 s). */
+const BOUND_MS = 2_500;
+
+t.test('/metrics and /healthz answer from memory through a database outage; /readyz names the cause', { skip }, async (t) => {
+  const db = await startPostgres();
+  t.teardown(() => db.stop());
+  const node = await startInProcess({
+    databaseUrl: db.connectionString,
+    env: { SLIPWAY_DATABASE_CONNECT_TIMEOUT: '2', SLIPWAY_DATABASE_STATEMENT_TIMEOUT: '2' },
+  });
+  t.teardown(() => node.stop());
+  const key = node.apiKey!;
+  t.equal((await createApp(node.api, key, 'watched')).status, 201);
+  const img = await buildImage(join(node.dataDir, 'img'), sampleSpec());
+  await pushBuiltImage({ registry: node.urls.registry, auth: basic('_', key) }, 'watched/web', 'v1', img);
+  const admin = node.urls.admin;
+  const metrics = async () => {
+    const t0 = performance.now();
+    const r = await http('GET', `${admin}/metrics`);
+    return { r, ms: performance.now() - t0 };
+  };
+  const before = await waitFor('the store totals to show the pushed manifest', async () => {
+    const { r } = await metrics();
+    return r.status === 200 && sampleSum(r.text, 'slipway_store_manifests') >= 1 && r.text;
+  }, { timeoutMs: 20_000, intervalMs: 100 });
+  t.equal(sampleSum(before, 'slipway_store_up'), 1, 'slipway_store_up 1 before the outage');
+
+  for (const mode of ['fast', 'immediate'] as const) {
+    await db.halt(mode);
+    const scrapes: Array<{ status: number; ms: number }> = [];
+    // Scrape until the metrics show the outage, every answer timed.
+    const down = await waitFor(`/metrics to show the outage (${mode})`, async () => {
+      const { r, ms } = await metrics();
+      scrapes.push({ status: r.status, ms });
+      return r.status === 200 && sampleSum(r.text, 'slipway_store_up') === 0 && r.text;
+    }, { timeoutMs: 20_000, intervalMs: 100 });
+    for (let i = 0; i < 5; i++) {
+      const { r, ms } = await metrics();
+      scrapes.push({ status: r.status, ms });
+    }
+    t.same([...new Set(scrapes.map((s) => s.status))], [200], `${mode}: every scrape during the outage answered 200 (${scrapes.length} scrapes)`);
+    const slowest = Math.round(Math.max(...scrapes.map((s) => s.ms)));
+    t.ok(slowest < BOUND_MS, `${mode}: slowest scrape ${slowest} ms (bound ${BOUND_MS} ms)`);
+    t.equal(sampleSum(down, 'slipway_store_manifests'), sampleSum(before, 'slipway_store_manifests'), `${mode}: the last store totals are kept`);
+    t.ok(sampleSum(down, 'slipway_http_requests_in_flight') >= 0 && /slipway_http_request_duration_seconds_count/.test(down), `${mode}: the request metrics are there`);
+    const health = await http('GET', `${admin}/healthz`);
+    t.equal(health.status, 200, `${mode}: /healthz 200`);
+    const ready = await waitFor(`/readyz to report the store (${mode})`, async () => {
+      const r = await http('GET', `${admin}/readyz`);
+      return r.status === 503 && r;
+    }, { timeoutMs: 10_000, intervalMs: 50 });
+    t.ok(ready.json?.checks?.store && ready.json.checks.store !== 'ok', `${mode}: /readyz names the store: ${ready.json?.checks?.store}`);
+    t.comment(`${mode}: ${scrapes.length} scrapes during the outage, slowest ${slowest} ms`);
+
+    await db.resume();
+    await waitFor(`/metrics to show the store back (${mode})`, async () => {
+      const { r } = await metrics();
+      return r.status === 200 && sampleSum(r.text, 'slipway_store_up') === 1;
+    }, { timeoutMs: 30_000, intervalMs: 100 });
+    await waitFor(`readiness back (${mode})`, async () => (await http('GET', `${admin}/readyz`)).status === 200, { timeoutMs: 30_000, intervalMs: 100 });
+    t.pass(`${mode}: metrics and readiness back after the database returned`);
+  }
+});
