@@ -7,6 +7,8 @@ import { fail } from '../errors.js';
 import type { ImageInfo } from './records.js';
 import type { LayerScan } from '../blobs/records.js';
 import { storableString } from '../storage/metadata.js';
+import type { Digest } from '../digest.js';
+import { unscannedWarning } from './inspect-limits.js';
 
 /**
  * Fields a worker extracts from an image config blob (Docker image spec v1.2): the config part
@@ -60,9 +62,16 @@ export function checkConfigStrings(c: ConfigSummary): void {
   }
 }
 
-/** Builds the ImageInfo with its warnings. `scans` holds one entry per layer, in order. */
-export function imageInfo(c: ConfigSummary, scans: LayerScan[]): ImageInfo {
+/**
+ * Builds the ImageInfo with its warnings. `scans` holds one entry per layer, in order, and
+ * `layers` their digests (for the warning of a layer whose scan stopped at a limit:
+ * engine/registry/inspect-limits.ts; one warning per distinct layer).
+ */
+export function imageInfo(c: ConfigSummary, scans: LayerScan[], layers: readonly Digest[] = []): ImageInfo {
   const warnings: string[] = [];
+  const unscanned = new Map<Digest, string>();
+  scans.forEach((s, i) => { if (s.unscanned !== undefined && layers[i] !== undefined) unscanned.set(layers[i]!, s.unscanned); });
+  for (const [digest, reason] of unscanned) warnings.push(unscannedWarning(digest, reason));
   const whiteouts = scans.reduce((n, s) => n + s.whiteouts, 0);
   if (scans.length > MAX_LAYERS_SHARED_RUNTIME) {
     warnings.push(`image has ${scans.length} layers; more than ${MAX_LAYERS_SHARED_RUNTIME} layers may fail to start on the shared runtime`);
