@@ -15,7 +15,7 @@ import { unscannedWarning } from './inspect-limits.js';
  * of ImageInfo (`ignoredInstructions`: config keys present among Volumes, ExposedPorts,
  * StopSignal, Shell, Healthcheck).
  */
-export type ConfigSummary = Omit<ImageInfo, 'layerCount' | 'whiteouts' | 'warnings'>;
+export type ConfigSummary = Omit<ImageInfo, 'layerCount' | 'whiteouts' | 'warnings' | 'unscannedLayers'>;
 
 /** More layers than this may fail to start on the shared runtime (docs/rules.md Limits). */
 export const MAX_LAYERS_SHARED_RUNTIME = 40;
@@ -86,5 +86,5 @@ export function imageInfo(c: ConfigSummary, scans: LayerScan[], layers: readonly
   if (c.user && c.user !== 'root' && c.user !== '0') {
     warnings.push(`USER ${c.user} is not the user used at runtime`);
   }
-  return { ...c, layerCount: scans.length, whiteouts, warnings };
+  return { ...c, layerCount: scans.length, whiteouts, warnings, ...(unscanned.size > 0 ? { unscannedLayers: [...unscanned].map(([digest, reason]) => ({ digest, reason })) } : {}) };
 }
