@@ -81,21 +81,28 @@ export class CliLogins {
       id: newSecret(), tokenHash: hashToken(token), description: cleaned || 'Platform CLI login',
       createdAt: now, expiresAt: now + this.limits.ttlMs, state: 'pending', accountId: null, source,
     };
+    // Every record: the waiting ones (at most maxPending) and those ended in the last
+    // CLI_LOGIN_TTL_MS + CLI_LOGIN_MEMORY_MS (ending one takes a signed-in person). Checked
+    // first outside a transaction, so a flood is refused by reads alone, then again inside.
+    this.#checkLimits(await this.metadata.range(cliLogins), source, now, perSource);
     await this.metadata.transact(async (tx) => {
-      // Every record: the waiting ones (at most maxPending) and those ended in the last
-      // CLI_LOGIN_TTL_MS + CLI_LOGIN_MEMORY_MS (ending one takes a signed-in person).
       const all = await tx.range(cliLogins);
-      const waiting = all.filter((e) => e.value.state === 'pending' && now < e.value.expiresAt);
-      if (waiting.filter((e) => (e.value.source ?? '') === source).length >= perSource) {
-        throw fail('RATE_LIMITED', `${perSource} CLI logins from your address are already waiting for their browser sign-in. Finish or cancel one, or try again when they expire (${Math.round(this.limits.ttlMs / 60_000)} minutes after their start).`);
-      }
-      if (waiting.length >= this.limits.maxPending) {
-        throw fail('RATE_LIMITED', 'Too many CLI logins are waiting for their browser sign-in right now. Try again in a few minutes.');
-      }
+      this.#checkLimits(all, source, now, perSource);
       for (const e of all) if (forgettable(e.value, now)) tx.remove(cliLogins, e.key);
       tx.put(cliLogins, login.id, login);
     });
     return { login, token };
+  }
+
+  /** @throws RATE_LIMITED when `source`, or everybody together, has as many logins waiting as allowed. */
+  #checkLimits(all: ReadonlyArray<{ value: CliLoginRecord }>, source: string, now: number, perSource: number): void {
+    const waiting = all.filter((e) => e.value.state === 'pending' && now < e.value.expiresAt);
+    if (waiting.filter((e) => (e.value.source ?? '') === source).length >= perSource) {
+      throw fail('RATE_LIMITED', `${perSource} CLI logins from your address are already waiting for their browser sign-in. Finish or cancel one, or try again when they expire (${Math.round(this.limits.ttlMs / 60_000)} minutes after their start).`);
+    }
+    if (waiting.length >= this.limits.maxPending) {
+      throw fail('RATE_LIMITED', 'Too many CLI logins are waiting for their browser sign-in right now. Try again in a few minutes.');
+    }
   }
 
   /** A login by id (also ended ones, for a while); undefined when unknown, forgotten or not a login id. One read. */
