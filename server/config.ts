@@ -80,7 +80,7 @@ export interface Config {
   /**
    * What serves the registry, API and auth hosts: `h1`, the own HTTP/1.1 listener (every
    * malformed request gets a status: 400, 405 with Allow, 431), or `uws`, uWebSockets.js (faster;
-   * its native parser closes some malformed requests without a response, README "HTTP listeners").
+   * its native parser closes some malformed requests without a response, docs/decisions.md "HTTP listeners").
    * The upload host always uses `h1`. Env SLIPWAY_LISTENER, flag --listener.
    */
   listener: 'h1' | 'uws';
