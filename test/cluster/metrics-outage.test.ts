@@ -6,12 +6,10 @@
  * store as the cause, and everything is back once the database is.
  */
 import t from 'tap';
-import { join } from 'node:path';
-import { startInProcess, waitFor } from '../helpers/harness.js';
-import { startPostgres, postgresSkip } from '../helpers/postgres.js';
-import { basic, createApp, http } from '../helpers/http.js';
-import { buildImage, sampleSpec } from '../helpers/image.js';
-import { pushBuiltImage } from '../helpers/registry.js';
+import { waitFor } from '../helpers/harness.js';
+import { postgresSkip } from '../helpers/postgres.js';
+import { startOutageNode } from '../helpers/outage.js';
+import { http } from '../helpers/http.js';
 import { sampleSum } from '../helpers/metrics.js';
 
 const skip = postgresSkip();
@@ -21,17 +19,7 @@ const BOUND_MS = 2_500;
 const OUTAGE_SCRAPE_MS = 4_000;
 
 t.test('/metrics and /healthz answer from memory through a database outage; /readyz names the cause', { skip }, async (t) => {
-  const db = await startPostgres();
-  t.teardown(() => db.stop());
-  const node = await startInProcess({
-    databaseUrl: db.connectionString,
-    env: { SLIPWAY_DATABASE_CONNECT_TIMEOUT: '2', SLIPWAY_DATABASE_STATEMENT_TIMEOUT: '2' },
-  });
-  t.teardown(() => node.stop());
-  const key = node.apiKey!;
-  t.equal((await createApp(node.api, key, 'watched')).status, 201);
-  const img = await buildImage(join(node.dataDir, 'img'), sampleSpec());
-  await pushBuiltImage({ registry: node.urls.registry, auth: basic('_', key) }, 'watched/web', 'v1', img);
+  const { db, node } = await startOutageNode(t, 'watched');
   const admin = node.urls.admin;
   const metrics = async () => {
     const t0 = performance.now();
