@@ -1,11 +1,13 @@
 /**
  * Fair dispatch of tenants' tasks onto a fixed number of slots (the worker pool's threads):
- * each tenant (an account) has its own FIFO queue; when a slot frees, the next tenant in
- * round-robin order that has work and holds fewer than `share` slots gets it. So one tenant
- * never holds more than `share` slots, and a tenant with work waits for at most one task of each
- * tenant ahead of it in the rotation, spread over the slots (docs/faults.md "Image inspection"
- * states the bound this gives with the per-layer time limit). Work-conserving within the shares:
- * a slot is never left idle while a tenant under its share has queued work.
+ * each tenant (an account) has its own FIFO queue; when a slot frees, it goes to the tenant
+ * served least recently among those with queued work and fewer than `share` tasks running (a
+ * tenant that was idle counts as never served). Among tenants that always have work this is
+ * round-robin; a tenant arriving with nothing queued goes first. So one tenant never holds more
+ * than `share` slots, and a tenant's next task waits for at most one task start per tenant served
+ * less recently (docs/faults.md "Image inspection" states the bound this gives with the per-layer
+ * time limit). Work-conserving within the shares: a slot is never left idle while a tenant under
+ * its share has queued work.
  */
 
 interface Job {
@@ -15,12 +17,16 @@ interface Job {
 interface Tenant {
   queue: Job[];
   running: number;
+  /** Dispatch sequence number of its last start; -1 when never served since it was last idle. */
+  servedAt: number;
 }
 
 export class FairQueue {
   readonly #tenants = new Map<string, Tenant>();
-  /** Tenants with queued work, in round-robin order (the next to serve first). */
+  /** Tenants with queued work, in the order they got it (ties of `servedAt` go to the earlier). */
   readonly #ring: string[] = [];
+  /** Starts so far (orders tenants by when they were last served). */
+  #dispatched = 0;
   #running = 0;
   #waiting = 0;
 
@@ -49,7 +55,7 @@ export class FairQueue {
   run<T>(tenant: string, task: () => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let t = this.#tenants.get(tenant);
-      if (!t) this.#tenants.set(tenant, (t = { queue: [], running: 0 }));
+      if (!t) this.#tenants.set(tenant, (t = { queue: [], running: 0, servedAt: -1 }));
       const owner = t;
       owner.queue.push({
         start: () => {
@@ -75,15 +81,20 @@ export class FairQueue {
     });
   }
 
-  /** Starts queued tasks while slots are free, round-robin over tenants under their share. */
+  /** Starts queued tasks while slots are free: the least recently served tenant under its share first. */
   #dispatch(): void {
     while (this.#running < this.slots) {
-      const i = this.#ring.findIndex((name) => this.#tenants.get(name)!.running < this.share);
-      if (i < 0) return;
-      const name = this.#ring.splice(i, 1)[0]!;
+      let pick = -1;
+      for (let i = 0; i < this.#ring.length; i++) {
+        const t = this.#tenants.get(this.#ring[i]!)!;
+        if (t.running < this.share && (pick < 0 || t.servedAt < this.#tenants.get(this.#ring[pick]!)!.servedAt)) pick = i;
+      }
+      if (pick < 0) return;
+      const name = this.#ring.splice(pick, 1)[0]!;
       const t = this.#tenants.get(name)!;
       const job = t.queue.shift()!;
       this.#waiting--;
+      t.servedAt = this.#dispatched++;
       if (t.queue.length > 0) this.#ring.push(name);
       job.start();
     }

@@ -3,8 +3,8 @@
  * submit tasks of random duration at random times (seeded; the seed is printed). Invariants at
  * every start and end: never more than `slots` running, never more than `share` for one tenant,
  * no slot idle while a tenant under its share waits, every task runs once with its own result,
- * and a tenant arriving with nothing queued starts before any other tenant starts twice
- * (round-robin: its wait is at most one task per other tenant).
+ * and a tenant arriving idle (nothing running or queued) waits only for tenants that were
+ * themselves idle-and-waiting when it arrived, each at most once (least recently served first).
  */
 import t from 'tap';
 import { randomInt } from 'node:crypto';
@@ -35,29 +35,36 @@ for (const [slots, share] of [[2, 1], [3, 2], [4, 4]] as const) {
     const violations: string[] = [];
     /** Starts per tenant so far (for the round-robin check). */
     const starts = new Map<string, number>();
+    /** Whether a task of the tenant started since it was last idle (nothing running or queued). */
+    const startedSinceIdle = new Map<string, boolean>();
     const tasks: Promise<void>[] = [];
     let id = 0;
     const submit = (tenant: string) => {
       const n = ++id;
       const fresh = (running.get(tenant) ?? 0) === 0 && (queued.get(tenant) ?? 0) === 0;
       const othersAtSubmit = new Map(tenants.map((x) => [x, starts.get(x) ?? 0]));
+      // Tenants that may go first: those waiting without a start since they were last idle.
+      const freshWaiting = new Set(tenants.filter((x) => x !== tenant && (queued.get(x) ?? 0) > 0 && !startedSinceIdle.get(x)));
       queued.set(tenant, (queued.get(tenant) ?? 0) + 1);
       const ms = Math.floor(random() * 8);
       tasks.push(q.run(tenant, async () => {
         queued.set(tenant, queued.get(tenant)! - 1);
         running.set(tenant, (running.get(tenant) ?? 0) + 1);
         starts.set(tenant, (starts.get(tenant) ?? 0) + 1);
+        startedSinceIdle.set(tenant, true);
         total++;
         if (total > slots) violations.push(`${total} running > ${slots} slots`);
         if (running.get(tenant)! > share) violations.push(`${tenant} runs ${running.get(tenant)} > share ${share}`);
         if (fresh) {
           for (const x of tenants) {
-            if (x !== tenant && (starts.get(x) ?? 0) - othersAtSubmit.get(x)! > 1) violations.push(`${x} started twice before fresh ${tenant}`);
+            const before = (starts.get(x) ?? 0) - othersAtSubmit.get(x)!;
+            if (x !== tenant && before > (freshWaiting.has(x) ? 1 : 0)) violations.push(`${x} started ${before} time(s) before fresh ${tenant}`);
           }
         }
         await new Promise((r) => setTimeout(r, ms));
         running.set(tenant, running.get(tenant)! - 1);
         total--;
+        if (running.get(tenant) === 0 && queued.get(tenant) === 0) startedSinceIdle.set(tenant, false);
         return n;
       }).then((r) => {
         if (r !== n) violations.push(`task ${n} got ${r}`);
