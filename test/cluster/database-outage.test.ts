@@ -121,7 +121,7 @@ t.test('a start against an unreachable database ends with a message naming the s
   const started = performance.now();
   const r = await runCli(['serve', '--data', tmpData(t)], { SLIPWAY_DATABASE_URL: `postgres://slipway:s3cret-pw@127.0.0.1:${port}/slipway`, SLIPWAY_DATABASE_CONNECT_TIMEOUT: '2' });
   t.equal(r.code, 1, 'exit 1');
-  t.match(r.stderr, /cannot reach the metadata database at postgres:\/\/slipway:\*\*\*@127\.0\.0\.1:\d+\/slipway \(SLIPWAY_DATABASE_URL\)/, 'the message names the setting and the redacted URL');
+  t.match(r.stdout + r.stderr, /cannot reach the metadata database at postgres:\/\/slipway:\*\*\*@127\.0\.0\.1:\d+\/slipway \(SLIPWAY_DATABASE_URL\)/, 'the message (a JSON log line on stdout since start-up lines are JSON) names the setting and the redacted URL');
   t.notMatch(r.stdout + r.stderr, /s3cret-pw/, 'the password is never printed');
   t.comment(`unreachable database: exited ${Math.round(performance.now() - started)} ms after the process started`);
 });
