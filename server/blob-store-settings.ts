@@ -108,10 +108,20 @@ export function loadBlobStoreSettings(env: Source = process.env): BlobStoreSetti
   };
 }
 
+/** Slowest transfer to the store (bytes per second) that the total deadline of a request allows for its body. */
+export const MIN_STORE_BYTES_PER_SECOND = 1024 * 1024;
+
+/** Attempts per request to the store (the SDK's `maxAttempts`: one retry after a failure). */
+export const S3_ATTEMPTS = 2;
+
 /**
- * The S3 client settings for `s`: endpoint, region, addressing, and per-request timeouts so
- * that an unreachable store fails a request within `requestTimeoutSeconds` instead of hanging.
- * Credentials come from the SDK's default chain.
+ * The S3 client settings for `s`: endpoint, region, addressing, and the deadlines of every
+ * request (docs/faults.md), so that an unreachable or stalled store fails a request instead of
+ * hanging it. Per attempt: the connection within min(`requestTimeoutSeconds`, 5 s); no byte
+ * moving either way for `requestTimeoutSeconds` (the socket's idle timeout); the answer's head
+ * within `requestTimeoutSeconds` plus the time a part takes at `MIN_STORE_BYTES_PER_SECOND`
+ * (the SDK's `requestTimeout`, which only logs a warning unless `throwOnRequestTimeout`).
+ * `S3_ATTEMPTS` attempts. Credentials come from the SDK's default chain.
  */
 export function s3ClientSettings(s: S3Settings): S3ClientConfig {
   const ms = s.requestTimeoutSeconds * 1000;
@@ -119,8 +129,13 @@ export function s3ClientSettings(s: S3Settings): S3ClientConfig {
     region: s.region,
     forcePathStyle: s.pathStyle,
     ...(s.endpoint === undefined ? {} : { endpoint: s.endpoint }),
-    requestHandler: { connectionTimeout: Math.min(ms, 5000), requestTimeout: ms },
-    maxAttempts: 2,
+    requestHandler: {
+      connectionTimeout: Math.min(ms, 5000),
+      socketTimeout: ms,
+      requestTimeout: ms + Math.ceil((s.partSizeBytes / MIN_STORE_BYTES_PER_SECOND) * 1000),
+      throwOnRequestTimeout: true,
+    },
+    maxAttempts: S3_ATTEMPTS,
   };
 }
 

@@ -10,6 +10,8 @@ import { PART_HEADROOM } from '../engine/blobs/s3-budget.js';
 import { redactDatabaseUrl, type DatabaseSettings } from '../engine/store.js';
 import { decodeServerKey } from '../engine/identity/keys.js';
 import { checkNodeName, defaultNodeName } from '../engine/blobs/node-name.js';
+import { DEFAULT_INSPECT_LIMITS, type InspectLimits } from '../engine/registry/inspect-limits.js';
+import { parseTrustedProxies } from './http/client-address.js';
 
 export interface Config {
   /** Data directory: lmdb/, blobs/, uploads/, keys/. Env SLIPWAY_DATA, flag --data. */
@@ -113,6 +115,25 @@ export interface Config {
    * CLI's 60-second request timeout. Env SLIPWAY_CLI_LOGIN_POLL_WAIT.
    */
   cliLoginPollSeconds: number;
+  /**
+   * Browser logins of the platform CLI (`heroku login`) one source address may have waiting at
+   * once (docs/faults.md "CLI logins"); more get 429. Env SLIPWAY_CLI_LOGINS_PER_SOURCE.
+   */
+  cliLoginsPerSource: number;
+  /**
+   * Load balancers and proxies whose `X-Forwarded-For` is believed: comma-separated IP
+   * addresses or CIDR ranges; `none` (default) = the socket peer is the source of every request
+   * (docs/faults.md "CLI logins"). Env SLIPWAY_TRUSTED_PROXIES.
+   */
+  trustedProxies: string[];
+  /** Worker threads for image inspection at manifest PUT (one account uses all but one, at least 1). Env SLIPWAY_INSPECT_THREADS. */
+  inspectThreads: number;
+  /** Most bytes one layer's scan inflates (MiB); past it the layer is not fully inspected (docs/faults.md "Image inspection"). Env SLIPWAY_INSPECT_LAYER_MAX_MIB. */
+  inspectLayerMaxMiB: number;
+  /** Most tar entries one layer's scan reads. Env SLIPWAY_INSPECT_LAYER_MAX_ENTRIES. */
+  inspectLayerMaxEntries: number;
+  /** Longest one layer's scan runs (seconds, decimals allowed). Env SLIPWAY_INSPECT_LAYER_SECONDS. */
+  inspectLayerSeconds: number;
   /** Admin listener (metrics, health, readiness) address; loopback by default. Env SLIPWAY_ADMIN_HOST. */
   adminHost: string;
   /** Admin listener port. Env SLIPWAY_ADMIN_PORT. */
@@ -180,6 +201,12 @@ export const DEFAULT_CONFIG: Config = {
   nodeName: defaultNodeName(),
   listener: 'h1',
   cliLoginPollSeconds: 50,
+  cliLoginsPerSource: 10,
+  trustedProxies: [],
+  inspectThreads: 2,
+  inspectLayerMaxMiB: DEFAULT_INSPECT_LIMITS.maxInflatedBytes / (1024 * 1024),
+  inspectLayerMaxEntries: DEFAULT_INSPECT_LIMITS.maxEntries,
+  inspectLayerSeconds: DEFAULT_INSPECT_LIMITS.maxSeconds,
   adminHost: '127.0.0.1',
   adminPort: 5004,
   drainSeconds: 30,
@@ -201,6 +228,11 @@ export function databaseOf(c: Config): DatabaseSettings | undefined {
     connectTimeoutMs: Math.round(c.databaseConnectTimeoutSeconds * 1000),
     readCache: c.databaseCache,
   };
+}
+
+/** The layer-scan limits of `c` (engine/registry/inspect-limits.ts). */
+export function inspectLimitsOf(c: Config): InspectLimits {
+  return { maxInflatedBytes: c.inspectLayerMaxMiB * 1024 * 1024, maxEntries: c.inspectLayerMaxEntries, maxSeconds: c.inspectLayerSeconds };
 }
 
 /**
@@ -274,6 +306,12 @@ const ENV: Record<string, keyof Config> = {
   SLIPWAY_UPLOAD_REAP_INTERVAL: 'uploadReapIntervalSeconds',
   SLIPWAY_NODE_NAME: 'nodeName',
   SLIPWAY_CLI_LOGIN_POLL_WAIT: 'cliLoginPollSeconds',
+  SLIPWAY_CLI_LOGINS_PER_SOURCE: 'cliLoginsPerSource',
+  SLIPWAY_TRUSTED_PROXIES: 'trustedProxies',
+  SLIPWAY_INSPECT_THREADS: 'inspectThreads',
+  SLIPWAY_INSPECT_LAYER_MAX_MIB: 'inspectLayerMaxMiB',
+  SLIPWAY_INSPECT_LAYER_MAX_ENTRIES: 'inspectLayerMaxEntries',
+  SLIPWAY_INSPECT_LAYER_SECONDS: 'inspectLayerSeconds',
   SLIPWAY_ADMIN_HOST: 'adminHost',
   SLIPWAY_ADMIN_PORT: 'adminPort',
   SLIPWAY_DRAIN_SECONDS: 'drainSeconds',
@@ -310,7 +348,9 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
       c.databaseUrl = parseDatabaseUrl(raw, from);
     } else if (k === 'databasePool' && (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 1000)) {
       throw new Error(`${from}: "${raw}" is not a pool size (1-1000 connections)`);
-    } else if (k === 'uploadRateWindowSeconds' || k === 'uploadReapIntervalSeconds' || k === 'cliLoginPollSeconds' ||
+    } else if (k === 'trustedProxies') {
+      c.trustedProxies = parseTrustedProxies(raw, from);
+    } else if (k === 'uploadRateWindowSeconds' || k === 'uploadReapIntervalSeconds' || k === 'cliLoginPollSeconds' || k === 'inspectLayerSeconds' ||
       k === 'databaseStatementTimeoutSeconds' || k === 'databaseConnectTimeoutSeconds') {
       if (!/^\d+(\.\d+)?$/.test(raw) || Number(raw) <= 0) throw new Error(`${from}: "${raw}" is not a number of seconds above 0`);
       c[k] = Number(raw);

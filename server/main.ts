@@ -7,7 +7,7 @@ import { secureDataDir } from '../engine/data-dir.js';
 import { ensureTlsFiles } from './http/tls.js';
 import { authorityOf, byHost } from './http/by-host.js';
 import type { us_listen_socket } from 'uWebSockets.js';
-import { databaseOf, type Config } from './config.js';
+import { databaseOf, inspectLimitsOf, type Config } from './config.js';
 import { createLogger, lifecycleLogger, type Logger } from './log.js';
 import { systemClock, type Clock } from '../engine/clock.js';
 import { openStore, storeOver, type Store } from '../engine/store.js';
@@ -37,6 +37,7 @@ import { AppSettings } from '../engine/platform/app-settings.js';
 import { Teams } from '../engine/platform/teams.js';
 import { HashThread } from '../workers/hash-thread.js';
 import { WorkerPool } from '../workers/pool.js';
+import { SourceAddresses } from './http/client-address.js';
 import { listenUws, loadUws, serveUws } from './http/uws.js';
 import { createH1Server } from './http/h1-server.js';
 import type { Exchange, Handler } from './http/exchange.js';
@@ -168,7 +169,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       (e) => log.error({ err: e }, 're-sealing second-factor secrets failed')).finally(() => { resealRun = undefined; });
   };
   reseal();
-  const pool = new WorkerPool();
+  const pool = new WorkerPool({ maxThreads: config.inspectThreads, limits: inspectLimitsOf(config) });
   const hashThread = new HashThread();
   const uploadMemory = new UploadMemory(config.uploadMemoryMiB * 1024 * 1024);
   setSharedPoolLimit(uploadMemory.limit); // free upload buffers kept for reuse: at most the budget again
@@ -208,7 +209,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const settings = new AppSettings(store.metadata, clock, releases);
   const dynos = new Dynos(store.metadata, clock);
   const teams = new Teams(store, clock);
-  const oauth = createOAuth(store, clock, accounts, teams);
+  const oauth = createOAuth(store, clock, accounts, teams, { cliLoginsPerSource: config.cliLoginsPerSource });
   const rateLimiter = rateLimitPoolFor(store.metadata, clock, config.rateLimitPool, config.rateLimitPerMinute);
   const views = new Views();
   const tracker = new RequestTracker();
@@ -220,7 +221,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const rctx: RegistryContext = { store, clock, registry, uploads, blobs, blobRedirectSeconds: blobStore.redirectExpirySeconds, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
     receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 }, shutdown: tracker };
   const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl: webUrlOf(config.appUrlTemplate, config.apiUrl ?? 'http://localhost') };
-  const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000 };
+  const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000, sources: new SourceAddresses(config.trustedProxies) };
 
   const tls = config.registryTls || config.uploadTls ? await ensureTlsFiles(config.dataDir, config.host, config.tlsCert, config.tlsKey,
     [config.registryUrl, config.apiUrl].flatMap((u) => (u ? [new URL(u).hostname] : []))) : undefined;

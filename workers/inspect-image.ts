@@ -1,6 +1,9 @@
 /**
- * Worker task: reads an image config and scans layer tars for whiteouts (docs/rules.md What the service does 6:
- * whiteout files are not honoured). Runs in the Piscina pool so gunzip never blocks requests.
+ * Worker tasks: read an image config, and scan one layer tar for whiteouts (docs/rules.md What
+ * the service does 8: whiteout files are not honoured) within hard limits (inflated bytes,
+ * entries, wall time: engine/registry/inspect-limits.ts). Run in the Piscina pool so gunzip never
+ * blocks requests; one task per layer, so the pool's fair queue (workers/fair-queue.ts) can
+ * interleave accounts between layers.
  * Bytes are read by digest through the blob contract: the task carries the server backend's
  * description (engine/blobs/backend-spec.ts) and the thread opens its own instance of it once.
  * Layers are streamed (gunzip → tar headers, file bodies skipped), never held in memory.
@@ -10,22 +13,33 @@ import { Readable } from 'node:stream';
 import tar from 'tar-stream';
 import type { ConfigSummary } from '../engine/registry/image-info.js';
 import type { LayerScan } from '../engine/blobs/records.js';
-import type { InspectRequest, InspectResult } from '../engine/registry/registry.js';
+import { limitReason, type InspectLimits } from '../engine/registry/inspect-limits.js';
 import type { BlobBackend } from '../engine/blobs/contract.js';
 import { openBlobBackend, type BlobBackendSpec } from '../engine/blobs/backend-spec.js';
 import type { Digest } from '../engine/digest.js';
 import { fail, isSlipwayError } from '../engine/errors.js';
 
-/** An InspectRequest with the backend holding its blobs. */
-export interface InspectTask extends InspectRequest {
+/** Reads an image config (`config`) from the backend `blobs` describes. */
+export interface ConfigTask {
   blobs: BlobBackendSpec;
+  config: Digest;
+}
+
+/** Scans one layer (`digest`) from the backend `blobs` describes, within `limits`. */
+export interface LayerTask {
+  blobs: BlobBackendSpec;
+  digest: Digest;
+  limits: InspectLimits;
 }
 
 /**
  * Worker results never throw across threads: a clone would lose the error code. BLOB_UNKNOWN
- * names the blob (`digest`) that was not stored when the worker read it (GC took it meanwhile).
+ * names the blob (`digest`) that was not stored when the worker read it (GC took it meanwhile);
+ * BLOB_STORE_UNAVAILABLE says the blob store could not be read (the manifest is not at fault:
+ * the client gets 503 and sends it again, not MANIFEST_INVALID).
  */
-export type TaskResult<T> = { ok: true; value: T } | { ok: false; code: 'MANIFEST_INVALID'; message: string } | { ok: false; code: 'BLOB_UNKNOWN'; message: string; digest: Digest };
+export type TaskResult<T> = { ok: true; value: T } | { ok: false; code: 'MANIFEST_INVALID'; message: string } | { ok: false; code: 'BLOB_UNKNOWN'; message: string; digest: Digest }
+  | { ok: false; code: 'BLOB_STORE_UNAVAILABLE'; message: string; retryAfter: number };
 
 /** Largest config blob read (bytes). */
 const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
@@ -40,29 +54,38 @@ function backendOf(spec: BlobBackendSpec): Promise<BlobBackend> {
   return b;
 }
 
-export async function inspectImage(task: InspectTask): Promise<TaskResult<InspectResult>> {
-  const blobs = await backendOf(task.blobs);
-  let config: ConfigSummary;
+/** Task `readImageConfig`: the config fields of an image, or why they cannot be read. */
+export async function readImageConfig(task: ConfigTask): Promise<TaskResult<ConfigSummary>> {
   try {
-    config = await readConfig(blobs, task.config);
+    return { ok: true, value: await readConfig(await backendOf(task.blobs), task.config) };
   } catch (e) {
     return missingBlob(e, task.config) ?? { ok: false, code: 'MANIFEST_INVALID', message: (e as Error).message };
   }
-  const scans: Record<string, LayerScan> = {};
-  for (const d of task.layers) {
-    try {
-      scans[d] = await scanLayer(blobs, d);
-    } catch (e) {
-      const missing = missingBlob(e, d);
-      if (missing) return missing;
-      throw e;
-    }
-  }
-  return { ok: true, value: { config, scans } };
 }
 
-/** The BLOB_UNKNOWN result for `e` when it is the blob contract's "absent" (contract.ts `read`). */
+/**
+ * Task `scanLayer`: one layer's scan (an unreadable layer is a scan with `readable: false`, one
+ * stopped at a limit a scan with `unscanned`), or BLOB_UNKNOWN when the blob is not stored.
+ * @throws what the backend throws otherwise (storage failures).
+ */
+export async function scanLayerTask(task: LayerTask): Promise<TaskResult<LayerScan>> {
+  try {
+    return { ok: true, value: await scanLayer(await backendOf(task.blobs), task.digest, task.limits) };
+  } catch (e) {
+    const missing = missingBlob(e, task.digest);
+    if (missing) return missing;
+    throw e;
+  }
+}
+
+/**
+ * The BLOB_UNKNOWN result for `e` when it is the blob contract's "absent" (contract.ts `read`),
+ * the BLOB_STORE_UNAVAILABLE one when the store could not be read.
+ */
 function missingBlob(e: unknown, digest: Digest): TaskResult<never> | undefined {
+  if (isSlipwayError(e) && e.code === 'BLOB_STORE_UNAVAILABLE') {
+    return { ok: false, code: e.code, message: e.message, retryAfter: (e.detail as { retryAfter?: number } | undefined)?.retryAfter ?? 5 };
+  }
   return isSlipwayError(e) && e.code === 'BLOB_UNKNOWN' ? { ok: false, code: 'BLOB_UNKNOWN', message: e.message, digest } : undefined;
 }
 
@@ -80,6 +103,7 @@ async function readConfig(blobs: BlobBackend, digest: Digest): Promise<ConfigSum
   try {
     doc = JSON.parse((await readAll(await blobs.read(digest))).toString('utf8'));
   } catch (e) {
+    if (isSlipwayError(e)) throw e; // the store, not the config
     throw new Error(`image config is not valid JSON: ${(e as Error).message}`);
   }
   if (typeof doc !== 'object' || doc === null) throw new Error('image config must be a JSON object');
@@ -116,21 +140,48 @@ async function peek(source: Readable, n: number): Promise<{ head: Buffer; stream
   return { head: head.subarray(0, n), stream: Readable.from(all(), { objectMode: false }) };
 }
 
-/** Counts whiteout entries (`.wh.` basenames) in a gzip-compressed or plain tar layer blob. */
-export async function scanLayer(blobs: BlobBackend, digest: Digest): Promise<LayerScan> {
+/** Bytes of each chunk gunzip hands on (zlib's default is 16 KiB; larger chunks cost fewer stream hops per byte). */
+const INFLATE_CHUNK = 256 * 1024;
+
+/**
+ * Counts whiteout entries (`.wh.` basenames) in a gzip-compressed or plain tar layer blob,
+ * stopping at the first of `limits` reached (inflated bytes counted as gunzip hands them on,
+ * entries as their headers are read, wall time by a timer and at every entry): the stream is
+ * torn down mid-way and the scan so far comes back with `unscanned` naming the limit.
+ * @throws BLOB_UNKNOWN when the blob is not stored (the blob contract's `read`).
+ */
+export async function scanLayer(blobs: BlobBackend, digest: Digest, limits: InspectLimits): Promise<LayerScan> {
   const scan: LayerScan = { whiteouts: 0, examples: [], readable: true };
-  let file: Readable | undefined;
   const extract = tar.extract();
-  const raw = await blobs.read(digest); // absent (GC took it meanwhile): BLOB_UNKNOWN, a BLOB_UNKNOWN result
+  let stopped: 'bytes' | 'entries' | 'time' | undefined;
+  const stop = (why: 'bytes' | 'entries' | 'time') => {
+    if (stopped) return;
+    stopped = why;
+    extract.destroy(new Error(`layer scan stopped: ${why}`));
+  };
+  const deadline = performance.now() + limits.maxSeconds * 1000;
+  const timer = setTimeout(() => stop('time'), limits.maxSeconds * 1000);
+  let file: Readable | undefined;
+  let source: Readable | undefined;
+  const raw = await blobs.read(digest).catch((e: unknown) => { clearTimeout(timer); throw e; }); // absent: BLOB_UNKNOWN
   try {
     const { head, stream } = await peek(raw, 2);
     file = stream;
     const gz = head[0] === 0x1f && head[1] === 0x8b;
-    const source = gz ? file.pipe(createGunzip()) : file;
+    source = gz ? file.pipe(createGunzip({ chunkSize: INFLATE_CHUNK })) : file;
     file.on('error', (e) => extract.destroy(e));
     source.on('error', (e: Error) => extract.destroy(e));
+    let inflated = 0;
+    source.on('data', (c: Buffer) => {
+      inflated += c.length;
+      if (inflated > limits.maxInflatedBytes) stop('bytes');
+    });
     source.pipe(extract);
+    let entries = 0;
     for await (const entry of extract) {
+      if (++entries > limits.maxEntries) stop('entries');
+      else if (performance.now() > deadline) stop('time');
+      if (stopped) break;
       const base = entry.header.name.split('/').filter(Boolean).pop() ?? '';
       if (base.startsWith('.wh.')) {
         scan.whiteouts++;
@@ -139,8 +190,12 @@ export async function scanLayer(blobs: BlobBackend, digest: Digest): Promise<Lay
       entry.resume();
     }
   } catch {
+    if (!stopped) return { whiteouts: scan.whiteouts, examples: scan.examples, readable: false };
+  } finally {
+    clearTimeout(timer);
+    source?.destroy();
     (file ?? raw).destroy();
-    return { whiteouts: scan.whiteouts, examples: scan.examples, readable: false };
+    raw.destroy();
   }
-  return scan;
+  return stopped ? { ...scan, unscanned: limitReason(stopped, limits) } : scan;
 }

@@ -8,6 +8,11 @@ export interface LayerScan {
   examples: string[];
   /** False when the blob is not a (gzip-compressed) tar; then nothing is known about it. */
   readable: boolean;
+  /**
+   * Set when the scan stopped at a limit (engine/registry/inspect-limits.ts): why, in words
+   * ("it inflates past 8 GiB"); the counts cover only what was read before.
+   */
+  unscanned?: string;
 }
 
 /** One stored blob: `blobs/sha256/<2 hex>/<hex>` on disk plus this record. */

@@ -140,8 +140,9 @@ export class S3BlobBackend implements BlobBackend {
     this.#newHash = opts.newHash ?? inlineHash;
     this.node = opts.node ?? '';
     if (this.node !== '' && !isNodeName(this.node)) throw new Error(`node must be a node name (A-Z a-z 0-9 . _ -, at most 63), got "${this.node.slice(0, 80)}"`);
-    const timeout = opts.client instanceof S3Client ? undefined : (opts.client.requestHandler as { requestTimeout?: number } | undefined)?.requestTimeout;
-    const ms = timeout ?? 30_000;
+    // The blob GETs' idle bound: the client's socket (idle) timeout, else its request timeout.
+    const handler = opts.client instanceof S3Client ? undefined : opts.client.requestHandler as { socketTimeout?: number; requestTimeout?: number } | undefined;
+    const ms = handler?.socketTimeout ?? handler?.requestTimeout ?? 30_000;
     this.#http = new Agent({ connectTimeout: Math.min(ms, 5000), headersTimeout: ms, bodyTimeout: ms });
     this.#raw = new RawGetClient(ms);
     if (!Number.isSafeInteger(this.partSize) || this.partSize < MIN_PART_SIZE) throw new Error(`partSize must be an integer ≥ ${MIN_PART_SIZE} bytes, got ${opts.partSize}`);

@@ -1,7 +1,7 @@
 /**
  * What the S3 backend (s3-backend.ts) needs beyond the SDK: the store's unavailability as the
- * engine's UNAVAILABLE (so the hosts answer 503 with Retry-After instead of 500, and never
- * hang: the client's request timeout bounds each request), and a positional `BlobReader` that
+ * engine's BLOB_STORE_UNAVAILABLE (so the hosts answer 503 `UNAVAILABLE` with Retry-After instead
+ * of 500, and never hang: the client's timeouts bound each request, docs/faults.md), and a positional `BlobReader` that
  * streams one GET per pull instead of one ranged GET per buffer the sender fills.
  */
 import type { Readable } from 'node:stream';
@@ -13,8 +13,12 @@ import { recycleChunk } from './chunk-pool.js';
 
 const NETWORK_CODES = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|ECONNABORTED|UND_ERR_SOCKET|UND_ERR_CLOSED|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT)$/;
 
+/** Seconds a client is told to wait (Retry-After) when the blob store is unavailable. */
+export const BLOB_STORE_RETRY_AFTER_SECONDS = 5;
+
 /**
- * The store's unavailability as SlipwayError UNAVAILABLE (`detail.retryAfter` 5 s): no answer
+ * The store's unavailability as SlipwayError BLOB_STORE_UNAVAILABLE (`detail.retryAfter`
+ * `BLOB_STORE_RETRY_AFTER_SECONDS`): no answer
  * (refused, reset, timed out after the client's `requestTimeout`, aborted; the SDK's errors and
  * undici's) or a 5xx answer
  * (503 SlowDown included). Any other error (a 404, a 403, a bug) is returned unchanged.
@@ -25,7 +29,7 @@ export function storeUnavailable(e: unknown): unknown {
   const st = err.$metadata?.httpStatusCode;
   const noAnswer = (err.$metadata !== undefined && st === undefined) || NETWORK_CODES.test(err.code ?? '') || /Timeout|Abort/i.test(err.name ?? '');
   if (!noAnswer && !(st !== undefined && st >= 500)) return e;
-  return fail('UNAVAILABLE', `the blob store (S3) is unavailable: ${err.name ?? 'Error'}${err.code ? ` ${err.code}` : ''}${st ? ` HTTP ${st}` : ''}: ${err.message ?? String(e)}`, { retryAfter: 5 });
+  return fail('BLOB_STORE_UNAVAILABLE', `the blob store (S3) is unavailable: ${err.name ?? 'Error'}${err.code ? ` ${err.code}` : ''}${st ? ` HTTP ${st}` : ''}: ${err.message ?? String(e)}`, { retryAfter: BLOB_STORE_RETRY_AFTER_SECONDS });
 }
 
 const translated = new WeakSet<S3Client>();

@@ -36,7 +36,7 @@ import {
 } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
 import { createHash } from 'node:crypto';
-import { fail } from '../errors.js';
+import { fail, isSlipwayError } from '../errors.js';
 import type { Digest } from '../digest.js';
 import type { BlobStat, BlobWriter, CommitOptions, CommitResult } from './contract.js';
 import { appendHashed, verifyDigest } from './backend-common.js';
@@ -302,7 +302,11 @@ export class S3Writer implements BlobWriter {
       this.release();
       return { digest: expected, size: this.size, created };
     } catch (e) {
-      await this.#discard();
+      // The commit's error is the answer: the cleanup's own failure (the store still away) does
+      // not replace it, and is not waited for when the store is away (Uploads.reapOrphans
+      // removes what it leaves).
+      const cleanup = this.#discard().catch(() => {});
+      if (!(isSlipwayError(e) && e.code === 'BLOB_STORE_UNAVAILABLE')) await cleanup;
       throw e;
     }
   }

@@ -26,7 +26,7 @@
 import { randomBytes } from 'node:crypto';
 import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
-import { fail, isSlipwayError } from '../errors.js';
+import { fail, isSlipwayError, type SlipwayError } from '../errors.js';
 import { storageFull } from '../storage/storage-full.js';
 import type { Digest } from '../digest.js';
 import { SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
@@ -59,6 +59,19 @@ export interface UploadOptions {
 export const DEFAULT_SESSIONS_PER_ACCOUNT = 64;
 
 const unknownSession = (id: string) => fail('BLOB_UPLOAD_UNKNOWN', 'blob upload unknown to registry', { uuid: id.slice(0, 64) });
+
+/** Whether `e` says the blob store was unavailable (s3-read.ts `storeUnavailable`). */
+function storeAway(e: unknown): e is SlipwayError {
+  return isSlipwayError(e) && e.code === 'BLOB_STORE_UNAVAILABLE';
+}
+
+/**
+ * The answer to a request whose session the blob store's unavailability ended: the store's
+ * error (503 with Retry-After), saying that the session was discarded (docs/faults.md).
+ */
+function discardedByOutage(e: SlipwayError): SlipwayError {
+  return fail('BLOB_STORE_UNAVAILABLE', `${e.message}; the upload session was discarded (the bytes it had taken are not kept): start a new upload once the store is back`, e.detail);
+}
 
 /** Whether `e` is the engine's STORAGE_FULL. */
 function isStorageFull(e: unknown): boolean {
@@ -257,20 +270,24 @@ export class Uploads {
    * Storage full (a write of the bytes or of the record failed with STORAGE_FULL): the session
    * is cut back to its acknowledged offset `rec.offset` and stays open when the backend can
    * (`BlobWriter.rewind`: the filesystem), else it is discarded; the STORAGE_FULL error says
-   * which (docs/faults.md "A full data disk").
-   * @throws BLOB_UPLOAD_INVALID when the session was dropped; BLOB_UPLOAD_UNKNOWN when it ended;
-   *         STORAGE_FULL when the storage is full.
+   * which (docs/faults.md "A full data disk"). The blob store away (BLOB_STORE_UNAVAILABLE):
+   * the session is discarded and the error says so (docs/faults.md "The object store (S3) goes
+   * away").
+   * @param cause why the body ended early, when it did (the error the body's reading threw)
+   * @throws BLOB_STORE_UNAVAILABLE (session dropped, and said so) when the blob store failed to
+   *   take the bytes; BLOB_UPLOAD_INVALID when the session was dropped for another reason;
+   *   BLOB_UPLOAD_UNKNOWN when it ended; STORAGE_FULL when the storage is full.
    */
-  async finishAppend(rec: UploadRecord, writer: UploadWriter, keep: boolean | 'received'): Promise<UploadRecord> {
+  async finishAppend(rec: UploadRecord, writer: UploadWriter, keep: boolean | 'received', cause?: unknown): Promise<UploadRecord> {
     const lease = this.#writerLeases.get(writer);
     const live = this.#live.get(rec.id);
     let ok = keep !== false;
-    let failure: unknown;
+    let failure: unknown = cause;
     try {
       await writer.end();
     } catch (e) {
       ok = false;
-      failure = e;
+      if (!storeAway(failure)) failure = e;
     }
     if (!lease || lease.released || !live || live.owner !== lease) {
       // Not reachable through the leases; kept as the last guard against resurrecting a session.
@@ -278,8 +295,9 @@ export class Uploads {
     }
     if (isStorageFull(failure)) throw await this.#storageFull(rec, lease);
     if (!ok) {
-      await this.cancel(rec, lease);
+      await this.#discardAfterFailure(rec, failure);
       this.#done(lease);
+      if (storeAway(failure)) throw discardedByOutage(failure);
       throw fail('BLOB_UPLOAD_INVALID', 'upload interrupted; the session was discarded, start a new upload');
     }
     const blob = live.writer!;
@@ -367,8 +385,8 @@ export class Uploads {
       try {
         await blob.commit(expected, { reuse: () => this.#reusable(expected, size) });
       } catch (e) {
-        await this.cancel(rec, own); // the record, and whatever bytes an I/O error left
-        throw isStorageFull(e) ? discardedForSpace() : e;
+        await this.#discardAfterFailure(rec, e); // the record, and whatever bytes an I/O error left
+        throw storeAway(e) ? discardedByOutage(e) : isStorageFull(e) ? discardedForSpace() : e;
       }
       const now = this.clock.now();
       // Only while the session's record stands: another node may have reaped it as a dead
@@ -444,6 +462,21 @@ export class Uploads {
   }
 
   /**
+   * Ends a session after a failed append or commit (`failure`; the caller holds its lease): its
+   * record goes (that error, if any, is thrown), then its bytes, whose removal's own error never
+   * replaces the failure the client is told about. When the blob store is away, the bytes'
+   * removal is not waited for (it would fail or stall too, and the answer must not wait past
+   * the failure): what it cannot remove is `reapOrphans`'s.
+   */
+  async #discardAfterFailure(rec: UploadRecord, failure: unknown): Promise<void> {
+    const writer = this.#end(rec);
+    await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
+    const bytes = writer ? writer.abort() : this.blobs.abortSession(rec.id, rec.node ?? '');
+    const settled = bytes.catch(() => {}); // what is left is reapOrphans'
+    if (!storeAway(failure)) await settled;
+  }
+
+  /**
    * Removes this node's sessions idle for longer than `staleAfterMs` and not in use (a session
    * held by a request is skipped; the next run sees it). Safe while serving, on every node at
    * once. Returns the number removed.
@@ -470,7 +503,7 @@ export class Uploads {
    * Removes this node's session bytes that belong to no session: what the backend lists
    * (`sessions()`) for this node that is neither open here nor recorded. Such bytes are left by
    * a crash between bytes and record, or by a session ended while its bytes could not be
-   * removed (an I/O error, a full disk). Run at start-up and on the reaper's interval (server
+   * removed (an I/O error, a full disk, the blob store away: `#discardAfterFailure`). Run at start-up and on the reaper's interval (server
    * main.ts), so they never outlive the fault by more than one interval; only by the process
    * that owns the sessions (a tool beside a server does not know its unrecorded sessions: fsck
    * reports such bytes instead). Returns the number of sessions whose bytes were removed.

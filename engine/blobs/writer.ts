@@ -20,6 +20,13 @@
  * `UploadMemory` budget and given back when dropped (at `end` at the latest); when the budget is
  * spent the writer asks for a pause and resumes when memory is given back.
  *
+ * Failure: once the session failed (the blob store away, a disk error: its `write` rejected, or
+ * its `feedHash` threw, as an S3 session's does once a part failed), `write` and `commit` throw
+ * that error, so the transport stops reading the body and the request ends with it; a paused
+ * caller is woken (`onDrain`) to learn it; buffers still queued give their memory back and
+ * `flush` rejects. (Before, a buffer enqueued when `feedHash` threw kept its holds for good and
+ * `flush` waited for it for ever: the request was never answered, docs/faults.md.)
+ *
  * Integrity: the writer counts the bytes it accepted, handed to the hash and wrote to the session;
  * `end` rejects unless the three agree, so a session's recorded size is exactly what was hashed.
  * After `end` the writer accepts nothing more.
@@ -327,7 +334,14 @@ export class UploadWriter {
     this.#queue.push(slot);
     this.#inFlight++;
     this.#hashed += slot.used;
-    this.#blob.feedHash(slot.buf.subarray(0, slot.used), () => this.#release(slot));
+    try {
+      this.#blob.feedHash(slot.buf.subarray(0, slot.used), () => this.#release(slot));
+    } catch (e) {
+      // The session failed (an S3 writer refuses bytes once a part failed): the hash never takes
+      // this buffer, so its hold goes now, and `#pump` drops the queue.
+      this.#error ??= e as Error;
+      this.#release(slot);
+    }
     this.#pump();
   }
 
@@ -346,8 +360,22 @@ export class UploadWriter {
     this.#wake();
   }
 
+  /**
+   * Hands every queued buffer to the session's `write` (one call at a time). After an error
+   * nothing more is written: the queued buffers' write holds go (their memory back to the
+   * budget) and `flush` waiters learn the error. (Before, a buffer queued when the session
+   * failed kept its hold for good: `flush`, so the request's end, waited for ever.)
+   */
   #pump(): void {
-    if (this.#writing || this.#queue.length === 0 || this.#error) return;
+    if (this.#writing) return;
+    if (this.#error) {
+      for (const s of this.#queue.splice(0)) this.#release(s);
+      const waiters = this.#idleWaiters;
+      this.#idleWaiters = [];
+      for (const w of waiters) w(this.#error);
+      return;
+    }
+    if (this.#queue.length === 0) return;
     const batch = this.#queue;
     this.#queue = [];
     const bytes = batch.reduce((n, s) => n + s.used, 0);
@@ -370,10 +398,10 @@ export class UploadWriter {
       this.#syncs.push(this.#blob.sync().catch(() => {})); // the commit's own sync reports errors
     }
     for (const s of batch) this.#release(s);
-    if (this.#error || this.#queue.length === 0) {
+    if (!this.#error && this.#queue.length === 0) {
       const waiters = this.#idleWaiters;
       this.#idleWaiters = [];
-      for (const w of waiters) w(this.#error);
+      for (const w of waiters) w(null);
     }
     this.#pump();
   }

@@ -18,7 +18,7 @@ import { fail } from '../errors.js';
 import { hashToken, newSecret, secretMatches } from '../identity/tokens.js';
 import type { CliLoginRecord, CliLoginState } from './records.js';
 import { cliLogins } from './keyspaces.js';
-import { CLI_LOGIN_MAX_PENDING, CLI_LOGIN_MEMORY_MS, CLI_LOGIN_TTL_MS } from './limits.js';
+import { CLI_LOGIN_MAX_PENDING, CLI_LOGIN_MAX_PENDING_PER_SOURCE, CLI_LOGIN_MEMORY_MS, CLI_LOGIN_TTL_MS } from './limits.js';
 import { pruneKeyspace } from './prune.js';
 
 export type { CliLoginState };
@@ -37,8 +37,10 @@ export type CliLoginDecision = 'ok' | 'expired' | 'answered' | 'unknown';
 export interface CliLoginLimits {
   /** How long a login may wait for its answer, ms. */
   ttlMs: number;
-  /** Most logins in progress at once. */
+  /** Most logins in progress at once, across the installation. */
   maxPending: number;
+  /** Most logins in progress at once from one source (`start`'s `source`); default CLI_LOGIN_MAX_PENDING_PER_SOURCE. */
+  maxPendingPerSource?: number;
 }
 
 /** Longest description kept, characters (the CLI sends "Heroku CLI login from <hostname>"). */
@@ -61,35 +63,46 @@ export class CliLogins {
   constructor(readonly metadata: MetadataStore, readonly clock: Clock, readonly limits: CliLoginLimits = { ttlMs: CLI_LOGIN_TTL_MS, maxPending: CLI_LOGIN_MAX_PENDING }) {}
 
   /**
-   * Starts a login; forgets logins past their memory on the way.
+   * Starts a login; forgets logins past their memory on the way. The limits are checked in the
+   * transaction that writes the login, so concurrent starts (on any node) cannot pass them.
    * @param description free text from the CLI; trimmed and cut to `MAX_CLI_LOGIN_DESCRIPTION`
+   * @param source who asks, as counted for the per-source limit (server/http/client-address.ts
+   *   `sourceKey`: an IPv4 address or an IPv6 /64); '' counts as one source of its own
    * @returns the login and its polling token (shown once; only its hash is kept)
-   * @throws RATE_LIMITED when `maxPending` logins are already waiting.
+   * @throws RATE_LIMITED when `maxPendingPerSource` logins of `source`, or `maxPending` in all,
+   *   are already waiting.
    */
-  async start(description: string): Promise<{ login: CliLogin; token: string }> {
+  async start(description: string, source = ''): Promise<{ login: CliLogin; token: string }> {
     const now = this.clock.now();
-    // Every record: the waiting ones (at most maxPending) and those ended in the last
-    // CLI_LOGIN_TTL_MS + CLI_LOGIN_MEMORY_MS (ending one takes a signed-in person).
-    const all = await this.metadata.range(cliLogins);
-    const live = all.filter((e) => e.value.state === 'pending' && now < e.value.expiresAt).length;
-    if (live >= this.limits.maxPending) {
-      throw fail('RATE_LIMITED', 'Too many CLI logins are waiting for their browser sign-in right now. Try again in a few minutes.');
-    }
-    const stale = all.filter((e) => forgettable(e.value, now)).map((e) => e.key);
+    const perSource = this.limits.maxPendingPerSource ?? CLI_LOGIN_MAX_PENDING_PER_SOURCE;
     const token = newSecret();
     const cleaned = description.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim().slice(0, MAX_CLI_LOGIN_DESCRIPTION);
     const login: CliLoginRecord = {
       id: newSecret(), tokenHash: hashToken(token), description: cleaned || 'Platform CLI login',
-      createdAt: now, expiresAt: now + this.limits.ttlMs, state: 'pending', accountId: null,
+      createdAt: now, expiresAt: now + this.limits.ttlMs, state: 'pending', accountId: null, source,
     };
+    // Every record: the waiting ones (at most maxPending) and those ended in the last
+    // CLI_LOGIN_TTL_MS + CLI_LOGIN_MEMORY_MS (ending one takes a signed-in person). Checked
+    // first outside a transaction, so a flood is refused by reads alone, then again inside.
+    this.#checkLimits(await this.metadata.range(cliLogins), source, now, perSource);
     await this.metadata.transact(async (tx) => {
-      for (const k of stale) {
-        const v = await tx.get(cliLogins, k);
-        if (v && forgettable(v, now)) tx.remove(cliLogins, k);
-      }
+      const all = await tx.range(cliLogins);
+      this.#checkLimits(all, source, now, perSource);
+      for (const e of all) if (forgettable(e.value, now)) tx.remove(cliLogins, e.key);
       tx.put(cliLogins, login.id, login);
     });
     return { login, token };
+  }
+
+  /** @throws RATE_LIMITED when `source`, or everybody together, has as many logins waiting as allowed. */
+  #checkLimits(all: ReadonlyArray<{ value: CliLoginRecord }>, source: string, now: number, perSource: number): void {
+    const waiting = all.filter((e) => e.value.state === 'pending' && now < e.value.expiresAt);
+    if (waiting.filter((e) => (e.value.source ?? '') === source).length >= perSource) {
+      throw fail('RATE_LIMITED', `${perSource} CLI logins from your address are already waiting for their browser sign-in. Finish or cancel one, or try again when they expire (${Math.round(this.limits.ttlMs / 60_000)} minutes after their start).`);
+    }
+    if (waiting.length >= this.limits.maxPending) {
+      throw fail('RATE_LIMITED', 'Too many CLI logins are waiting for their browser sign-in right now. Try again in a few minutes.');
+    }
   }
 
   /** A login by id (also ended ones, for a while); undefined when unknown, forgotten or not a login id. One read. */

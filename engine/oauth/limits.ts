@@ -46,9 +46,17 @@ export const CLI_LOGIN_MEMORY_MS = 10 * 60_000;
 
 /**
  * Most CLI logins in progress at once across the installation; more are refused until some end.
- * Counted before the new login is written, so concurrent starts may pass it by their number. Our decision.
+ * Counted in the transaction that writes the new login. Our decision.
  */
 export const CLI_LOGIN_MAX_PENDING = 1000;
+
+/**
+ * Default of the most CLI logins in progress at once from one source address
+ * (SLIPWAY_CLI_LOGINS_PER_SOURCE), so that one client cannot fill `CLI_LOGIN_MAX_PENDING` for
+ * everybody (docs/faults.md "CLI logins"). A person runs one `heroku login` at a time; ten leaves
+ * room for a few people behind one NAT address. Our decision.
+ */
+export const CLI_LOGIN_MAX_PENDING_PER_SOURCE = 10;
 
 /**
  * A waiting poll re-reads its login from the metadata store at least this often (ms): an answer

@@ -78,4 +78,10 @@ export interface CliLoginRecord {
   state: CliLoginState;
   /** The account that answered in the browser; null while pending. */
   accountId: string | null;
+  /**
+   * Who started it, as counted for the per-source limit (an IPv4 address or IPv6 /64 prefix,
+   * server/http/client-address.ts); absent on logins of builds before the limit. Kept only as
+   * long as the record (its TTL plus CLI_LOGIN_MEMORY_MS).
+   */
+  source?: string;
 }

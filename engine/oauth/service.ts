@@ -13,6 +13,7 @@ import { Authorizations } from './authorizations.js';
 import { WebSessions } from './web-sessions.js';
 import { SignIn } from './sign-in.js';
 import { CliLogins } from './cli-logins.js';
+import { CLI_LOGIN_MAX_PENDING, CLI_LOGIN_TTL_MS } from './limits.js';
 import { OnceForms } from './once-forms.js';
 import { NO_TEAMS, type TeamDirectory } from './owners.js';
 
@@ -31,13 +32,17 @@ export interface OAuth {
   prune(): Promise<number>;
 }
 
-/** Builds the OAuth engine over one store and clock. */
-export function createOAuth(store: Store, clock: Clock, accounts: Accounts, teams: TeamDirectory = NO_TEAMS): OAuth {
+/**
+ * Builds the OAuth engine over one store and clock.
+ * @param opts.cliLoginsPerSource most CLI logins waiting at once from one source (default
+ *   CLI_LOGIN_MAX_PENDING_PER_SOURCE)
+ */
+export function createOAuth(store: Store, clock: Clock, accounts: Accounts, teams: TeamDirectory = NO_TEAMS, opts: { cliLoginsPerSource?: number } = {}): OAuth {
   const clients = new Clients(store.metadata, clock);
   const authorizationCodes = new AuthorizationCodes(store.metadata, clock, clients);
   const sessions = new WebSessions(store.metadata, clock);
   const signIn = new SignIn(store.metadata, clock, accounts);
-  const cliLogins = new CliLogins(store.metadata, clock);
+  const cliLogins = new CliLogins(store.metadata, clock, { ttlMs: CLI_LOGIN_TTL_MS, maxPending: CLI_LOGIN_MAX_PENDING, maxPendingPerSource: opts.cliLoginsPerSource });
   const onceForms = new OnceForms(store.metadata, clock);
   return {
     clients, authorizationCodes, sessions, signIn, teams, cliLogins, onceForms,

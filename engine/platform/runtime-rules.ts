@@ -5,6 +5,7 @@
  */
 import type { ImageInfo } from '../registry/records.js';
 import { MAX_LAYERS_SHARED_RUNTIME } from '../registry/image-info.js';
+import { unscannedWarning } from '../registry/inspect-limits.js';
 import type { AppRecord } from './records.js';
 
 /**
@@ -60,6 +61,10 @@ export function releaseWarnings(image: ImageInfo, app: AppRecord, features: Reco
   if (image.whiteouts > 0) {
     if (inSpace) out.push(`image has ${image.whiteouts} whiteout file(s): files deleted in a later layer are not honoured in isolated spaces, and there is no workaround`);
     else if (!features[NEW_LAYER_EXTRACT]) out.push(`image has ${image.whiteouts} whiteout file(s): files deleted in a later layer are not honoured; enable the ${NEW_LAYER_EXTRACT} labs feature to fix this`);
+  }
+  // Whiteouts in a layer not fully inspected are unknown; moot where whiteouts are honoured.
+  if (inSpace || !features[NEW_LAYER_EXTRACT]) {
+    for (const l of image.unscannedLayers ?? []) out.push(unscannedWarning(l.digest, l.reason));
   }
   if (!inSpace && image.layerCount > MAX_LAYERS_SHARED_RUNTIME) {
     out.push(`image has ${image.layerCount} layers; more than ${MAX_LAYERS_SHARED_RUNTIME} layers may fail to start on the shared runtime`);

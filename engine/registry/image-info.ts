@@ -7,13 +7,15 @@ import { fail } from '../errors.js';
 import type { ImageInfo } from './records.js';
 import type { LayerScan } from '../blobs/records.js';
 import { storableString } from '../storage/metadata.js';
+import type { Digest } from '../digest.js';
+import { unscannedWarning } from './inspect-limits.js';
 
 /**
  * Fields a worker extracts from an image config blob (Docker image spec v1.2): the config part
  * of ImageInfo (`ignoredInstructions`: config keys present among Volumes, ExposedPorts,
  * StopSignal, Shell, Healthcheck).
  */
-export type ConfigSummary = Omit<ImageInfo, 'layerCount' | 'whiteouts' | 'warnings'>;
+export type ConfigSummary = Omit<ImageInfo, 'layerCount' | 'whiteouts' | 'warnings' | 'unscannedLayers'>;
 
 /** More layers than this may fail to start on the shared runtime (docs/rules.md Limits). */
 export const MAX_LAYERS_SHARED_RUNTIME = 40;
@@ -60,9 +62,16 @@ export function checkConfigStrings(c: ConfigSummary): void {
   }
 }
 
-/** Builds the ImageInfo with its warnings. `scans` holds one entry per layer, in order. */
-export function imageInfo(c: ConfigSummary, scans: LayerScan[]): ImageInfo {
+/**
+ * Builds the ImageInfo with its warnings. `scans` holds one entry per layer, in order, and
+ * `layers` their digests (for the warning of a layer whose scan stopped at a limit:
+ * engine/registry/inspect-limits.ts; one warning per distinct layer).
+ */
+export function imageInfo(c: ConfigSummary, scans: LayerScan[], layers: readonly Digest[] = []): ImageInfo {
   const warnings: string[] = [];
+  const unscanned = new Map<Digest, string>();
+  scans.forEach((s, i) => { if (s.unscanned !== undefined && layers[i] !== undefined) unscanned.set(layers[i]!, s.unscanned); });
+  for (const [digest, reason] of unscanned) warnings.push(unscannedWarning(digest, reason));
   const whiteouts = scans.reduce((n, s) => n + s.whiteouts, 0);
   if (scans.length > MAX_LAYERS_SHARED_RUNTIME) {
     warnings.push(`image has ${scans.length} layers; more than ${MAX_LAYERS_SHARED_RUNTIME} layers may fail to start on the shared runtime`);
@@ -77,5 +86,5 @@ export function imageInfo(c: ConfigSummary, scans: LayerScan[]): ImageInfo {
   if (c.user && c.user !== 'root' && c.user !== '0') {
     warnings.push(`USER ${c.user} is not the user used at runtime`);
   }
-  return { ...c, layerCount: scans.length, whiteouts, warnings };
+  return { ...c, layerCount: scans.length, whiteouts, warnings, ...(unscanned.size > 0 ? { unscannedLayers: [...unscanned].map(([digest, reason]) => ({ digest, reason })) } : {}) };
 }

@@ -29,6 +29,11 @@ export interface ImageInfo {
   layerCount: number;
   /** Whiteout entries found across all layers. */
   whiteouts: number;
+  /**
+   * Layers whose scan stopped at a limit (engine/registry/inspect-limits.ts), each with why in
+   * words; absent when every layer was scanned whole (and on records of earlier builds).
+   */
+  unscannedLayers?: Array<{ digest: Digest; reason: string }>;
   /** Human-readable warnings a release shows (layer count, whiteouts, ignored instructions…). */
   warnings: string[];
 }

@@ -43,6 +43,8 @@ export interface InspectRequest {
   config: Digest;
   /** Layers not inspected before (their scan is cached on the blob record afterwards). */
   layers: Digest[];
+  /** The account the inspection runs for: its tasks share that account's part of the pool (workers/fair-queue.ts); '' or absent: one shared anonymous tenant. */
+  account?: string;
 }
 export interface InspectResult {
   config: ConfigSummary;
@@ -133,10 +135,13 @@ export class Registry {
 
   /**
    * Stores a manifest under a tag or its digest.
+   * A layer whose scan hits a limit does not fail the PUT: the image carries a warning
+   * (engine/registry/inspect-limits.ts).
    * @param appId the app that owns `repository` (already authorised by the caller)
+   * @param account the pushing account, whose share of the worker pool the inspection uses
    * @throws MANIFEST_INVALID, MANIFEST_BLOB_UNKNOWN, DIGEST_INVALID, UNSUPPORTED_ARCHITECTURE
    */
-  async putManifest(repository: string, appId: string, reference: string, bytes: Uint8Array, contentType: string | undefined): Promise<Digest> {
+  async putManifest(repository: string, appId: string, reference: string, bytes: Uint8Array, contentType: string | undefined, account = ''): Promise<Digest> {
     const digest = digestOf(bytes);
     const tag = this.#tagOrDigest(reference, digest);
     const parsed = parseManifest(bytes, contentType);
@@ -150,7 +155,7 @@ export class Registry {
       if (blob.size !== d.size) throw fail('MANIFEST_INVALID', `descriptor size ${d.size} of ${d.digest} does not match the blob's ${blob.size} bytes`, { digest: d.digest });
     });
     const existing = read[read.length - 1] as ManifestRecord | undefined;
-    const image = existing?.image ?? (await this.#inspectPushed(repository, parsed.config.digest, parsed.layers.map((l) => l.digest), parsed.blobs));
+    const image = existing?.image ?? (await this.#inspectPushed(repository, parsed.config.digest, parsed.layers.map((l) => l.digest), parsed.blobs, account));
     const now = this.clock.now();
     const rmKey = key(repository, digest);
     await this.metadata.transact(async (tx) => {
@@ -317,10 +322,10 @@ export class Registry {
    * The worker reports a missing blob as BLOB_UNKNOWN with `{ digest }` (workers/inspect-image.ts).
    * @throws MANIFEST_BLOB_UNKNOWN as above; whatever the inspection throws otherwise.
    */
-  async #inspectPushed(repository: string, configDigest: Digest, layers: Digest[], blobs: Digest[]): Promise<ImageInfo> {
+  async #inspectPushed(repository: string, configDigest: Digest, layers: Digest[], blobs: Digest[], account: string): Promise<ImageInfo> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#inspect(configDigest, layers);
+        return await this.#inspect(configDigest, layers, account);
       } catch (e) {
         const gone = await this.#firstUnlinked(this.metadata, repository, blobs);
         if (gone) throw deletedWhileChecked(gone);
@@ -332,19 +337,19 @@ export class Registry {
     }
   }
 
-  async #inspect(configDigest: Digest, layers: Digest[]) {
+  async #inspect(configDigest: Digest, layers: Digest[], account: string) {
     const known = new Map<Digest, LayerScan>();
     const unique = [...new Set(layers)];
     (await this.metadata.getMany(blobRecordRefs(unique))).forEach((rec, i) => { if (rec?.scan) known.set(unique[i]!, rec.scan); });
     const pending = unique.filter((d) => !known.has(d));
-    const result = await this.inspect({ config: configDigest, layers: pending });
+    const result = await this.inspect({ config: configDigest, layers: pending, account });
     checkPlatform(result.config);
     checkConfigStrings(result.config);
     const fresh = new Map<Digest, LayerScan>();
     for (const d of pending) if (result.scans[d]) fresh.set(d, result.scans[d]!);
     if (fresh.size > 0) await this.metadata.transact((tx) => putLayerScansInTransaction(tx, fresh));
     const scans = layers.map((d) => fresh.get(d) ?? known.get(d) ?? { whiteouts: 0, examples: [], readable: false });
-    return imageInfo(result.config, scans);
+    return imageInfo(result.config, scans, layers);
   }
 }
 

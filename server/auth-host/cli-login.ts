@@ -26,6 +26,7 @@ import { sendPage, sendRedirect } from './views.js';
 import { field, readForm } from './forms.js';
 import { CLI_LOGIN_RECHECK_MS, CLI_LOGIN_TOKEN_TTL_SECONDS } from '../../engine/oauth/limits.js';
 import type { CliLogin } from '../../engine/oauth/cli-logins.js';
+import { sourceKey } from '../http/client-address.js';
 
 type Params = Record<string, string>;
 
@@ -50,13 +51,18 @@ const utc = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T',
 /** A short, non-secret handle of a login for logs. */
 const logId = (id: string) => id.slice(0, 8);
 
-/** POST /auth {description?}: starts a login. */
+/**
+ * POST /auth {description?}: starts a login. At most SLIPWAY_CLI_LOGINS_PER_SOURCE logins of one
+ * source address wait at once (docs/faults.md "CLI logins"); more get 429 `rate_limit`.
+ */
 export async function startCliLogin(ctx: AuthContext, ex: Exchange): Promise<void> {
   try {
+    // Read before the body: some transports know the peer only while the request is open.
+    const source = sourceKey(ctx.sources.of(ex.remoteAddress, ex.header('x-forwarded-for')));
     const body = await readJson(ex);
     const description = body.description ?? '';
     if (typeof description !== 'string') return cliError(ex, 422, 'invalid_params', 'description must be a string.');
-    const { login, token } = await ctx.oauth.cliLogins.start(description);
+    const { login, token } = await ctx.oauth.cliLogins.start(description, source);
     const paths = cliLoginPaths(login.id);
     ctx.log.info({ reqId: ex.id, login: logId(login.id), description: login.description }, 'CLI login started');
     sendJson(ex, 201, {

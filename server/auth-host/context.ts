@@ -1,6 +1,7 @@
 /** Everything an auth-host handler needs: the API context plus the pages and cookie settings. */
 import type { ApiContext } from '../api/context.js';
 import type { Views } from './views.js';
+import type { SourceAddresses } from '../http/client-address.js';
 
 export interface AuthContext extends ApiContext {
   views: Views;
@@ -8,4 +9,6 @@ export interface AuthContext extends ApiContext {
   secureCookies: boolean;
   /** Longest wait of one CLI-login poll, ms (SLIPWAY_CLI_LOGIN_POLL_WAIT). */
   cliLoginPollMs: number;
+  /** Where a request comes from, for per-source limits (SLIPWAY_TRUSTED_PROXIES). */
+  sources: SourceAddresses;
 }

@@ -4,10 +4,12 @@
  * Labels are bounded: a host name, a route template (`/v2/<name>/blobs/<digest>`, never a
  * repository name, digest or token), a method and a status class (`2xx`).
  *
- * Store sizes are read through the metadata contract at scrape time (the gauges' `collect` is
- * async): blob and manifest counts and bytes at most once per `STORE_SCAN_MS`, since counting
- * every record is one paged pass over the blob and manifest keyspaces; open upload sessions
- * (bounded per account) on every scrape.
+ * A scrape answers from memory whatever the metadata store's state (docs/faults.md "/metrics
+ * during a store outage"): store sizes (blob and manifest counts and bytes, one paged pass over
+ * two keyspaces) are read in the background at most once per `STORE_SCAN_MS`; a scrape waits at
+ * most `SCRAPE_WAIT_MS` for a read in progress and otherwise shows the last totals read, with
+ * `slipway_store_up` (0 while the last read failed) and `slipway_store_totals_age_seconds`.
+ * Open upload sessions (bounded per account) are a number in memory, read on every scrape.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Store } from '../../engine/store.js';
@@ -20,6 +22,9 @@ const REQUEST_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 
 /** Minimum ms between two passes over the store for the size gauges. */
 const STORE_SCAN_MS = 2_000;
+
+/** Longest a scrape waits for a store pass in progress before it shows the last totals (ms). */
+export const SCRAPE_WAIT_MS = 1_000;
 
 /** Where a worker pool's queue length comes from. */
 export interface PoolProbe {
@@ -91,25 +96,17 @@ export class Metrics {
     // prom-client names these gauges `_total`, which Prometheus reserves for counters (promtool
     // rejects them); the handle and request counts are of little use to an operator anyway.
     for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
-    // The store totals page through whole keyspaces: read at most once per STORE_SCAN_MS, and
-    // one read shared by the gauges a single scrape collects concurrently.
-    let scanned = 0;
-    let sizes: Promise<{ blobs: number; blobBytes: number; manifests: number; manifestBytes: number }> | undefined;
-    const scan = () => {
-      if (sizes && Date.now() - scanned < STORE_SCAN_MS) return sizes;
-      scanned = Date.now();
-      const read = Promise.all([blobTotals(store.metadata), manifestTotals(store.metadata)])
-        .then(([b, m]) => ({ blobs: b.blobs, blobBytes: b.bytes, manifests: m.manifests, manifestBytes: m.bytes }));
-      read.catch(() => { if (sizes === read) sizes = undefined; });
-      sizes = read;
-      return read;
-    };
+    const totals = new StoreTotals(() => Promise.all([blobTotals(store.metadata), manifestTotals(store.metadata)])
+      .then(([b, m]) => ({ blobs: b.blobs, blobBytes: b.bytes, manifests: m.manifests, manifestBytes: m.bytes })));
     const gauge = (name: string, help: string, read: () => number | Promise<number>) =>
       new Gauge({ name, help, registers: [this.registry], async collect() { this.set(await read()); } });
-    gauge('slipway_store_blobs', 'Blob records in the store.', async () => (await scan()).blobs);
-    gauge('slipway_store_blob_bytes', 'Bytes of every stored blob.', async () => (await scan()).blobBytes);
-    gauge('slipway_store_manifests', 'Manifest records in the store.', async () => (await scan()).manifests);
-    gauge('slipway_store_manifest_bytes', 'Bytes of every stored manifest.', async () => (await scan()).manifestBytes);
+    const stored = (field: keyof StoreSizes) => async () => (await totals.recent())?.[field] ?? 0;
+    gauge('slipway_store_blobs', 'Blob records in the store (last successful read: see slipway_store_totals_age_seconds).', stored('blobs'));
+    gauge('slipway_store_blob_bytes', 'Bytes of every stored blob (last successful read).', stored('blobBytes'));
+    gauge('slipway_store_manifests', 'Manifest records in the store (last successful read).', stored('manifests'));
+    gauge('slipway_store_manifest_bytes', 'Bytes of every stored manifest (last successful read).', stored('manifestBytes'));
+    gauge('slipway_store_up', '1 when the last read of the metadata store for these metrics succeeded, 0 when it failed (store unavailable).', async () => ((await totals.recent(), totals.up) ? 1 : 0));
+    gauge('slipway_store_totals_age_seconds', 'Seconds since the store totals were last read successfully (-1: never).', () => totals.ageSeconds());
     const inFlight = this.inFlight;
     new Gauge({
       name: 'slipway_http_requests_in_flight', help: 'Requests being handled now, by host.', labelNames: ['host'] as const, registers: [this.registry],
@@ -130,6 +127,54 @@ export class Metrics {
   /** Stops listening to engine events. */
   close(): void {
     this.#unsubscribe();
+  }
+}
+
+/** The store sizes the gauges show. */
+interface StoreSizes { blobs: number; blobBytes: number; manifests: number; manifestBytes: number }
+
+/**
+ * The last store sizes read, refreshed in the background: a pass starts when a scrape finds the
+ * totals older than `STORE_SCAN_MS` (one pass at a time, shared by the gauges of one scrape),
+ * and a scrape waits for it at most `SCRAPE_WAIT_MS`. A failed pass keeps the last totals and
+ * sets `up` false; it never fails the scrape.
+ */
+class StoreTotals {
+  #last: StoreSizes | undefined;
+  /** `performance.now()` of the last successful read and of the last attempt. */
+  #readAt = -1;
+  #triedAt = -Infinity;
+  #reading: Promise<void> | undefined;
+  /** False while the last pass failed. */
+  up = true;
+
+  constructor(readonly read: () => Promise<StoreSizes>) {}
+
+  /**
+   * The last totals read (undefined before the first success), after waiting for a fresher read
+   * until at most `SCRAPE_WAIT_MS` after that read started. Never rejects.
+   */
+  async recent(): Promise<StoreSizes | undefined> {
+    if (!this.#reading && performance.now() - this.#triedAt >= STORE_SCAN_MS) {
+      this.#triedAt = performance.now();
+      this.#reading = this.read().then(
+        (t) => { this.#last = t; this.#readAt = performance.now(); this.up = true; },
+        () => { this.up = false; },
+      ).finally(() => { this.#reading = undefined; });
+    }
+    // The gauges of one scrape share the pass and its deadline: together they wait SCRAPE_WAIT_MS at most.
+    const left = this.#triedAt + SCRAPE_WAIT_MS - performance.now();
+    if (this.#reading && left > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.#reading, new Promise<void>((resolve) => { timer = setTimeout(resolve, left); })]);
+      clearTimeout(timer);
+    }
+    return this.#last;
+  }
+
+  /** Seconds since the last successful read; -1 before the first. */
+  ageSeconds(): number {
+    return this.#readAt < 0 ? -1 : Math.round((performance.now() - this.#readAt) / 100) / 10;
   }
 }
 

@@ -56,6 +56,8 @@ export const REGISTRY_ERRORS: ErrorTable = {
   UNAVAILABLE: row('TOOMANYREQUESTS', 503),
   // docker/distribution's own code for a registry that cannot serve right now (errcode.ErrorCodeUnavailable).
   STORE_UNAVAILABLE: row('UNAVAILABLE', 503),
+  // The blob store away: the same code, not TOOMANYREQUESTS, which clients read as rate limiting.
+  BLOB_STORE_UNAVAILABLE: row('UNAVAILABLE', 503),
   // 507 Insufficient Storage (RFC 4918 §11.5): docker prints the status line ("507 Insufficient
   // Storage"), containers/image the code and message; UNAVAILABLE is retried by both (docs/faults.md).
   STORAGE_FULL: row('UNAVAILABLE', 507),

@@ -20,7 +20,7 @@ export async function putManifest(ctx: RegistryContext, ex: Exchange, admitted: 
     if ((e as { code?: string }).code === 'BODY_TOO_LARGE') throw fail('MANIFEST_TOO_LARGE', `manifest exceeds the ${MAX_MANIFEST_BYTES}-byte (4 MiB) limit`);
     throw e;
   }
-  const digest = await ctx.registry.putManifest(repository, app.id, reference, body, ex.header('content-type'));
+  const digest = await ctx.registry.putManifest(repository, app.id, reference, body, ex.header('content-type'), admitted.caller?.principal.accountId);
   ex.send(201, { 'docker-distribution-api-version': API_VERSION, location: `${ctx.urls.registry}/v2/${repository}/manifests/${digest}`, 'docker-content-digest': digest });
 }
 

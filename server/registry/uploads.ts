@@ -60,7 +60,7 @@ async function append(ctx: RegistryContext, ex: Exchange, lease: Lease, rec: Upl
     keep = isSlipwayError(e) && e.code === 'TOO_SLOW' ? 'received' : false;
     cutOff = e;
   }
-  const updated = await ctx.uploads.finishAppend(rec, writer, keep);
+  const updated = await ctx.uploads.finishAppend(rec, writer, keep, cutOff);
   if (keep === 'received') throw fail('TOO_SLOW', (cutOff as Error).message, { offset: updated.offset });
   return updated;
 }

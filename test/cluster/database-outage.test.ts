@@ -12,14 +12,13 @@
  */
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
-import { startInProcess, waitFor } from '../helpers/harness.js';
-import { startPostgres, postgresSkip } from '../helpers/postgres.js';
+import { waitFor } from '../helpers/harness.js';
+import { postgresSkip } from '../helpers/postgres.js';
+import { startOutageNode } from '../helpers/outage.js';
 import { freePort } from '../helpers/daemons.js';
 import { runCli, tempDir } from '../helpers/server.js';
-import { basic, createApp, http, type Reply } from '../helpers/http.js';
+import { http, type Reply } from '../helpers/http.js';
 import { api, Browser, findForm, registerClient } from '../helpers/oauth.js';
-import { buildImage, sampleSpec } from '../helpers/image.js';
-import { pushBuiltImage } from '../helpers/registry.js';
 
 const skip = postgresSkip();
 /** Longest any request may take while the database is down (connect and statement timeouts are 2 s here). */
@@ -32,18 +31,7 @@ async function timed(fn: () => Promise<Reply>): Promise<{ r: Reply; ms: number }
 }
 
 t.test('the metadata database stops mid-traffic and comes back', { skip }, async (t) => {
-  const db = await startPostgres();
-  t.teardown(() => db.stop());
-  const node = await startInProcess({
-    databaseUrl: db.connectionString,
-    env: { SLIPWAY_DATABASE_CONNECT_TIMEOUT: '2', SLIPWAY_DATABASE_STATEMENT_TIMEOUT: '2' },
-  });
-  t.teardown(() => node.stop());
-  const key = node.apiKey!;
-  t.equal((await createApp(node.api, key, 'outage')).status, 201);
-  const img = await buildImage(join(node.dataDir, 'img'), sampleSpec());
-  const registry = { registry: node.urls.registry, auth: basic('_', key) };
-  await pushBuiltImage(registry, 'outage/web', 'v1', img);
+  const { db, node, key, img, registry } = await startOutageNode(t, 'outage');
   const client = await registerClient(node, key);
   const browser = new Browser(node.auth);
   const signInForm = findForm((await browser.get('/login')).text, '/login');
@@ -133,7 +121,7 @@ t.test('a start against an unreachable database ends with a message naming the s
   const started = performance.now();
   const r = await runCli(['serve', '--data', tmpData(t)], { SLIPWAY_DATABASE_URL: `postgres://slipway:s3cret-pw@127.0.0.1:${port}/slipway`, SLIPWAY_DATABASE_CONNECT_TIMEOUT: '2' });
   t.equal(r.code, 1, 'exit 1');
-  t.match(r.stderr, /cannot reach the metadata database at postgres:\/\/slipway:\*\*\*@127\.0\.0\.1:\d+\/slipway \(SLIPWAY_DATABASE_URL\)/, 'the message names the setting and the redacted URL');
+  t.match(r.stdout + r.stderr, /cannot reach the metadata database at postgres:\/\/slipway:\*\*\*@127\.0\.0\.1:\d+\/slipway \(SLIPWAY_DATABASE_URL\)/, 'the message (a JSON log line on stdout since start-up lines are JSON) names the setting and the redacted URL');
   t.notMatch(r.stdout + r.stderr, /s3cret-pw/, 'the password is never printed');
   t.comment(`unreachable database: exited ${Math.round(performance.now() - started)} ms after the process started`);
 });

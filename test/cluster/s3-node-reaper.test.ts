@@ -9,7 +9,7 @@
  *   nobody will remove), and once node-a's reaper has run: no record, no multipart upload and
  *   no session object under node-a's keys;
  * - node-a's operations fail only with the registry's own errors (busy, unknown, invalid, and
- *   unavailable when RGW answers a completion racing the abort with a 500).
+ *   the blob store's unavailability when RGW answers a completion racing the abort with a 500).
  * Sessions of the two kinds: smaller than one part (no multipart upload yet) and larger.
  */
 import t from 'tap';
@@ -34,11 +34,11 @@ const ROUNDS = Number(process.env.SLIPWAY_TEST_ROUNDS ?? 40);
 const PREFIX = 'reaper/';
 const TTL = 1000;
 /**
- * What node-a may answer: busy, unknown, invalid; and UNAVAILABLE, which RGW causes by answering
+ * What node-a may answer: busy, unknown, invalid; and BLOB_STORE_UNAVAILABLE, which RGW causes by answering
  * a CompleteMultipartUpload that races the abort with HTTP 500 ("This multipart completion is
  * already in progress"): a 503 with Retry-After, after which the session is gone.
  */
-const ALLOWED = new Set(['UPLOAD_BUSY', 'BLOB_UPLOAD_UNKNOWN', 'BLOB_UPLOAD_INVALID', 'UNAVAILABLE']);
+const ALLOWED = new Set(['UPLOAD_BUSY', 'BLOB_UPLOAD_UNKNOWN', 'BLOB_UPLOAD_INVALID', 'BLOB_STORE_UNAVAILABLE']);
 
 t.test("the reaper lock's holder reaping a node's session while that node appends and completes it", { skip }, async (t) => {
   const { db, s3 } = await startSharedStores(t, { memstoreBytes: 2 * 1024 ** 3 });

@@ -12,6 +12,8 @@ import tar from 'tar-stream';
 export interface LayerSpec {
   /** path → content; a path whose basename starts with `.wh.` is a whiteout. */
   files: Record<string, string | Buffer>;
+  /** The layer blob as it is (test/helpers/hostile-layers.ts); `files` is then ignored. */
+  bytes?: Buffer;
   /** gzip level (0-9, default zlib's); 1 makes a large random layer quick to build. */
   level?: number;
 }
@@ -53,7 +55,7 @@ export async function buildImage(dir: string, spec: ImageSpec): Promise<BuiltIma
   mkdirSync(dir, { recursive: true });
   const layers = [];
   for (const l of spec.layers) {
-    const bytes = await layerTar(l.files, l.level);
+    const bytes = l.bytes ?? await layerTar(l.files, l.level);
     layers.push({ digest: sha256(bytes), bytes });
   }
   const config = Buffer.from(JSON.stringify({
