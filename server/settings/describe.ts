@@ -54,7 +54,7 @@ export function settingsHelp(): string {
   return lines.join('\n');
 }
 
-const cell = (t: string) => t.replace(/\|/g, '\\|');
+const cell = (t: string) => t.replace(/\|/g, '\\|').replace(/</g, '&lt;');
 
 /** docs/settings.md, whole. */
 export function settingsMarkdown(): string {

@@ -45,10 +45,10 @@ const text = (v: unknown): string => {
   throw new Invalid();
 };
 
-/** An integer from `min` to `max`; strings of digits or file integers. */
-export function integer(min: number, max: number, unit = ''): Kind<number> {
+/** An integer from `min` to `max` (default: no bound but the safe integers); strings of digits or file integers. */
+export function integer(min: number, max = Number.MAX_SAFE_INTEGER, unit = ''): Kind<number> {
   return {
-    expects: `an integer ${min}-${max}${unit ? ` (${unit})` : ''}`,
+    expects: `an integer ${max === Number.MAX_SAFE_INTEGER ? `${min} or more` : `${min}-${max}`}${unit ? ` (${unit})` : ''}`,
     placeholder: 'N',
     parse(v) {
       const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : NaN;
