@@ -179,11 +179,10 @@ export function secret(expects: string, check: (s: string) => void): Kind<string
 }
 
 /**
- * How a bad value is quoted in a message: JSON for strings and numbers, cut to 80 characters;
- * never for a secret kind.
+ * How a bad value is quoted in a message: JSON for strings and numbers (the secret part of a
+ * value redacted), cut to 80 characters. Never called for a secret kind.
  */
 export function quote(kind: Kind<unknown>, value: unknown): string {
-  if (kind.secret) return 'a value that is not one (not shown)';
   const s = JSON.stringify(kind.redact && typeof value === 'string' ? kind.redact(value) : value) ?? String(value);
   return s.length > 80 ? `${s.slice(0, 77)}...` : s;
 }

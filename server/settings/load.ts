@@ -54,7 +54,9 @@ export function readSettings(env: Source, flags: Source): { values: Values; file
       values.set(s.path, { value: s.kind.parse(raw, origin), where });
     } catch (e) {
       if (!(e instanceof Invalid)) throw e;
-      problems.push(`${where}: expected ${s.kind.expects}, got ${quote(s.kind, raw)}${e.detail ? ` (${e.detail})` : ''}`);
+      problems.push(s.kind.secret
+        ? `${where}: expected ${s.kind.expects}; the value given (not shown) ${e.detail ?? 'is not'}`
+        : `${where}: expected ${s.kind.expects}, got ${quote(s.kind, raw)}${e.detail ? ` (${e.detail})` : ''}`);
     }
   };
   const file = configFileOf(env, flags);

@@ -42,11 +42,11 @@ const VENDOR = /^[a-z][a-z0-9.-]{0,62}$/;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const vendor = word('a vendor name (a-z first, then a-z 0-9 . -; at most 63)', 'NAME', VENDOR);
-const serverKey = secret('the base64 of exactly 32 random bytes', (s) => {
+const serverKey = secret('the base64 of exactly 32 random bytes (a key file made by `slipway key generate`, through base64 -w0)', (s) => {
   try {
     decodeServerKey(s, 'key');
-  } catch {
-    throw new Invalid('it does not decode to 32 bytes');
+  } catch (e) {
+    throw new Invalid(/decodes to \d+ bytes/.exec((e as Error).message)?.[0] ?? 'is not');
   }
 });
 
