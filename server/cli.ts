@@ -205,7 +205,7 @@ async function main(argv: string[]): Promise<number> {
   const config = loaded.config;
   switch (command) {
     case 'config check':
-      console.log(checkSummary(loaded));
+      console.log(checkSummary(loaded, process.env));
       return 0;
     case 'config print':
       console.log(printSettings(loaded, values.json === true));

@@ -17,8 +17,13 @@ export interface Loaded {
   file?: string;
 }
 
-/** The summary `slipway config check` prints for settings that loaded. */
-export function checkSummary({ config: c, values, file }: Loaded): string {
+/**
+ * The summary `slipway config check` prints for settings that loaded; `env` is searched for
+ * SLIPWAY_* variables that name no setting (a misspelt variable is otherwise silently unused).
+ */
+export function checkSummary({ config: c, values, file }: Loaded, env: Record<string, string | undefined>): string {
+  const known = new Set(['SLIPWAY_CONFIG', ...SETTINGS.map((s) => s.env)]);
+  const unknown = Object.keys(env).filter((k) => k.startsWith('SLIPWAY_') && !known.has(k) && env[k] !== '').sort();
   const count = (prefix: string) => [...values.values()].filter((v) => v.where.startsWith(prefix)).length;
   const scheme = (tls: boolean) => (tls ? 'https' : 'http');
   const b = c.blobStore;
@@ -30,6 +35,7 @@ export function checkSummary({ config: c, values, file }: Loaded): string {
     `Metadata: ${c.databaseUrl === undefined ? `embedded LMDB in ${join(c.dataDir, 'lmdb')}` : `PostgreSQL ${redactDatabaseUrl(c.databaseUrl)} (pool ${c.databasePool})`}.`,
     `Blobs: ${b.kind === 'fs' ? `files in ${join(c.dataDir, 'blobs')}` : `s3://${b.bucket}/${b.prefix} at ${b.endpoint ?? `AWS S3 (${b.region})`}, credentials ${b.credentials ? 'from s3.access_key_id and s3.secret_access_key_file' : 'from the AWS SDK\'s chain'}`}.`,
     `Server key: ${key}.`,
+    ...(unknown.length > 0 ? [`Not settings (unused): ${unknown.join(', ')}.`] : []),
   ].join('\n');
 }
 

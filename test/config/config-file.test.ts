@@ -141,12 +141,13 @@ t.test('config check summarises a good file; config print shows sources and no s
     '  pool: 20',
     'api: { accept_vendors: [heroku, acme] }',
   ].join('\n'));
-  const check = await cli(['config', 'check', '--config', file], { SLIPWAY_SERVER_KEY: serverKey, SLIPWAY_DATABASE_CACHE: 'off' });
+  const check = await cli(['config', 'check', '--config', file], { SLIPWAY_SERVER_KEY: serverKey, SLIPWAY_DATABASE_CACHE: 'off', SLIPWAY_REGISTY_PORT: '1' });
   t.equal(check.code, 0, `exit 0 (${check.stderr})`);
   t.match(check.stdout, new RegExp(`Config file ${file}: good\\. Settings given: 8 in the file, 3 in the environment, 0 as flags`));
   t.match(check.stdout, /registry https:\/\/127\.0\.0\.1:5443/);
   t.match(check.stdout, /Metadata: PostgreSQL postgres:\/\/slipway:\*\*\*@db\.internal:5432\/slipway \(pool 20\)/, 'the password file is read; the password shown as ***');
   t.match(check.stdout, /Server key: environment variable SLIPWAY_SERVER_KEY\./);
+  t.match(check.stdout, /Not settings \(unused\): SLIPWAY_REGISTY_PORT\./, 'a misspelt variable is named');
   const print = await cli(['config', 'print', '--config', file], { SLIPWAY_SERVER_KEY: serverKey });
   t.equal(print.code, 0);
   t.match(print.stdout, /^registry\.port +\= 5443 {2}# config file .*cluster\.yml: registry\.port$/m);
