@@ -3,7 +3,7 @@
  * place: the engine function that turns it into a store key (or the registry's name and
  * reference parsers), before the store is touched. LMDB refuses keys over 1978 bytes with an
  * exception, so an unchecked 10 KB identifier would otherwise surface as a 500; here it is a 4xx
- * whose message names the limit. README "Identifier limits" lists the same table.
+ * whose message names the limit. docs/reference.md "Identifier limits" lists the same table.
  */
 import { fail, type ErrorCode } from './errors.js';
 

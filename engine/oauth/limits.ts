@@ -1,6 +1,6 @@
 /**
  * Lifetimes and policies of the OAuth service, each with its source. Where the spec says
- * "not shown" the value is our decision, recorded in the README ("OAuth decisions").
+ * "not shown" the value is our decision, recorded in docs/user-guide.md "Platform API and OAuth".
  */
 
 /** Web-flow access tokens expire 8 hours after issue (docs/rules.md States, Authentication 3, Limits). */

@@ -3,7 +3,7 @@
  * factor is mandatory, docs/rules.md Authentication 4). Passwords are checked with scrypt in libuv's
  * thread pool (engine/identity/passwords.ts), never on the event loop.
  *
- * Lockout (our decision, README "OAuth decisions"): after `SIGN_IN_MAX_FAILURES` (5)
+ * Lockout (our decision, docs/user-guide.md "Platform API and OAuth"): after `SIGN_IN_MAX_FAILURES` (5)
  * consecutive failures for one e-mail address, sign-in for that address is refused for
  * `SIGN_IN_LOCKOUT_MS` (15 minutes), and the page says so and until when. Failures are counted
  * per address whether or not an account exists, so the lockout reveals nothing about which

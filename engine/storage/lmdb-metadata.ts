@@ -27,6 +27,7 @@ import {
   type RangeOptions, type RecordRef, type RecordValues, type TransactOptions,
 } from './metadata.js';
 import { BufferedWrites, REMOVED } from './pending-writes.js';
+import { ContentionGate } from './contention-gate.js';
 import { GENERATION_DB, LmdbReadMemo, type MemoEntries } from './lmdb-read-memo.js';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -187,6 +188,8 @@ export class LmdbMetadataStore implements MetadataStore {
   /** Exclusive locks held in this process: name → settles when released. */
   readonly #held = new Map<string, Promise<void>>();
   readonly #memo: LmdbReadMemo;
+  /** Queues transactions that conflicted (contention-gate.ts). */
+  readonly #gate = new ContentionGate();
 
   /** @param env an environment opened with msgpack encoding and `overlappingSync: false`. */
   constructor(readonly env: RootDatabase) {
@@ -235,34 +238,52 @@ export class LmdbMetadataStore implements MetadataStore {
     return Promise.resolve(scan(this.handles(ks).db as Database<V, string>, opts));
   }
 
+  /**
+   * Runs `body` until an attempt commits (see the top of this file). The first attempt runs
+   * optimistically beside any others; once it has conflicted, the later attempts queue on the
+   * contention gate (engine/storage/contention-gate.ts), so transactions changing one hot record
+   * commit one after the other instead of failing after `maxAttempts`.
+   * @throws TransactionConflictError after `maxAttempts` attempts (default 16) that all conflicted.
+   */
   async transact<T>(body: (tx: MetadataTransaction) => Promise<T> | T, opts: TransactOptions = {}): Promise<T> {
     const maxAttempts = opts.maxAttempts ?? 16;
-    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-      // lmdb-js renews its read snapshot on a timer; after a conflict, read the newest state
-      // at once (else the retry would read the same stale snapshot and conflict again).
-      if (attempt > 1) {
-        this.env.resetReadTxn();
-        this.#memo.forget();
+    const clear = this.#gate.whenClear();
+    if (clear) await clear;
+    const first = await this.#attempt(body, false);
+    if (first.committed) return first.result;
+    return this.#gate.serially(async () => {
+      for (let attempt = 2; attempt <= maxAttempts; attempt++) {
+        const next = await this.#attempt(body, true);
+        if (next.committed) return next.result;
       }
-      const tx = new Attempt(this);
-      const result = await body(tx);
-      if (tx.writes.size === 0) {
-        // Read-only: lmdb-js keeps one read snapshot for a synchronous run, so this pass sees
-        // one committed state; if every read still holds there, the reads were consistent.
-        if (tx.valid()) return result;
-        continue;
-      }
-      const committed = await this.env.transaction(() => {
-        if (tx.reads.length + tx.ranges.length > 0 && !tx.valid()) return false;
-        tx.apply();
-        this.#memo.bump();
-        return true;
-      });
-      // lmdb-js renewed the read snapshot when the commit completed: read the new generation.
+      throw new TransactionConflictError(maxAttempts);
+    });
+  }
+
+  /** One attempt of `body`: run, validate, commit (or validate only when it wrote nothing). */
+  async #attempt<T>(body: (tx: MetadataTransaction) => Promise<T> | T, retry: boolean): Promise<{ committed: true; result: T } | { committed: false }> {
+    // lmdb-js renews its read snapshot on a timer; after a conflict, read the newest state
+    // at once (else the retry would read the same stale snapshot and conflict again).
+    if (retry) {
+      this.env.resetReadTxn();
       this.#memo.forget();
-      if (committed) return result;
     }
-    throw new TransactionConflictError(maxAttempts);
+    const tx = new Attempt(this);
+    const result = await body(tx);
+    if (tx.writes.size === 0) {
+      // Read-only: lmdb-js keeps one read snapshot for a synchronous run, so this pass sees
+      // one committed state; if every read still holds there, the reads were consistent.
+      return tx.valid() ? { committed: true, result } : { committed: false };
+    }
+    const committed = await this.env.transaction(() => {
+      if (tx.reads.length + tx.ranges.length > 0 && !tx.valid()) return false;
+      tx.apply();
+      this.#memo.bump();
+      return true;
+    });
+    // lmdb-js renewed the read snapshot when the commit completed: read the new generation.
+    this.#memo.forget();
+    return committed ? { committed: true, result } : { committed: false };
   }
 
   /**

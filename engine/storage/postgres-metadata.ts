@@ -44,6 +44,7 @@ import {
   type RangeOptions, type RecordRef, type RecordValues, type TransactOptions,
 } from './metadata.js';
 import { Attempt } from './postgres-attempt.js';
+import { ContentionGate } from './contention-gate.js';
 import { isRetryable, translate } from './postgres-errors.js';
 import { runExclusive, type LockConnection } from './postgres-exclusive.js';
 import { Invalidation, type Notice } from './postgres-invalidation.js';
@@ -93,6 +94,8 @@ export class PostgresMetadataStore implements MetadataStore {
   readonly #lock: LockConnection;
   /** Cache invalidation: always sends notices; listens and caches unless `readCache: false`. */
   readonly #inv: Invalidation;
+  /** Queues transactions that conflicted (contention-gate.ts). */
+  readonly #gate = new ContentionGate();
   readonly #caching: boolean;
 
   private constructor(opts: PostgresMetadataOptions) {
@@ -244,37 +247,67 @@ export class PostgresMetadataStore implements MetadataStore {
     return result;
   }
 
-  /** Runs `body` until it commits (see the top of this file); returns its result and its cache notice. */
+  /**
+   * Runs `body` until it commits (see the top of this file); returns its result and its cache
+   * notice. The first attempt runs beside any others; once it has conflicted, the later attempts
+   * queue on the contention gate (engine/storage/contention-gate.ts) with a connection of their
+   * own, taken only when their turn comes, so queued transactions hold no pooled connection.
+   * @throws TransactionConflictError after `maxAttempts` (default 16) conflicting attempts.
+   */
   async #attempts<T>(body: (tx: MetadataTransaction) => Promise<T> | T, opts: TransactOptions): Promise<{ result: T; notice: Notice | null }> {
     const maxAttempts = opts.maxAttempts ?? 16;
+    const clear = this.#gate.whenClear();
+    if (clear) await clear;
+    const first = await this.#onConnection((client) => this.#attempt(client, body));
+    if (first) return first;
+    return this.#gate.serially(() => this.#onConnection(async (client) => {
+      for (let attempt = 2; attempt <= maxAttempts; attempt++) {
+        // Back off with full jitter, doubling up to 100 ms (4, 8, 16, … ms), so transactions of
+        // other nodes (which this node's gate does not queue) that keep colliding separate.
+        await new Promise((r) => setTimeout(r, Math.random() * Math.min(100, 2 ** attempt)));
+        const next = await this.#attempt(client, body);
+        if (next) return next;
+      }
+      throw new TransactionConflictError(maxAttempts);
+    }));
+  }
+
+  /** Runs `fn` on a pooled connection, released afterwards (discarded when `fn` broke it). */
+  async #onConnection<R>(fn: (client: pg.PoolClient) => Promise<R>): Promise<R> {
     const { client, done } = await this.#checkout();
     let broken: unknown;
     try {
-      for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-        const tx = new Attempt(client);
-        try {
-          await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
-          const result = await body(tx);
-          const notice = await tx.apply(this.#inv);
-          await client.query('COMMIT');
-          return { result, notice };
-        } catch (e) {
-          await client.query('ROLLBACK').catch((rollbackError) => { broken = rollbackError; });
-          if (broken) throw translate(e);
-          if (isRetryable(e)) {
-            // Back off with full jitter, doubling up to 100 ms (4, 8, 16, … ms), so transactions
-            // that keep colliding separate. A linear 2 ms step was too short: eight concurrent
-            // manifest PUTs on images sharing base layers (each raises those blobs' refs) lost
-            // 16 times in a row on a loaded machine (test/cluster/gc-under-pushes.test.ts).
-            await new Promise((r) => setTimeout(r, Math.random() * Math.min(100, 2 ** (attempt + 1))));
-            continue;
-          }
-          throw translate(e);
-        }
+      return await fn(client);
+    } catch (e) {
+      if (e instanceof BrokenConnection) {
+        broken = e.rollbackError;
+        throw e.cause;
       }
-      throw new TransactionConflictError(maxAttempts);
+      throw e;
     } finally {
       done(broken);
+    }
+  }
+
+  /**
+   * One attempt: BEGIN SERIALIZABLE, `body`, the writes, COMMIT. Undefined when it lost a
+   * serialization conflict (rolled back; worth another attempt).
+   * @throws the translated error otherwise; BrokenConnection when even the rollback failed.
+   */
+  async #attempt<T>(client: pg.PoolClient, body: (tx: MetadataTransaction) => Promise<T> | T): Promise<{ result: T; notice: Notice | null } | undefined> {
+    const tx = new Attempt(client);
+    try {
+      await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
+      const result = await body(tx);
+      const notice = await tx.apply(this.#inv);
+      await client.query('COMMIT');
+      return { result, notice };
+    } catch (e) {
+      let rollbackError: unknown;
+      await client.query('ROLLBACK').catch((err) => { rollbackError = err ?? new Error('ROLLBACK failed'); });
+      if (rollbackError) throw new BrokenConnection(translate(e), rollbackError);
+      if (isRetryable(e)) return undefined;
+      throw translate(e);
     }
   }
 
@@ -295,5 +328,12 @@ export class PostgresMetadataStore implements MetadataStore {
   async close(): Promise<void> {
     await this.#inv.close();
     await this.pool.end();
+  }
+}
+
+/** A transaction's error after which its connection could not even roll back: it is discarded. */
+class BrokenConnection extends Error {
+  constructor(readonly cause: unknown, readonly rollbackError: unknown) {
+    super('connection broken during a transaction');
   }
 }

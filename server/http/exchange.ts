@@ -1,6 +1,6 @@
 /**
  * One HTTP request/response, independent of the transport. The registry runs the same handlers
- * on uWebSockets.js (registry host) and on the own HTTP/1.1 listener (upload host, see README "Large layers"),
+ * on uWebSockets.js (registry host) and on the own HTTP/1.1 listener (upload host, see docs/decisions.md "Large layers"),
  * so handlers see only this interface.
  *
  * Rules: header names are lowercase; response headers never include Content-Length (the

@@ -1,5 +1,5 @@
 /**
- * The upload host's HTTP/1.1 listener (README "Large layers"): any Content-Length up to 2^53 - 1
+ * The upload host's HTTP/1.1 listener (docs/decisions.md "Large layers"): any Content-Length up to 2^53 - 1
  * (the uWebSockets.js build resets 10-digit lengths), chunked bodies, keep-alive, and bulk bodies
  * read by the kernel straight into the upload writer's buffers (h1-connection.ts).
  *

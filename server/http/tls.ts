@@ -3,7 +3,7 @@
  * (`--tls-verify=false`, docker's insecure registries, which include 127.0.0.0/8) probe HTTPS
  * first, and the uWebSockets.js build we can install holds a non-HTTP connection open until
  * its 10-second idle timeout. Over plain HTTP every docker or skopeo command would stall 10 s
- * (measured: 10.7 s); over TLS the probe succeeds at once. README "TLS" has the details.
+ * (measured: 10.7 s); over TLS the probe succeeds at once. docs/operator-guide.md "TLS on the registry host" has the details.
  *
  * Without a configured certificate, a self-signed one (EC P-256, SANs for the listen host,
  * localhost, 127.0.0.1 and ::1) is generated once with the `selfsigned` library and kept in

@@ -3,7 +3,7 @@
  * monolithic upload, `mount=&from=` for a cross-repository mount), PATCH (streamed or with
  * Content-Range), PUT `?digest=`, GET status, DELETE cancel.
  *
- * Session Locations point at the upload host (README "Large layers") and carry `_state`, an
+ * Session Locations point at the upload host (docs/decisions.md "Large layers") and carry `_state`, an
  * HMAC of the session id, repository and owning node (upload-state.ts): docker sends no
  * credentials to a host it has not logged in to, so the capability authorises the session's own
  * requests. Without it, normal credentials with push access work too (both checked by

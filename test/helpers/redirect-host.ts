@@ -4,7 +4,7 @@
  * (`address:port`) instead. Nothing else is touched: no header, no request, no other host.
  *
  * Why: the platform's CLI reaches the registry at `registry.<HEROKU_HOST>` with the API's scheme
- * and port (see README "Using the platform CLI"); in a real deployment DNS maps that name; in
+ * and port (see docs/user-guide.md "Using the platform CLI"); in a real deployment DNS maps that name; in
  * tests, with every server on a free port, this preload plays the part of DNS (and of the port).
  */
 import net from 'node:net';

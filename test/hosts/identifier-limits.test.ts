@@ -1,5 +1,5 @@
 /**
- * Every identifier a request names has a maximum length (engine/identifiers.ts, README
+ * Every identifier a request names has a maximum length (engine/identifiers.ts, docs/reference.md
  * "Identifier limits"). Longer ones are refused with a 4xx whose message names the limit, before
  * the store is touched: over-long keys used to reach LMDB and answer 500 ("String does not fit in
  * target buffer"). Through the real HTTP interface, against a spawned server; nothing changes.

@@ -68,7 +68,7 @@ t.test('the uWebSockets.js listener refuses the same smuggling attempt', async (
     t.same(dup.responses.map((r) => r.status), [400], `${h.name}: one response, 400`);
     t.ok(dup.closed, `${h.name}: connection closed`);
     const both = await rawExchange(h.url, `POST ${h.path} HTTP/1.1\r\n${host(h.url)}Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`);
-    // uWS 20.30 closes this one natively, before any handler runs (README "HTTP listeners").
+    // uWS 20.30 closes this one natively, before any handler runs (docs/decisions.md "HTTP listeners").
     t.same(both.responses, [], `${h.name}: Content-Length with Transfer-Encoding: nothing processed`);
     t.ok(both.closed, `${h.name}: Content-Length with Transfer-Encoding: closed`);
     const ok = await rawExchange(h.url, `GET ${h.path} HTTP/1.1\r\n${host(h.url)}\r\n`, { expect: 1 });
