@@ -116,6 +116,21 @@ export function word(expects: string, placeholder: string, pattern: RegExp, chec
   };
 }
 
+/**
+ * Parses a URL whose scheme is one of `protocols` (`'http:'`, with the colon).
+ * @throws Invalid when `s` is not a URL or has another scheme.
+ */
+export function urlOf(s: string, protocols: readonly string[]): URL {
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    throw new Invalid();
+  }
+  if (!protocols.includes(u.protocol)) throw new Invalid();
+  return u;
+}
+
 /** An http or https URL; trailing slashes dropped. */
 export function httpUrl(): Kind<string> {
   return {
@@ -123,13 +138,7 @@ export function httpUrl(): Kind<string> {
     placeholder: 'URL',
     parse(v) {
       const s = text(v);
-      let u: URL;
-      try {
-        u = new URL(s);
-      } catch {
-        throw new Invalid();
-      }
-      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Invalid();
+      urlOf(s, ['http:', 'https:']);
       return s.replace(/\/+$/, '');
     },
   };

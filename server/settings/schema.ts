@@ -12,7 +12,7 @@
 import { decodeServerKey } from '../../engine/identity/keys.js';
 import { isNodeName } from '../../engine/blobs/node-name.js';
 import { redactDatabaseUrl } from '../../engine/store.js';
-import { decimal, httpUrl, integer, Invalid, onOff, oneOf, path, port, secret, word, wordList, type Kind } from './kinds.js';
+import { decimal, httpUrl, integer, Invalid, onOff, oneOf, path, port, secret, urlOf, word, wordList, type Kind } from './kinds.js';
 
 /** One setting. */
 export interface Setting {
@@ -57,28 +57,15 @@ const databaseUrl: Kind<unknown> = {
   show: (v) => redactDatabaseUrl(v as string),
   parse(v) {
     if (typeof v !== 'string') throw new Invalid();
-    let u: URL;
-    try {
-      u = new URL(v);
-    } catch {
-      throw new Invalid();
-    }
-    if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') throw new Invalid();
+    const u = urlOf(v, ['postgres:', 'postgresql:']);
     if (u.hostname === '') throw new Invalid('it names no host');
     if (u.pathname.replace(/^\/+/, '') === '') throw new Invalid('it names no database');
     return v;
   },
 };
 
-const appUrlTemplate = word('an http(s) URL template containing {app}, e.g. https://{app}.example.com/', 'URL', /\{app\}/, (s) => {
-  let u: URL | undefined;
-  try {
-    u = new URL(s.replaceAll('{app}', 'app'));
-  } catch {
-    u = undefined;
-  }
-  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:')) throw new Invalid();
-});
+const appUrlTemplate = word('an http(s) URL template containing {app}, e.g. https://{app}.example.com/', 'URL', /\{app\}/,
+  (s) => void urlOf(s.replaceAll('{app}', 'app'), ['http:', 'https:']));
 
 /** Every setting, in the order of `--help` and docs/settings.md. */
 export const SETTINGS: readonly Setting[] = [
