@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { collectLines, exitError } from './servers/target.js';
+import { slipwayOutput, type SlipwayUrls } from './servers/slipway-output.js';
 import { stopChild, trackChild } from './cleanup.js';
 import { clockTicks } from './procstat.js';
 
@@ -41,20 +42,18 @@ export async function startNode(dataDir: string, env: Record<string, string>, cl
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   trackChild(proc);
-  let apiKey: string | undefined;
-  let onListening: (m: RegExpExecArray) => void = () => {};
-  const listening = new Promise<RegExpExecArray>((resolve) => { onListening = resolve; });
+  const output = slipwayOutput();
+  let onListening: (urls: SlipwayUrls) => void = () => {};
+  const listening = new Promise<SlipwayUrls>((resolve) => { onListening = resolve; });
   const tail = collectLines(proc, (line) => {
-    const k = /^\s+api_key\s+(\S+)$/.exec(line);
-    if (k) apiKey = k[1];
-    const m = /^slipway listening registry=(\S+) api=(\S+) auth=(\S+) upload=(\S+) admin=(\S+)/.exec(line);
-    if (m) onListening(m);
+    const urls = output.read(line);
+    if (urls) onListening(urls);
   });
   const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`node did not start within 60 s:\n${tail.join('\n')}`)), 60_000).unref());
-  const m = await Promise.race([listening, exitError(proc, 'slipway', () => tail.join('\n')), timeout]);
+  const urls = await Promise.race([listening, exitError(proc, 'slipway', () => tail.join('\n')), timeout]);
   return {
-    urls: { registry: m[1]!, api: m[2]!, upload: m[4]!, admin: m[5]! },
-    pid: proc.pid!, apiKey,
+    urls: { registry: urls.registry, api: urls.api, upload: urls.upload, admin: urls.admin },
+    pid: proc.pid!, apiKey: output.secrets.api_key,
     stop: () => stopChild(proc),
   };
 }

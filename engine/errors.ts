@@ -37,6 +37,7 @@ export const ERROR_CONDITIONS = {
   UPLOAD_BUSY: 'Another request holds the upload session.',
   TOO_SLOW: 'A request body arrived slower than the minimum receive rate and was cut off; `detail.offset` is what was kept.',
   UNAVAILABLE: 'Temporarily out of a server resource; `detail.retryAfter` in seconds.',
+  STORAGE_FULL: 'The storage under the data directory (blob files, the embedded metadata database) is full or over its quota (ENOSPC, EDQUOT, LMDB MDB_MAP_FULL); nothing of the failed write was kept (an upload session keeps its acknowledged bytes, or says it was discarded); `detail.retryAfter` in seconds.',
   STORE_UNAVAILABLE: 'The metadata database cannot be reached (down, restarting, or too slow to answer within the statement timeout), or a write kept conflicting with concurrent writes through every retry; `detail.retryAfter` in seconds. Nothing was changed unless the request is retried and says otherwise.',
   // shared
   METHOD_NOT_ALLOWED: 'The resource does not support the request method; `detail.allow` lists the ones it does.',

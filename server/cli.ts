@@ -13,6 +13,7 @@
  *   slipway key generate [--key-file F] write a new server key file (0600; never overwrites)
  *   slipway config check|print [--config FILE]   check the settings / print the effective ones (server/settings/)
  *   slipway s3 create-bucket            create the bucket of the s3.* settings (server/ops/create-bucket.ts)
+ *   slipway operator reset-credentials  new credentials for the operator account (server/cli/operator.ts)
  * Settings come from a config file (--config FILE or SLIPWAY_CONFIG), SLIPWAY_* environment
  * variables and flags (server/settings/schema.ts; `slipway --help` lists them).
  */
@@ -22,14 +23,17 @@ import { SETTING_FLAGS } from './settings/load.js';
 import { settingsHelp } from './settings/describe.js';
 import { checkSummary, printSettings } from './settings/config-command.js';
 import { startServer } from './main.js';
+import { createLogger, lifecycleLogger } from './log.js';
+import { exitWhenFlushed } from './cli/exit.js';
+import { withAccounts } from './cli/offline.js';
+import { credentialsForTerminal } from './ops/operator-credentials.js';
 import { openBlobStore } from './blob-store.js';
 import { openStore } from '../engine/store.js';
 import { StoreUnavailableError } from '../engine/storage/metadata.js';
 import { generateKeyFile, ServerKeys } from '../engine/identity/keys.js';
-import { adoptServerKey, checkServerKey } from '../engine/identity/key-check.js';
+import { adoptServerKey } from '../engine/identity/key-check.js';
 import { clusterGraceMs } from '../engine/registry/gc-grace.js';
-import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
-import { Apps } from '../engine/platform/apps.js';
+import type { CreatedAccount } from '../engine/identity/accounts.js';
 import { systemClock } from '../engine/clock.js';
 import { isSlipwayError } from '../engine/errors.js';
 import { FsBlobBackend } from '../engine/blobs/fs-backend.js';
@@ -50,6 +54,9 @@ const USAGE = `usage:
   slipway migrate --to-database postgres://USER@HOST:PORT/DB [--to-blob-store s3] [--json] [--data DIR]
                   offline copy of the data directory into PostgreSQL (and S3: the s3.* settings)
   slipway key adopt [--key-file FILE] [--data DIR]
+  slipway operator reset-credentials [--json] [--data DIR]
+                  new password, second factor and API key for the operator account, written to
+                  DATA/operator-credentials.json (0600); shown only on a terminal
   slipway key generate [--key-file FILE]     a new server key file (default <data>/keys/server.key)
   slipway config check [--config FILE]       check every setting; exit 1 naming each bad key
   slipway config print [--config FILE] [--json]   effective settings and their sources, secrets hidden
@@ -88,43 +95,47 @@ function printAccount(created: CreatedAccount, json: boolean): void {
   }
 }
 
+/**
+ * `slipway serve`: every line it prints is a JSON log line (server/log.ts), the start-up and
+ * shutdown ones included; the operator's credentials go to a file (server/ops/operator-credentials.ts),
+ * and on a terminal also to the screen. Never returns: the process ends on SIGTERM/SIGINT.
+ */
 async function serve(config: Config): Promise<void> {
-  const server = await startServer(config);
-  if (server.bootstrap) {
-    console.log('First start: created the operator account. Its secrets are shown only now; keep them safe.');
-    printAccount(server.bootstrap, false);
+  const log = createLogger(config.logLevel, config.logFile);
+  const lifecycle = lifecycleLogger(log);
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    server = await startServer(config, { log });
+  } catch (e) {
+    lifecycle.fatal({ err: e }, `slipway did not start: ${reason(e)}`);
+    return exitWhenFlushed(1);
   }
-  console.log(`slipway listening registry=${server.urls.registry} api=${server.urls.api} auth=${server.urls.auth} upload=${server.urls.upload} admin=${server.urls.admin}`);
+  if (server.bootstrap && server.credentialsFile && process.stdout.isTTY) process.stdout.write(credentialsForTerminal(server.bootstrap, server.credentialsFile));
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
       // A second signal: no more waiting. Sessions keep their last recorded offset.
-      console.log(`slipway: second ${signal} received, exiting now`);
-      process.exit(1);
+      lifecycle.warn({ signal }, `second ${signal} received, exiting now`);
+      void exitWhenFlushed(1);
+      return;
     }
     stopping = true;
-    console.log(`slipway: ${signal} received, draining (up to ${config.drainSeconds} s; send it again to exit at once)`);
+    lifecycle.info({ signal, drainSeconds: config.drainSeconds }, `${signal} received, draining (up to ${config.drainSeconds} s; send it again to exit at once)`);
     server.drain().then(({ cut }) => {
-      console.log(cut ? 'slipway: drain deadline reached, remaining requests were cut; stopped' : 'slipway: drained, stopped');
-      process.exit(0);
+      lifecycle.info({ cut }, cut ? 'drain deadline reached, remaining requests were cut; stopped' : 'drained, stopped');
+      return exitWhenFlushed(0);
     }, (e) => {
-      console.error(`slipway: shutdown failed: ${e instanceof Error ? e.message : String(e)}`);
-      process.exit(1);
+      lifecycle.error({ err: e }, `shutdown failed: ${reason(e)}`);
+      return exitWhenFlushed(1);
     });
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
-async function offline<T>(config: Config, fn: (a: Accounts, apps: Apps) => Promise<T>): Promise<T> {
-  const store = await openStore(config.dataDir, databaseOf(config));
-  try {
-    const keys = ServerKeys.load(config);
-    await checkServerKey(store.metadata, keys, systemClock.now());
-    return await fn(new Accounts(store.metadata, systemClock, keys), new Apps(store.metadata, systemClock));
-  } finally {
-    await store.close();
-  }
+/** What an operator reads when a command fails: for an unreachable database, the host and driver message. */
+function reason(e: unknown): string {
+  return e instanceof StoreUnavailableError ? e.reason : isSlipwayError(e) || e instanceof Error ? e.message : String(e);
 }
 
 /**
@@ -178,7 +189,7 @@ async function checkStore(config: Config, full: boolean, repair: boolean, json: 
     else {
       for (const p of report.problems) console.log(`${p.repaired ? 'repaired ' : ''}${p.kind.padEnd(24)} ${p.subject}  ${p.detail}`);
       const c = report.checked;
-      console.log(`Checked ${c.blobs} blob record(s) (${full ? `${c.hashed} re-hashed` : 'sizes only; --full re-hashes'}), ${c.files} blob file(s), ${c.manifests} repository manifest(s), ${c.tags} tag(s), ${c.uploads} upload session(s): ${report.problems.length === 0 ? 'no problems' : `${report.problems.length} problem(s), ${left} unrepaired`}.`);
+      console.log(`Checked ${c.blobs} blob record(s) (${full ? `${c.hashed} re-hashed` : 'sizes only; --full re-hashes'}), ${c.files} blob file(s), ${c.manifests} repository manifest(s), ${c.tags} tag(s), ${c.uploads} upload session(s), ${c.sessionFiles} session file(s): ${report.problems.length === 0 ? 'no problems' : `${report.problems.length} problem(s), ${left} unrepaired`}.`);
     }
     return left > 0 ? 1 : 0;
   } finally {
@@ -228,13 +239,13 @@ async function main(argv: string[]): Promise<number> {
       return -1;
     case 'account create': {
       if (!values.email) throw new Error('account create needs --email');
-      const created = await offline(config, (a) => a.create(values.email!, values.password));
+      const created = await withAccounts(config, (a) => a.create(values.email!, values.password));
       printAccount(created, values.json === true);
       return 0;
     }
     case 'app create': {
       if (!values.name || !values.owner) throw new Error('app create needs --name and --owner');
-      const app = await offline(config, async (a, apps) => {
+      const app = await withAccounts(config, async (a, apps) => {
         const owner = await a.byEmail(values.owner!);
         if (!owner) throw new Error(`no account with e-mail ${values.owner}`);
         return apps.create({ name: values.name, ownerId: owner.id });
@@ -272,17 +283,19 @@ async function main(argv: string[]): Promise<number> {
       }
       return 0;
     }
+    case 'operator reset-credentials':
+      return (await import('./cli/operator.js')).resetOperatorCredentials(config, values.json === true);
     default:
       console.error(`unknown command "${command}"\n${USAGE}`);
       return 2;
   }
 }
 
+// Every exit waits for stdout and stderr to drain (server/cli/exit.ts): a piped report stays whole.
 main(process.argv.slice(2)).then(
-  (code) => { if (code >= 0) process.exit(code); },
+  (code) => { if (code >= 0) void exitWhenFlushed(code); },
   (e) => {
-    // A database that cannot be reached: the operator needs the reason (host, driver message), not the clients' wording.
-    console.error(`slipway: ${e instanceof StoreUnavailableError ? e.reason : isSlipwayError(e) || e instanceof Error ? e.message : String(e)}`);
-    process.exit(1);
+    console.error(`slipway: ${reason(e)}`);
+    void exitWhenFlushed(1);
   },
 );

@@ -17,3 +17,12 @@ export function createLogger(level: string, file?: string): Logger {
     redact: { paths: ['password', 'token', 'apiKey', 'secret', '*.password', '*.token', '*.secret', 'authorization'], censor: '[redacted]' },
   }, file ? pino.destination({ dest: file, mkdir: true, sync: true }) : undefined);
 }
+
+/**
+ * The logger of start-up and shutdown lines (listening, the bootstrap notice, signals, drain,
+ * a failed start): JSON lines like every other, at `info` and above whatever SLIPWAY_LOG_LEVEL
+ * says (`warn` would otherwise hide where the server listens), except `silent`.
+ */
+export function lifecycleLogger(log: Logger): Logger {
+  return log.level === 'silent' || log.levelVal <= log.levels.values.info! ? log : log.child({}, { level: 'info' });
+}

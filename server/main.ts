@@ -7,10 +7,10 @@ import { secureDataDir } from '../engine/data-dir.js';
 import { ensureTlsFiles } from './http/tls.js';
 import type { us_listen_socket } from 'uWebSockets.js';
 import { databaseOf, type Config } from './config.js';
-import { createLogger, type Logger } from './log.js';
+import { createLogger, lifecycleLogger, type Logger } from './log.js';
 import { systemClock, type Clock } from '../engine/clock.js';
 import { openStore, storeOver, type Store } from '../engine/store.js';
-import { runWhenExclusive, type MetadataStore } from '../engine/storage/metadata.js';
+import type { MetadataStore } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { checkServerKey, resealSecrets } from '../engine/identity/key-check.js';
 import { announceGrace, clusterGraceMs } from '../engine/registry/gc-grace.js';
@@ -27,6 +27,8 @@ import { LegacyBlobCheck } from '../engine/blobs/quarantine.js';
 import { Registry } from '../engine/registry/registry.js';
 import { releaseRetention } from '../engine/platform/retention.js';
 import { Accounts, type CreatedAccount } from '../engine/identity/accounts.js';
+import { bootstrapOperator } from '../engine/identity/operator.js';
+import { writeCredentialsFile } from './ops/operator-credentials.js';
 import { Apps } from '../engine/platform/apps.js';
 import { Releases } from '../engine/platform/releases.js';
 import { Dynos } from '../engine/platform/dynos.js';
@@ -59,13 +61,13 @@ import type { BlobBackend } from '../engine/blobs/contract.js';
 /** The four hosts, each on its own listener. */
 type HostName = 'registry' | 'api' | 'auth' | 'upload';
 
-/** E-mail of the operator account created at first start. */
-export const OPERATOR_EMAIL = 'operator@slipway.local';
-
 export interface StartOptions {
   clock?: Clock;
   log?: Logger;
-  /** Create the operator account when the store has no account (default true). */
+  /**
+   * Create the operator account when the store has no account, or complete an earlier start's
+   * unfinished bootstrap (default true; engine/identity/operator.ts).
+   */
   bootstrap?: boolean;
   /**
    * Opens the metadata store to run on instead of the embedded LMDB one (tests of cluster
@@ -92,8 +94,13 @@ export interface RunningServer {
   oauth: OAuth;
   /** The blob bytes (SLIPWAY_BLOB_STORE: the filesystem or S3 backend). */
   blobs: BlobBackend;
-  /** The operator account created by this start, with its one-time secrets; null otherwise. */
+  /**
+   * The operator credentials this start issued (creating the account, or completing an earlier
+   * start's bootstrap), also written to `credentialsFile`; null otherwise.
+   */
   bootstrap: CreatedAccount | null;
+  /** Absolute path of the credentials file this start wrote (server/ops/operator-credentials.ts); null when it wrote none. */
+  credentialsFile: string | null;
   /** Runs the scheduled GC job now (the `gc` lock, the cluster's longest grace); null when another node holds the lock. */
   collectGarbage(): Promise<GcReport | null>;
   /** Runs the upload reaper now (it also runs every SLIPWAY_UPLOAD_REAP_INTERVAL); resolves with the sessions removed. */
@@ -116,6 +123,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const uws = config.listener === 'uws' ? loadUws() : undefined;
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel, config.logFile);
+  const lifecycle = lifecycleLogger(log);
   secureDataDir(config.dataDir);
   const keys = ServerKeys.load(config);
   const store = opts.metadata ? await storeOver(await opts.metadata()) : await openStore(config.dataDir, databaseOf(config));
@@ -196,9 +204,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const settings = new AppSettings(store.metadata, clock, releases);
   const dynos = new Dynos(store.metadata, clock);
   const teams = new Teams(store, clock);
-  // Once across nodes starting together on one database: the first creates the operator.
-  const bootstrap = opts.bootstrap === false ? null : await runWhenExclusive(store.metadata, 'bootstrap', async () =>
-    (await accounts.isEmpty()) ? accounts.create(OPERATOR_EMAIL, undefined, { operator: true }) : null);
   const oauth = createOAuth(store, clock, accounts, teams);
   const rateLimiter = rateLimitPoolFor(store.metadata, clock, config.rateLimitPool, config.rateLimitPerMinute);
   const views = new Views();
@@ -263,7 +268,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   }));
   urls.admin = base(admin.port, false, config.adminHost);
 
-  // Every node reaps its own idle upload sessions (disjoint sets: no lock), then the holder of
+  // Every node reaps its own idle upload sessions and the bytes of its sessions that no longer
+  // exist (disjoint sets: no lock), then the holder of
   // the `upload-reaper` lock also reaps other nodes' sessions left far past the TTL (a dead
   // node's; engine/blobs/peer-sessions.ts). GC runs on one node at a time (the store's
   // exclusive lock): a node whose turn it is not skips the round.
@@ -272,6 +278,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // The grace announcement is its own step: a failed one must not skip a reaper round.
     void announce().catch((e) => log.warn({ err: e }, 'announcing the GC grace failed'));
     reapRun ??= uploads.reap()
+      .then(() => uploads.reapOrphans())
+      .then((orphans) => { if (orphans > 0) log.warn({ orphans }, 'removed upload session bytes that belonged to no session'); })
       .then(() => store.metadata.exclusive('upload-reaper', () => uploads.peers.reap()))
       // The lock holder's reap re-read every record; the others refresh the other nodes' counts.
       .then((outcome) => (outcome.ran ? undefined : uploads.peers.refresh()))
@@ -291,7 +299,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     gcRun ??= collect().catch((e) => log.error({ err: e }, 'garbage collection failed')).finally(() => { gcRun = undefined; });
   }, config.gcIntervalSeconds * 1000) : undefined;
   gcTimer?.unref();
-  log.info({ urls, dataDir: config.dataDir, blobStore: blobs.kind }, 'slipway started');
 
   const stopListening = (names: HostName[]) => {
     for (const name of names) listeners[name]?.stopAccepting();
@@ -318,8 +325,26 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await nodeClaim.release();
     await store.close();
   })());
+  // The operator account, once every listener is bound (a port in use stops the start before
+  // anything is created) and idempotently (a start failing in between leaves it for the next).
+  let credentialsFile: string | null = null;
+  let bootstrap: CreatedAccount | null = null;
+  try {
+    if (opts.bootstrap !== false) {
+      bootstrap = await bootstrapOperator(accounts, async (issued) => {
+        credentialsFile = writeCredentialsFile(config.dataDir, issued, config.nodeName, clock.now());
+      });
+    }
+  } catch (e) {
+    await closeAll();
+    throw e;
+  }
+  if (bootstrap) {
+    lifecycle.info({ credentialsFile, node: config.nodeName, email: bootstrap.account.email }, `operator account ready: its credentials are in ${credentialsFile} (readable by this user only); they are not logged`);
+  }
+  lifecycle.info({ urls, dataDir: config.dataDir, blobStore: blobs.kind, node: config.nodeName }, 'slipway listening');
   return {
-    config, urls, store, accounts, apps, oauth, blobs, bootstrap,
+    config, urls, store, accounts, apps, oauth, blobs, bootstrap, credentialsFile,
     collectGarbage: async () => { const o = await collect(); return o.ran ? o.value : null; },
     reapUploads: () => uploads.reap(),
     reapOtherNodesUploads: () => uploads.peers.reap(),
@@ -331,11 +356,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       // upload listeners accept until the registry has been quiet; readiness already sends new
       // clients elsewhere.
       stopListening(['api', 'auth']);
-      log.info({ inFlight: tracker.inFlight, drainSeconds: config.drainSeconds }, 'draining: readiness off, API and auth listeners closed, waiting for requests in flight');
+      lifecycle.info({ inFlight: tracker.inFlight, drainSeconds: config.drainSeconds }, 'draining: readiness off, API and auth listeners closed, waiting for requests in flight');
       const settled = await tracker.settle(DRAIN_QUIET_MS, performance.now() + config.drainSeconds * 1000);
       if (!settled) {
         tracker.cutting = true;
-        log.warn({ inFlight: tracker.inFlight }, 'drain deadline reached: cutting the requests still running');
+        lifecycle.warn({ inFlight: tracker.inFlight }, 'drain deadline reached: cutting the requests still running');
       }
       await closeAll();
       return { cut: !settled };

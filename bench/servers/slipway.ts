@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { collectLines, exitError, type Target } from './target.js';
+import { slipwayOutput, type SlipwayUrls } from './slipway-output.js';
 import { basicAuth } from '../client.js';
 import { removeDir, stopChild, trackChild, trackDir } from '../cleanup.js';
 
@@ -37,22 +38,21 @@ export async function startSlipway(env: Record<string, string> = {}): Promise<Sl
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   trackChild(proc);
-  const secrets: Record<string, string> = {};
+  const output = slipwayOutput();
+  const secrets = output.secrets;
   let started = false;
-  let onListening: (urls: Record<string, string>) => void = () => {};
-  const listening = new Promise<Record<string, string>>((resolve) => { onListening = resolve; });
+  let onListening: (urls: SlipwayUrls) => void = () => {};
+  const listening = new Promise<SlipwayUrls>((resolve) => { onListening = resolve; });
   const tail = collectLines(proc, (line) => {
-    const secret = /^\s+(api_key|email|password|totp_secret)\s+(\S+)$/.exec(line);
-    if (secret) secrets[secret[1]!] = secret[2]!;
-    const m = /^slipway listening registry=(\S+) api=(\S+) auth=(\S+) upload=(\S+) admin=(\S+)/.exec(line);
-    if (m) onListening({ registry: m[1]!, api: m[2]!, auth: m[3]!, upload: m[4]!, admin: m[5]! });
+    const urls = output.read(line);
+    if (urls) onListening(urls);
     else if (started && line.trim()) process.stderr.write(`[slipway] ${line}\n`);
   });
   const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`slipway did not start within 30 s:\n${tail.join('\n')}`)), 30_000).unref());
   const urls = await Promise.race([listening, exitError(proc, 'slipway', () => tail.join('\n')), timeout]);
   started = true;
   const apiKey = secrets.api_key;
-  if (!apiKey) throw new Error(`slipway printed no api_key line on a fresh data directory:\n${tail.join('\n')}`);
+  if (!apiKey) throw new Error(`slipway gave no operator API key on a fresh data directory:\n${tail.join('\n')}`);
   const res = await request(`${urls.api}/apps`, {
     method: 'POST',
     headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', accept: 'application/vnd.slipway+json; version=3' },

@@ -216,6 +216,14 @@ export interface BlobWriter {
    */
   reserve?(): boolean;
   /**
+   * Optional (filesystem): cuts the session back to `size` bytes, its acknowledged offset, after
+   * an append failed part-way (a full disk), so it stays open to be resumed from there; the
+   * running hash is given up and the commit re-hashes the bytes. Without it, such a session is
+   * discarded.
+   * @throws on I/O errors of the medium (the caller then discards the session).
+   */
+  rewind?(size: number): Promise<void>;
+  /**
    * Makes the bytes durable, verifies that they hash to `expected`, then makes them visible under
    * that digest (or reuses a committed copy, `options.reuse`) and ends the session.
    * @throws SlipwayError DIGEST_INVALID when they do not hash to `expected`; BLOB_UPLOAD_INVALID

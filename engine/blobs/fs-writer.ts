@@ -23,7 +23,7 @@
  * writer falls back to the page cache for the rest of its life. The order and the guarantees of
  * the commit (fs-backend.ts) do not change.
  */
-import { close, fdatasync, fstat, mkdirSync, openSync, read, writev, constants as fsc, promises as fsp } from 'node:fs';
+import { close, fdatasync, fstat, ftruncate, mkdirSync, openSync, read, writev, constants as fsc, promises as fsp } from 'node:fs';
 import { dirname } from 'node:path';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
@@ -31,7 +31,8 @@ import type { BlobStat, BlobWriter, CommitOptions, CommitResult } from './contra
 import { appendHashed, verifyDigest } from './backend-common.js';
 import { DIRECT_IO_ALIGN, directReady } from './aligned-buffer.js';
 import { hashPositional } from './hash-blob.js';
-import type { HashFactory, RunningHash } from './running-hash.js';
+import { lostHash, type HashFactory, type RunningHash } from './running-hash.js';
+import { asStorageFull } from '../storage/storage-full.js';
 
 /** What a session writer needs from its backend. */
 export interface FsSessionHost {
@@ -59,6 +60,13 @@ function datasync(fd: number): Promise<void> {
 function sizeOf(fd: number): Promise<number> {
   return new Promise((resolve, reject) => fstat(fd, (e, st) => (e ? reject(e) : resolve(st.size))));
 }
+
+function truncateTo(fd: number, size: number): Promise<void> {
+  return new Promise((resolve, reject) => ftruncate(fd, size, (e) => (e ? reject(e) : resolve())));
+}
+
+/** What a failed write of session bytes could not store, for STORAGE_FULL's message. */
+const SESSION_BYTES = "the upload's bytes";
 
 function readAt(fd: number, into: Uint8Array, position: number): Promise<number> {
   return new Promise((resolve, reject) => read(fd, into, 0, into.byteLength, position, (e, n) => (e ? reject(e) : resolve(n))));
@@ -117,6 +125,8 @@ export class FsWriter implements BlobWriter {
   #exists: boolean;
   /** Bytes fed to the running hash. */
   #hashed = 0;
+  /** The session's running sha256 (given up by `rewind`: the commit then re-hashes the file). */
+  #hash: RunningHash;
   #idle: Array<() => void> = [];
   /** The pending close of a suspended, idle writer's descriptors. */
   #closeTimer: NodeJS.Timeout | null = null;
@@ -125,20 +135,30 @@ export class FsWriter implements BlobWriter {
    * @param exists whether the session file exists (resumed) or is created by the first use
    * @param size bytes already in the file (resumed sessions; their hash state is lost)
    */
-  constructor(readonly host: FsSessionHost, readonly id: string, readonly path: string, exists: boolean, public size: number, readonly hash: RunningHash) {
+  constructor(readonly host: FsSessionHost, readonly id: string, readonly path: string, exists: boolean, public size: number, hash: RunningHash) {
     this.#exists = exists;
+    this.#hash = hash;
   }
 
   #check(): void {
     if (this.#closed) throw fail('BLOB_UPLOAD_UNKNOWN', `upload session ${this.id} is closed`);
   }
 
-  /** The descriptor for one operation (opened, and the file created, when needed). */
+  /**
+   * The descriptor for one operation (opened, and the file created, when needed).
+   * @throws STORAGE_FULL when the file cannot be created for want of space.
+   */
   #acquire(): number {
     this.#check();
     this.#suspended = false;
     this.#cancelClose();
-    if (this.#fd === null) this.#fd = this.#open();
+    if (this.#fd === null) {
+      try {
+        this.#fd = this.#open();
+      } catch (e) {
+        throw asStorageFull(e, SESSION_BYTES);
+      }
+    }
     this.#users++;
     return this.#fd;
   }
@@ -222,32 +242,39 @@ export class FsWriter implements BlobWriter {
   feedHash(bytes: Buffer, done: () => void): void {
     this.#check();
     this.#hashed += bytes.length;
-    this.hash.update(bytes, done);
+    this.#hash.update(bytes, done);
   }
 
   async write(chunks: readonly Uint8Array[]): Promise<void> {
     const fd = this.#acquire();
     try {
-      const direct = this.#directUsable && chunks.some(directReady) ? this.#directFd() : null;
-      for (const run of runs(chunks, this.size, direct !== null)) {
-        let pending: readonly Uint8Array[] = run.chunks;
-        let left = run.bytes;
-        if (run.direct) {
-          const start = this.size;
-          try {
-            await this.#writeAll(direct!, pending, left);
-            continue;
-          } catch (e) {
-            if ((e as NodeJS.ErrnoException).code !== 'EINVAL') throw e;
-            this.#refuseDirect(); // what the direct writes did not take goes through the page cache
-            pending = rest(pending, this.size - start);
-            left -= this.size - start;
-          }
-        }
-        await this.#writeAll(fd, pending, left);
-      }
+      await this.#writeRuns(fd, chunks);
+    } catch (e) {
+      throw asStorageFull(e, SESSION_BYTES);
     } finally {
       this.#release();
+    }
+  }
+
+  async #writeRuns(fd: number, chunks: readonly Uint8Array[]): Promise<void> {
+    // Page-aligned runs through the O_DIRECT descriptor, the rest through the page cache.
+    const direct = this.#directUsable && chunks.some(directReady) ? this.#directFd() : null;
+    for (const run of runs(chunks, this.size, direct !== null)) {
+      let pending: readonly Uint8Array[] = run.chunks;
+      let left = run.bytes;
+      if (run.direct) {
+        const start = this.size;
+        try {
+          await this.#writeAll(direct!, pending, left);
+          continue;
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== 'EINVAL') throw e;
+          this.#refuseDirect(); // what the direct writes did not take goes through the page cache
+          pending = rest(pending, this.size - start);
+          left -= this.size - start;
+        }
+      }
+      await this.#writeAll(fd, pending, left);
     }
   }
 
@@ -258,6 +285,8 @@ export class FsWriter implements BlobWriter {
     let pending = chunks;
     while (left > 0) {
       const n = await writevAt(fd, pending, at);
+      // A write that takes nothing would loop for ever: only a full medium does that.
+      if (n === 0) throw Object.assign(new Error('the write took no bytes'), { code: 'ENOSPC' });
       at += n;
       left -= n;
       this.size = at;
@@ -273,6 +302,40 @@ export class FsWriter implements BlobWriter {
     const fd = this.#acquire();
     try {
       await datasync(fd);
+    } catch (e) {
+      throw asStorageFull(e, SESSION_BYTES);
+    } finally {
+      this.#release();
+    }
+  }
+
+  /**
+   * Cuts the session back to `size` bytes (its acknowledged offset) after a failed append: the
+   * file is truncated (which needs no space) and the running hash is given up, so the commit
+   * re-hashes the file. The session stays open for the client to resume from `size`.
+   * @throws the truncate's error (the caller then discards the session).
+   */
+  async rewind(size: number): Promise<void> {
+    if (size === 0) {
+      // Back to a new session: no file (the next write creates it) and a fresh running hash.
+      this.#check();
+      await this.#whenIdle();
+      this.#closeFd();
+      await fsp.rm(this.path, { force: true });
+      this.#exists = false;
+      this.size = 0;
+      this.#hash.discard();
+      this.#hash = this.host.newHash();
+      this.#hashed = 0;
+      return;
+    }
+    const fd = this.#acquire();
+    try {
+      await truncateTo(fd, size);
+      this.size = size;
+      this.#hash.discard();
+      this.#hash = lostHash();
+      this.#hashed = 0;
     } finally {
       this.#release();
     }
@@ -298,7 +361,7 @@ export class FsWriter implements BlobWriter {
       if (stored !== this.size) {
         throw fail('BLOB_UPLOAD_INVALID', `upload session bytes disagree (file ${stored}, written ${this.size} bytes); the session was discarded, start a new upload`);
       }
-      const hex = this.#hashed === this.size ? await this.hash.digest() : (this.hash.discard(), null);
+      const hex = this.#hashed === this.size ? await this.#hash.digest() : (this.#hash.discard(), null);
       actual = hex !== null
         ? (`sha256:${hex}` as Digest)
         : (await hashPositional({ size: this.size, read: (into, position) => readAt(fd, into, position) }, this.host.newHash)).digest;
@@ -306,12 +369,14 @@ export class FsWriter implements BlobWriter {
     } catch (e) {
       this.#release();
       await this.#discard();
-      throw e;
+      throw asStorageFull(e, SESSION_BYTES);
     }
     this.#release();
     await this.#whenIdle();
     try {
       return await this.host.publish(this.path, actual, this.size, options.reuse ?? reuseAlways);
+    } catch (e) {
+      throw asStorageFull(e, 'the blob');
     } finally {
       this.host.ended(this.id);
     }
@@ -319,7 +384,7 @@ export class FsWriter implements BlobWriter {
 
   async #discard(): Promise<void> {
     this.#closed = true;
-    this.hash.discard();
+    this.#hash.discard();
     await this.#whenIdle();
     this.#closeFd();
     await fsp.rm(this.path, { force: true });

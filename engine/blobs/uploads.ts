@@ -26,7 +26,8 @@
 import { randomBytes } from 'node:crypto';
 import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
-import { fail } from '../errors.js';
+import { fail, isSlipwayError } from '../errors.js';
+import { storageFull } from '../storage/storage-full.js';
 import type { Digest } from '../digest.js';
 import { SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
@@ -58,6 +59,17 @@ export interface UploadOptions {
 export const DEFAULT_SESSIONS_PER_ACCOUNT = 64;
 
 const unknownSession = (id: string) => fail('BLOB_UPLOAD_UNKNOWN', 'blob upload unknown to registry', { uuid: id.slice(0, 64) });
+
+/** Whether `e` is the engine's STORAGE_FULL. */
+function isStorageFull(e: unknown): boolean {
+  return isSlipwayError(e) && e.code === 'STORAGE_FULL';
+}
+
+/** STORAGE_FULL for a session that was discarded. */
+function discardedForSpace(): Error {
+  const base = storageFull("the upload's bytes");
+  return fail('STORAGE_FULL', `${base.message}. The upload session was discarded: start a new upload`, base.detail);
+}
 
 /** The upload sessions of one server (see the file header). */
 export class Uploads {
@@ -241,21 +253,30 @@ export class Uploads {
    * write failed) the session is dropped entirely. With `keep` "received" (the server cut a too
    * slow body off) every byte accepted so far is flushed and kept, and the session stays open at
    * that offset, so the client can resume; when even that fails it is dropped.
-   * @throws BLOB_UPLOAD_INVALID when the session was dropped; BLOB_UPLOAD_UNKNOWN when it ended.
+   *
+   * Storage full (a write of the bytes or of the record failed with STORAGE_FULL): the session
+   * is cut back to its acknowledged offset `rec.offset` and stays open when the backend can
+   * (`BlobWriter.rewind`: the filesystem), else it is discarded; the STORAGE_FULL error says
+   * which (docs/faults.md "A full data disk").
+   * @throws BLOB_UPLOAD_INVALID when the session was dropped; BLOB_UPLOAD_UNKNOWN when it ended;
+   *         STORAGE_FULL when the storage is full.
    */
   async finishAppend(rec: UploadRecord, writer: UploadWriter, keep: boolean | 'received'): Promise<UploadRecord> {
     const lease = this.#writerLeases.get(writer);
     const live = this.#live.get(rec.id);
     let ok = keep !== false;
+    let failure: unknown;
     try {
       await writer.end();
     } catch (e) {
       ok = false;
+      failure = e;
     }
     if (!lease || lease.released || !live || live.owner !== lease) {
       // Not reachable through the leases; kept as the last guard against resurrecting a session.
       throw unknownSession(rec.id);
     }
+    if (isStorageFull(failure)) throw await this.#storageFull(rec, lease);
     if (!ok) {
       await this.cancel(rec, lease);
       this.#done(lease);
@@ -266,7 +287,12 @@ export class Uploads {
     // Recorded before the reply, also when the same request commits next: GC keeps every blob
     // and orphan file whose size equals a recorded session offset (engine/registry/gc.ts), which
     // is what protects bytes between the commit's dedupe check or rename and its transaction.
-    await this.#record(updated);
+    try {
+      await this.#record(updated);
+    } catch (e) {
+      if (isStorageFull(e)) throw await this.#storageFull(rec, lease);
+      throw e;
+    }
     live.unrecorded = undefined;
     // Chunked uploads: sync every SYNC_EVERY_BYTES in the background, overlapping the next
     // chunk, so the commit's final sync has little left (the writer syncs within one chunk).
@@ -285,6 +311,29 @@ export class Uploads {
       this.#done(lease);
     }
     return updated;
+  }
+
+  /**
+   * After an append failed for want of space: cuts the session back to its acknowledged offset
+   * and leaves it open when the backend can, else discards it. Returns the STORAGE_FULL error
+   * for the client, saying which.
+   */
+  async #storageFull(rec: UploadRecord, lease: Lease): Promise<Error> {
+    const blob = this.#live.get(rec.id)?.writer;
+    try {
+      if (blob?.rewind) {
+        await blob.rewind(rec.offset);
+        blob.suspend();
+        const base = storageFull("this request's bytes");
+        return fail('STORAGE_FULL', `${base.message}. The upload session keeps its ${rec.offset} acknowledged bytes: resume it from offset ${rec.offset} (GET the session for its Range), or start a new upload`, { ...(base.detail as object), offset: rec.offset });
+      }
+    } catch {
+      // Could not cut it back: discarded below.
+    } finally {
+      this.#done(lease);
+    }
+    await this.#drop(rec).catch(() => {}); // the lease is the caller's; the session ends here either way
+    return discardedForSpace();
   }
 
   /**
@@ -319,19 +368,28 @@ export class Uploads {
         await blob.commit(expected, { reuse: () => this.#reusable(expected, size) });
       } catch (e) {
         await this.cancel(rec, own); // the record, and whatever bytes an I/O error left
-        throw e;
+        throw isStorageFull(e) ? discardedForSpace() : e;
       }
       const now = this.clock.now();
       // Only while the session's record stands: another node may have reaped it as a dead
       // node's (peer-sessions.ts), and then it no longer kept GC off these bytes; they stay
       // unrecorded (GC's orphan sweep takes them) and the client pushes the blob again.
-      const recorded = await this.store.metadata.transact(async (tx) => {
-        if ((await tx.get(uploadRecords, rec.id)) === undefined) return false;
-        await recordVerifiedBlobInTransaction(tx, expected, size, now);
-        await linkBlobInTransaction(tx, rec.repository, expected, now);
-        tx.remove(uploadRecords, rec.id);
-        return true;
-      });
+      let recorded: boolean;
+      try {
+        recorded = await this.store.metadata.transact(async (tx) => {
+          if ((await tx.get(uploadRecords, rec.id)) === undefined) return false;
+          await recordVerifiedBlobInTransaction(tx, expected, size, now);
+          await linkBlobInTransaction(tx, rec.repository, expected, now);
+          tx.remove(uploadRecords, rec.id);
+          return true;
+        });
+      } catch (e) {
+        if (!isStorageFull(e)) throw e;
+        // The metadata database is full: the bytes are in place but unrecorded (GC's orphan
+        // sweep takes them), and the session's bytes are gone with them: it ends here.
+        await this.#drop(rec).catch(() => {});
+        throw discardedForSpace();
+      }
       this.#end(rec);
       if (!recorded) throw fail('BLOB_UPLOAD_INVALID', 'the upload session was reaped while it completed; start a new upload');
       return { digest: expected, size };
@@ -377,8 +435,10 @@ export class Uploads {
 
   /** Ends a session: its record, then its bytes (the writer's, or whatever the backend holds). */
   async #drop(rec: UploadRecord): Promise<void> {
+    // A session never recorded has no record to remove (and a full disk cannot refuse that).
+    const neverRecorded = this.#live.get(rec.id)?.unrecorded !== undefined;
     const writer = this.#end(rec);
-    await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
+    if (!neverRecorded) await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
     if (writer) await writer.abort();
     else await this.blobs.abortSession(rec.id, rec.node ?? '');
   }
@@ -407,6 +467,25 @@ export class Uploads {
   }
 
   /**
+   * Removes this node's session bytes that belong to no session: what the backend lists
+   * (`sessions()`) for this node that is neither open here nor recorded. Such bytes are left by
+   * a crash between bytes and record, or by a session ended while its bytes could not be
+   * removed (an I/O error, a full disk). Run at start-up and on the reaper's interval (server
+   * main.ts), so they never outlive the fault by more than one interval; only by the process
+   * that owns the sessions (a tool beside a server does not know its unrecorded sessions: fsck
+   * reports such bytes instead). Returns the number of sessions whose bytes were removed.
+   */
+  async reapOrphans(): Promise<number> {
+    let removed = 0;
+    for await (const { id, node } of this.blobs.sessions()) {
+      if (!this.peers.ownsSession(node) || this.#live.has(id) || this.#recorded.has(id)) continue;
+      await this.blobs.abortSession(id, node ?? '');
+      removed++;
+    }
+    return removed;
+  }
+
+  /**
    * Start-up recovery, before any request is served, of this node's sessions only: aborts the
    * blob backend's sessions without a record (crash between bytes and record), resumes the
    * others cut back to their acknowledged offset (bytes past it were never acknowledged), drops
@@ -414,9 +493,7 @@ export class Uploads {
    * reaps stale sessions. Other nodes' sessions are left alone (one without a node is ours).
    */
   async #recover(): Promise<void> {
-    for await (const { id, node } of this.blobs.sessions()) {
-      if (this.peers.ownsSession(node) && !this.#recorded.has(id)) await this.blobs.abortSession(id, node ?? '');
-    }
+    await this.reapOrphans();
     for (const rec of [...this.#recorded.values()]) {
       const writer = await this.blobs.resume(rec.id, rec.offset);
       if (writer) this.#live.get(rec.id)!.writer = writer;

@@ -200,9 +200,12 @@ export class UploadWriter {
   /**
    * Accepts a chunk (copied; the caller may reuse it). Returns false when the caller should
    * pause until `onDrain`; chunks that still arrive go to temporary overflow buffers.
+   * @throws the first write error (STORAGE_FULL for a full disk) once a write failed: the
+   *   transport then stops the body and the request is answered with it.
    */
   write(chunk: Buffer): boolean {
-    if (this.#error || this.#ended) return false;
+    if (this.#error) throw this.#error;
+    if (this.#ended) return false;
     this.#accepted += chunk.length;
     let off = 0;
     while (off < chunk.length) {
@@ -234,9 +237,10 @@ export class UploadWriter {
     this.#lastRegion = null;
   }
 
-  /** `n` bytes were placed at the start of the last `region()`; same result as `write`. */
+  /** `n` bytes were placed at the start of the last `region()`; same result (and error) as `write`. */
   commit(n: number): boolean {
-    if (this.#error || this.#ended || !this.#current) return false;
+    if (this.#error) throw this.#error;
+    if (this.#ended || !this.#current) return false;
     this.#accepted += n;
     this.#fill += n;
     if (this.#fill === this.#current.length) this.#enqueueCurrent();
@@ -249,7 +253,10 @@ export class UploadWriter {
    */
   onDrain(cb: () => void): void {
     this.#drainWaiter = cb;
-    if (this.#inFlight === 0) this.#memory.wait(() => this.#wake());
+    // Failed or ended: resume at once, so the transport's next write or commit gets the error
+    // (a socket paused for a writer that can never drain would hang the request).
+    if (this.#error || this.#ended) queueMicrotask(() => this.#wake());
+    else if (this.#inFlight === 0) this.#memory.wait(() => this.#wake());
   }
 
   #wake(): void {
@@ -265,8 +272,8 @@ export class UploadWriter {
 
   /** Resolves when every accepted byte is written; rejects with the first write error. */
   flush(): Promise<void> {
-    if (this.#current && this.#fill > 0) this.#enqueueCurrent();
     if (this.#error) return Promise.reject(this.#error);
+    if (this.#current && this.#fill > 0) this.#enqueueCurrent();
     if (!this.#writing && this.#queue.length === 0) return Promise.resolve();
     return new Promise((resolve, reject) => this.#idleWaiters.push((e) => (e ? reject(e) : resolve())));
   }
@@ -350,7 +357,12 @@ export class UploadWriter {
 
   #written(batch: Slot[], bytes: number, err: Error | null): void {
     this.#writing = false;
-    if (err) this.#error = err;
+    if (err && !this.#error) {
+      this.#error = err;
+      // Nothing more is written: the queued buffers' write holds are released now (their hash
+      // holds when the hash has read them), so their memory goes back to the budget.
+      batch = batch.concat(this.#queue.splice(0));
+    }
     this.#position += bytes;
     this.#unsynced += bytes;
     if (this.#unsynced >= SYNC_EVERY_BYTES && !this.#error) {

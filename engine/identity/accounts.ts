@@ -11,9 +11,9 @@ import { hashPassword, newPassword } from './passwords.js';
 import { newId } from './tokens.js';
 import { newTotpSecret } from './totp.js';
 import type { ServerKeys } from './keys.js';
-import { createAuthorizationInTransaction } from './authorizations.js';
+import { createAuthorizationInTransaction, regenerateTokensInTransaction } from './authorizations.js';
 import { checkIdentifier } from '../identifiers.js';
-import { accounts, accountsByEmail } from './keyspaces.js';
+import { accounts, accountsByEmail, authorizations } from './keyspaces.js';
 
 /** Result of creating an account: the only moment its secrets are visible. */
 export interface CreatedAccount {
@@ -37,11 +37,12 @@ export class Accounts {
 
   /**
    * Creates an account with an API key. `opts.operator` marks the operator account created at
-   * first start (it alone may mark OAuth clients trusted).
+   * first start (it alone may mark OAuth clients trusted); `opts.credentialsPending` marks its
+   * credentials as not delivered yet (engine/identity/operator.ts).
    * @throws INVALID_PARAMS for a malformed e-mail or a password under 8 characters;
    *         CONFLICT when the e-mail is taken.
    */
-  async create(email: string, password?: string, opts: { operator?: boolean } = {}): Promise<CreatedAccount> {
+  async create(email: string, password?: string, opts: { operator?: boolean; credentialsPending?: boolean } = {}): Promise<CreatedAccount> {
     const normalized = normalizeEmail(email);
     if (!EMAIL.test(normalized)) throw fail('INVALID_PARAMS', `"${email}" is not a valid e-mail address`);
     if (password !== undefined && password.length < 8) throw fail('INVALID_PARAMS', 'password must be at least 8 characters');
@@ -60,12 +61,47 @@ export class Accounts {
         id, email: normalized, name: null, passwordHash, totpSecretSealed: sealed,
         apiKeyAuthorizationId: issued.record.id, createdAt: now, updatedAt: now,
         ...(opts.operator ? { operator: true } : {}),
+        ...(opts.credentialsPending ? { credentialsPending: true } : {}),
       };
       tx.put(accounts, id, record);
       tx.put(accountsByEmail, normalized, id);
       return { account: record, apiKey: issued.accessToken.token };
     });
     return { account, apiKey, generatedPassword, totpSecret };
+  }
+
+  /**
+   * New credentials for account `id`: a generated password, a new second-factor secret and a new
+   * value of its API key (the old value fails from now on; the account's other authorizations are
+   * kept). The account's `credentialsPending` mark is left as it was.
+   * @throws NOT_FOUND when there is no such account.
+   */
+  async reissue(id: string): Promise<CreatedAccount> {
+    const generatedPassword = newPassword();
+    const passwordHash = await hashPassword(generatedPassword);
+    const totpSecret = newTotpSecret();
+    const sealed = this.keys.seal(totpSecret);
+    const now = this.clock.now();
+    return this.metadata.transact(async (tx) => {
+      const current = await tx.get(accounts, id);
+      if (!current) throw fail('NOT_FOUND', `no account ${id}`, { resource: 'account' });
+      const apiKey = await tx.get(authorizations, current.apiKeyAuthorizationId);
+      if (!apiKey) throw fail('NOT_FOUND', `account ${id} has no API key authorization`, { resource: 'authorization' });
+      const issued = await regenerateTokensInTransaction(tx, apiKey, now);
+      const account: Account = { ...current, passwordHash, totpSecretSealed: sealed, updatedAt: now };
+      tx.put(accounts, id, account);
+      return { account, apiKey: issued.accessToken.token, generatedPassword, totpSecret };
+    });
+  }
+
+  /** Clears account `id`'s `credentialsPending` mark (its credentials were delivered). */
+  async settleCredentials(id: string): Promise<void> {
+    await this.metadata.transact(async (tx) => {
+      const current = await tx.get(accounts, id);
+      if (!current?.credentialsPending) return;
+      const { credentialsPending: _, ...settled } = current;
+      tx.put(accounts, id, { ...settled, updatedAt: this.clock.now() });
+    });
   }
 
   /**

@@ -12,6 +12,12 @@ export interface Account {
   apiKeyAuthorizationId: string;
   /** The operator account (created at first start): the only one that may mark OAuth clients trusted. */
   operator?: boolean;
+  /**
+   * Credentials were issued to this account but not delivered yet (the operator's, between its
+   * creation and the credentials file being written; engine/identity/operator.ts): the next
+   * start issues them again. Absent = delivered.
+   */
+  credentialsPending?: boolean;
   createdAt: number;
   updatedAt: number;
 }

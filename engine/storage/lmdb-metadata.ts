@@ -18,7 +18,9 @@
  * process (lmdb-read-memo.ts): every commit also writes a new generation for that purpose.
  *
  * Durability: the environment is opened with `overlappingSync: false` by its owner, so the
- * commit's promise resolves only once the transaction is on disk.
+ * commit's promise resolves only once the transaction is on disk. A commit that fails for want
+ * of space (ENOSPC, EDQUOT, MDB_MAP_FULL) writes nothing and throws STORAGE_FULL
+ * (storage-full.ts).
  */
 import type { Database, RootDatabase } from 'lmdb';
 import {
@@ -27,6 +29,7 @@ import {
   type RangeOptions, type RecordRef, type RecordValues, type TransactOptions,
 } from './metadata.js';
 import { BufferedWrites, REMOVED } from './pending-writes.js';
+import { asStorageFull } from './storage-full.js';
 import { ContentionGate } from './contention-gate.js';
 import { GENERATION_DB, LmdbReadMemo, type MemoEntries } from './lmdb-read-memo.js';
 import { readFileSync, statSync } from 'node:fs';
@@ -181,6 +184,40 @@ function sameBytes(a: Buffer | undefined, b: Buffer | undefined): boolean {
   return a.equals(b);
 }
 
+/**
+ * Why an lmdb-js commit failed: lmdb-js rejects the transaction with "Commit failed" and puts
+ * the write thread's error (ENOSPC from a page write, MDB_MAP_FULL) in `commitError`, a
+ * promise it rejects in the same turn. Unhandled, that promise's rejection would end the
+ * process; handled here, its reason is the cause.
+ */
+async function commitCause(e: unknown): Promise<unknown> {
+  const pending = (e as { commitError?: unknown } | null)?.commitError;
+  if (!(pending instanceof Promise)) return e;
+  try {
+    await pending;
+    return e;
+  } catch (cause) {
+    return cause;
+  }
+}
+
+let guarded = false;
+
+/**
+ * A failed commit also rejects an lmdb-js promise that no caller holds (lmdb 3.5: one per failed
+ * transaction, "Commit failed (see commitError for details)"), which would end the process as
+ * an unhandled rejection although the transaction's own caller got the error (STORAGE_FULL).
+ * Those are dropped; any other unhandled rejection is thrown on as before.
+ */
+function guardCommitFailures(): void {
+  if (guarded) return;
+  guarded = true;
+  process.on('unhandledRejection', (reason) => {
+    if (reason instanceof Error && (reason as { commitError?: unknown }).commitError instanceof Promise) return;
+    throw reason;
+  });
+}
+
 /** The LMDB implementation of the metadata contract over an open environment. */
 export class LmdbMetadataStore implements MetadataStore {
   readonly kind = 'lmdb';
@@ -193,6 +230,7 @@ export class LmdbMetadataStore implements MetadataStore {
 
   /** @param env an environment opened with msgpack encoding and `overlappingSync: false`. */
   constructor(readonly env: RootDatabase) {
+    guardCommitFailures();
     this.#memo = new LmdbReadMemo(env);
   }
 
@@ -275,12 +313,19 @@ export class LmdbMetadataStore implements MetadataStore {
       // one committed state; if every read still holds there, the reads were consistent.
       return tx.valid() ? { committed: true, result } : { committed: false };
     }
-    const committed = await this.env.transaction(() => {
-      if (tx.reads.length + tx.ranges.length > 0 && !tx.valid()) return false;
-      tx.apply();
-      this.#memo.bump();
-      return true;
-    });
+    let committed: boolean;
+    try {
+      committed = await this.env.transaction(() => {
+        if (tx.reads.length + tx.ranges.length > 0 && !tx.valid()) return false;
+        tx.apply();
+        this.#memo.bump();
+        return true;
+      });
+    } catch (e) {
+      // A full disk or map: LMDB aborted the whole transaction, nothing of it was written.
+      this.#memo.forget();
+      throw asStorageFull(await commitCause(e), 'the metadata change');
+    }
     // lmdb-js renewed the read snapshot when the commit completed: read the new generation.
     this.#memo.forget();
     return committed ? { committed: true, result } : { committed: false };

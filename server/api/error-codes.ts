@@ -50,6 +50,7 @@ export const API_ERRORS: ErrorTable = {
   TOO_SLOW: row('request_timeout', 408),
   UNAVAILABLE: row('unavailable', 503),
   STORE_UNAVAILABLE: row('unavailable', 503),
+  STORAGE_FULL: row('unavailable', 507),
   METHOD_NOT_ALLOWED: row('method_not_allowed', 405),
   UNAUTHORIZED: row('unauthorized', 401),
   DENIED: row('forbidden', 403),

@@ -49,6 +49,8 @@ export const OAUTH_ERRORS: ErrorTable = {
   UNAVAILABLE: invalidRequest,
   // RFC 6749 §4.1.2.1's name for a server that cannot answer for now, with 503 (RFC 9110).
   STORE_UNAVAILABLE: row('temporarily_unavailable', 503),
+  // The same name for a server that cannot store what the request needs, with 507 (RFC 4918 §11.5).
+  STORAGE_FULL: row('temporarily_unavailable', 507),
   // Registry conditions; the token endpoint does not raise them, the rows keep the table complete.
   BLOB_UNKNOWN: invalidRequest,
   BLOB_UPLOAD_INVALID: invalidRequest,

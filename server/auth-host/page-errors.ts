@@ -43,6 +43,7 @@ export const PAGE_ERRORS: ErrorTable<PageErrorDescriptor> = {
   TOO_SLOW: page(408),
   UNAVAILABLE: page(503),
   STORE_UNAVAILABLE: page(503),
+  STORAGE_FULL: page(507),
   METHOD_NOT_ALLOWED: page(405),
   UNAUTHORIZED: page(401),
   DENIED: page(403),

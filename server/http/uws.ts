@@ -5,6 +5,8 @@
  * with tryEnd/onWritable so a slow reader pauses the disk reads.
  */
 import { createRequire } from 'node:module';
+import { readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { STATUS_CODES } from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -14,15 +16,45 @@ import { fail } from '../../engine/errors.js';
 
 const require = createRequire(import.meta.url);
 
+/** Node's major version for each module ABI (`process.versions.modules`) a uWebSockets.js binary names. */
+const NODE_OF_ABI: Record<string, string> = { 93: '16', 108: '18', 115: '20', 127: '22', 137: '24' };
+
+/**
+ * Why the native uWebSockets.js binary cannot load on this Node, or null when the installed
+ * package has one for this platform, CPU and module ABI. The build Slipway installs
+ * (@trufflesuite/uws-js-unofficial 20.30.0, the last to run on Debian 12's glibc 2.36) ships
+ * binaries up to Node 20 (ABI 115); the uWebSockets.js releases with Node 22/24 binaries (ABI
+ * 127/137) are linked against glibc 2.38.
+ */
+export function uwsUnavailable(): string | null {
+  const want = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
+  let files: string[];
+  try {
+    files = readdirSync(join(dirname(require.resolve('uWebSockets.js/package.json')), 'binaries'));
+  } catch {
+    return 'the uWebSockets.js package is not installed';
+  }
+  if (files.includes(want)) return null;
+  const prefix = `uws_${process.platform}_${process.arch}_`;
+  const abis = files.filter((f) => f.startsWith(prefix)).map((f) => f.slice(prefix.length, -'.node'.length)).sort((a, b) => Number(a) - Number(b));
+  const glibc = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime;
+  return `the installed uWebSockets.js build has native binaries for ${process.platform}-${process.arch} Node ABIs ${abis.map((a) => `${a}${NODE_OF_ABI[a] ? ` (Node ${NODE_OF_ABI[a]})` : ''}`).join(', ') || 'none'}, `
+    + `not for Node ${process.versions.node} (ABI ${process.versions.modules}); the uWebSockets.js releases built for Node 22 and 24 need glibc 2.38${glibc ? ` (this system has ${glibc})` : ''}. `
+    + 'Use the default listener (SLIPWAY_LISTENER=h1), or Node 20 for uws';
+}
+
 /**
  * Loads the native uWebSockets.js build. Its package silently falls back to a slow pure-JS
  * implementation when the binary does not load; that is refused here.
- * @throws Error when only the fallback is available.
+ * @throws Error saying why (`uwsUnavailable`) when there is no binary for this Node or only the
+ *         fallback loaded.
  */
 export function loadUws(): typeof import('uWebSockets.js') {
   if (/^(1|true)$/i.test(process.env.UWS_USE_FALLBACK ?? '')) {
     throw new Error('UWS_USE_FALLBACK is set: Slipway refuses to run on the slow uWebSockets.js fallback');
   }
+  const unavailable = uwsUnavailable();
+  if (unavailable) throw new Error(`SLIPWAY_LISTENER=uws cannot run here: ${unavailable}`);
   const originalWarn = console.warn;
   const warnings: string[] = [];
   console.warn = (...args: unknown[]) => { warnings.push(args.join(' ')); };

@@ -8,9 +8,13 @@
  *   - the link index both ways (`repositoryBlobs` / `blobRepositories`), the image index, every
  *     tag points at a manifest of its repository and the tag index (`manifestTags`) matches
  *   - upload sessions idle past the upload TTL (stale)
+ *   - upload session bytes (the backend's `sessions()`: filesystem `uploads/<id>` files) that
+ *     belong to no recorded session (orphan uploads)
  * Repairs (`repair`) only what is safe while serving: orphan files (through the garbage
- * collector's own orphan phase, with its grace period) and stale upload sessions (the upload
- * engine's reaper). Everything else is reported for an operator to decide.
+ * collector's own orphan phase, with its grace period), stale upload sessions (the upload
+ * engine's reaper) and orphan upload bytes untouched for the same grace (a running server's
+ * session is unrecorded until its first chunk is acknowledged, and its bytes are written
+ * meanwhile: the grace keeps them). Everything else is reported for an operator to decide.
  *
  * Reads are not one snapshot across databases: run it on a stopped server or a copy for exact
  * results; while serving, a push committing during the run can show a transient mismatch.
@@ -28,7 +32,7 @@ import type { Clock } from '../../engine/clock.js';
 import type { Digest } from '../../engine/digest.js';
 
 /** Kinds of problem, each with the safe repair if there is one. */
-export type ProblemKind = 'blob-missing' | 'blob-size' | 'blob-digest' | 'orphan-file' | 'stale-upload' | RegistryProblemKind;
+export type ProblemKind = 'blob-missing' | 'blob-size' | 'blob-digest' | 'orphan-file' | 'stale-upload' | 'orphan-upload' | RegistryProblemKind;
 
 export interface Problem {
   kind: ProblemKind;
@@ -40,7 +44,8 @@ export interface Problem {
 
 export interface FsckReport {
   problems: Problem[];
-  checked: { blobs: number; hashed: number; manifests: number; tags: number; uploads: number; files: number };
+  /** `sessionFiles`: upload session bytes the backend lists (filesystem: files under `uploads/`). */
+  checked: { blobs: number; hashed: number; manifests: number; tags: number; uploads: number; files: number; sessionFiles: number };
 }
 
 export interface FsckOptions {
@@ -77,7 +82,7 @@ export async function fsck(store: Store, files: BlobBackend, clock: Clock, o: Fs
     problems.push(p);
     return p;
   };
-  const checked = { blobs: 0, hashed: 0, manifests: 0, tags: 0, uploads: 0, files: 0 };
+  const checked = { blobs: 0, hashed: 0, manifests: 0, tags: 0, uploads: 0, files: 0, sessionFiles: 0 };
 
   // Blob records against their files.
   const toHash: Array<{ digest: Digest; size: number }> = [];
@@ -114,9 +119,19 @@ export async function fsck(store: Store, files: BlobBackend, clock: Clock, o: Fs
 
   // Upload sessions.
   const stale: Problem[] = [];
+  const recorded = new Set<string>();
   for await (const { value: rec } of scanUploadSessions(store.metadata)) {
     checked.uploads++;
+    recorded.add(rec.id);
     if (clock.now() - rec.updatedAt > o.uploadTtlMs) stale.push(add('stale-upload', rec.id, `idle since ${new Date(rec.updatedAt).toISOString()} (${rec.repository})`));
+  }
+  // Session bytes without a session record.
+  const orphanUploads: Array<{ problem: Problem; node: string; startedAt: Date }> = [];
+  for await (const { id, node, startedAt } of files.sessions()) {
+    checked.sessionFiles++;
+    if (recorded.has(id)) continue;
+    const problem = add('orphan-upload', id, `upload session bytes${node ? ` of node ${node}` : ''} with no session record, last written ${startedAt.toISOString()}`);
+    orphanUploads.push({ problem, node: node ?? '', startedAt });
   }
 
   if (o.repair) {
@@ -124,6 +139,11 @@ export async function fsck(store: Store, files: BlobBackend, clock: Clock, o: Fs
       const gc = new GarbageCollector(store.metadata, files, clock, releaseRetention, { graceMs: o.orphanGraceMs });
       const removed = new Set((await gc.removeOrphans()).map((r) => r.digest as string));
       for (const p of orphans) p.repaired = removed.has(p.subject);
+    }
+    for (const { problem, node, startedAt } of orphanUploads) {
+      if (clock.now() - startedAt.getTime() < o.orphanGraceMs) continue; // maybe a running server's first chunk
+      await files.abortSession(problem.subject, node);
+      problem.repaired = true;
     }
     if (stale.length > 0) {
       const uploads = new Uploads(store, files, clock, { staleAfterMs: o.uploadTtlMs });

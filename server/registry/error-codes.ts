@@ -56,6 +56,9 @@ export const REGISTRY_ERRORS: ErrorTable = {
   UNAVAILABLE: row('TOOMANYREQUESTS', 503),
   // docker/distribution's own code for a registry that cannot serve right now (errcode.ErrorCodeUnavailable).
   STORE_UNAVAILABLE: row('UNAVAILABLE', 503),
+  // 507 Insufficient Storage (RFC 4918 §11.5): docker prints the status line ("507 Insufficient
+  // Storage"), containers/image the code and message; UNAVAILABLE is retried by both (docs/faults.md).
+  STORAGE_FULL: row('UNAVAILABLE', 507),
   METHOD_NOT_ALLOWED: row('UNSUPPORTED', 405),
   UNAUTHORIZED: row('UNAUTHORIZED', 401),
   DENIED: row('DENIED', 403),

@@ -23,6 +23,7 @@ import type { UploadRecord } from '../../engine/blobs/records.js';
 import { API_VERSION } from './context.js';
 import { signUploadState, verifyUploadState } from './upload-state.js';
 import { otherNodesSession } from '../../engine/blobs/peer-sessions.js';
+import { storageFull } from '../../engine/storage/storage-full.js';
 
 function sessionHeaders(ctx: RegistryContext, rec: UploadRecord): Record<string, string> {
   const state = signUploadState(ctx.keys, rec.id, rec.repository, ctx.uploads.node);
@@ -89,7 +90,8 @@ export async function startUpload(ctx: RegistryContext, ex: Exchange, admitted: 
   } catch (e) {
     // Nobody else knows this session's id: end it (when still open) so it stops counting.
     await ctx.uploads.cancel(rec).catch(() => {});
-    throw e;
+    // A full disk: nothing was stored and there is no session to resume.
+    throw isSlipwayError(e) && e.code === 'STORAGE_FULL' ? storageFull('the blob') : e;
   }
   blobCreated(ctx, ex, repository, digest);
 }

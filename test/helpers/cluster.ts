@@ -33,7 +33,7 @@ export interface Cluster {
   s3: S3Store;
   a: SpawnedSlipway;
   b: SpawnedSlipway;
-  /** The operator's API key (printed by whichever node created the operator). */
+  /** The operator's API key (from the credentials file of whichever node created the operator). */
   operatorKey: string;
   /** Settings every node (and an operator command such as `slipway fsck`) is given. */
   env: Record<string, string>;
@@ -58,7 +58,7 @@ export async function startCluster(t: Test, opts: { prefix: string; envA?: Recor
   const [a, b] = await Promise.all(own.map((extra, i) => startSpawned({ dataDir: dirs[i]!.dir, env: { ...env, ...extra }, startTimeoutMs: 120_000 })));
   t.teardown(async () => { await Promise.all([a!.stop(), b!.stop()]); });
   const operatorKey = a!.apiKey ?? b!.apiKey;
-  if (!operatorKey) throw new Error(`no node printed the operator's API key:\n${a!.output()}\n${b!.output()}`);
+  if (!operatorKey) throw new Error(`no node wrote the operator's credentials:\n${a!.output()}\n${b!.output()}`);
   return {
     db, s3, a: a!, b: b!, operatorKey, env, envA: own[0]!,
     fsck: async () => {

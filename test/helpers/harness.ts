@@ -12,7 +12,7 @@
  * happen is `waitFor` (a condition polled with a deadline), never a fixed sleep.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ManualClock } from '../../engine/clock.js';
 import type { MetadataStore } from '../../engine/storage/metadata.js';
@@ -28,7 +28,7 @@ export { waitFor };
 /** Where a started server listens. */
 export interface Urls { registry: string; api: string; auth: string; upload: string; admin: string }
 
-/** The operator account's secrets, as printed (spawned) or returned (in-process) at first start. */
+/** The operator account's secrets, as written to the credentials file (spawned) or returned (in-process) at first start. */
 export interface Operator { email: string; password: string; totpSecret: string; apiKey: string }
 
 /** What both entry points return. */
@@ -163,6 +163,18 @@ export async function startInProcess(opts: InProcessOptions = {}): Promise<InPro
   };
 }
 
+/** One line of a server's output as a JSON log entry, or undefined when it is not one. */
+export function logLine(line: string): Record<string, unknown> | undefined {
+  if (!line.startsWith('{')) return undefined;
+  try { return JSON.parse(line) as Record<string, unknown>; } catch { return undefined; }
+}
+
+/** The operator's credentials from the file a start wrote (server/ops/operator-credentials.ts). */
+export function readCredentials(file: string): Operator {
+  const c = JSON.parse(readFileSync(file, 'utf8')) as { email: string; password: string; totp_secret: string; api_key: string };
+  return { email: c.email, password: c.password, totpSecret: c.totp_secret, apiKey: c.api_key };
+}
+
 /**
  * Bytes in the largest upload-session file of a data directory (0 when none): how far the
  * upload in flight has come, for a `waitFor` condition.
@@ -189,8 +201,8 @@ function trackChild(proc: ChildProcess): void {
 }
 
 /**
- * Starts `slipway serve` as a child process and reads its URLs and the operator's one-time
- * secrets from its output. Log level: SLIPWAY_TEST_LOG_LEVEL, default warn, unless `env` sets one.
+ * Starts `slipway serve` as a child process and reads its URLs from its output and, when this
+ * start issued the operator's credentials, those from the file its output names. Log level: SLIPWAY_TEST_LOG_LEVEL, default warn, unless `env` sets one.
  * @throws Error with the server's output when it exits before listening or does not listen within
  *         `startTimeoutMs` (60 s: a loaded CI machine can take tens of seconds), killing it then.
  */
@@ -207,27 +219,29 @@ export function startSpawned(opts: StartOptions = {}): Promise<SpawnedSlipway> {
   trackChild(proc);
   return new Promise((resolve, reject) => {
     let out = '';
-    const fields: Record<string, string> = {};
+    let parsed = 0;
+    let operator: Partial<Operator> = {};
     // A child that did not listen in time is killed: left running, its pipes would keep the test
     // process alive until tap's own timeout.
     const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`server did not start within ${(opts.startTimeoutMs ?? 60_000) / 1000} s:\n${out}`)); }, opts.startTimeoutMs ?? 60_000);
     proc.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
     proc.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
-      for (const line of out.split('\n')) {
-        const kv = /^\s+(api_key|email|totp_secret|password)\s+(\S+)$/.exec(line);
-        if (kv) fields[kv[1]!] = kv[2]!;
-        const m = /^slipway listening registry=(\S+) api=(\S+) auth=(\S+) upload=(\S+) admin=(\S+)/.exec(line);
-        if (m) {
-          clearTimeout(timer);
-          resolve({
-            dataDir, urls: { registry: m[1]!, api: m[2]!, auth: m[3]!, upload: m[4]!, admin: m[5]! },
-            apiKey: fields.api_key, email: fields.email, totpSecret: fields.totp_secret, password: fields.password, proc, exited, output: () => out,
-            stop: async () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM'); await exited; },
-            kill: async () => { proc.kill('SIGKILL'); await exited; },
-          });
-        }
+      // Every line `serve` prints is a JSON log line: the bootstrap notice names the credentials
+      // file (the secrets are never printed), the "slipway listening" line carries the URLs.
+      const end = out.lastIndexOf('\n') + 1;
+      for (const line of out.slice(parsed, end).split('\n')) {
+        const entry = logLine(line);
+        if (typeof entry?.credentialsFile === 'string') operator = readCredentials(entry.credentialsFile);
+        if (entry?.msg !== 'slipway listening') continue;
+        clearTimeout(timer);
+        resolve({
+          dataDir, urls: entry.urls as Urls, ...operator, proc, exited, output: () => out,
+          stop: async () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM'); await exited; },
+          kill: async () => { proc.kill('SIGKILL'); await exited; },
+        });
       }
+      parsed = end;
     });
     proc.once('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited with ${code}:\n${out}`)); });
   });

@@ -12,8 +12,9 @@ export interface Reply {
   bytes: Buffer;
 }
 
-export async function http(method: string, url: string, opts: { headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<Reply> {
-  const res = await request(url, { method: method as any, headers: opts.headers, body: opts.body });
+/** One request; `signal` aborts it (a test's bound on its answer). */
+export async function http(method: string, url: string, opts: { headers?: Record<string, string>; body?: string | Buffer; signal?: AbortSignal } = {}): Promise<Reply> {
+  const res = await request(url, { method: method as any, headers: opts.headers, body: opts.body, signal: opts.signal });
   const bytes = Buffer.from(await res.body.arrayBuffer());
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(res.headers)) headers[k] = Array.isArray(v) ? v.join(', ') : String(v);
