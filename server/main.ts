@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { secureDataDir } from '../engine/data-dir.js';
 import { ensureTlsFiles } from './http/tls.js';
+import { authorityOf, byHost } from './http/by-host.js';
 import type { us_listen_socket } from 'uWebSockets.js';
 import { databaseOf, type Config } from './config.js';
 import { createLogger, lifecycleLogger, type Logger } from './log.js';
@@ -218,7 +219,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl: webUrlOf(config.appUrlTemplate, config.apiUrl ?? 'http://localhost') };
   const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000 };
 
-  const tls = config.registryTls || config.uploadTls ? await ensureTlsFiles(config.dataDir, config.host, config.tlsCert, config.tlsKey) : undefined;
+  const tls = config.registryTls || config.uploadTls ? await ensureTlsFiles(config.dataDir, config.host, config.tlsCert, config.tlsKey,
+    [config.registryUrl, config.apiUrl].flatMap((u) => (u ? [new URL(u).hostname] : []))) : undefined;
   /** Each host's listener: stop accepting new connections; end every open connection. */
   const listeners: Partial<Record<HostName, { stopAccepting(): void; cutAll(): void }>> = {};
   const tlsPair = () => (tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
@@ -251,8 +253,14 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const registryError = (ex: Exchange, e: unknown) => sendRegistryError(rctx, ex, e);
   const apiError = (ex: Exchange, e: unknown) => sendApiError(actx, ex, e);
   const authError = (ex: Exchange, e: unknown) => sendAuthError(authCtx, ex, e);
-  const registryPort = await listen('registry', config.registryPort, observe('registry', (ex) => handleRegistry(rctx, ex), registryError, obs), registryError, config.registryTls);
-  const apiPort = await listen('api', config.apiPort, observe('api', (ex) => handleApi(actx, ex), apiError, obs), apiError);
+  const registryHandler = observe('registry', (ex) => handleRegistry(rctx, ex), registryError, obs);
+  const apiHandler = observe('api', (ex) => handleApi(actx, ex), apiError, obs);
+  // An API URL on another host name than the registry's is also served by the registry listener
+  // (the platform's layout: api.<domain> and registry.<domain> on one port; docs/container-workflow.md).
+  const apiOnRegistry = new Map(config.apiUrl && authorityOf(config.apiUrl) !== (config.registryUrl && authorityOf(config.registryUrl))
+    ? [[authorityOf(config.apiUrl), apiHandler]] : []);
+  const registryPort = await listen('registry', config.registryPort, byHost(registryHandler, apiOnRegistry), registryError, config.registryTls);
+  const apiPort = await listen('api', config.apiPort, apiHandler, apiError);
   const authPort = await listen('auth', config.authPort, observe('auth', (ex) => handleAuth(authCtx, ex), authError, obs), authError);
   const uploadPort = await listen('upload', config.uploadPort, observe('upload', (ex) => handleRegistry(rctx, ex), registryError, obs), registryError, config.uploadTls, 'h1');
   const base = (port: number, secure = false, host = config.host) => `${secure ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;

@@ -32,8 +32,15 @@ export const DEFAULT_SIZE = 'standard-1X';
 /** One `updates[]` item of a container release. */
 export interface ImageUpdate {
   type: string;
-  /** `algorithm:hex` image id: the config digest docker reports as the image id. */
+  /** `algorithm:hex` image id (the config digest docker reports as the image id), or the digest of a manifest pushed to the app. */
   dockerImage: string;
+}
+
+/** A release update that named a manifest digest, and the image id (config digest) released for it. */
+export interface ResolvedDigest {
+  type: string;
+  manifestDigest: string;
+  imageId: string;
 }
 
 /** What a release returns: the release, the app's formation after it, and the updated app. */
@@ -62,21 +69,25 @@ export class Releases {
    * Releases images to process types and applies `scale` (quantity, size of any type, released
    * or not), in one transaction: a failing scale item leaves no release behind.
    * @param userId the account releasing
+   * @param registryHost the registry's public `host[:port]`, named in the error for an image not pushed
+   * @returns also `resolved`: the updates that named a manifest digest, with the image id released for it
    * @throws INVALID_PARAMS for a newer-generation app, malformed or duplicate updates, unknown or
    *         foreign image ids, non-x86_64 images, an image with nothing to run, or a bad scale
    *         item; NOT_FOUND (formation) when a scale item names a type that does not exist.
    */
-  async release(app: AppRecord, userId: string, updates: ImageUpdate[], scale: ScaleUpdate[] = []): Promise<ReleaseOutcome> {
+  async release(app: AppRecord, userId: string, updates: ImageUpdate[], scale: ScaleUpdate[] = [], registryHost?: string): Promise<ReleaseOutcome & { resolved: ResolvedDigest[] }> {
     requireRegistryGeneration(app);
     if (updates.length === 0) throw fail('INVALID_PARAMS', 'updates must name at least one process type');
     checkScaleUpdates(scale);
     const seen = new Set<string>();
     const images: Record<string, ReleaseImage> = {};
+    const resolved: ResolvedDigest[] = [];
     for (const u of updates) {
       if (!PROCESS_TYPE.test(u.type)) throw fail('INVALID_PARAMS', `"${u.type.slice(0, 40)}" is not a valid process type`);
       if (seen.has(u.type)) throw fail('INVALID_PARAMS', `process type ${u.type} is named twice`);
       seen.add(u.type);
-      const r = await resolveImage(this.metadata, app.name, u.type, u.dockerImage);
+      const r = await resolveImage(this.metadata, app.name, u.type, u.dockerImage, registryHost);
+      if (r.byManifestDigest) resolved.push({ type: u.type, manifestDigest: u.dockerImage, imageId: r.configDigest });
       const command = processCommand(r.info);
       if (command === null) throw fail('INVALID_PARAMS', `docker_image ${u.dockerImage} has neither ENTRYPOINT nor CMD: nothing to run for ${u.type}`);
       images[u.type] = {
@@ -84,7 +95,7 @@ export class Releases {
         workingDir: workingDirectory(r.info), warnings: releaseWarnings(r.info, app, app.features ?? {}),
       };
     }
-    return this.#commit(app, userId, images, `Deployed ${Object.keys(images).join(', ')}`, null, undefined, scale);
+    return { ...await this.#commit(app, userId, images, `Deployed ${Object.keys(images).join(', ')}`, null, undefined, scale), resolved };
   }
 
   /**
@@ -170,12 +181,7 @@ export class Releases {
       tx.put(apps, app.id, updated);
       return { release, formation, app: updated };
     });
-    const types = Object.keys(outcome.release.images);
-    const event = {
-      type: 'release.created' as const, appId: app.id, appName: app.name, app: app.name, version: outcome.release.version, userId,
-      processTypes: types, types, rollbackOf, at: now,
-    };
-    publishEvent('release', () => event);
+    announceRelease(app, outcome.release, userId, rollbackOf, now);
     return outcome;
   }
 
@@ -225,6 +231,39 @@ export class Releases {
   }
 
   /**
+   * Removes process type `type` from the app, the platform CLI's `container:rm`: a new release
+   * without its image (described `Removed <type>`; none when the current release has no image for
+   * it) and its formation entry deleted, in one transaction, so a later release does not bring it
+   * back.
+   * @returns the removed formation entry and the new release (null when none was needed)
+   * @throws NOT_FOUND (formation) for a type the app does not have; INVALID_PARAMS for a newer-generation app.
+   */
+  async removeProcessType(app: AppRecord, userId: string, type: string): Promise<{ entry: FormationRecord; release: ReleaseRecord | null }> {
+    requireRegistryGeneration(app);
+    const entry = await this.formationEntry(app.id, type);
+    const now = this.clock.now();
+    const id = newId();
+    const release = await this.metadata.transact(async (tx) => {
+      const current = await currentApp(tx, app.id);
+      tx.remove(formations, key(app.id, entry.type));
+      const version = (current.releaseVersion ?? 0) + 1;
+      const previous = version > 1 ? await tx.get(releases, releaseKey(app.id, version - 1)) : undefined;
+      if (!previous || !(entry.type in previous.images)) return null;
+      const images = Object.fromEntries(Object.entries(previous.images).filter(([t]) => t !== entry.type));
+      const record: ReleaseRecord = {
+        id, appId: app.id, version, description: `Removed ${entry.type}`, userId, createdAt: now, images,
+        restarted: (await formationOf(tx, app.id)).map((f) => f.type).filter((t) => t !== entry.type),
+        releasePhase: RELEASE_PHASE_TYPE in images, rollbackOf: null, config: await tx.get(configVars, app.id) ?? {},
+      };
+      tx.put(releases, releaseKey(app.id, version), record);
+      tx.put(apps, app.id, { ...current, releaseVersion: version, updatedAt: now });
+      return record;
+    });
+    if (release) announceRelease(app, release, userId, null, now);
+    return { entry, release };
+  }
+
+  /**
    * Removes a process type's formation entry (old process names, docs/rules.md What the service does 6).
    * @throws NOT_FOUND for an unknown type.
    */
@@ -233,6 +272,15 @@ export class Releases {
     await this.metadata.transact((tx: MetadataTransaction) => tx.remove(formations, key(app.id, entry.type)));
     return entry;
   }
+}
+
+/** Publishes the `release.created` event of a committed release. */
+function announceRelease(app: AppRecord, release: ReleaseRecord, userId: string, rollbackOf: number | null, at: number): void {
+  const types = Object.keys(release.images);
+  publishEvent('release', () => ({
+    type: 'release.created' as const, appId: app.id, appName: app.name, app: app.name, version: release.version, userId,
+    processTypes: types, types, rollbackOf, at,
+  }));
 }
 
 /**

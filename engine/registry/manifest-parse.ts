@@ -77,9 +77,12 @@ export function parseManifest(bytes: Uint8Array, contentType: string | undefined
   return { config, layers, blobs, text };
 }
 
+/** What a user of each client passes to push an image as v2 schema 2 instead. */
+const CONVERT_HINT = 'push it as a Docker v2 schema 2 manifest: `podman push --format docker`, `buildah push --format docker`, `skopeo copy --format v2s2`, or `docker push`';
+
 function refuseType(t: string): void {
   const name = REFUSED_TYPES[t];
-  if (name) throw fail('MANIFEST_INVALID', `${name} (${t}) are not supported; ${SUPPORTED}`, { mediaType: t });
+  if (name) throw fail('MANIFEST_INVALID', `${name} (${t}) are not supported; ${SUPPORTED}: ${CONVERT_HINT}`, { mediaType: t });
 }
 
 function descriptor(v: unknown, where: string): Descriptor {

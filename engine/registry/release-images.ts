@@ -20,35 +20,59 @@ export interface ResolvedImage {
   repository: string;
   /** What inspection found in the image (entrypoint, cmd, layers, whiteouts…). */
   info: ImageInfo;
+  /** True when the caller sent the manifest digest and it was resolved to the image id. */
+  byManifestDigest: boolean;
+}
+
+/** The newest push of image id `configDigest` to app `appName`, `<app>/<type>` first; only of `manifestDigest` when given. */
+async function findPush(reader: MetadataReader, appName: string, preferredRepository: string, configDigest: string, manifestDigest?: string) {
+  let best: { repository: string; manifestDigest: string; at: number } | undefined;
+  for (const { key: k, value: at } of await reader.range(images, { prefix: configDigest })) {
+    const [, repository, digest] = keyParts(k) as [string, string, string];
+    if (!repository.startsWith(appName + '/') || (manifestDigest !== undefined && digest !== manifestDigest)) continue;
+    const preferred = repository === preferredRepository;
+    const bestPreferred = best?.repository === preferredRepository;
+    if (!best || (preferred && !bestPreferred) || (preferred === bestPreferred && at > best.at)) best = { repository, manifestDigest: digest, at };
+  }
+  return best;
 }
 
 /**
  * Finds the image `imageId` among those pushed to the repositories of app `appName`,
  * preferring `<app>/<type>`, then the newest push (docs/rules.md Endpoints 8.2: an image pushed
- * without a process type in its tag is releasable only by its id). Reads one range of the
- * image-id index and one manifest; usable outside or inside a transaction.
+ * without a process type in its tag is releasable only by its id). `imageId` is the image id
+ * (the config digest, `docker inspect`'s `Id`) or, as a convenience, the digest of a manifest
+ * pushed to the app (what `docker push` and `skopeo inspect` print), resolved to the image id it
+ * names (`byManifestDigest`). Reads one range of the image-id index and one or two manifests;
+ * usable outside or inside a transaction.
+ * @param registryHost the registry's public `host[:port]`, named in the error for an unknown image
  * @throws INVALID_PARAMS when the id is malformed, not pushed to the app, or not x86_64
  *         (isSupportedArchitecture).
  */
-export async function resolveImage(reader: MetadataReader, appName: string, type: string, imageId: string): Promise<ResolvedImage> {
+export async function resolveImage(reader: MetadataReader, appName: string, type: string, imageId: string, registryHost = 'the registry'): Promise<ResolvedImage> {
   if (!isDigest(imageId)) throw fail('INVALID_PARAMS', `docker_image must be an image id of the form sha256:<64 hex characters>, got "${imageId.slice(0, 80)}"`);
   const preferredRepository = `${appName}/${type}`;
-  let best: { repository: string; manifestDigest: string; at: number } | undefined;
-  for (const { key: k, value: at } of await reader.range(images, { prefix: imageId })) {
-    const [, repository, manifestDigest] = keyParts(k) as [string, string, string];
-    if (!repository.startsWith(appName + '/')) continue;
-    const preferred = repository === preferredRepository;
-    const bestPreferred = best?.repository === preferredRepository;
-    if (!best || (preferred && !bestPreferred) || (preferred === bestPreferred && at > best.at)) best = { repository, manifestDigest, at };
+  let configDigest = imageId;
+  let best = await findPush(reader, appName, preferredRepository, imageId);
+  let byManifestDigest = false;
+  if (!best) {
+    // Not an image id pushed to the app: a manifest digest of one?
+    const named = await reader.get(manifests, imageId);
+    if (named) {
+      best = await findPush(reader, appName, preferredRepository, named.configDigest, imageId);
+      configDigest = named.configDigest;
+      byManifestDigest = best !== undefined;
+    }
   }
   const manifest = best && await reader.get(manifests, best.manifestDigest);
   if (!best || !manifest) {
-    throw fail('INVALID_PARAMS', `docker_image ${imageId} is not an image pushed to app ${appName}; push it to <registry>/${preferredRepository} first`);
+    throw fail('INVALID_PARAMS', `docker_image ${imageId} is neither the image id nor the manifest digest of an image pushed to app ${appName}; `
+      + `push it to ${registryHost}/${preferredRepository} first, then send its image id (\`docker inspect --format '{{.Id}}' ${registryHost}/${preferredRepository}\`) or the digest \`docker push\` printed`);
   }
   if (!isSupportedArchitecture(manifest.image.architecture)) {
     throw fail('INVALID_PARAMS', `docker_image ${imageId}: unsupported architecture "${manifest.image.architecture}"; only x86_64 images are supported`);
   }
-  return { configDigest: imageId, manifestDigest: best.manifestDigest, repository: best.repository, info: manifest.image };
+  return { configDigest, manifestDigest: best.manifestDigest, repository: best.repository, info: manifest.image, byManifestDigest };
 }
 
 /**

@@ -63,8 +63,12 @@ export async function updateFormation(ctx: ApiContext, call: ApiCall): Promise<v
     // Release and scale are one engine call, one transaction: a bad scale item leaves no release.
     const scale: ScaleUpdate[] = items.filter((u) => u.quantity !== undefined || u.size !== undefined)
       .map((u) => ({ type: u.type, quantity: quantityOf(u.quantity, u.type), size: sizeOf(u.size, u.type) }));
-    const { formation, app: updated } = await ctx.releases.release(app, p.accountId, updates, scale);
-    return reply(ctx, call, 200, formation.map((f) => formationJson(f, updated)));
+    const { formation, app: updated, resolved } = await ctx.releases.release(app, p.accountId, updates, scale, new URL(ctx.urls.registry).host);
+    // A manifest digest was released as the image id it names: say so (the platform CLI prints Warning-Message).
+    const headers = resolved.length === 0 ? undefined : {
+      'warning-message': resolved.map((r) => `docker_image ${r.manifestDigest} (${r.type}) is a manifest digest; released its image id ${r.imageId}`).join('; '),
+    };
+    return reply(ctx, call, 200, formation.map((f) => formationJson(f, updated)), { headers });
   }
   const updates: ScaleUpdate[] = items.map((u) => ({ type: u.type, quantity: quantityOf(u.quantity, u.type), size: sizeOf(u.size, u.type) }));
   const done = await ctx.releases.scale(app, updates);
@@ -72,8 +76,14 @@ export async function updateFormation(ctx: ApiContext, call: ApiCall): Promise<v
 }
 
 export async function updateFormationType(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
+  const p = principalOf(call);
+  const app = await visibleApp(ctx, p, call.params.app!);
   const body = await readJson(call.ex);
+  // `docker_image: null` removes the process type (the platform CLI's `container:rm`).
+  if (body.docker_image === null) {
+    const { entry } = await ctx.releases.removeProcessType(app, p.accountId, call.params.type!);
+    return reply(ctx, call, 200, formationJson({ ...entry, quantity: 0, image: null }, app));
+  }
   const type = (await ctx.releases.formationEntry(app.id, call.params.type!)).type;
   const [f] = await ctx.releases.scale(app, [{ type, quantity: quantityOf(body.quantity, type), size: sizeOf(body.size, type) }]);
   reply(ctx, call, 200, formationJson(f!, app));

@@ -6,8 +6,8 @@
  * (measured: 10.7 s); over TLS the probe succeeds at once. docs/operator-guide.md "TLS on the registry host" has the details.
  *
  * Without a configured certificate, a self-signed one (EC P-256, SANs for the listen host,
- * localhost, 127.0.0.1 and ::1) is generated once with the `selfsigned` library and kept in
- * `<data>/keys/tls.crt` and `tls.key` (mode 0600).
+ * localhost, 127.0.0.1, ::1 and the host names of the public registry and API URLs) is generated
+ * once with the `selfsigned` library and kept in `<data>/keys/tls.crt` and `tls.key` (mode 0600).
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
@@ -20,8 +20,12 @@ export interface TlsFiles {
   generated: boolean;
 }
 
-/** The configured files, or the self-signed pair in `<dataDir>/keys`, created when missing. */
-export async function ensureTlsFiles(dataDir: string, host: string, cert?: string, key?: string): Promise<TlsFiles> {
+/**
+ * The configured files, or the self-signed pair in `<dataDir>/keys`, created when missing (with
+ * `names`, host names or IP addresses, among its SANs; an existing pair is kept as it is).
+ * @throws Error when only one of `cert` and `key` is set, or a configured file does not exist.
+ */
+export async function ensureTlsFiles(dataDir: string, host: string, cert?: string, key?: string, names: string[] = []): Promise<TlsFiles> {
   if (cert || key) {
     if (!cert || !key) throw new Error('SLIPWAY_TLS_CERT and SLIPWAY_TLS_KEY must be set together');
     for (const f of [cert, key]) if (!existsSync(f)) throw new Error(`TLS file ${f} does not exist`);
@@ -32,8 +36,8 @@ export async function ensureTlsFiles(dataDir: string, host: string, cert?: strin
   const keyFile = join(dir, 'tls.key');
   if (existsSync(certFile) && existsSync(keyFile)) return { certFile, keyFile, generated: false };
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const names = new Set(['localhost', '127.0.0.1', '::1', host]);
-  const altNames = [...names].filter((n) => n !== '0.0.0.0' && n !== '::').map((n) => (isIP(n) ? { type: 7 as const, ip: n } : { type: 2 as const, value: n }));
+  const sans = new Set(['localhost', '127.0.0.1', '::1', host, ...names.map((n) => n.replace(/^\[(.*)\]$/, '$1'))]);
+  const altNames = [...sans].filter((n) => n !== '0.0.0.0' && n !== '::').map((n) => (isIP(n) ? { type: 7 as const, ip: n } : { type: 2 as const, value: n }));
   const { generate } = await import('selfsigned'); // loaded only when a certificate is made
   const pems = await generate([{ name: 'commonName', value: host === '0.0.0.0' ? 'localhost' : host }], {
     keyType: 'ec',

@@ -176,8 +176,14 @@ export function sendRegistryError(ctx: RegistryContext, ex: Exchange, e: unknown
   }
   let wire = REGISTRY_ERRORS[e.code];
   // A HEAD refusal has no body to explain itself; answer "not found" (hiding whether the
-  // repository exists) so clients move on to a GET or POST, whose 403 carries the message.
-  if (ex.method === 'HEAD' && e.code === 'DENIED') wire = REGISTRY_ERRORS.NOT_FOUND;
+  // repository exists) so clients move on to a GET or POST, whose answer carries the message.
+  // skopeo and podman start a push with a blob HEAD and showed a bare "400 (Bad Request)".
+  if (ex.method === 'HEAD' && (e.code === 'DENIED' || e.code === 'NAME_INVALID')) wire = REGISTRY_ERRORS.NOT_FOUND;
+  // docker retries a push step five times over ~50 s unless the error's code is one it treats
+  // as final (moby distribution/errors.go retryOnError: UNAUTHORIZED, UNSUPPORTED, DENIED,
+  // TOOMANYREQUESTS, NAME_UNKNOWN); NAME_INVALID is not among them. A write to a malformed
+  // name is therefore refused as DENIED (403), with the same message naming the rule.
+  else if (e.code === 'NAME_INVALID' && ex.method !== 'GET' && ex.method !== 'HEAD') wire = REGISTRY_ERRORS.DENIED;
   const headers: Record<string, string> = { 'docker-distribution-api-version': API_VERSION };
   if (e instanceof Challenge) headers['www-authenticate'] = challengeHeader(ctx, e);
   const allow = (e.detail as { allow?: unknown } | undefined)?.allow;

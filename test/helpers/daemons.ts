@@ -117,9 +117,12 @@ function alive(pid: number): boolean {
 /**
  * Creates `<tmp>/<prefix>XXXXXX` with an owner.pid file, after sweeping directories of the same
  * prefix whose owner is dead: `pidsOf(dir)` lists the daemon pids to SIGKILL there (only pids
- * whose command line mentions the directory are killed, so a recycled pid is left alone).
+ * whose command line mentions the directory are killed, so a recycled pid is left alone);
+ * `beforeRemove(dir)` then undoes what the daemons left outside the directory tree (mounts).
  */
-export async function makeRunDir(prefix: string, pidsOf: (dir: string) => number[]): Promise<string> {
+export async function makeRunDir(
+  prefix: string, pidsOf: (dir: string) => number[], beforeRemove?: (dir: string) => void,
+): Promise<string> {
   const base = tmpdir();
   for (const name of await fsp.readdir(base)) {
     if (!name.startsWith(prefix)) continue;
@@ -136,6 +139,7 @@ export async function makeRunDir(prefix: string, pidsOf: (dir: string) => number
         if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dir)) process.kill(pid, 'SIGKILL');
       } catch { /* already gone */ }
     }
+    beforeRemove?.(dir);
     await fsp.rm(dir, { recursive: true, force: true });
   }
   const dir = await fsp.mkdtemp(join(base, prefix));

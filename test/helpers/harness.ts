@@ -56,6 +56,8 @@ export interface StartOptions {
    * `dataDir` too to share the server key and the blob files (the filesystem blob store).
    */
   databaseUrl?: string;
+  /** startSpawned: listen flags replacing the defaults (port 0 everywhere), e.g. `{ host: '127.0.0.9', 'registry-port': '443' }`. */
+  listen?: Record<string, string>;
   /** startSpawned: how long the process may take to listen (ms; default 60 000). */
   startTimeoutMs?: number;
 }
@@ -209,7 +211,7 @@ function trackChild(proc: ChildProcess): void {
 export function startSpawned(opts: StartOptions = {}): Promise<SpawnedSlipway> {
   const tmp = opts.dataDir === undefined ? tempDir() : undefined;
   const dataDir = opts.dataDir ?? tmp!.dir;
-  const flags = Object.entries(PORTS).flatMap(([k, v]) => [`--${k}`, v]);
+  const flags = Object.entries({ ...PORTS, ...opts.listen }).flatMap(([k, v]) => [`--${k}`, v]);
   const proc = spawn(process.execPath, [CLI, 'serve', '--data', dataDir, ...flags], {
     env: { ...process.env, SLIPWAY_LOG_LEVEL: process.env.SLIPWAY_TEST_LOG_LEVEL ?? 'warn', ...settingsOf(opts) },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -49,6 +49,8 @@ function cliEnv(home: string, target: { apiUrl: string; token?: string; registry
     // Telemetry, update checks and the delinquency look-up off / kept on loopback.
     DISABLE_TELEMETRY: 'true',
     HEROKU_SKIP_NEW_VERSION_CHECK: 'true',
+    // No detached `heroku update --autoupdate` (docs/container-workflow.md).
+    HEROKU_DISABLE_AUTOUPDATE: '1',
     HEROKU_PARTICLEBOARD_URL: target.apiUrl,
     NO_COLOR: '1',
     COLUMNS: '200',

@@ -96,6 +96,18 @@ t.test('container releases', { skip }, async (t) => {
     t.ok((await call('GET', '/apps/shipit/formation')).json.some((f: { type: string }) => f.type === 'release'), 'the release type is listed with the others');
   });
 
+  t.test('a manifest digest is released as the image id it names, and the response says so', async (t) => {
+    const r = await call('PATCH', '/apps/shipit/formation', { updates: [{ type: 'web', docker_image: web.manifestDigest }] }, containerAccept);
+    t.equal(r.status, 200, r.text);
+    t.equal(r.headers['warning-message'], `docker_image ${web.manifestDigest} (web) is a manifest digest; released its image id ${web.configDigest}`);
+    t.equal(r.json.find((f: { type: string }) => f.type === 'web').docker_image, web.configDigest);
+    const latest = (await call('GET', '/apps/shipit/releases')).json.at(-1);
+    t.equal(latest.processes.web.docker_image, web.configDigest, 'the release records the image id');
+    t.equal(latest.processes.web.manifest, web.manifestDigest);
+    const byId = await call('PATCH', '/apps/shipit/formation', { updates: [{ type: 'web', docker_image: web.configDigest }] }, containerAccept);
+    t.equal(byId.headers['warning-message'], undefined, 'an image id needs no word');
+  });
+
   t.test('refusals change nothing', async (t) => {
     const before = (await call('GET', '/apps/shipit/releases')).json.length;
     const other = await createApp(api, key, 'elsewhere');
@@ -105,8 +117,10 @@ t.test('container releases', { skip }, async (t) => {
     for (const b of [foreign.config, ...foreign.layers.map((l) => l.bytes)]) await pushBlob(target, 'elsewhere/web', b);
     t.equal((await putManifest(target, 'elsewhere/web', 'latest', foreign.manifest)).status, 201);
     const cases: Array<[string, unknown, string, number, RegExp]> = [
-      ['foreign image', { updates: [{ type: 'web', docker_image: foreign.configDigest }] }, containerAccept, 422, /not an image pushed to app shipit/],
-      ['unknown image', { updates: [{ type: 'web', docker_image: sha256('nothing') }] }, containerAccept, 422, /not an image pushed to app shipit/],
+      ['foreign image', { updates: [{ type: 'web', docker_image: foreign.configDigest }] }, containerAccept, 422, /is neither the image id nor the manifest digest of an image pushed to app shipit/],
+      ['foreign manifest', { updates: [{ type: 'web', docker_image: foreign.manifestDigest }] }, containerAccept, 422, /is neither the image id nor the manifest digest of an image pushed to app shipit/],
+      ['unknown image', { updates: [{ type: 'web', docker_image: sha256('nothing') }] }, containerAccept, 422,
+        new RegExp(`push it to ${host.replace(/\./g, '\\.')}/shipit/web first, then send its image id \\(\`docker inspect --format '\\{\\{\\.Id\\}\\}' ${host.replace(/\./g, '\\.')}/shipit/web\`\\) or the digest \`docker push\` printed`)],
       ['malformed id', { updates: [{ type: 'web', docker_image: 'latest' }] }, containerAccept, 422, /sha256:<64 hex characters>/],
       ['no variant', { updates: [{ type: 'web', docker_image: web.configDigest }] }, v3, 422, /version=3\.container-releases/],
       ['bad type', { updates: [{ type: 'Web!', docker_image: web.configDigest }] }, containerAccept, 422, /not a valid process type/],
@@ -156,5 +170,23 @@ t.test('container releases', { skip }, async (t) => {
     t.equal(webEntry.size, 'standard-2X');
     t.equal(await count(), before + 1, 'one release');
     t.equal((await call('GET', '/apps/shipit/formation/web')).json.quantity, 4);
+  });
+
+  t.test('docker_image null removes a process type (container:rm); a later release does not bring it back', async (t) => {
+    const docker = 'application/vnd.heroku+json; version=3.docker-releases';
+    const before = (await call('GET', '/apps/shipit/releases')).json.length;
+    const r = await call('PATCH', '/apps/shipit/formation/worker', { docker_image: null }, docker);
+    t.equal(r.status, 200, r.text);
+    t.equal(r.json.type, 'worker');
+    t.notOk((await call('GET', '/apps/shipit/formation')).json.some((f: { type: string }) => f.type === 'worker'), 'worker left the formation');
+    const removed = (await call('GET', '/apps/shipit/releases')).json.at(-1);
+    t.equal(removed.version, before + 1);
+    t.equal(removed.description, 'Removed worker');
+    t.notOk('worker' in removed.processes, 'the new release has no worker image');
+    t.ok('web' in removed.processes, 'the others keep theirs');
+    t.equal((await call('PATCH', '/apps/shipit/formation', { updates: [{ type: 'web', docker_image: web.configDigest }] }, containerAccept)).status, 200);
+    t.notOk((await call('GET', '/apps/shipit/formation')).json.some((f: { type: string }) => f.type === 'worker'), 'releasing web does not bring worker back');
+    const again = await call('PATCH', '/apps/shipit/formation/worker', { docker_image: null }, docker);
+    t.equal(again.status, 404, 'a type the app no longer has');
   });
 });
