@@ -1,12 +1,12 @@
 /**
  * Where blob bytes live: the data directory (`fs`, the embedded default) or an S3-compatible
- * object store (`s3`: AWS S3, Ceph RADOS Gateway, MinIO). Read from the environment; a bad value
- * stops the start with a message naming the setting (docs/architecture.md, configuration).
- * Credentials are not settings of Slipway: the AWS SDK's standard chain supplies them
- * (`AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, `AWS_PROFILE`, instance roles, …).
+ * object store (`s3`: AWS S3, Ceph RADOS Gateway, MinIO), from the blob_store and s3.* settings
+ * (server/settings/schema.ts); a bad value stops the start with a message naming the setting.
+ * Credentials: s3.access_key_id with s3.secret_access_key_file, else the AWS SDK's standard
+ * chain (`AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, `AWS_PROFILE`, instance roles, …).
  */
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
-import { parseSwitch } from './config.js';
+import { nameOf, readSecretFile, readSettings, type Values } from './settings/load.js';
 
 /** The S3 settings; present only when the blob store is `s3`. */
 export interface S3Settings {
@@ -35,6 +35,8 @@ export interface S3Settings {
   redirectExpirySeconds: number;
   /** Longest wait for one request to the store before it counts as unreachable (seconds, default 10). Env SLIPWAY_S3_TIMEOUT. */
   requestTimeoutSeconds: number;
+  /** Static credentials (s3.access_key_id, s3.secret_access_key_file); unset = the AWS SDK's default chain. Never logged. */
+  credentials?: { accessKeyId: string; secretAccessKey: string };
 }
 
 /** The blob store settings. */
@@ -45,66 +47,55 @@ type Source = Record<string, string | undefined>;
 const MIB = 1024 * 1024;
 
 /**
- * Reads the blob store settings from `env`.
- * @throws Error naming the environment variable and the bad value.
+ * Reads the blob store settings from `env` alone (and SLIPWAY_CONFIG, if it names a file).
+ * @throws what blobStoreFrom throws, and ConfigError for a bad value.
  */
 export function loadBlobStoreSettings(env: Source = process.env): BlobStoreSettings {
-  const get = (name: string) => (env[name] === '' ? undefined : env[name]);
-  const kind = get('SLIPWAY_BLOB_STORE') ?? 'fs';
-  if (kind !== 'fs' && kind !== 's3') throw new Error(`environment variable SLIPWAY_BLOB_STORE: "${kind}" must be fs or s3`);
+  return blobStoreFrom(readSettings(env, {}).values, env);
+}
+
+/**
+ * The blob store settings from the values read (server/settings/load.ts).
+ * @param env for the AWS SDK's AWS_REGION, the default region
+ * @param force use this store whatever blob_store says; with `fs` the s3.* settings are ignored
+ * @throws Error naming the settings: s3.* given without blob_store s3, no bucket, a put limit
+ *         below the part size, half of a pair of credentials, an unreadable secret file.
+ */
+export function blobStoreFrom(values: Values, env: Source, force?: 'fs' | 's3'): BlobStoreSettings {
+  const kind = force ?? (values.get('blob_store')?.value as 'fs' | 's3' | undefined) ?? 'fs';
+  const given = [...values.keys()].filter((p) => p.startsWith('s3.'));
   if (kind === 'fs') {
-    const stray = Object.keys(env).find((k) => k.startsWith('SLIPWAY_S3_') && env[k] !== '' && env[k] !== undefined);
-    if (stray) throw new Error(`environment variable ${stray} is set but SLIPWAY_BLOB_STORE is not s3`);
+    if (given.length > 0 && force === undefined) throw new Error(`${nameOf(values, given[0]!)} is set but ${nameOf(values, 'blob_store')} is not s3`);
     return { kind };
   }
-  const bad = (name: string, raw: string, what: string) => new Error(`environment variable ${name}: "${raw}" ${what}`);
-  const int = (name: string, dflt: number, min: number, max: number, what: string) => {
-    const raw = get(name);
-    if (raw === undefined) return dflt;
-    const n = Number(raw);
-    if (!/^\d+$/.test(raw) || n < min || n > max) throw bad(name, raw, what);
-    return n;
-  };
-  const flag = (name: string, dflt: boolean) => {
-    const raw = get(name);
-    return raw === undefined ? dflt : parseSwitch(raw, `environment variable ${name}`);
-  };
-  const endpoint = get('SLIPWAY_S3_ENDPOINT');
-  if (endpoint !== undefined) {
-    let u: URL | undefined;
-    try {
-      u = new URL(endpoint);
-    } catch {
-      u = undefined;
-    }
-    if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:')) throw bad('SLIPWAY_S3_ENDPOINT', endpoint, 'is not an http or https URL');
+  const get = <T>(path: string, dflt: T): T => (values.has(path) ? values.get(path)!.value as T : dflt);
+  const endpoint = get<string | undefined>('s3.endpoint', undefined);
+  const bucket = get<string | undefined>('s3.bucket', undefined);
+  if (bucket === undefined) throw new Error(`${nameOf(values, 's3.bucket')} is required when ${nameOf(values, 'blob_store')} is s3`);
+  const partMiB = get('s3.part_size', 8);
+  const uploadConcurrency = get('s3.upload_concurrency', 4);
+  const putLimitMiB = get('s3.put_limit', Math.min(5 * 1024, partMiB * uploadConcurrency));
+  if (putLimitMiB < partMiB) throw new Error(`${nameOf(values, 's3.put_limit')}: expected a size in MiB from the part size (${partMiB}) to 5120, got ${putLimitMiB}`);
+  if (values.has('s3.access_key_id') !== values.has('s3.secret_access_key_file')) {
+    throw new Error(`${nameOf(values, 's3.access_key_id')} and ${nameOf(values, 's3.secret_access_key_file')} must be set together`);
   }
-  const bucket = get('SLIPWAY_S3_BUCKET');
-  if (bucket === undefined) throw new Error('environment variable SLIPWAY_S3_BUCKET is required when SLIPWAY_BLOB_STORE=s3');
-  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) throw bad('SLIPWAY_S3_BUCKET', bucket, 'is not a valid bucket name (3–63 lower-case letters, digits, dots, hyphens)');
-  const prefix = get('SLIPWAY_S3_PREFIX') ?? '';
-  if (prefix !== '' && (!prefix.endsWith('/') || prefix.startsWith('/') || prefix.length > 200 || /[\x00-\x1f\\]/.test(prefix))) {
-    throw bad('SLIPWAY_S3_PREFIX', prefix, "must be empty or a relative key prefix ending in '/' (at most 200 characters)");
-  }
-  const region = get('SLIPWAY_S3_REGION') ?? get('AWS_REGION') ?? 'us-east-1';
-  if (!/^[a-z0-9-]{1,32}$/.test(region)) throw bad('SLIPWAY_S3_REGION', region, 'is not a region name');
-  const partSizeBytes = int('SLIPWAY_S3_PART_SIZE', 8, 5, 5 * 1024, 'is not a part size in MiB (5–5120)') * MIB;
-  const uploadConcurrency = int('SLIPWAY_S3_UPLOAD_CONCURRENCY', 4, 1, 64, 'is not a number of parts in flight (1–64)');
-  const putLimitBytes = int('SLIPWAY_S3_PUT_LIMIT', Math.min(5 * 1024, (partSizeBytes / MIB) * uploadConcurrency), partSizeBytes / MIB, 5 * 1024,
-    `is not a size in MiB from the part size (${partSizeBytes / MIB}) to 5120`) * MIB;
+  const region = get<string | undefined>('s3.region', undefined) ?? (env.AWS_REGION || undefined) ?? 'us-east-1';
   return {
     kind,
     endpoint,
     region,
     bucket,
-    prefix,
-    pathStyle: flag('SLIPWAY_S3_PATH_STYLE', endpoint !== undefined),
-    partSizeBytes,
+    prefix: get('s3.prefix', ''),
+    pathStyle: get('s3.path_style', endpoint !== undefined),
+    partSizeBytes: partMiB * MIB,
     uploadConcurrency,
-    putLimitBytes,
-    redirect: flag('SLIPWAY_S3_REDIRECT', false),
-    redirectExpirySeconds: int('SLIPWAY_S3_REDIRECT_EXPIRY', 300, 1, 604800, 'is not a number of seconds (1–604800, S3\'s longest presigned URL)'),
-    requestTimeoutSeconds: int('SLIPWAY_S3_TIMEOUT', 10, 1, 600, 'is not a number of seconds (1–600)'),
+    putLimitBytes: putLimitMiB * MIB,
+    redirect: get('s3.redirect', false),
+    redirectExpirySeconds: get('s3.redirect_expiry', 300),
+    requestTimeoutSeconds: get('s3.timeout', 10),
+    ...(values.has('s3.access_key_id') ? {
+      credentials: { accessKeyId: get('s3.access_key_id', ''), secretAccessKey: readSecretFile(values, 's3.secret_access_key_file') },
+    } : {}),
   };
 }
 
@@ -121,7 +112,7 @@ export const S3_ATTEMPTS = 2;
  * moving either way for `requestTimeoutSeconds` (the socket's idle timeout); the answer's head
  * within `requestTimeoutSeconds` plus the time a part takes at `MIN_STORE_BYTES_PER_SECOND`
  * (the SDK's `requestTimeout`, which only logs a warning unless `throwOnRequestTimeout`).
- * `S3_ATTEMPTS` attempts. Credentials come from the SDK's default chain.
+ * `S3_ATTEMPTS` attempts. Credentials: s3.access_key_id and its secret file when set, else the SDK's default chain.
  */
 export function s3ClientSettings(s: S3Settings): S3ClientConfig {
   const ms = s.requestTimeoutSeconds * 1000;
@@ -129,6 +120,7 @@ export function s3ClientSettings(s: S3Settings): S3ClientConfig {
     region: s.region,
     forcePathStyle: s.pathStyle,
     ...(s.endpoint === undefined ? {} : { endpoint: s.endpoint }),
+    ...(s.credentials === undefined ? {} : { credentials: s.credentials }),
     requestHandler: {
       connectionTimeout: Math.min(ms, 5000),
       socketTimeout: ms,
@@ -151,7 +143,7 @@ export async function probeBucket(client: S3Client, s: S3Settings): Promise<void
   } catch (e) {
     const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
     const where = s.endpoint ?? `AWS S3 (${s.region})`;
-    if (status === 404) throw new Error(`SLIPWAY_S3_BUCKET: bucket "${s.bucket}" does not exist at ${where}`);
+    if (status === 404) throw new Error(`SLIPWAY_S3_BUCKET: bucket "${s.bucket}" does not exist at ${where} (\`slipway s3 create-bucket\` creates it)`);
     if (status === 403 || status === 401) throw new Error(`SLIPWAY_S3_BUCKET: access to bucket "${s.bucket}" at ${where} refused (${status}); check the credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE)`);
     throw new Error(`SLIPWAY_S3_ENDPOINT: the object store at ${where} did not answer for bucket "${s.bucket}": ${(e as Error).name}: ${(e as Error).message}`);
   }

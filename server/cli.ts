@@ -11,11 +11,18 @@
  *   slipway fsck [--full] [--repair] [--json]   records against blob files (server/ops/fsck.ts)
  *   slipway migrate --to-database URL [--to-blob-store s3] [--json]   copy into cluster stores (server/ops/migrate.ts)
  *   slipway key adopt                   record the configured server key as the installation's (a lost key)
+ *   slipway key generate [--key-file F] write a new server key file (0600; never overwrites)
+ *   slipway config check|print [--config FILE]   check the settings / print the effective ones (server/settings/)
+ *   slipway s3 create-bucket            create the bucket of the s3.* settings (server/ops/create-bucket.ts)
  *   slipway operator reset-credentials  new credentials for the operator account (server/cli/operator.ts)
- * Settings also come from SLIPWAY_* environment variables (server/config.ts).
+ * Settings come from a config file (--config FILE or SLIPWAY_CONFIG), SLIPWAY_* environment
+ * variables and flags (server/settings/schema.ts; `slipway --help` lists them).
  */
 import { parseArgs } from 'node:util';
-import { databaseOf, FLAGS, loadConfig, type Config } from './config.js';
+import { databaseOf, loadSettings, type Config } from './config.js';
+import { SETTING_FLAGS } from './settings/load.js';
+import { settingsHelp } from './settings/describe.js';
+import { checkSummary, printSettings } from './settings/config-command.js';
 import { startServer } from './main.js';
 import { createLogger, lifecycleLogger } from './log.js';
 import { exitWhenFlushed } from './cli/exit.js';
@@ -24,7 +31,7 @@ import { credentialsForTerminal } from './ops/operator-credentials.js';
 import { openBlobStore } from './blob-store.js';
 import { openStore } from '../engine/store.js';
 import { StoreUnavailableError } from '../engine/storage/metadata.js';
-import { ServerKeys } from '../engine/identity/keys.js';
+import { generateKeyFile, ServerKeys } from '../engine/identity/keys.js';
 import { adoptServerKey } from '../engine/identity/key-check.js';
 import type { CreatedAccount } from '../engine/identity/accounts.js';
 import { systemClock } from '../engine/clock.js';
@@ -38,8 +45,7 @@ import { resolve } from 'node:path';
 import { fsck } from './ops/fsck.js';
 
 const USAGE = `usage:
-  slipway serve [--data DIR] [--host ADDR] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N]
-                [--registry-url URL] [--api-url URL] [--auth-url URL] [--upload-url URL] [--vendor NAME] [--accept-vendors LIST] [--app-url-template URL] [--log-level LEVEL]
+  slipway serve [--config FILE] [SETTING FLAGS (below)]
   slipway account create --email EMAIL [--password PASSWORD] [--json] [--data DIR]
   slipway app create --name NAME --owner EMAIL [--json] [--data DIR]
   slipway gc [--dry-run] [--json] [--data DIR]
@@ -49,14 +55,19 @@ const USAGE = `usage:
   slipway restore --from DIR --data NEWDIR [--json]
   slipway fsck [--full] [--repair] [--json] [--data DIR]
   slipway migrate --to-database postgres://USER@HOST:PORT/DB [--to-blob-store s3] [--json] [--data DIR]
-                  offline copy of the data directory into PostgreSQL (and S3: SLIPWAY_S3_* settings)
+                  offline copy of the data directory into PostgreSQL (and S3: the s3.* settings)
   slipway key adopt [--key-file FILE] [--data DIR]
   slipway operator reset-credentials [--json] [--data DIR]
                   new password, second factor and API key for the operator account, written to
-                  DATA/operator-credentials.json (0600); shown only on a terminal`;
+                  DATA/operator-credentials.json (0600); shown only on a terminal
+  slipway key generate [--key-file FILE]     a new server key file (default <data>/keys/server.key)
+  slipway config check [--config FILE]       check every setting; exit 1 naming each bad key
+  slipway config print [--config FILE] [--json]   effective settings and their sources, secrets hidden
+  slipway s3 create-bucket [--config FILE]   create the bucket of the s3.* settings
+Every command takes --config FILE and the setting flags.`;
 
 const options = {
-  ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])),
+  ...Object.fromEntries(SETTING_FLAGS.map((f) => [f, { type: 'string' as const }])),
   email: { type: 'string' as const },
   password: { type: 'string' as const },
   name: { type: 'string' as const },
@@ -170,18 +181,37 @@ async function checkStore(config: Config, full: boolean, repair: boolean, json: 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   if (values.help || positionals.length === 0) {
-    console.log(USAGE);
+    console.log(values.help ? `${USAGE}\n\n${settingsHelp()}` : USAGE);
     return values.help ? 0 : 2;
   }
-  const flags = Object.fromEntries(Object.keys(FLAGS).map((f) => [f, values[f as keyof typeof values] as string | undefined]));
+  const flags = Object.fromEntries(SETTING_FLAGS.map((f) => [f, values[f as keyof typeof values] as string | undefined]));
   // `gc grace set` takes its value as a positional (`slipway gc grace set 1h`).
   const value = positionals[0] === 'gc' && positionals[1] === 'grace' && positionals[2] === 'set' ? positionals[3] : undefined;
   const command = positionals.slice(0, value === undefined ? undefined : 3).join(' ');
-  // `migrate` copies from the data directory; its SLIPWAY_S3_* settings name the target bucket
+  // `migrate` copies from the data directory; its s3.* settings name the target bucket
   // (server/ops/migrate-cli.ts), not where this installation keeps its blobs.
-  const env = command === 'migrate' ? Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SLIPWAY_S3_') && k !== 'SLIPWAY_BLOB_STORE')) : process.env;
-  const config = loadConfig(env, flags);
+  const loaded = loadSettings(process.env, flags, command === 'migrate' ? { blobStore: 'fs' } : command === 's3 create-bucket' ? { blobStore: 's3' } : {});
+  const config = loaded.config;
   switch (command) {
+    case 'config check':
+      console.log(checkSummary(loaded, process.env));
+      return 0;
+    case 'config print':
+      console.log(printSettings(loaded, values.json === true));
+      return 0;
+    case 'key generate': {
+      const path = config.keyFile ?? resolve(config.dataDir, 'keys', 'server.key');
+      const key = generateKeyFile(path);
+      console.log(`Server key written to ${path} (mode 0600; fingerprint ${new ServerKeys(key).fingerprint().slice(0, 12)}). Give every node of a cluster this file (server_key.file / SLIPWAY_KEY_FILE) or its base64 as SLIPWAY_SERVER_KEY.`);
+      return 0;
+    }
+    case 's3 create-bucket': {
+      const b = config.blobStore;
+      if (b.kind !== 's3') throw new Error('unreachable: the blob store is forced to s3');
+      const outcome = await (await import('./ops/create-bucket.js')).createBucket(b);
+      console.log(`Bucket ${b.bucket} ${outcome === 'created' ? 'created' : 'already exists'} at ${b.endpoint ?? `AWS S3 (${b.region})`}; it answers.`);
+      return 0;
+    }
     case 'serve':
       await serve(config);
       return -1;
@@ -218,7 +248,8 @@ async function main(argv: string[]): Promise<number> {
     case 'fsck':
       return checkStore(config, values.full === true, values.repair === true, values.json === true);
     case 'migrate':
-      return (await import('./ops/migrate-cli.js')).migrateDataDir(config.dataDir, values['to-database'], values['to-blob-store'], values.json === true);
+      return (await import('./ops/migrate-cli.js')).migrateDataDir(config.dataDir, values['to-database'], values['to-blob-store'], values.json === true,
+        () => loadSettings(process.env, flags, { blobStore: 's3' }).config.blobStore);
     case 'restore': {
       refuseInClusterMode('restore', config.databaseUrl);
       if (!values.from || !flags.data) throw new Error('restore needs --from DIR and --data NEWDIR');

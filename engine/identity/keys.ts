@@ -181,6 +181,24 @@ export class ServerKeys {
   }
 }
 
+/**
+ * Writes a new server key (32 random bytes) to `path`, mode 0600, creating its directory (0700);
+ * never overwrites (`slipway key generate`).
+ * @returns the key
+ * @throws Error when the file exists (EEXIST) or cannot be written.
+ */
+export function generateKeyFile(path: string): Buffer {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const key = randomBytes(SERVER_KEY_BYTES);
+  try {
+    writeFileSync(path, key, { mode: 0o600, flag: 'wx' });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new Error(`${path} exists; a server key is never overwritten (move it away first; docs/cluster.md "Rotating the key")`);
+    throw e;
+  }
+  return key;
+}
+
 function loadOrCreateFile(dataDir: string, keyFile?: string): Buffer {
   const path = keyFile ?? join(dataDir, 'keys', 'server.key');
   if (keyFile === undefined) mkdirSync(dirname(path), { recursive: true, mode: 0o700 });

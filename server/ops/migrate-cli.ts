@@ -1,6 +1,6 @@
 /**
  * `slipway migrate`'s command line side: opens the data directory's store, the target
- * PostgreSQL database and (with `--to-blob-store s3`) the S3 bucket named by the SLIPWAY_S3_*
+ * PostgreSQL database and (with `--to-blob-store s3`) the S3 bucket named by the s3.*
  * settings (server/blob-store-settings.ts), runs the copy (server/ops/migrate.ts) and prints
  * what it did. Exit code 0 when the target verified equal to the source, 1 otherwise.
  */
@@ -11,23 +11,24 @@ import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
 import { openStore } from '../../engine/store.js';
 import { LmdbMetadataStore } from '../../engine/storage/lmdb-metadata.js';
 import { PostgresMetadataStore } from '../../engine/storage/postgres-metadata.js';
-import { loadBlobStoreSettings, probeBucket, s3ClientSettings } from '../blob-store-settings.js';
+import { probeBucket, s3ClientSettings, type BlobStoreSettings } from '../blob-store-settings.js';
 import { migrate, type MigrateReport } from './migrate.js';
 
 /**
  * Runs `slipway migrate` on `dataDir`.
  * @param database the target's `postgres://` URL (--to-database)
  * @param blobStore 's3' to copy the blobs (--to-blob-store); undefined or 'fs' leaves them in the data directory
+ * @param s3Target the target bucket's settings (the s3.* settings), read only with `blobStore` s3
  * @returns the exit code
  * @throws Error for missing or bad arguments and settings, an unreachable target, a data
  *         directory in use, or a blob that cannot be copied
  */
-export async function migrateDataDir(dataDir: string, database: string | undefined, blobStore: string | undefined, json: boolean): Promise<number> {
+export async function migrateDataDir(dataDir: string, database: string | undefined, blobStore: string | undefined, json: boolean, s3Target: () => BlobStoreSettings): Promise<number> {
   if (!database) throw new Error('migrate needs --to-database postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE');
   if (!/^postgres(ql)?:\/\//.test(database)) throw new Error('--to-database must be a postgres:// or postgresql:// URL');
   if (blobStore !== undefined && blobStore !== 's3' && blobStore !== 'fs') throw new Error(`--to-blob-store "${blobStore}" must be s3 (or fs: the blobs stay in the data directory)`);
   if (!existsSync(join(dataDir, 'lmdb'))) throw new Error(`${dataDir} is not a Slipway data directory (no lmdb/ inside)`);
-  const s3 = blobStore === 's3' ? loadBlobStoreSettings({ ...process.env, SLIPWAY_BLOB_STORE: 's3' }) : undefined;
+  const s3 = blobStore === 's3' ? s3Target() : undefined;
   let target: S3BlobBackend | undefined;
   if (s3 && s3.kind === 's3') {
     target = new S3BlobBackend({ client: s3ClientSettings(s3), bucket: s3.bucket, prefix: s3.prefix, partSize: s3.partSizeBytes, uploadConcurrency: s3.uploadConcurrency, putLimit: s3.putLimitBytes });

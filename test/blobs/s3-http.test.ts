@@ -32,7 +32,7 @@ t.test('the registry on S3 (Ceph RGW)', { skip }, async (t) => {
     const nobody = `http://127.0.0.1:${await freePort()}`;
     await t.rejects(startInProcess({ env: s3.env('x/', { SLIPWAY_S3_ENDPOINT: nobody, SLIPWAY_S3_TIMEOUT: '2' }) }), /SLIPWAY_S3_ENDPOINT: the object store at http:\/\/127\.0\.0\.1:\d+ did not answer/);
     await t.rejects(startInProcess({ env: s3.env('x/', { SLIPWAY_S3_PART_SIZE: '1' }) }), /SLIPWAY_S3_PART_SIZE/);
-    await t.rejects(startInProcess({ env: { SLIPWAY_S3_BUCKET: 'slipway' } }), /SLIPWAY_S3_BUCKET is set but SLIPWAY_BLOB_STORE is not s3/);
+    await t.rejects(startInProcess({ env: { SLIPWAY_S3_BUCKET: 'slipway' } }), /environment variable SLIPWAY_S3_BUCKET is set but blob_store \(SLIPWAY_BLOB_STORE\) is not s3/);
   });
 
   const server: InProcessSlipway = await startInProcess({ env: s3.env('http/', { SLIPWAY_GC_INTERVAL: '0' }) });

@@ -27,26 +27,26 @@ t.test('defaults: the filesystem; s3 with its defaults', async (t) => {
 
 t.test('bad values name their setting', async (t) => {
   const cases: Array<[Record<string, string>, RegExp]> = [
-    [{ SLIPWAY_BLOB_STORE: 'gcs' }, /SLIPWAY_BLOB_STORE: "gcs" must be fs or s3/],
-    [{ SLIPWAY_S3_BUCKET: 'x' }, /SLIPWAY_S3_BUCKET is set but SLIPWAY_BLOB_STORE is not s3/],
-    [{ SLIPWAY_BLOB_STORE: 's3' }, /SLIPWAY_S3_BUCKET is required/],
-    [{ ...base, SLIPWAY_S3_BUCKET: 'Bad_Bucket' }, /SLIPWAY_S3_BUCKET: "Bad_Bucket"/],
-    [{ ...base, SLIPWAY_S3_ENDPOINT: 'ftp://x' }, /SLIPWAY_S3_ENDPOINT: "ftp:\/\/x" is not an http or https URL/],
-    [{ ...base, SLIPWAY_S3_PREFIX: 'noslash' }, /SLIPWAY_S3_PREFIX: "noslash"/],
-    [{ ...base, SLIPWAY_S3_PART_SIZE: '4' }, /SLIPWAY_S3_PART_SIZE: "4" is not a part size in MiB/],
-    [{ ...base, SLIPWAY_S3_UPLOAD_CONCURRENCY: '0' }, /SLIPWAY_S3_UPLOAD_CONCURRENCY: "0"/],
-    [{ ...base, SLIPWAY_S3_PUT_LIMIT: '7' }, /SLIPWAY_S3_PUT_LIMIT: "7" is not a size in MiB from the part size \(8\) to 5120/],
-    [{ ...base, SLIPWAY_S3_REDIRECT: 'maybe' }, /SLIPWAY_S3_REDIRECT: "maybe" must be on or off/],
-    [{ ...base, SLIPWAY_S3_REDIRECT_EXPIRY: '604801' }, /SLIPWAY_S3_REDIRECT_EXPIRY: "604801"/],
-    [{ ...base, SLIPWAY_S3_TIMEOUT: '0' }, /SLIPWAY_S3_TIMEOUT: "0"/],
-    [{ ...base, SLIPWAY_S3_REGION: 'EU WEST' }, /SLIPWAY_S3_REGION: "EU WEST"/],
+    [{ SLIPWAY_BLOB_STORE: 'gcs' }, /SLIPWAY_BLOB_STORE: expected one of fs, s3, got "gcs"/],
+    [{ SLIPWAY_S3_BUCKET: 'slipway-x' }, /environment variable SLIPWAY_S3_BUCKET is set but blob_store \(SLIPWAY_BLOB_STORE\) is not s3/],
+    [{ SLIPWAY_BLOB_STORE: 's3' }, /s3.bucket \(SLIPWAY_S3_BUCKET\) is required when environment variable SLIPWAY_BLOB_STORE is s3/],
+    [{ ...base, SLIPWAY_S3_BUCKET: 'Bad_Bucket' }, /SLIPWAY_S3_BUCKET: expected a bucket name .*got "Bad_Bucket"/],
+    [{ ...base, SLIPWAY_S3_ENDPOINT: 'ftp://x' }, /SLIPWAY_S3_ENDPOINT: expected an http or https URL, got "ftp:\/\/x"/],
+    [{ ...base, SLIPWAY_S3_PREFIX: 'noslash' }, /SLIPWAY_S3_PREFIX: expected empty or a relative key prefix ending in \/.*got "noslash"/],
+    [{ ...base, SLIPWAY_S3_PART_SIZE: '4' }, /SLIPWAY_S3_PART_SIZE: expected an integer 5-5120 \(MiB\), got "4"/],
+    [{ ...base, SLIPWAY_S3_UPLOAD_CONCURRENCY: '0' }, /SLIPWAY_S3_UPLOAD_CONCURRENCY: expected .*got "0"/],
+    [{ ...base, SLIPWAY_S3_PUT_LIMIT: '7' }, /SLIPWAY_S3_PUT_LIMIT: expected a size in MiB from the part size \(8\) to 5120, got 7/],
+    [{ ...base, SLIPWAY_S3_REDIRECT: 'maybe' }, /SLIPWAY_S3_REDIRECT: expected on or off, got "maybe"/],
+    [{ ...base, SLIPWAY_S3_REDIRECT_EXPIRY: '604801' }, /SLIPWAY_S3_REDIRECT_EXPIRY: expected .*got "604801"/],
+    [{ ...base, SLIPWAY_S3_TIMEOUT: '0' }, /SLIPWAY_S3_TIMEOUT: expected .*got "0"/],
+    [{ ...base, SLIPWAY_S3_REGION: 'EU WEST' }, /SLIPWAY_S3_REGION: expected .*got "EU WEST"/],
   ];
   for (const [env, message] of cases) t.throws(() => loadBlobStoreSettings(env), message, JSON.stringify(env));
 });
 
 t.test('the upload memory budget must hold one part beside the receive buffers', async (t) => {
   const least = Math.ceil((8 * MIB + PART_HEADROOM) / MIB);
-  t.throws(() => loadConfig({ ...base, SLIPWAY_UPLOAD_MEMORY: String(least - 1) }), new RegExp(`SLIPWAY_UPLOAD_MEMORY: ${least - 1} MiB cannot hold one S3 part .*set at least ${least}`));
+  t.throws(() => loadConfig({ ...base, SLIPWAY_UPLOAD_MEMORY: String(least - 1) }), new RegExp(`environment variable SLIPWAY_UPLOAD_MEMORY: ${least - 1} MiB cannot hold one S3 part .*set at least ${least}`));
   t.equal(loadConfig({ ...base, SLIPWAY_UPLOAD_MEMORY: String(least) }).uploadMemoryMiB, least, 'exactly enough is accepted');
   t.equal(loadConfig({ SLIPWAY_UPLOAD_MEMORY: '1' }).uploadMemoryMiB, 1, 'the filesystem store has no such floor');
 });

@@ -186,7 +186,7 @@ t.test('race: concurrent polls around the approval get the token exactly once', 
 t.test('SLIPWAY_CLI_LOGIN_POLL_WAIT', async (t) => {
   t.equal(loadConfig({}).cliLoginPollSeconds, 50, 'default below the CLI\'s 60 s request timeout');
   t.equal(loadConfig({ SLIPWAY_CLI_LOGIN_POLL_WAIT: '2.5' }).cliLoginPollSeconds, 2.5);
-  t.throws(() => loadConfig({ SLIPWAY_CLI_LOGIN_POLL_WAIT: '0' }), /SLIPWAY_CLI_LOGIN_POLL_WAIT: "0" is not a number of seconds above 0/);
+  t.throws(() => loadConfig({ SLIPWAY_CLI_LOGIN_POLL_WAIT: '0' }), /SLIPWAY_CLI_LOGIN_POLL_WAIT: expected a number of seconds above 0 \(decimals allowed\), got "0"/);
   t.throws(() => loadConfig({ SLIPWAY_CLI_LOGIN_POLL_WAIT: 'soon' }), /SLIPWAY_CLI_LOGIN_POLL_WAIT/);
 });
 
