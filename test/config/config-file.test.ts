@@ -99,7 +99,7 @@ t.test('bad files are refused with the key\'s path: serve and config check exit 
       /: registry\.prot: unknown setting \(known in registry: port, url, tls\)/,
       /: api\.port: expected an integer 0-65535, got "x"/,
       /: upload\.tls: expected on or off, got "maybe"/,
-      /: auth: expected a table of settings \(port, url, cli_login_poll_wait\), got 5002/,
+      /: auth: expected a table of settings \(port, url, cli_login_poll_wait, cli_logins_per_source\), got 5002/,
       /: server_key\.value: a secret is not taken from a config file; give it in the environment \(SLIPWAY_SERVER_KEY\) or as a file \(server_key\.file\)/,
       /: database\.url: holds a password; a config file must not/,
     ]],
