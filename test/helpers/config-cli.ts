@@ -16,7 +16,7 @@ export function cleanEnv(extra: Record<string, string> = {}): Record<string, str
 }
 
 /** Runs one command to its end with a clean environment. */
-export const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, cleanEnv(env));
+export const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, cleanEnv(env), { inheritEnv: false });
 
 /** Status and selected headers of a GET on 127.0.0.1:port, or the connection error's code. */
 export function get(port: number, path: string): Promise<{ status: number; headers: Record<string, unknown> } | { error: string }> {

@@ -16,10 +16,11 @@ export function tempDir(prefix = 'slipway-test-'): { dir: string; cleanup(): voi
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Runs one `slipway` command (not `serve`) to its end; resolves with its exit code and output. */
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+/** Runs one `slipway` command (not `serve`) to its end; resolves with its exit code and output. The child inherits this process's environment unless `inheritEnv` is false. */
+export function runCli(args: string[], env: Record<string, string> = {}, opts: { inheritEnv?: boolean } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const base = opts.inheritEnv === false ? {} : process.env;
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, SLIPWAY_LOG_LEVEL: 'warn', ...env }, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [CLI, ...args], { env: { ...base, SLIPWAY_LOG_LEVEL: 'warn', ...env }, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });
