@@ -253,7 +253,8 @@ t.test('the object store killed and restarted under traffic', { skip, timeout: 2
   t.ok(outage.some((o) => o.what.startsWith('GET') && o.status === 503), 'a blob GET during the outage got 503 UNAVAILABLE');
   t.ok(outage.some((o) => /multipart (PATCH|PUT|push)/.test(o.what) && o.status === 503), 'a multipart push during the outage got 503 UNAVAILABLE');
   t.same(refused.filter((o) => /PATCH|PUT|push/.test(o.what) && !o.what.startsWith('manifest') && !/discarded/.test(o.message ?? '')).map(describe), [], 'each refused push says its session was discarded');
-  t.same(log.filter((o) => o.status >= 200 && o.status < 300 && o.error && o.phase !== 'outage').map(describe), [], 'bodies are cut only while the store is away');
+  // A response that began before the kill and was still streaming at it was cut by the outage too.
+  t.same(log.filter((o) => o.status >= 200 && o.status < 300 && o.error && o.phase !== 'outage' && !(o.at < outageAt && o.at + o.ms >= outageAt)).map(describe), [], 'bodies are cut only while the store is away');
   t.same(skopeoPushes.filter((s) => s.ms > 60_000).map((s) => `${s.phase}: ${Math.round(s.ms)} ms`), [], 'every skopeo push ended within 60 s');
   t.ok(skopeoPushes.some((s) => s.ok && s.phase === 'after'), 'skopeo pushes again once the store is back');
 
