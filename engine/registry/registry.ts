@@ -31,6 +31,8 @@ import { manifestBytes, manifestSize, type ImageInfo, type ManifestRecord, type 
 import { images, manifests, repositories, repositoryManifests } from './keyspaces.js';
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
 import { checkIdentifier } from '../identifiers.js';
+import { recordImageEvent } from './events.js';
+import { newId } from '../identity/tokens.js';
 
 /** Largest manifest accepted (bytes); the OCI spec asks registries to take at least 4 MiB. */
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -158,6 +160,7 @@ export class Registry {
     const image = existing?.image ?? (await this.#inspectPushed(repository, parsed.config.digest, parsed.layers.map((l) => l.digest), parsed.blobs, account));
     const now = this.clock.now();
     const rmKey = key(repository, digest);
+    const eventId = newId();
     await this.metadata.transact(async (tx) => {
       // Every record this body reads, in one read (one round trip on PostgreSQL, whose
       // transaction then answers the gets below from it: engine/storage/metadata.ts `prefetch`).
@@ -194,6 +197,7 @@ export class Registry {
       // Re-tagging a manifest the repository already holds changes nothing in its record.
       if (isNewInRepository || !stored) tx.put(manifests, digest, record);
       if (tag) await putTagInTransaction(tx, repository, tag, digest, now);
+      recordImageEvent(tx, eventId, 'create', appId, repository, { digest, tag: tag ?? null, configDigest: parsed.config.digest, mediaType: record.mediaType }, account || null, now);
     });
     return digest;
   }
@@ -243,14 +247,19 @@ export class Registry {
 
   /**
    * Deletes a tag (reference is a tag: only the tag goes, OCI distribution 1.1) or a manifest
-   * with every tag pointing at it (reference is a digest).
+   * with every tag pointing at it (reference is a digest), and records a `registry:image` destroy event by `account`.
    * @throws MANIFEST_UNKNOWN
    */
-  async deleteManifest(repository: string, reference: string): Promise<void> {
+  async deleteManifest(repository: string, reference: string, account: string | null = null): Promise<void> {
     const digest = await this.resolveManifest(repository, reference);
+    const eventId = newId();
+    const now = this.clock.now();
     await this.metadata.transact(async (tx) => {
       if (!isDigest(reference)) await removeTagInTransaction(tx, repository, reference);
       else await removeManifestInTransaction(tx, repository, digest);
+      const repo = await tx.get(repositories, repository);
+      const stored = await tx.get(manifests, digest);
+      if (repo) recordImageEvent(tx, eventId, 'destroy', repo.appId, repository, { digest, tag: isDigest(reference) ? null : reference, configDigest: stored?.configDigest ?? null, mediaType: stored?.mediaType ?? null }, account, now);
     });
   }
 

@@ -67,7 +67,7 @@ export async function listReferrers(ctx: RegistryContext, ex: Exchange, _admitte
 }
 
 /** DELETE of a manifest by tag or digest (admitted for delete). */
-export async function deleteManifest(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, reference }: RouteParams): Promise<void> {
-  await ctx.registry.deleteManifest(repository, reference);
+export async function deleteManifest(ctx: RegistryContext, ex: Exchange, admitted: Admission, { name: repository, reference }: RouteParams): Promise<void> {
+  await ctx.registry.deleteManifest(repository, reference, admitted.caller?.principal.accountId ?? null);
   ex.send(202, { 'docker-distribution-api-version': API_VERSION });
 }
