@@ -86,6 +86,12 @@ export interface Config {
   databaseStatementTimeoutSeconds: number; // database.statement_timeout
   databaseConnectTimeoutSeconds: number; // database.connect_timeout
   databaseCache: boolean; // database.cache
+  /** Webhook destinations allowed beyond public HTTPS (engine/webhooks/destination.ts parseAllowedHosts). */
+  webhookAllowedHosts: string; // webhooks.allowed_hosts
+  webhookTimeoutSeconds: number; // webhooks.timeout
+  webhookPollSeconds: number; // webhooks.poll_interval
+  webhookRetryBaseSeconds: number; // webhooks.retry_base
+  webhookRetryHorizonSeconds: number; // webhooks.retry_horizon
 }
 
 /** The Config field of each setting that maps one to one (the others are combined below). */
@@ -107,6 +113,8 @@ const FIELDS: Readonly<Record<string, keyof Config>> = {
   'gc.interval': 'gcIntervalSeconds', 'gc.grace': 'gcGraceSeconds', 'database.url': 'databaseUrl',
   'database.pool': 'databasePool', 'database.statement_timeout': 'databaseStatementTimeoutSeconds',
   'database.connect_timeout': 'databaseConnectTimeoutSeconds', 'database.cache': 'databaseCache',
+  'webhooks.allowed_hosts': 'webhookAllowedHosts', 'webhooks.timeout': 'webhookTimeoutSeconds', 'webhooks.poll_interval': 'webhookPollSeconds',
+  'webhooks.retry_base': 'webhookRetryBaseSeconds', 'webhooks.retry_horizon': 'webhookRetryHorizonSeconds',
 };
 
 type Source = Record<string, string | undefined>;

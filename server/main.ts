@@ -57,6 +57,7 @@ import { observe, type Observers } from './ops/observe.js';
 import { RequestTracker } from './ops/drain.js';
 import { probeReadiness } from './ops/readiness.js';
 import { startAdmin } from './ops/admin.js';
+import { webhooksOf } from './webhooks.js';
 import { openBlobStore, type OpenedBlobStore } from './blob-store.js';
 import type { BlobBackend } from '../engine/blobs/contract.js';
 
@@ -220,7 +221,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const urls = { registry: '', api: '', auth: '', upload: '', admin: '' };
   const rctx: RegistryContext = { store, clock, registry, uploads, blobs, blobRedirectSeconds: blobStore.redirectExpirySeconds, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
     receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 }, shutdown: tracker };
-  const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl: webUrlOf(config.appUrlTemplate, config.apiUrl ?? 'http://localhost') };
+  const webUrl = webUrlOf(config.appUrlTemplate, config.apiUrl ?? 'http://localhost');
+  // App webhooks and the delivery worker (docs/webhooks.md): deliveries run in the background, never on a request.
+  const { webhooks, worker: deliveryWorker } = webhooksOf(config, store.metadata, clock, keys, accounts, urls, webUrl, log);
+  const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, webhooks, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl };
   const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000, sources: new SourceAddresses(config.trustedProxies) };
 
   const tls = config.registryTls || config.uploadTls ? await ensureTlsFiles(config.dataDir, config.host, config.tlsCert, config.tlsKey,
@@ -325,6 +329,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     clearInterval(oauthPruner);
     clearInterval(gcTimer);
     stopListening(['registry', 'api', 'auth', 'upload']);
+    const deliveriesStopped = deliveryWorker.stop();
     for (const l of Object.values(listeners)) l.cutAll();
     // Handlers of cut requests wind up (an aborted body ends its upload append) before the store closes.
     await tracker.settle(0, performance.now() + CUT_GRACE_MS);
@@ -332,6 +337,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await reapRun;
     await graceRun;
     await resealRun;
+    await deliveriesStopped;
     for (const off of unsubscribeEvents) off();
     metrics.close();
     await new Promise<void>((resolve) => admin.server.close(() => resolve()));
@@ -359,6 +365,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   if (bootstrap) {
     lifecycle.info({ credentialsFile, node: config.nodeName, email: bootstrap.account.email }, `operator account ready: its credentials are in ${credentialsFile} (readable by this user only); they are not logged`);
   }
+  deliveryWorker.start();
   lifecycle.info({ urls, dataDir: config.dataDir, blobStore: blobs.kind, node: config.nodeName }, 'slipway listening');
   return {
     config, urls, store, accounts, apps, oauth, blobs, bootstrap, credentialsFile,
