@@ -22,8 +22,7 @@
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
-import { request } from 'undici';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { installCleanup } from '../cleanup.js';
 import { RegistryClient } from '../client.js';
 import { CpuWindow, systemSeconds } from '../procstat.js';
@@ -107,9 +106,19 @@ async function heapSnapshot(side: Side, label: string): Promise<void> {
     file = readdirSync(snapshotDir).find((f) => !before.has(f) && f.endsWith('.heapsnapshot'));
   }
   if (!file) throw new Error('no heap snapshot written within 300 s');
-  // Writing is synchronous on the main thread: an answer after the file appeared means it is done.
-  await (await request(`${side.server.admin}/metrics`)).body.dump();
-  emit({ bench: 'growth_heap_snapshot', server: side.server.name, step: label, file: `${snapshotDir}/${file}` });
+  // The file is written after it appears; it is complete when it ends with the strings array's "]}".
+  const path = `${snapshotDir}/${file}`;
+  while (Date.now() < deadline) {
+    const size = statSync(path).size;
+    if (size > 2) {
+      const tail = Buffer.alloc(2);
+      const fd = openSync(path, 'r');
+      try { readSync(fd, tail, 0, 2, size - 2); } finally { closeSync(fd); }
+      if (tail.toString('latin1') === ']}') break;
+    }
+    await sleep(200);
+  }
+  emit({ bench: 'growth_heap_snapshot', server: side.server.name, step: label, file: path });
 }
 
 /** One size step on one server: pushes, reads, memory, restart. */
