@@ -4,7 +4,7 @@
  *
  *   npm run bench:growth -- [--sizes 1000,10000,100000] [--backend embedded|cluster]
  *                           [--only slipway|reference] [--seed N] [--gets 4000]
- *                           [--heap-snapshots DIR] [--restart each|never]
+ *                           [--heap-snapshots DIR] [--restart each|never] [--base CHECKOUT]
  *
  * Each size step pushes images until the registry holds that many (1 config + 2 small layers
  * each, over 100 repositories `bench/r00`…`bench/r99`, 8 at a time, plain HTTP), then measures
@@ -18,9 +18,12 @@
  * `docker-registry garbage-collect`, on the stopped registry), and every remaining image is
  * checked (manifest GET, HEAD of each blob). Prints JSON lines on stdout and a table on stderr,
  * with the machine's load, other processes' CPU and steal over each step.
+ * `--base CHECKOUT` runs another build (its dist/server/cli.js) as a third server,
+ * `slipway@base`, on a data directory and through steps of its own: a before/after in one run.
  */
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { installCleanup } from '../cleanup.js';
@@ -49,6 +52,7 @@ const { values } = parseArgs({
     gets: { type: 'string', default: '4000' },
     'heap-snapshots': { type: 'string' },
     restart: { type: 'string', default: 'each' },
+    base: { type: 'string' },
   },
 });
 const sizes = values.sizes!.split(',').map((s) => Number(s.trim()));
@@ -96,7 +100,7 @@ async function pushTagRepo(side: Side): Promise<void> {
 
 /** Writes a heap snapshot of Slipway (started with --heapsnapshot-signal) and waits until it is complete. */
 async function heapSnapshot(side: Side, label: string): Promise<void> {
-  if (!snapshotDir || side.server.name !== 'slipway') return;
+  if (!snapshotDir || !side.server.slipway) return;
   const before = new Set(readdirSync(snapshotDir));
   process.kill(side.server.pid, 'SIGUSR2');
   const deadline = Date.now() + 300_000;
@@ -137,12 +141,12 @@ async function step(side: Side, size: number): Promise<StepRow> {
   // distribution 2.8 ignores n and last on tag lists (it answers every tag): the entries are printed.
   let tagPageEntries = 0;
   const tagPageMs = await median(20, async () => { tagPageEntries = await page(side.client, `/v2/${TAG_REPO}/tags/list?n=100&last=t0499`, 'tags'); });
-  if (s.name === 'slipway' && tagPageEntries !== 100) throw new Error(`${s.name}: tag page of ${TAG_REPO} holds ${tagPageEntries} tags, not 100`);
+  if (s.slipway && tagPageEntries !== 100) throw new Error(`${s.name}: tag page of ${TAG_REPO} holds ${tagPageEntries} tags, not 100`);
   const reads = readCpu.end();
   const memory = await readMemory(s.pid, s.admin);
   await heapSnapshot(side, `${size}`);
   const row: StepRow = {
-    bench: 'growth', server: s.name, backend: s.name === 'slipway' ? backend : 'filesystem', images: size, pushes_since_start: side.pushesSinceStart,
+    bench: 'growth', server: s.name, backend: s.slipway ? backend : 'filesystem', images: size, pushes_since_start: side.pushesSinceStart,
     push_images_per_s: pushRate, manifest_get_p50_ms: mget.p50, manifest_get_p99_ms: mget.p99, manifest_get_rps: mget.rps,
     tag_list_1000_ms: tagListMs, catalog_page_ms: catalogMs, tag_page_ms: tagPageMs, tag_page_entries: tagPageEntries, ...memory,
     startup_ms: null, rss_after_restart_mib: null, data_mib: null,
@@ -190,6 +194,15 @@ async function main(): Promise<void> {
       const server = await startGrowthSlipway(backend, env);
       stops.unshift(() => server.stop());
       sides.push({ server, client: newClient(server), images: [], pushesSinceStart: 0 });
+      if (values.base) {
+        const cli = resolve(values.base, 'dist/server/cli.js');
+        if (!existsSync(cli)) throw new Error(`--base: ${cli} not found (build that checkout first)`);
+        // On the cluster backend both builds would share one database and bucket: embedded only.
+        if (backend !== 'embedded') throw new Error('--base runs on the embedded backend only');
+        const base = await startGrowthSlipway(backend, {}, { name: 'slipway@base', cli });
+        stops.unshift(() => base.stop());
+        sides.push({ server: base, client: newClient(base), images: [], pushesSinceStart: 0 });
+      }
     }
     if (wanted.includes('reference')) {
       if (!referenceAvailable()) process.stderr.write('growth: docker-registry not installed (apt-get install docker-registry): reference skipped\n');

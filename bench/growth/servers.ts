@@ -23,7 +23,10 @@ export interface GcResult { wallMs: number; blobs: number; bytes: number }
 
 /** A server under test that can be restarted on its data. */
 export interface GrowthServer {
-  readonly name: 'slipway' | 'reference';
+  /** `slipway`, `slipway@base` (another build, `--base`) or `reference`. */
+  readonly name: string;
+  /** Whether it is a Slipway build (V8 figures, heap snapshots). */
+  readonly slipway: boolean;
   /** Registry base URL (changes on restart: free ports). */
   registry: string;
   /** PID of the server process now. */
@@ -54,16 +57,18 @@ function duBytes(dir: string): number {
 /**
  * Starts Slipway on a fresh data directory with `env` (the cluster's database and S3 settings,
  * or none), no online GC schedule and a GC grace of 0 (so the GC step frees what was deleted),
- * and creates the app `bench` with the operator's key.
+ * and creates the app `bench` with the operator's key. `build`: another build's server/cli.js
+ * and the name its figures carry (default this checkout's, `slipway`).
  * @throws Error when the node does not start or the app cannot be created.
  */
-export async function startGrowthSlipway(backend: Backend, env: Record<string, string>): Promise<GrowthServer> {
+export async function startGrowthSlipway(backend: Backend, env: Record<string, string>, build?: { name: string; cli: string }): Promise<GrowthServer> {
+  const cli = build?.cli ?? CLI;
   const dataDir = mkdtempSync(join(tmpdir(), 'slipway-growth-'));
   trackDir(dataDir);
   const fullEnv = { SLIPWAY_GC_INTERVAL: '0', SLIPWAY_GC_GRACE: '0', ...env };
   const start = async (): Promise<[BenchNode, number]> => {
     const t0 = performance.now();
-    const node = await startNode(dataDir, fullEnv);
+    const node = await startNode(dataDir, fullEnv, cli);
     return [node, performance.now() - t0];
   };
   let [node, ms] = await start();
@@ -77,7 +82,7 @@ export async function startGrowthSlipway(backend: Backend, env: Record<string, s
   const text = await res.body.text();
   if (res.statusCode !== 201) throw new Error(`POST ${node.urls.api}/apps answered ${res.statusCode}: ${text.slice(0, 300)}`);
   const server: GrowthServer = {
-    name: 'slipway',
+    name: build?.name ?? 'slipway', slipway: true,
     registry: node.urls.registry, pid: node.pid, admin: node.urls.admin, startupMs: ms,
     authorization: basicAuth('_', apiKey),
     async restart() {
@@ -87,7 +92,7 @@ export async function startGrowthSlipway(backend: Backend, env: Record<string, s
     },
     async gc() {
       const t0 = performance.now();
-      const out = await run(process.execPath, [CLI, 'gc', '--json', '--data', dataDir], { ...process.env, SLIPWAY_LOG_LEVEL: 'warn', ...fullEnv });
+      const out = await run(process.execPath, [cli, 'gc', '--json', '--data', dataDir], { ...process.env, SLIPWAY_LOG_LEVEL: 'warn', ...fullEnv });
       const wallMs = performance.now() - t0;
       const line = out.split('\n').filter((l) => l.startsWith('{')).pop();
       if (!line) throw new Error(`slipway gc printed no JSON:\n${out.slice(-2000)}`);
@@ -111,7 +116,7 @@ export async function startGrowthReference(): Promise<GrowthServer> {
   };
   let [target, ms] = await start();
   const server: GrowthServer = {
-    name: 'reference',
+    name: 'reference', slipway: false,
     registry: target.registry, pid: target.pid, startupMs: ms,
     async restart() {
       await target.stop();

@@ -3,7 +3,7 @@
 /** The figures of one size step on one server (also printed as a JSON line). */
 export interface StepRow {
   bench: 'growth';
-  server: 'slipway' | 'reference';
+  server: string;
   backend: string;
   images: number;
   pushes_since_start: number;
