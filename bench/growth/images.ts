@@ -8,6 +8,9 @@ import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { MANIFEST_V2 } from '../image.js';
 import type { RegistryClient } from '../client.js';
+import { prng } from '../../test/helpers/h1-generator.js';
+
+export { prng };
 
 /** A blob of a growth image. */
 export interface GrowthBlob { digest: string; bytes: Buffer }
@@ -25,18 +28,6 @@ export interface GrowthImage {
 const FILE_BYTES = 256;
 
 const sha256 = (b: Buffer): string => 'sha256:' + createHash('sha256').update(b).digest('hex');
-
-/** mulberry32: a small seeded PRNG (the benchmark prints its seed). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A ustar header of one regular file `name` of `size` bytes (mtime 0, mode 0644). */
 function tarHeader(name: string, size: number): Buffer {

@@ -1,7 +1,8 @@
 /** The growth benchmark's summary table on stderr (bench/growth/run.ts): one row per size step and server, then GC. */
+import type { MemoryReading } from './memory.js';
 
 /** The figures of one size step on one server (also printed as a JSON line). */
-export interface StepRow {
+export interface StepRow extends MemoryReading {
   bench: 'growth';
   server: string;
   backend: string;
@@ -16,14 +17,6 @@ export interface StepRow {
   tag_page_ms: number;
   /** Tags the `?n=100` page answered (the reference answers all of them). */
   tag_page_entries: number;
-  rss_mib: number;
-  rss_anon_mib: number;
-  rss_file_mib: number;
-  rss_shmem_mib: number;
-  rss_peak_mib: number;
-  heap_used_mib: number | null;
-  external_mib: number | null;
-  array_buffers_mib: number | null;
   startup_ms: number | null;
   rss_after_restart_mib: number | null;
   data_mib: number | null;
