@@ -1,6 +1,7 @@
 /**
  * Reading committed blobs from the filesystem store (the pull path), and the policy that picks,
- * per pull, between the page cache and direct reads (docs/storage.md "Pulls and the page cache").
+ * per pull, between the page cache and direct reads (docs/storage.md "Pulls: which reads go
+ * through the page cache").
  *
  * Pushed bytes are written through the page cache (fs-writer.ts), so a blob pulled right after
  * its push is in memory and is read from there: measured 2026-11-26 on the project's VM, 4 MiB

@@ -13,12 +13,14 @@
  * another thread while the same buffers are written. `sync` (fdatasync) may run beside writes.
  *
  * Writes go through the page cache, so a blob pulled right after its push (the usual order:
- * CI pushes, then every dyno pulls) is served from memory (docs/storage.md "Pulls and the page
- * cache"). Durability does not depend on it: the upload writer starts an `fdatasync` every
+ * CI pushes, then every dyno pulls) is served from memory (docs/storage.md "Pushed bytes go
+ * through the page cache"). Durability does not depend on it: the upload writer starts an `fdatasync` every
  * `SYNC_EVERY_BYTES` in the background (writer.ts), so the dirty bytes of a long push go to the
  * disk while it runs, and the commit's own `fdatasync` (step 2 of the commit order, fs-backend.ts)
- * comes before the blob is published or acknowledged. (Until 2026-11-26 aligned runs were written
- * with `O_DIRECT`, which saved the kernel's copy into the cache, 0.3–0.4 CPU-s per GiB here, but
+ * comes before the blob is published or acknowledged. Linux reports a writeback error (EIO,
+ * ENOSPC) to one `fdatasync` of a descriptor, so the first failed sync is remembered and fails the
+ * commit even when a later sync succeeds. (Until 2026-11-26 aligned runs were written
+ * with `O_DIRECT`, which saved the kernel's copy into the cache, 0.4–1.5 CPU-s per GiB here, but
  * sent every first pull to the disk at half the reference's pace.)
  */
 import { close, fdatasync, fstat, ftruncate, mkdirSync, openSync, read, writev, constants as fsc, promises as fsp } from 'node:fs';
@@ -96,6 +98,12 @@ export class FsWriter implements BlobWriter {
   /** The session's running sha256 (given up by `rewind`: the commit then re-hashes the file). */
   #hash: RunningHash;
   #idle: Array<() => void> = [];
+  /**
+   * The first failed `sync` (a background one's error is not reported to its caller): the
+   * kernel reports a writeback error to one `fdatasync` per descriptor only, so the commit's own
+   * sync may succeed after the bytes were lost; the commit fails with this instead.
+   */
+  #syncError: unknown = undefined;
   /** The pending close of a suspended, idle writer's descriptor. */
   #closeTimer: NodeJS.Timeout | null = null;
 
@@ -227,6 +235,7 @@ export class FsWriter implements BlobWriter {
     try {
       await datasync(fd);
     } catch (e) {
+      this.#syncError ??= e;
       throw asStorageFull(e, SESSION_BYTES);
     } finally {
       this.#release();
@@ -281,6 +290,7 @@ export class FsWriter implements BlobWriter {
     let actual: Digest;
     try {
       await datasync(fd);
+      if (this.#syncError !== undefined) throw this.#syncError;
       const stored = await sizeOf(fd);
       if (stored !== this.size) {
         throw fail('BLOB_UPLOAD_INVALID', `upload session bytes disagree (file ${stored}, written ${this.size} bytes); the session was discarded, start a new upload`);

@@ -401,7 +401,7 @@ export class UploadWriter {
       // slow disk would hold libuv's pool threads that reads and writes need.
       this.#unsynced = 0;
       this.#syncing = true;
-      this.#syncs.push(this.#blob.sync().catch(() => {}).then(() => { this.#syncing = false; })); // the commit's own sync reports errors
+      this.#syncs.push(this.#blob.sync().catch(() => {}).then(() => { this.#syncing = false; })); // a failed sync fails the commit (fs-writer.ts)
     }
     for (const s of batch) this.#release(s);
     if (!this.#error && this.#queue.length === 0) {

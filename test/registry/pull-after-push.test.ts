@@ -40,13 +40,13 @@ t.test('pushed blobs are in the page cache when acknowledged, and pull back whol
   await createApp(server.urls.api, key, 'cached');
   const blobFile = (digest: string) => join(server.dataDir, 'blobs', 'sha256', digest.slice(7, 9), digest.slice(7));
 
-  const single = randomBytes(24 * MiB + 4097);
+  const single = randomBytes(12 * MiB + 4097);
   t.equal((await pushBlob(me, 'cached/web', single)).status, 201, 'monolithic push acknowledged');
 
-  const chunked = randomBytes(3 * 8 * MiB + 1);
+  const chunked = randomBytes(3 * 4 * MiB + 1);
   let location = await startUpload(me, 'cached/web');
-  for (let at = 0; at < chunked.length; at += 8 * MiB) {
-    const part = chunked.subarray(at, Math.min(chunked.length, at + 8 * MiB));
+  for (let at = 0; at < chunked.length; at += 4 * MiB) {
+    const part = chunked.subarray(at, Math.min(chunked.length, at + 4 * MiB));
     const r = await http('PATCH', location, {
       headers: { ...me.auth, 'content-type': 'application/octet-stream', 'content-range': `${at}-${at + part.length - 1}`, 'content-length': String(part.length) },
       body: part,
