@@ -108,14 +108,12 @@ t.test('the policy: small pulls, a second pull, pulls at once go through the pag
   t.equal(w.mode, 'cached', 'written within the window (its push): the first pull reads through the cache');
   await w.close();
   now = 12_000;
-  const old = await reader(path, 'sha256:x', heat);
   heat.written('sha256:x' as Digest);
   now = 13_500;
   const x = await reader(path, 'sha256:x', heat);
   await lendAll(x, 0, bytes.length);
   t.equal(x.mode, 'direct', 'written longer ago than the window: direct');
   await x.close();
-  await old.close();
 });
 
 for (const listener of ['h1', 'uws']) t.test(`through HTTP (${listener}): unaligned ranges, odd sizes, concurrent pulls while the policy switches`, { skip: (listener === 'uws' && uwsUnavailable()) || false }, async (t) => {
