@@ -4,7 +4,7 @@
  * (fs-reader.ts), and the upload writer's buffers are made here too (the hash thread reads them
  * without a copy). Pushed bytes are written through the page cache (fs-writer.ts): a direct write
  * saved the kernel's copy into the cache (measured 2026-11-23, `dd bs=4M` of 1 GiB: 4.1 s of
- * kernel CPU buffered with fdatasync against 0.15 s direct, on a busy machine; 0.4–1.5 s buffered
+ * kernel CPU buffered with fdatasync against 0.15 s direct, on a busy machine; 0.4–1.9 s buffered
  * on 2026-11-26), but left every first pull to the disk.
  *
  * `O_DIRECT` needs the memory address, the file offset and the length aligned (Linux: to the

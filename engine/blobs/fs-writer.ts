@@ -20,7 +20,7 @@
  * comes before the blob is published or acknowledged. Linux reports a writeback error (EIO,
  * ENOSPC) to one `fdatasync` of a descriptor, so the first failed sync is remembered and fails the
  * commit even when a later sync succeeds. (Until 2026-11-26 aligned runs were written
- * with `O_DIRECT`, which saved the kernel's copy into the cache, 0.4–1.5 CPU-s per GiB here, but
+ * with `O_DIRECT`, which saved the kernel's copy into the cache, 0.4–1.9 CPU-s per GiB here, but
  * sent every first pull to the disk at half the reference's pace.)
  */
 import { close, fdatasync, fstat, ftruncate, mkdirSync, openSync, read, writev, constants as fsc, promises as fsp } from 'node:fs';
