@@ -79,7 +79,9 @@ t.test('requests ending and starting unaligned: every byte in order, committed b
     const w = new UploadWriter(blob, memory);
     await feedRegions(w, part, [65_536, 1_000_000, 4096, 1][i]!);
     await w.end();
-    await waitFor(`request ${i}: the budget given back once the hash released the last buffers`, () => memory.used === 0, { timeoutMs: 10_000, intervalMs: 5 });
+    // 30 s: the first request waits for the hash thread to start, which took over 10 s under tap
+    // with other suites running on this 2-CPU machine (the file passes in about 1.5 s alone).
+    await waitFor(`request ${i}: the budget given back once the hash released the last buffers`, () => memory.used === 0, { timeoutMs: 30_000, intervalMs: 5 });
   }
   const all = Buffer.concat(parts);
   t.ok(readFileSync(sessionFile(dir, 'mixed')).equals(all), 'the session file holds exactly the bytes sent');
@@ -95,7 +97,7 @@ t.test('a session reuses its free buffers, never the one a cut-off socket may st
   await feedRegions(a, first, BUFFER_BYTES, (r) => aBuffers.add(r.buffer));
   const held = a.region()!; // the body is cut off here: the socket still holds this region
   await a.end();
-  await waitFor('the budget given back once the hash released the last buffers', () => memory.used === 0, { timeoutMs: 10_000, intervalMs: 5 });
+  await waitFor('the budget given back once the hash released the last buffers', () => memory.used === 0, { timeoutMs: 30_000, intervalMs: 5 });
   held.fill(0xee); // stray bytes of the dead connection
   const second = randomBytes(2 * BUFFER_BYTES + 999);
   const b = new UploadWriter(blob, memory);
