@@ -10,6 +10,7 @@
 import { isDigest, type Digest } from '../digest.js';
 import { key, type MetadataReader } from '../storage/metadata.js';
 import { parseRepositoryName } from './names.js';
+import { blobRecordRefs } from '../blobs/refs.js';
 import { manifestBytes, type Descriptor, type ImageInfo, type ManifestRecord } from './records.js';
 import { manifests, manifestTags, repositories, repositoryManifests, tags } from './keyspaces.js';
 
@@ -132,4 +133,33 @@ function configDescriptor(record: ManifestRecord): Descriptor {
   const parsed = JSON.parse(manifestBytes(record).toString('utf8')) as { config?: Partial<Descriptor> };
   const c = parsed.config ?? {};
   return { mediaType: typeof c.mediaType === 'string' ? c.mediaType : '', digest: record.configDigest, size: typeof c.size === 'number' ? c.size : 0 };
+}
+
+/** What deleting an image would leave for GC: its distinct blobs and those no other image references. */
+export interface BlobShare {
+  /** Distinct blobs (config and layers) the image names, and their bytes. */
+  blobs: number;
+  bytes: number;
+  /** Of those, the blobs whose only reference is this image (refs 1), and their bytes: GC frees them after a delete. */
+  unshared: number;
+  unsharedBytes: number;
+}
+
+/**
+ * How many of the image's blobs only it references (engine/registry/registry.ts: a blob's
+ * `refs` counts the (repository, manifest) pairs naming it, once per pair). One read of the
+ * blob records.
+ */
+export async function blobShare(reader: MetadataReader, image: { config: Descriptor; layers: readonly Descriptor[] }): Promise<BlobShare> {
+  const sizes = new Map<Digest, number>([[image.config.digest, image.config.size], ...image.layers.map((l) => [l.digest, l.size] as const)]);
+  const digests = [...sizes.keys()];
+  const records = await reader.getMany(blobRecordRefs(digests));
+  const share: BlobShare = { blobs: 0, bytes: 0, unshared: 0, unsharedBytes: 0 };
+  digests.forEach((d, i) => {
+    const size = records[i]?.size ?? sizes.get(d)!;
+    share.blobs++;
+    share.bytes += size;
+    if ((records[i]?.refs ?? 0) <= 1) { share.unshared++; share.unsharedBytes += size; }
+  });
+  return share;
 }

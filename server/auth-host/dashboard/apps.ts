@@ -12,7 +12,7 @@ import type { AuthContext } from '../context.js';
 import type { AppRecord } from '../../../engine/platform/records.js';
 import { visibleApp, visibleApps } from '../../api/apps.js';
 import { quantityOf, sizeOf } from '../../api/formation.js';
-import { attempt, allowed, confirmOr, done, mirror, noticeOf, sendDashboard, signedInPage, submitted, when, type FormState, type Signed } from './page.js';
+import { attempt, allowed, backTo, confirmOr, done, mirror, noticeOf, sendDashboard, signedInPage, submitted, when, type FormState, type Signed } from './page.js';
 
 export async function showApps(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await signedInPage(ctx, ex, params);
@@ -75,5 +75,5 @@ export async function submitRollback(ctx: AuthContext, ex: Exchange, params: Rec
   if (!confirmOr(ctx, s, 'apps', { title: 'Roll back', message: `Roll ${app.name} back to release v${version}? A new release is created that runs v${version}'s images, and every process restarts.`, button: 'Roll back' })) return;
   const r = await attempt('rollback', ['release'], { release: version }, () => ctx.releases.rollback(app, s.account.id, version));
   if (!r.ok) return await renderApp(ctx, s, app, r.status, r.state);
-  done(s, `/apps/${app.name}`, 'rolled-back');
+  done(s, backTo(s.form, `/apps/${app.name}`), 'rolled-back');
 }

@@ -137,6 +137,8 @@ export const NOTICES: Record<string, string> = {
   'third-party-off': 'Third-party applications can no longer reach this team\'s apps.',
   scaled: 'Formation updated.',
   'rolled-back': 'Rolled back: a new release runs the chosen release\'s images.',
+  'tag-deleted': 'Tag deleted. The image stays; pull it by digest.',
+  'image-deleted': 'Image deleted with its tags. GC frees the blobs no other image uses.',
 };
 
 /** The notice of a page's `?notice=` key, or ''. */

@@ -9,6 +9,8 @@ import { showApplications, submitCreateAuthorization, submitRegenerate, submitRe
 import { showClient, showClients, submitCreateClient, submitDeleteClient, submitRotateClient, submitUpdateClient } from './clients.js';
 import { showTeam, showTeams, submitCreateTeam, submitMember, submitPreferences, submitRemoveMember, submitTeamAuthorization } from './teams.js';
 import { showApp, showApps, submitRollback, submitScale } from './apps.js';
+import { showImage, showRegistry, submitDeleteImage, submitDeleteTag } from './registry.js';
+import { showReleases } from './releases.js';
 
 type Handler = (ctx: AuthContext, ex: Exchange, params: Record<string, string>) => Promise<void>;
 
@@ -35,5 +37,10 @@ export function addDashboardRoutes(router: Router<Handler>): void {
     .add('GET', '/apps', showApps)
     .add('GET', '/apps/:app', showApp)
     .add('POST', '/apps/:app/formation/:type', submitScale)
-    .add('POST', '/apps/:app/rollback', submitRollback);
+    .add('POST', '/apps/:app/rollback', submitRollback)
+    .add('GET', '/apps/:app/releases', showReleases)
+    .add('GET', '/apps/:app/registry', showRegistry)
+    .add('GET', '/apps/:app/registry/:type/images/:digest', showImage)
+    .add('POST', '/apps/:app/registry/:type/images/:digest/delete', submitDeleteImage)
+    .add('POST', '/apps/:app/registry/:type/tags/:tag/delete', submitDeleteTag);
 }
