@@ -93,7 +93,7 @@ t.test('registry view and releases in Chromium', { skip }, async (t) => {
   await page.waitForURL(/\/apps\/shop$/);
 
   await t.test('the registry view: repositories, tags, digests, sizes, push times, warnings, commands', async (t) => {
-    await page.click('text=Registry: images and tags');
+    await page.click('nav.tabs a:has-text("Registry")');
     await page.waitForURL(/\/apps\/shop\/registry$/);
     t.equal(await page.textContent('#repo-web'), 'shop/web', 'the repository <app>/<process-type>');
     const rows = page.locator('#repo-web ~ table tbody tr');

@@ -12,7 +12,7 @@ import type { AuthContext } from '../context.js';
 import type { AppRecord } from '../../../engine/platform/records.js';
 import { visibleApp, visibleApps } from '../../api/apps.js';
 import { quantityOf, sizeOf } from '../../api/formation.js';
-import { attempt, allowed, backTo, confirmOr, done, mirror, noticeOf, sendDashboard, signedInPage, submitted, when, type FormState, type Signed } from './page.js';
+import { appPlace, attempt, allowed, backTo, confirmOr, done, mirror, noticeOf, sendDashboard, signedInPage, submitted, when, type FormState, type Signed } from './page.js';
 
 export async function showApps(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await signedInPage(ctx, ex, params);
@@ -44,7 +44,7 @@ async function renderApp(ctx: AuthContext, s: Signed, app: AppRecord, status: nu
     releases,
     config: showConfig ? Object.entries(await ctx.settings.configVars(app)).map(([k, v]) => ({ key: k, value: v })) : null,
     state: state ?? { form: '', errors: {}, values: {} },
-  });
+  }, appPlace(app.name, 'overview'));
 }
 
 export async function showApp(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {

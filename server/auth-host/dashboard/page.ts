@@ -35,7 +35,39 @@ export interface Signed {
 }
 
 /** The dashboard's sections, for the navigation. */
-export type Section = 'applications' | 'clients' | 'teams' | 'apps';
+export type Section = 'home' | 'applications' | 'clients' | 'teams' | 'apps';
+
+/** A breadcrumb: the last one (no href) is the page itself. */
+export interface Crumb { text: string; href?: string }
+
+/**
+ * The tabs of an app's pages, in order: `path` is appended to `/apps/{app}`. A module adding a
+ * page to an app adds its tab here (one line) and passes its `tab` to sendDashboard's `place`.
+ */
+export const APP_TABS = [
+  { tab: 'overview', label: 'Overview', path: '' },
+  { tab: 'registry', label: 'Registry', path: '/registry' },
+  { tab: 'releases', label: 'Releases', path: '/releases' },
+  { tab: 'config', label: 'Config vars', path: '/config' },
+  { tab: 'settings', label: 'Settings', path: '/settings' },
+] as const;
+
+/** One of APP_TABS. */
+export type AppTab = (typeof APP_TABS)[number]['tab'];
+
+/** Where a page sits below its section: breadcrumbs, and the app whose tabs to show. */
+export interface Place {
+  crumbs?: Crumb[];
+  app?: { name: string; tab: AppTab };
+}
+
+/** The place of an app's page: Apps › {app} › {tab label}, with the app's tabs. */
+export function appPlace(app: string, tab: AppTab): Place {
+  const label = APP_TABS.find((t) => t.tab === tab)!.label;
+  const crumbs: Crumb[] = [{ text: 'Apps', href: '/apps' }, tab === 'overview' ? { text: app } : { text: app, href: `/apps/${app}` }];
+  if (tab !== 'overview') crumbs.push({ text: label });
+  return { crumbs, app: { name: app, tab } };
+}
 
 /** A form's errors by field name ('' = the form as a whole) and the values to show again. */
 export interface FormState {
@@ -108,9 +140,18 @@ export function allowed(s: Signed, route: string): boolean {
   }
 }
 
-/** Renders a dashboard page with its navigation. */
-export function sendDashboard(ctx: AuthContext, s: Signed, status: number, template: Parameters<AuthContext['views']['render']>[0], section: Section, data: Record<string, unknown>): void {
-  const html = ctx.views.render(template, { ...data, nav: { section, email: s.account.email, csrf: s.csrf }, csrf: s.csrf });
+/**
+ * Renders a dashboard page with its navigation: the header's sections (`section` marked as the
+ * current one), and, from `place`, breadcrumbs and an app's tabs.
+ */
+export function sendDashboard(
+  ctx: AuthContext, s: Signed, status: number, template: Parameters<AuthContext['views']['render']>[0], section: Section, data: Record<string, unknown>, place: Place = {},
+): void {
+  const appTabs = place.app ? {
+    app: place.app.name,
+    tabs: APP_TABS.map((t) => ({ label: t.label, href: `/apps/${place.app!.name}${t.path}`, current: t.tab === place.app!.tab })),
+  } : null;
+  const html = ctx.views.render(template, { ...data, nav: { section, email: s.account.email, csrf: s.csrf, crumbs: place.crumbs ?? [], appTabs }, csrf: s.csrf });
   sendPage(s.ex, status, html, s.browser.setCookie);
 }
 

@@ -25,7 +25,7 @@ import { bytes } from '../../ops/units.js';
 import { isTag } from '../../../engine/registry/names.js';
 import { pushCommands, pullCommands, registryHost } from './registry-commands.js';
 import { deleteExplanation } from './registry-gc.js';
-import { done, mirror, noticeOf, sendDashboard, signedInPage, submitted, when, type Signed, type Submitted } from './page.js';
+import { appPlace, done, mirror, noticeOf, sendDashboard, signedInPage, submitted, when, type Place, type Signed, type Submitted } from './page.js';
 
 /** The dashboard path of an image page. */
 export function imagePath(app: string, repository: string, digest: string): string {
@@ -68,7 +68,7 @@ export async function showRegistry(ctx: AuthContext, ex: Exchange, params: Recor
   sendDashboard(ctx, s, 200, 'registry', 'apps', {
     title: `Registry of ${app.name}`, notice: noticeOf(s.ex), app: { name: app.name }, host, repositories, truncated: listed.truncated,
     push: pushCommands(host, app.name, repositories[0]?.type ?? 'web'), canDelete: await mayDelete(ctx, s.principal, app),
-  });
+  }, appPlace(app.name, 'registry'));
 }
 
 /** Releases of `app` naming image `repository@digest`, newest first, as `v<N>` with whether it is the current one. */
@@ -101,7 +101,15 @@ export async function showImage(ctx: AuthContext, ex: Exchange, params: Record<s
     pull: pullCommands(host, app.name, params.type!, image.tags[0]?.tag, image.digest),
     releases: releasesOf(await ctx.releases.list(app.id), app, image.repository, image.digest),
     canDelete: await mayDelete(ctx, s.principal, app),
-  });
+  }, imagePlace(app, image));
+}
+
+/** Apps › app › Registry › image, under the app's Registry tab. */
+function imagePlace(app: AppRecord, image: ImageView): Place {
+  const place = appPlace(app.name, 'registry');
+  place.crumbs![place.crumbs!.length - 1] = { text: 'Registry', href: `/apps/${app.name}/registry` };
+  place.crumbs!.push({ text: `${image.repository.slice(app.name.length + 1)}@${image.digest.slice(0, 19)}` });
+  return place;
 }
 
 /**
@@ -145,5 +153,5 @@ async function confirmDelete(ctx: AuthContext, s: Submitted, app: AppRecord, ima
     title: tag ? `Delete tag ${image.repository}:${tag}` : `Delete image ${image.digest.slice(0, 19)}`,
     action: s.ex.path, back: imagePath(app.name, image.repository, image.digest), tag, repository: image.repository, image: imageRow(app, image),
     releases, ...explained,
-  });
+  }, imagePlace(app, image));
 }

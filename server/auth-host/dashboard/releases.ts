@@ -14,7 +14,7 @@ import { visibleApp } from '../../api/apps.js';
 import { holdsManifest } from '../../../engine/registry/registry.js';
 import { tagsOfManifest } from '../../../engine/registry/tags.js';
 import type { Digest } from '../../../engine/digest.js';
-import { allowed, mirror, noticeOf, sendDashboard, signedInPage, when } from './page.js';
+import { allowed, appPlace, mirror, noticeOf, sendDashboard, signedInPage, when } from './page.js';
 import { imagePath } from './registry.js';
 
 /** Releases shown on the page (newest first); the API lists them all. */
@@ -57,5 +57,5 @@ export async function showReleases(ctx: AuthContext, ex: Exchange, params: Recor
   sendDashboard(ctx, s, 200, 'releases', 'apps', {
     title: `Releases of ${app.name}`, notice: noticeOf(s.ex), app: { name: app.name }, releases, total: all.length, truncated: all.length > shown.length,
     canRollback: allowed(s, 'POST /apps/:app/releases'),
-  });
+  }, appPlace(app.name, 'releases'));
 }
