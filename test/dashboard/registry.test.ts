@@ -15,8 +15,8 @@ import { randomBytes } from 'node:crypto';
 import type { Page } from 'playwright-core';
 import { api, createAccount, type TestServer } from '../helpers/oauth.js';
 import { startInProcess } from '../helpers/harness.js';
-import { chromiumSkip, launchBrowser, screenshotDir, seriousViolations } from '../helpers/browser.js';
-import { signInPage, widths } from '../helpers/dashboard.js';
+import { chromiumSkip, launchBrowser, screenshotDir } from '../helpers/browser.js';
+import { lookAt, signInPage } from '../helpers/dashboard.js';
 import { skopeo, skopeoSkip } from '../helpers/skopeo.js';
 import { buildImage, layerTar, type BuiltImage } from '../helpers/image.js';
 import { http, basic } from '../helpers/http.js';
@@ -60,14 +60,9 @@ t.test('registry view and releases in Chromium', { skip }, async (t) => {
 
   /** axe-core, the width check at 1280 and 390 px, and screenshots of both. */
   async function look(p: Page, name: string): Promise<void> {
-    for (const width of [1280, 390]) {
-      await p.setViewportSize({ width, height: 900 });
-      const w = await widths(p);
-      t.ok(w.document <= w.viewport, `${name} at ${width} px: document ${w.document} px ≤ viewport ${w.viewport} px`);
-      await p.screenshot({ path: join(shots, `${name}-${width}.png`), fullPage: true });
-    }
-    await p.setViewportSize({ width: 1280, height: 900 });
-    t.same(await seriousViolations(p), [], `${name}: no serious accessibility violations`);
+    const found = await lookAt(p, shots, name);
+    for (const w of found.widths) t.ok(w.document <= w.viewport, `${name} at ${w.viewport} px: document ${w.document} px ≤ viewport`);
+    t.same(found.violations, [], `${name}: no serious accessibility violations`);
   }
 
   // Two images sharing their base layer: v1 with EXPOSE, USER and a whiteout; v2 clean.

@@ -178,6 +178,12 @@ export const NOTICES: Record<string, string> = {
   'third-party-off': 'Third-party applications can no longer reach this team\'s apps.',
   scaled: 'Formation updated.',
   'rolled-back': 'Rolled back: a new release runs the chosen release\'s images.',
+  'app-created': 'App created. Push an image to it and release it to run something.',
+  'app-deleted': 'App deleted, with its registry repositories.',
+  transferred: 'The app now belongs to the team.',
+  'config-set': 'Config var saved: a new release was made with it.',
+  'config-removed': 'Config var removed: a new release was made without it.',
+  'config-unchanged': 'Nothing changed, so no release was made.',
   'tag-deleted': 'Tag deleted. The image stays; pull it by digest.',
   'image-deleted': 'Image deleted with its tags. GC frees the blobs no other image uses.',
 };
@@ -210,7 +216,7 @@ export function fieldOf(e: SlipwayError, fields: readonly string[]): string {
 /** How a form names the API fields that engine messages start with. */
 const FIELD_WORDS: Record<string, string> = {
   name: 'The name', redirect_uri: 'The redirect URI', description: 'The description', scope: 'Scope', expires_in: 'The expiry',
-  expiry_days: 'The expiry', email: 'The e-mail', role: 'The role', quantity: 'The quantity', size: 'The size', release: 'The release',
+  expiry_days: 'The expiry', email: 'The e-mail', role: 'The role', quantity: 'The quantity', size: 'The size', release: 'The release', team: 'The team',
 };
 
 /** An engine message in the form's words: a leading API field name becomes the field's label. */
