@@ -172,6 +172,14 @@ t.test('registry view and releases in Chromium', { skip }, async (t) => {
     t.equal(await manifestDigest(ts, key, 'shop/web', d2), d2, 'the image stays');
   });
 
+  await t.test('a fir-generation app: no push commands, the reason instead', async (t) => {
+    if ((await api(ts, 'POST', '/apps', key, { name: 'newgen', generation: 'fir' })).status !== 201) throw new Error('fir app');
+    await page.goto(url('/apps/newgen/registry'));
+    const main = (await page.textContent('main'))!;
+    t.match(main, 'takes pushes for cedar-generation apps only');
+    t.notMatch(main, 'docker push', 'no command that would be refused');
+  });
+
   const dev = await createAccount(ts, 'dev@example.com');
   await t.test('another account and a form without its CSRF token change nothing', async (t) => {
     const other = await launchBrowser(false);

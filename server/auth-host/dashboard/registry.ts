@@ -20,6 +20,7 @@ import { fail } from '../../../engine/errors.js';
 import { visibleApp } from '../../api/apps.js';
 import { authorize } from '../../registry/access.js';
 import { mayUseRepository } from '../../../engine/platform/access.js';
+import { usesContainerRegistry } from '../../../engine/platform/runtime-rules.js';
 import { imageOfRepository, imagesOfRepository, repositoriesOfApp, type ImageView } from '../../../engine/registry/browse.js';
 import { bytes } from '../../ops/units.js';
 import { isTag } from '../../../engine/registry/names.js';
@@ -67,7 +68,7 @@ export async function showRegistry(ctx: AuthContext, ex: Exchange, params: Recor
   }));
   sendDashboard(ctx, s, 200, 'registry', 'apps', {
     title: `Registry of ${app.name}`, notice: noticeOf(s.ex), app: { name: app.name }, host, repositories, truncated: listed.truncated,
-    push: pushCommands(host, app.name, repositories[0]?.type ?? 'web'), canDelete: await mayDelete(ctx, s.principal, app),
+    push: usesContainerRegistry(app) ? pushCommands(host, app.name, repositories[0]?.type ?? 'web') : null, generation: app.generation, canDelete: await mayDelete(ctx, s.principal, app),
   }, appPlace(app.name, 'registry'));
 }
 
