@@ -55,6 +55,7 @@ function imageRow(app: AppRecord, i: ImageView) {
   };
 }
 
+/** GET /apps/:app/registry. @throws NOT_FOUND for an app the person cannot see; DENIED without pull rights */
 export async function showRegistry(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await signedInPage(ctx, ex, params);
   if (!s) return;
@@ -86,6 +87,7 @@ async function namedImage(ctx: AuthContext, app: AppRecord, params: Record<strin
   return image;
 }
 
+/** GET /apps/:app/registry/:type/images/:digest. @throws NOT_FOUND, DENIED as showRegistry; MANIFEST_UNKNOWN (404) for an image the repository does not hold */
 export async function showImage(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await signedInPage(ctx, ex, params);
   if (!s) return;
@@ -125,6 +127,10 @@ async function deleting(ctx: AuthContext, ex: Exchange, params: Record<string, s
   return { s, app: await visibleApp(ctx, s.principal, params.app!), repository };
 }
 
+/**
+ * POST /apps/:app/registry/:type/tags/:tag/delete: the confirmation page, then (with confirmed=yes) the registry's DELETE by tag.
+ * @throws DENIED (bad CSRF token, or the registry's delete rule); MANIFEST_INVALID for a reference that is not a tag; MANIFEST_UNKNOWN
+ */
 export async function submitDeleteTag(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const { s, app, repository } = await deleting(ctx, ex, params);
   const tag = params.tag!;
@@ -138,6 +144,10 @@ export async function submitDeleteTag(ctx: AuthContext, ex: Exchange, params: Re
   done(s, `/apps/${app.name}/registry`, 'tag-deleted');
 }
 
+/**
+ * POST /apps/:app/registry/:type/images/:digest/delete: the confirmation page, then the registry's DELETE by digest (the image and its tags).
+ * @throws DENIED (bad CSRF token, or the registry's delete rule); MANIFEST_UNKNOWN
+ */
 export async function submitDeleteImage(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const { s, app, repository } = await deleting(ctx, ex, params);
   const image = await namedImage(ctx, app, params);

@@ -20,6 +20,7 @@ import { imagePath } from './registry.js';
 /** Releases shown on the page (newest first); the API lists them all. */
 export const MAX_RELEASES = 100;
 
+/** GET /apps/:app/releases. @throws NOT_FOUND for an app the person cannot see (as GET /apps/{app}/releases) */
 export async function showReleases(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
   const s = await signedInPage(ctx, ex, params);
   if (!s) return;
