@@ -10,7 +10,7 @@
 import { showHome } from './dashboard/home.js';
 import type { Exchange } from '../http/exchange.js';
 import type { AuthContext } from './context.js';
-import { browserOf, clearedCookie, csrfToken, csrfValid, sessionCookie, type Browser } from './session.js';
+import { READ_ONLY_SCOPE, browserOf, clearedCookie, csrfToken, csrfValid, sessionCookie, type Browser } from './session.js';
 import { sendPage, sendRedirect } from './views.js';
 import { field, readForm } from './forms.js';
 import { SIGN_IN_LOCKOUT_MS } from '../../engine/oauth/limits.js';
@@ -54,7 +54,7 @@ export async function submitSignIn(ctx: AuthContext, ex: Exchange): Promise<void
   }
   const result = await ctx.oauth.signIn.attempt(email, password, code);
   if (result.ok) {
-    const { value } = await ctx.oauth.sessions.create(result.account.id);
+    const { value } = await ctx.oauth.sessions.create(result.account.id, field(form, 'read_only') === 'yes' ? READ_ONLY_SCOPE : undefined);
     ctx.log.info({ reqId: ex.id, accountId: result.account.id }, 'signed in');
     return sendRedirect(ex, 303, returnTo, sessionCookie(ctx, value));
   }

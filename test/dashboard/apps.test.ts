@@ -9,7 +9,7 @@
 import t from 'tap';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { api, Browser as HttpBrowser, createAccount, findForm, signIn } from '../helpers/oauth.js';
+import { api, Browser as HttpBrowser, createAccount, findForm, registerClient, signIn } from '../helpers/oauth.js';
 import { startInProcess } from '../helpers/harness.js';
 import { chromiumSkip, launchBrowser, screenshotDir } from '../helpers/browser.js';
 import { lookAt, signInPage, submitAndWait } from '../helpers/dashboard.js';
@@ -176,6 +176,52 @@ t.test('dashboard apps and config vars in Chromium', { skip }, async (t) => {
     t.same((await api(ts, 'GET', '/apps/scratch/config-vars', key)).json, {}, 'no config var set');
     t.same((await api(ts, 'GET', '/apps/shop/config-vars', key)).json, { KEEP: 'kept' }, 'nor removed');
     t.equal((await api(ts, 'GET', '/apps/scratch', key)).json.team, null, 'scratch still personal');
+  });
+
+  await t.test('a read-only sign-in sees no write controls, and its posts are refused', async (t) => {
+    const client = await registerClient(ts, key);
+    await page.click('header button:has-text("Sign out")');
+    await page.waitForURL(url('/logout'));
+    await signInPage(page, ts, ts.operator, '/apps/shop');
+    await page.check('#read_only');
+    await page.click('button[type=submit]');
+    await page.waitForURL(url('/apps/shop'));
+    t.match(await page.textContent('header'), 'read-only', 'the header says the session is read-only');
+    for (const path of ['/', '/apps', '/apps/shop', '/apps/shop/config', '/apps/shop/settings', '/teams/ops', '/account/applications', '/account/clients']) {
+      await page.goto(url(path));
+      t.equal(await page.locator('main form').count(), 0, `${path}: no forms`);
+    }
+    t.match(await page.goto(url('/apps/shop/config')).then(() => page.textContent('main')), 'Config vars are hidden', 'config vars need more than read');
+    await page.goto(url('/apps/shop'));
+    await look('read-only-app');
+    const csrf = await page.inputValue('header input[name="_csrf"]');
+    const posts: Array<[string, Record<string, string>]> = [
+      ['/apps', { name: 'forged' }],
+      ['/apps/scratch/config', { name: 'FORGED', value: 'x' }],
+      ['/apps/shop/config/reveal', {}],
+      ['/apps/shop/config/remove', { name: 'KEEP', confirmed: 'yes' }],
+      ['/apps/scratch/transfer', { team: 'ops', confirmed: 'yes' }],
+      ['/apps/shop/delete', { confirmed: 'yes' }],
+      ['/apps/shop/formation/web', { quantity: '0', size: 'eco' }],
+      ['/account/authorizations', { description: 'forged', scope: 'global' }],
+    ];
+    for (const [path, form] of posts) {
+      const r = await page.request.post(url(path), { form: { _csrf: csrf, ...form }, maxRedirects: 0 });
+      t.equal(r.status(), 403, `${path} from a read-only session: 403`);
+      t.notMatch(await r.text(), 'kept', 'no value in the refusal');
+    }
+    t.same((await api(ts, 'GET', '/apps', key)).json.map((a: { name: string }) => a.name).sort(), ['scratch', 'shop'], 'no app created, moved or deleted');
+    t.same((await api(ts, 'GET', '/apps/shop/config-vars', key)).json, { KEEP: 'kept' }, 'no config var changed');
+    t.equal((await api(ts, 'GET', '/apps/shop/formation/web', key)).json.quantity, 2, 'not scaled');
+    const consent = await page.goto(url(`/oauth/authorize?client_id=${client.id}&response_type=code&scope=global&state=s1`));
+    t.equal(consent!.status(), 403, 'a read-only session cannot approve an application');
+    t.match(await page.textContent('main'), 'signed in read-only');
+    await page.goto(url('/'));
+    await page.click('header button:has-text("Sign out")');
+    await page.waitForURL(url('/logout'));
+    await signInPage(page, ts, ts.operator, '/apps');
+    await page.click('button[type=submit]');
+    await page.waitForURL(url('/apps'));
   });
 
   await t.test('delete with confirmation (without a script: a confirmation page)', async (t) => {

@@ -13,6 +13,7 @@
 import type { Exchange } from '../../http/exchange.js';
 import type { AuthContext } from '../context.js';
 import type { Account } from '../../../engine/identity/records.js';
+import type { WebSessionRecord } from '../../../engine/oauth/records.js';
 import type { Principal } from '../../../engine/identity/authorizations.js';
 import { fail, isSlipwayError, type SlipwayError } from '../../../engine/errors.js';
 import { browserOf, csrfToken, csrfValid, type Browser } from '../session.js';
@@ -77,9 +78,12 @@ export interface FormState {
   values: Record<string, string>;
 }
 
-/** The principal of a signed-in person: the account's own rights. */
-export function sessionPrincipal(account: Account, sessionId: string): Principal {
-  return { accountId: account.id, authorizationId: `session:${sessionId}`, kind: 'web', scope: ['global'], clientId: null, teamId: null };
+/**
+ * The principal of a signed-in person: the account's own rights, limited to the session's scopes
+ * after a read-only sign-in (then the API's scope rules refuse every change, as for a `read` token).
+ */
+export function sessionPrincipal(account: Account, session: WebSessionRecord): Principal {
+  return { accountId: account.id, authorizationId: `session:${session.id}`, kind: 'web', scope: session.scope ?? ['global'], clientId: null, teamId: null };
 }
 
 /**
@@ -94,7 +98,7 @@ export async function signedInPage(ctx: AuthContext, ex: Exchange, params: Recor
     return null;
   }
   const { account, session } = browser.signedIn;
-  return { ex, browser, account, principal: sessionPrincipal(account, session.id), csrf: csrfToken(ctx, browser), params };
+  return { ex, browser, account, principal: sessionPrincipal(account, session), csrf: csrfToken(ctx, browser), params };
 }
 
 /** A POSTed dashboard form after its CSRF and session checks. */
@@ -116,7 +120,7 @@ export async function submitted(ctx: AuthContext, ex: Exchange, params: Record<s
   if (!browser.signedIn) throw fail('UNAUTHORIZED', 'Your session has ended. Sign in again and repeat the action.');
   const { account, session } = browser.signedIn;
   return {
-    ex, browser, account, principal: sessionPrincipal(account, session.id), csrf: csrfToken(ctx, browser), params, form, confirmed: field(form, 'confirmed') === 'yes',
+    ex, browser, account, principal: sessionPrincipal(account, session), csrf: csrfToken(ctx, browser), params, form, confirmed: field(form, 'confirmed') === 'yes',
   };
 }
 
@@ -151,7 +155,7 @@ export function sendDashboard(
     app: place.app.name,
     tabs: APP_TABS.map((t) => ({ label: t.label, href: `/apps/${place.app!.name}${t.path}`, current: t.tab === place.app!.tab })),
   } : null;
-  const html = ctx.views.render(template, { ...data, nav: { section, email: s.account.email, csrf: s.csrf, crumbs: place.crumbs ?? [], appTabs }, csrf: s.csrf });
+  const html = ctx.views.render(template, { ...data, nav: { section, email: s.account.email, csrf: s.csrf, crumbs: place.crumbs ?? [], appTabs, readOnly: s.browser.signedIn?.session.scope !== undefined }, csrf: s.csrf });
   sendPage(s.ex, status, html, s.browser.setCookie);
 }
 
