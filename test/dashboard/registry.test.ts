@@ -6,8 +6,8 @@
  * of what GC frees must be what it frees); releases with the tag each image came from, old
  * releases without it, and roll back. Every page gets axe-core (no serious or critical
  * violations) and a width check at 1280 and 390 px. The new POSTs are refused without a CSRF
- * token and for another account's app, changing nothing. The account signed in without
- * JavaScript deletes through the same pages.
+ * token, for another account's app and from a read-only sign-in (which sees no delete or roll
+ * back), changing nothing. The account signed in without JavaScript deletes through the same pages.
  */
 import t from 'tap';
 import { join } from 'node:path';
@@ -212,6 +212,28 @@ t.test('registry view and releases in Chromium', { skip }, async (t) => {
     await p.click('main button.danger');
     await p.waitForURL(/notice=tag-deleted/);
     t.equal(await manifestDigest(ts, dev.apiKey, 'devapp/worker', 'main'), 'status 404', 'deleted without JavaScript');
+  });
+
+  await t.test('a read-only sign-in sees no delete or roll back, and its posts are refused', async (t) => {
+    const ro = await launchBrowser(false);
+    t.teardown(() => ro.close());
+    const p = ro.context.pages()[0] ?? await ro.context.newPage();
+    await signInPage(p, ts, ts.operator, '/apps/shop/registry');
+    await p.check('#read_only');
+    await p.click('button[type=submit]');
+    await p.waitForURL(/\/apps\/shop\/registry$/);
+    for (const path of ['/apps/shop/registry', `/apps/shop/registry/web/images/${encodeURIComponent(d1)}`, '/apps/shop/releases']) {
+      await p.goto(url(path));
+      t.equal(await p.locator('main form').count(), 0, `${path}: no forms`);
+    }
+    t.match(await p.textContent('main'), 'v1', 'the releases are shown');
+    const csrf = await p.inputValue('header input[name="_csrf"]');
+    for (const path of [`/apps/shop/registry/web/tags/v1/delete`, `/apps/shop/registry/web/images/${encodeURIComponent(d1)}/delete`]) {
+      const r = await p.request.post(url(path), { form: { _csrf: csrf, confirmed: 'yes' }, maxRedirects: 0 });
+      t.equal(r.status(), 403, `${path} from a read-only session: 403`);
+      t.match(await r.text(), 'does not allow delete', 'with the registry API\'s words');
+    }
+    t.equal(await manifestDigest(ts, key, 'shop/web', 'v1'), d1, 'the tag and the image are still there');
   });
 
   await t.test('delete an image a release runs: the page explains releases and GC, and GC frees what it said', async (t) => {
