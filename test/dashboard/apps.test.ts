@@ -20,6 +20,15 @@ import { pushBuiltImage } from '../helpers/registry.js';
 const skip = chromiumSkip();
 const CONTAINER = 'application/vnd.slipway+json; version=3.container-releases';
 const SECRET = 'postgres://app:s3cr3t-value@db.internal/shop';
+/** Each POST this change added, with a form that would change something (apps scratch and shop, team ops). */
+const NEW_POSTS: Array<[string, Record<string, string>]> = [
+  ['/apps', { name: 'forged' }],
+  ['/apps/scratch/config', { name: 'FORGED', value: 'x' }],
+  ['/apps/shop/config/reveal', {}],
+  ['/apps/shop/config/remove', { name: 'KEEP', confirmed: 'yes' }],
+  ['/apps/scratch/transfer', { team: 'ops', confirmed: 'yes' }],
+  ['/apps/shop/delete', { confirmed: 'yes' }],
+];
 
 t.test('dashboard apps and config vars in Chromium', { skip }, async (t) => {
   const ts = await startInProcess();
@@ -146,15 +155,7 @@ t.test('dashboard apps and config vars in Chromium', { skip }, async (t) => {
   await t.test('every new POST: refused without the CSRF token and by the API\'s access rules', async (t) => {
     t.equal((await api(ts, 'POST', '/apps', key, { name: 'scratch' })).status, 201);
     await api(ts, 'PATCH', '/apps/shop/config-vars', key, { KEEP: 'kept' });
-    const posts: Array<[string, Record<string, string>]> = [
-      ['/apps', { name: 'forged' }],
-      ['/apps/scratch/config', { name: 'FORGED', value: 'x' }],
-      ['/apps/shop/config/reveal', {}],
-      ['/apps/shop/config/remove', { name: 'KEEP', confirmed: 'yes' }],
-      ['/apps/scratch/transfer', { team: 'ops', confirmed: 'yes' }],
-      ['/apps/shop/delete', { confirmed: 'yes' }],
-    ];
-    for (const [path, form] of posts) {
+    for (const [path, form] of NEW_POSTS) {
       const r = await page.request.post(url(path), { form, maxRedirects: 0 });
       t.equal(r.status(), 403, `${path} without the CSRF token: 403`);
       t.notMatch(await r.text(), 'kept', 'no value in the refusal');
@@ -196,14 +197,7 @@ t.test('dashboard apps and config vars in Chromium', { skip }, async (t) => {
     await look('read-only-app');
     const csrf = await page.inputValue('header input[name="_csrf"]');
     const posts: Array<[string, Record<string, string>]> = [
-      ['/apps', { name: 'forged' }],
-      ['/apps/scratch/config', { name: 'FORGED', value: 'x' }],
-      ['/apps/shop/config/reveal', {}],
-      ['/apps/shop/config/remove', { name: 'KEEP', confirmed: 'yes' }],
-      ['/apps/scratch/transfer', { team: 'ops', confirmed: 'yes' }],
-      ['/apps/shop/delete', { confirmed: 'yes' }],
-      ['/apps/shop/formation/web', { quantity: '0', size: 'eco' }],
-      ['/account/authorizations', { description: 'forged', scope: 'global' }],
+      ...NEW_POSTS, ['/apps/shop/formation/web', { quantity: '0', size: 'eco' }], ['/account/authorizations', { description: 'forged', scope: 'global' }],
     ];
     for (const [path, form] of posts) {
       const r = await page.request.post(url(path), { form: { _csrf: csrf, ...form }, maxRedirects: 0 });

@@ -44,7 +44,7 @@ t.test('dashboard in Chromium', { skip }, async (t) => {
     await page.click('button[type=submit]');
     t.equal(new URL(page.url()).pathname, '/account/applications', 'back at the page asked for');
     await page.goto(url('/'));
-    t.match(await page.textContent('main'), `Signed in as ${ts.operator.email}`);
+    t.match(await page.textContent('main'), `signed in as ${ts.operator.email}`);
     await look(page, 'home');
   });
 
