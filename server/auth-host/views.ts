@@ -14,7 +14,8 @@ import type { Exchange } from '../http/exchange.js';
 /** The templates' directory in the source tree (this file runs from dist/server/auth). */
 export const VIEWS_DIR = fileURLToPath(new URL('../../../server/auth-host/views/', import.meta.url));
 
-const TEMPLATES = ['layout', 'sign-in', 'consent', 'message', 'home', 'applications', 'clients', 'client', 'teams', 'team', 'apps', 'app', 'config-vars', 'app-settings', 'confirm', 'secret', 'cli-login'] as const;
+const TEMPLATES = ['layout', 'sign-in', 'consent', 'message', 'home', 'applications', 'clients', 'client', 'teams', 'team', 'apps', 'app', 'config-vars', 'app-settings', 'confirm', 'secret', 'cli-login',
+  'registry', 'image', 'registry-delete', 'releases'] as const;
 export type Template = Exclude<(typeof TEMPLATES)[number], 'layout'>;
 
 export class Views {

@@ -14,7 +14,7 @@ import type { AppRecord } from '../../../engine/platform/records.js';
 import { newApp, visibleApp, visibleApps } from '../../api/apps.js';
 import { quantityOf, sizeOf } from '../../api/formation.js';
 import { DYNO_SIZES } from '../../../engine/platform/formation.js';
-import { appPlace, attempt, allowed, confirmOr, done, mirror, noticeOf, sendDashboard, signedInPage, submitted, when, type FormState, type Signed } from './page.js';
+import { appPlace, attempt, allowed, backTo, confirmOr, done, mirror, noticeOf, sendDashboard, signedInPage, submitted, when, type FormState, type Signed } from './page.js';
 import { ownerOf, summarize } from './app-summary.js';
 
 async function renderApps(ctx: AuthContext, s: Signed, status: number, state: FormState | null): Promise<void> {
@@ -93,5 +93,5 @@ export async function submitRollback(ctx: AuthContext, ex: Exchange, params: Rec
   if (!confirmOr(ctx, s, 'apps', { title: 'Roll back', message: `Roll ${app.name} back to release v${version}? A new release is created that runs v${version}'s images, and every process restarts.`, button: 'Roll back' })) return;
   const r = await attempt('rollback', ['release'], { release: version }, () => ctx.releases.rollback(app, s.account.id, version));
   if (!r.ok) return await renderApp(ctx, s, app, r.status, r.state);
-  done(s, `/apps/${app.name}`, 'rolled-back');
+  done(s, backTo(s.form, `/apps/${app.name}`), 'rolled-back');
 }

@@ -47,6 +47,8 @@ export interface Crumb { text: string; href?: string }
  */
 export const APP_TABS = [
   { tab: 'overview', label: 'Overview', path: '' },
+  { tab: 'registry', label: 'Registry', path: '/registry' },
+  { tab: 'releases', label: 'Releases', path: '/releases' },
   { tab: 'config', label: 'Config vars', path: '/config' },
   { tab: 'settings', label: 'Settings', path: '/settings' },
 ] as const;
@@ -186,6 +188,8 @@ export const NOTICES: Record<string, string> = {
   'config-set': 'Config var saved: a new release was made with it.',
   'config-removed': 'Config var removed: a new release was made without it.',
   'config-unchanged': 'Nothing changed, so no release was made.',
+  'tag-deleted': 'Tag deleted. The image stays; pull it by digest.',
+  'image-deleted': 'Image deleted with its tags. GC frees the blobs no other image uses.',
 };
 
 /** The notice of a page's `?notice=` key, or ''. */

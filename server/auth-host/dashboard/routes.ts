@@ -11,6 +11,8 @@ import { showTeam, showTeams, submitCreateTeam, submitMember, submitPreferences,
 import { showApp, showApps, submitCreateApp, submitRollback, submitScale } from './apps.js';
 import { showConfigVars, submitRemoveConfigVar, submitReveal, submitSetConfigVar } from './config-vars.js';
 import { showAppSettings, submitDeleteApp, submitTransfer } from './app-settings.js';
+import { showImage, showRegistry, submitDeleteImage, submitDeleteTag } from './registry.js';
+import { showReleases } from './releases.js';
 
 type Handler = (ctx: AuthContext, ex: Exchange, params: Record<string, string>) => Promise<void>;
 
@@ -45,5 +47,10 @@ export function addDashboardRoutes(router: Router<Handler>): void {
     .add('POST', '/apps/:app/config/remove', submitRemoveConfigVar)
     .add('GET', '/apps/:app/settings', showAppSettings)
     .add('POST', '/apps/:app/transfer', submitTransfer)
-    .add('POST', '/apps/:app/delete', submitDeleteApp);
+    .add('POST', '/apps/:app/delete', submitDeleteApp)
+    .add('GET', '/apps/:app/releases', showReleases)
+    .add('GET', '/apps/:app/registry', showRegistry)
+    .add('GET', '/apps/:app/registry/:type/images/:digest', showImage)
+    .add('POST', '/apps/:app/registry/:type/images/:digest/delete', submitDeleteImage)
+    .add('POST', '/apps/:app/registry/:type/tags/:tag/delete', submitDeleteTag);
 }
