@@ -23,7 +23,7 @@
  * writer falls back to the page cache for the rest of its life. The order and the guarantees of
  * the commit (fs-backend.ts) do not change.
  */
-import { close, fdatasync, fstat, ftruncate, mkdirSync, openSync, read, writev, constants as fsc, promises as fsp } from 'node:fs';
+import { close, fdatasync, fstat, ftruncate, open, read, writev, constants as fsc, promises as fsp } from 'node:fs';
 import { dirname } from 'node:path';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
@@ -51,6 +51,14 @@ export const CLOSE_IDLE_MS = 1000;
 
 function writevAt(fd: number, chunks: readonly Uint8Array[], position: number): Promise<number> {
   return new Promise((resolve, reject) => writev(fd, chunks as Uint8Array[], position, (e, n) => (e ? reject(e) : resolve(n))));
+}
+
+/**
+ * Opens `path` on libuv's pool: never on the event loop, where an open on a disk that hangs
+ * would stop the whole process (docs/faults.md "A data disk that hangs").
+ */
+function openFile(path: string, flags: number, mode?: number): Promise<number> {
+  return new Promise((resolve, reject) => open(path, flags, mode, (e, fd) => (e ? reject(e) : resolve(fd))));
 }
 
 function datasync(fd: number): Promise<void> {
@@ -120,6 +128,8 @@ export class FsWriter implements BlobWriter {
   #directUsable = true;
   /** Operations holding the descriptor now. */
   #users = 0;
+  /** The open in progress, shared by the operations that wait for it. */
+  #opening: Promise<void> | null = null;
   #suspended = false;
   #closed = false;
   #exists: boolean;
@@ -148,32 +158,31 @@ export class FsWriter implements BlobWriter {
    * The descriptor for one operation (opened, and the file created, when needed).
    * @throws STORAGE_FULL when the file cannot be created for want of space.
    */
-  #acquire(): number {
+  async #acquire(): Promise<number> {
     this.#check();
     this.#suspended = false;
     this.#cancelClose();
-    if (this.#fd === null) {
-      try {
-        this.#fd = this.#open();
-      } catch (e) {
-        throw asStorageFull(e, SESSION_BYTES);
-      }
-    }
     this.#users++;
+    try {
+      while (this.#fd === null) await (this.#opening ??= this.#open().finally(() => { this.#opening = null; }));
+    } catch (e) {
+      this.#release();
+      throw asStorageFull(e, SESSION_BYTES);
+    }
     return this.#fd;
   }
 
-  #open(): number {
+  async #open(): Promise<void> {
     const flags = fsc.O_RDWR | (this.#exists ? 0 : fsc.O_CREAT | fsc.O_EXCL);
     for (let attempt = 0; ; attempt++) {
       try {
-        const fd = openSync(this.path, flags, 0o600);
+        this.#fd = await openFile(this.path, flags, 0o600);
         this.#exists = true;
-        return fd;
+        return;
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'ENOENT' && !this.#exists && attempt === 0) {
-          mkdirSync(dirname(this.path), { recursive: true });
+          await fsp.mkdir(dirname(this.path), { recursive: true });
           continue;
         }
         if (code === 'ENOENT') throw fail('BLOB_UPLOAD_UNKNOWN', 'upload session bytes are missing; start a new upload', { uuid: this.id });
@@ -216,11 +225,13 @@ export class FsWriter implements BlobWriter {
   }
 
   /** The `O_DIRECT` descriptor of the (open) session file, or null when it cannot be had. */
-  #directFd(): number | null {
+  async #directFd(): Promise<number | null> {
     if (!this.#directUsable) return null;
     if (this.#direct === undefined) {
       try {
-        this.#direct = openSync(this.path, fsc.O_RDWR | fsc.O_DIRECT);
+        const fd = await openFile(this.path, fsc.O_RDWR | fsc.O_DIRECT);
+        if (this.#direct === undefined && this.#fd !== null) this.#direct = fd;
+        else close(fd, () => {}); // another write opened it meanwhile, or the file was closed
       } catch {
         this.#refuseDirect();
       }
@@ -246,7 +257,7 @@ export class FsWriter implements BlobWriter {
   }
 
   async write(chunks: readonly Uint8Array[]): Promise<void> {
-    const fd = this.#acquire();
+    const fd = await this.#acquire();
     try {
       await this.#writeRuns(fd, chunks);
     } catch (e) {
@@ -258,7 +269,7 @@ export class FsWriter implements BlobWriter {
 
   async #writeRuns(fd: number, chunks: readonly Uint8Array[]): Promise<void> {
     // Page-aligned runs through the O_DIRECT descriptor, the rest through the page cache.
-    const direct = this.#directUsable && chunks.some(directReady) ? this.#directFd() : null;
+    const direct = this.#directUsable && chunks.some(directReady) ? await this.#directFd() : null;
     for (const run of runs(chunks, this.size, direct !== null)) {
       let pending: readonly Uint8Array[] = run.chunks;
       let left = run.bytes;
@@ -299,7 +310,7 @@ export class FsWriter implements BlobWriter {
   }
 
   async sync(): Promise<void> {
-    const fd = this.#acquire();
+    const fd = await this.#acquire();
     try {
       await datasync(fd);
     } catch (e) {
@@ -329,7 +340,7 @@ export class FsWriter implements BlobWriter {
       this.#hashed = 0;
       return;
     }
-    const fd = this.#acquire();
+    const fd = await this.#acquire();
     try {
       await truncateTo(fd, size);
       this.size = size;
@@ -352,7 +363,7 @@ export class FsWriter implements BlobWriter {
    * written, the digest (running hash, or the file re-hashed); then the backend publishes.
    */
   async commit(expected: Digest, options: CommitOptions = {}): Promise<CommitResult> {
-    const fd = this.#acquire();
+    const fd = await this.#acquire();
     this.#closed = true;
     let actual: Digest;
     try {

@@ -45,6 +45,7 @@ export const PAGE_ERRORS: ErrorTable<PageErrorDescriptor> = {
   STORE_UNAVAILABLE: page(503),
   BLOB_STORE_UNAVAILABLE: page(503),
   STORAGE_FULL: page(507),
+  STORAGE_STALLED: page(503),
   METHOD_NOT_ALLOWED: page(405),
   UNAUTHORIZED: page(401),
   DENIED: page(403),
