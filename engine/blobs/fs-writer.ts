@@ -3,9 +3,10 @@
  * commit order). One writer serves a session for its whole life: it holds the session file's
  * descriptors while operations run and closes them once suspended and idle for `CLOSE_IDLE_MS`,
  * so a session waiting between PATCHes costs no descriptor, while a chunked upload's next PATCH
- * (usually within milliseconds) finds them open: reopening both descriptors (two `open` calls on
- * the event loop and two `close` calls on libuv's pool per PATCH) was part of what a 16 MiB
- * PATCH cost beyond its bytes. The next write after a close reopens them. The file is created by
+ * (usually within milliseconds) finds them open: reopening both descriptors (two `open` and two
+ * `close` calls per PATCH) was part of what a 16 MiB PATCH cost beyond its bytes. The next write
+ * after a close reopens them, on libuv's pool: an `open` on the event loop would stop the whole
+ * process while the disk hangs (docs/faults.md "A data disk that hangs"). The file is created by
  * the first write, sync or commit (`O_EXCL`), so opening a session does no I/O.
  *
  * Writes are positional `writev` calls at the current end (short writes continue from where

@@ -74,7 +74,7 @@ t.test('a data disk that hangs (FUSE daemon stopped)', { timeout: 180_000, skip:
     waitFor('/readyz to report the disk', async () => {
       const r = await readyz();
       return r.status === 503 && /not answering/.test(JSON.parse(r.body).checks?.disk ?? '') ? { ...r, ms: performance.now() - frozenAt } : undefined;
-    }, { timeoutMs: BOUND_MS + 10_000, intervalMs: 200 }),
+    }, { timeoutMs: BOUND_MS + 10_000, intervalMs: 200 }).catch((e: Error) => ({ status: 0, body: e.message, ms: Infinity })),
   ]);
   t.comment(`while the disk hung: ${describe(patch)}; ${describe(mono)}; API write ${api.status} in ${Math.round(api.ms)} ms; /readyz 503 after ${Math.round(ready.ms)} ms: ${ready.body.slice(0, 240)}`);
   for (const o of [patch, mono]) {
@@ -84,6 +84,7 @@ t.test('a data disk that hangs (FUSE daemon stopped)', { timeout: 180_000, skip:
     t.match(o.message ?? '', /data disk is not answering/, `${o.what}: the message names the disk`);
   }
   t.match(patch.message ?? '', new RegExp(`keeps its ${MiB} acknowledged bytes`), 'the PATCH says the session keeps its acknowledged bytes');
+  t.ok(ready.ms < BOUND_MS + 5000, `/readyz reported the disk while it hung (${ready.body.slice(0, 200)})`);
   t.equal(api.status, 503, `an API write: 503 (${api.text.slice(0, 200)})`);
   t.ok(Number(api.retryAfter) > 0, 'the API write: Retry-After');
   t.ok(api.ms < BOUND_MS, `the API write answered in ${Math.round(api.ms)} ms`);

@@ -11,7 +11,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from './daemons.js';
+import { killOnExit, waitFor } from './daemons.js';
 
 /** A mounted FUSE file system whose daemon the test can stop. */
 export interface HungDisk {
@@ -70,6 +70,11 @@ export async function mountHungDisk(): Promise<HungDisk> {
     throw e;
   }
   const gone = new Promise<void>((resolve) => { if (daemon.exitCode !== null) resolve(); else daemon.once('exit', () => resolve()); });
+  // A test process that ends without its teardown (a timeout) leaves no stopped daemon behind.
+  const unregister = killOnExit(() => {
+    try { execFileSync('fusermount', ['-u', '-z', dir], { stdio: 'pipe' }); } catch { /* not mounted */ }
+    return daemon.exitCode === null ? [daemon.pid!] : [];
+  });
   let frozen = false;
   return {
     dir,
@@ -84,6 +89,7 @@ export async function mountHungDisk(): Promise<HungDisk> {
         daemon.kill('SIGTERM');
       }
       await gone;
+      unregister();
       rmSync(root, { recursive: true, force: true });
     },
   };
