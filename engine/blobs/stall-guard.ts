@@ -47,7 +47,11 @@ class StallGuard implements BlobWriter {
   /** Starts `op` on the inner writer under the deadline, once a wedged writer has settled. */
   async #guard<T>(what: string, op: () => Promise<T>): Promise<T> {
     if (this.#wedged) await this.#settle();
-    const p = op();
+    return this.#guardless(what, op());
+  }
+
+  /** `p` (an operation of the inner writer) under the deadline, counted until it settles. */
+  async #guardless<T>(what: string, p: Promise<T>): Promise<T> {
     this.#pending.add(p);
     void p.then(() => this.#pending.delete(p), () => this.#pending.delete(p));
     try {
@@ -66,7 +70,7 @@ class StallGuard implements BlobWriter {
     await this.#disk.run('an earlier write of this upload session', Promise.allSettled([...this.#pending]));
     if (this.#rewindTo !== undefined) {
       const to = this.#rewindTo;
-      await this.#disk.run('cutting the upload session back to its acknowledged offset', this.#inner.rewind(to));
+      await this.#guardless('cutting the upload session back to its acknowledged offset', this.#inner.rewind(to));
       if (this.#rewindTo === to) this.#rewindTo = undefined;
     }
     this.#wedged = false;
