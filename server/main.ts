@@ -223,7 +223,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const rctx: RegistryContext = { store, clock, registry, uploads, blobs, blobRedirectSeconds: blobStore.redirectExpirySeconds, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
     receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 }, shutdown: tracker };
   const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl: webUrlOf(config.appUrlTemplate, config.apiUrl ?? 'http://localhost') };
-  const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000, sources: new SourceAddresses(config.trustedProxies) };
+  const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000, sources: new SourceAddresses(config.trustedProxies),
+    gc: { options: gc.options, intervalSeconds: config.gcIntervalSeconds } };
 
   const tls = config.registryTls || config.uploadTls ? await ensureTlsFiles(config.dataDir, config.host, config.tlsCert, config.tlsKey,
     [config.registryUrl, config.apiUrl].flatMap((u) => (u ? [new URL(u).hostname] : []))) : undefined;
