@@ -2,6 +2,7 @@
  * Wires the engine to the four listeners and starts them:
  * registry (uWS), upload (own HTTP/1.1 listener, same registry router), API (uWS), auth (uWS).
  */
+import { dataDisk } from '../engine/storage/disk-deadline.js';
 import { readFileSync } from 'node:fs';
 import { secureDataDir } from '../engine/data-dir.js';
 import { ensureTlsFiles } from './http/tls.js';
@@ -172,6 +173,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const pool = new WorkerPool({ maxThreads: config.inspectThreads, limits: inspectLimitsOf(config) });
   const hashThread = new HashThread();
   const uploadMemory = new UploadMemory(config.uploadMemoryMiB * 1024 * 1024);
+  dataDisk.timeoutMs = config.diskTimeoutSeconds * 1000; // engine/storage/disk-deadline.ts
   setSharedPoolLimit(uploadMemory.limit); // free upload buffers kept for reuse: at most the budget again
   const uploads = new Uploads(store, blobs, clock, {
     staleAfterMs: config.uploadTtlSeconds * 1000,

@@ -3,9 +3,10 @@
  * commit order). One writer serves a session for its whole life: it holds the session file's
  * descriptor while operations run and closes it once suspended and idle for `CLOSE_IDLE_MS`,
  * so a session waiting between PATCHes costs no descriptor, while a chunked upload's next PATCH
- * (usually within milliseconds) finds it open: reopening descriptors on every PATCH (`open` on
- * the event loop, `close` on libuv's pool) was part of what a 16 MiB PATCH cost beyond its
- * bytes. The next write after a close reopens it. The file is created by
+ * (usually within milliseconds) finds it open: reopening descriptors on every PATCH (`open` and
+ * `close`) was part of what a 16 MiB PATCH cost beyond its bytes. The next write after a close
+ * reopens it, on libuv's pool: an `open` on the event loop would stop the whole process while
+ * the disk hangs (docs/faults.md "A data disk that hangs"). The file is created by
  * the first write, sync or commit (`O_EXCL`), so opening a session does no I/O.
  *
  * Writes are positional `writev` calls at the current end (short writes continue from where
@@ -23,7 +24,7 @@
  * with `O_DIRECT`, which saved the kernel's copy into the cache, 0.4–1.9 CPU-s per GiB here, but
  * sent every first pull to the disk at half the reference's pace.)
  */
-import { close, fdatasync, fstat, ftruncate, mkdirSync, openSync, read, writev, constants as fsc, promises as fsp } from 'node:fs';
+import { close, fdatasync, fstat, ftruncate, open, read, writev, constants as fsc, promises as fsp } from 'node:fs';
 import { dirname } from 'node:path';
 import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
@@ -50,6 +51,14 @@ export const CLOSE_IDLE_MS = 1000;
 
 function writevAt(fd: number, chunks: readonly Uint8Array[], position: number): Promise<number> {
   return new Promise((resolve, reject) => writev(fd, chunks as Uint8Array[], position, (e, n) => (e ? reject(e) : resolve(n))));
+}
+
+/**
+ * Opens `path` on libuv's pool: never on the event loop, where an open on a disk that hangs
+ * would stop the whole process (docs/faults.md "A data disk that hangs").
+ */
+function openFile(path: string, flags: number, mode?: number): Promise<number> {
+  return new Promise((resolve, reject) => open(path, flags, mode, (e, fd) => (e ? reject(e) : resolve(fd))));
 }
 
 function datasync(fd: number): Promise<void> {
@@ -90,6 +99,8 @@ export class FsWriter implements BlobWriter {
   #fd: number | null = null;
   /** Operations holding the descriptor now. */
   #users = 0;
+  /** The open in progress, shared by the operations that wait for it. */
+  #opening: Promise<void> | null = null;
   #suspended = false;
   #closed = false;
   #exists: boolean;
@@ -124,32 +135,31 @@ export class FsWriter implements BlobWriter {
    * The descriptor for one operation (opened, and the file created, when needed).
    * @throws STORAGE_FULL when the file cannot be created for want of space.
    */
-  #acquire(): number {
+  async #acquire(): Promise<number> {
     this.#check();
     this.#suspended = false;
     this.#cancelClose();
-    if (this.#fd === null) {
-      try {
-        this.#fd = this.#open();
-      } catch (e) {
-        throw asStorageFull(e, SESSION_BYTES);
-      }
-    }
     this.#users++;
+    try {
+      while (this.#fd === null) await (this.#opening ??= this.#open().finally(() => { this.#opening = null; }));
+    } catch (e) {
+      this.#release();
+      throw asStorageFull(e, SESSION_BYTES);
+    }
     return this.#fd;
   }
 
-  #open(): number {
+  async #open(): Promise<void> {
     const flags = fsc.O_RDWR | (this.#exists ? 0 : fsc.O_CREAT | fsc.O_EXCL);
     for (let attempt = 0; ; attempt++) {
       try {
-        const fd = openSync(this.path, flags, 0o600);
+        this.#fd = await openFile(this.path, flags, 0o600);
         this.#exists = true;
-        return fd;
+        return;
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'ENOENT' && !this.#exists && attempt === 0) {
-          mkdirSync(dirname(this.path), { recursive: true });
+          await fsp.mkdir(dirname(this.path), { recursive: true });
           continue;
         }
         if (code === 'ENOENT') throw fail('BLOB_UPLOAD_UNKNOWN', 'upload session bytes are missing; start a new upload', { uuid: this.id });
@@ -200,7 +210,7 @@ export class FsWriter implements BlobWriter {
   }
 
   async write(chunks: readonly Uint8Array[]): Promise<void> {
-    const fd = this.#acquire();
+    const fd = await this.#acquire();
     try {
       await this.#writeAll(fd, chunks, chunks.reduce((n, c) => n + c.byteLength, 0));
     } catch (e) {
@@ -231,7 +241,7 @@ export class FsWriter implements BlobWriter {
   }
 
   async sync(): Promise<void> {
-    const fd = this.#acquire();
+    const fd = await this.#acquire();
     try {
       await datasync(fd);
     } catch (e) {
@@ -262,7 +272,7 @@ export class FsWriter implements BlobWriter {
       this.#hashed = 0;
       return;
     }
-    const fd = this.#acquire();
+    const fd = await this.#acquire();
     try {
       await truncateTo(fd, size);
       this.size = size;
@@ -285,7 +295,7 @@ export class FsWriter implements BlobWriter {
    * written, the digest (running hash, or the file re-hashed); then the backend publishes.
    */
   async commit(expected: Digest, options: CommitOptions = {}): Promise<CommitResult> {
-    const fd = this.#acquire();
+    const fd = await this.#acquire();
     this.#closed = true;
     let actual: Digest;
     try {

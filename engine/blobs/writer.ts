@@ -284,6 +284,9 @@ export class UploadWriter {
   flush(): Promise<void> {
     if (this.#error) return Promise.reject(this.#error);
     if (this.#current && this.#fill > 0) this.#enqueueCurrent();
+    // The last buffer's hand-off may be what learns that the session failed (an S3 part that
+    // failed while the body's tail arrived): the request ends with that error, not as if written.
+    if (this.#error) return Promise.reject(this.#error);
     if (!this.#writing && this.#queue.length === 0) return Promise.resolve();
     return new Promise((resolve, reject) => this.#idleWaiters.push((e) => (e ? reject(e) : resolve())));
   }
