@@ -39,6 +39,7 @@ export const ERROR_CONDITIONS = {
   UNAVAILABLE: 'Temporarily out of a server resource; `detail.retryAfter` in seconds.',
   BLOB_STORE_UNAVAILABLE: 'The blob store (S3) refused the connection, did not answer within its timeout (SLIPWAY_S3_TIMEOUT), or answered 5xx; `detail.retryAfter` in seconds. An upload session whose bytes it failed to take was discarded (the message says so); nothing acknowledged was lost.',
   STORAGE_FULL: 'The storage under the data directory (blob files, the embedded metadata database) is full or over its quota (ENOSPC, EDQUOT, LMDB MDB_MAP_FULL); nothing of the failed write was kept (an upload session keeps its acknowledged bytes, or says it was discarded); `detail.retryAfter` in seconds.',
+  STORAGE_STALLED: 'The data disk did not complete a write, an fsync or a metadata commit within SLIPWAY_DISK_TIMEOUT (a hung device or network file system); nothing of the request was acknowledged (an upload session keeps its acknowledged bytes, or says it was discarded); `detail.retryAfter` in seconds.',
   STORE_UNAVAILABLE: 'The metadata database cannot be reached (down, restarting, or too slow to answer within the statement timeout), or a write kept conflicting with concurrent writes through every retry; `detail.retryAfter` in seconds. Nothing was changed unless the request is retried and says otherwise.',
   // shared
   METHOD_NOT_ALLOWED: 'The resource does not support the request method; `detail.allow` lists the ones it does.',

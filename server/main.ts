@@ -2,6 +2,7 @@
  * Wires the engine to the four listeners and starts them:
  * registry (uWS), upload (own HTTP/1.1 listener, same registry router), API (uWS), auth (uWS).
  */
+import { dataDisk } from '../engine/storage/disk-deadline.js';
 import { readFileSync } from 'node:fs';
 import { secureDataDir } from '../engine/data-dir.js';
 import { ensureTlsFiles } from './http/tls.js';
@@ -173,6 +174,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const pool = new WorkerPool({ maxThreads: config.inspectThreads, limits: inspectLimitsOf(config) });
   const hashThread = new HashThread();
   const uploadMemory = new UploadMemory(config.uploadMemoryMiB * 1024 * 1024);
+  dataDisk.timeoutMs = config.diskTimeoutSeconds * 1000; // engine/storage/disk-deadline.ts
   setSharedPoolLimit(uploadMemory.limit); // free upload buffers kept for reuse: at most the budget again
   const uploads = new Uploads(store, blobs, clock, {
     staleAfterMs: config.uploadTtlSeconds * 1000,
@@ -225,7 +227,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // App webhooks and the delivery worker (docs/webhooks.md): deliveries run in the background, never on a request.
   const { webhooks, worker: deliveryWorker } = webhooksOf(config, store.metadata, clock, keys, accounts, urls, webUrl, log);
   const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, webhooks, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl };
-  const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000, sources: new SourceAddresses(config.trustedProxies) };
+  const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000, sources: new SourceAddresses(config.trustedProxies),
+    gc: { options: gc.options, intervalSeconds: config.gcIntervalSeconds } };
 
   const tls = config.registryTls || config.uploadTls ? await ensureTlsFiles(config.dataDir, config.host, config.tlsCert, config.tlsKey,
     [config.registryUrl, config.apiUrl].flatMap((u) => (u ? [new URL(u).hostname] : []))) : undefined;

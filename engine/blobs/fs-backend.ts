@@ -36,6 +36,7 @@ import type { Digest } from '../digest.js';
 import { blobKey, digestOfKey, isSessionId, type BlobBackend, type BlobReader, type BlobStat, type BlobWriter, type ByteRange, type CommitResult, type SessionInfo } from './contract.js';
 import { checkSessionId, copyThrough, resolveRange, DigestLocks } from './backend-common.js';
 import { FsWriter, type FsSessionHost } from './fs-writer.js';
+import { stallGuard } from './stall-guard.js';
 import { FsReader, PullHeat } from './fs-reader.js';
 import type { BlobBackendSpec } from './backend-spec.js';
 import { inlineHash, lostHash, type HashFactory } from './running-hash.js';
@@ -108,7 +109,7 @@ export class FsBlobBackend implements BlobBackend {
   readonly #uploads: string;
   readonly #trash: string;
   readonly #locks = new DigestLocks();
-  /** Recent pulls: which reads go through the page cache (fs-reader.ts). */
+  /** Recent writes and pulls: which reads go through the page cache (fs-reader.ts). */
   readonly #heat = new PullHeat();
   /** Ids of this instance's open writers. */
   readonly #live = new Set<string>();
@@ -262,7 +263,7 @@ export class FsBlobBackend implements BlobBackend {
     checkSessionId(id);
     if (this.#live.has(id)) throw fail('BLOB_UPLOAD_INVALID', `upload session ${id} already exists`);
     this.#live.add(id);
-    return new FsWriter(this.#host, id, this.#sessionPath(id), false, 0, this.newHash());
+    return stallGuard(new FsWriter(this.#host, id, this.#sessionPath(id), false, 0, this.newHash()));
   }
 
   async resume(id: string, size?: number): Promise<BlobWriter | undefined> {
@@ -287,7 +288,7 @@ export class FsBlobBackend implements BlobBackend {
       await h.close();
     }
     this.#live.add(id);
-    return new FsWriter(this.#host, id, this.#sessionPath(id), true, stored, lostHash());
+    return stallGuard(new FsWriter(this.#host, id, this.#sessionPath(id), true, stored, lostHash()));
   }
 
   async *sessions(): AsyncIterable<SessionInfo> {
@@ -333,6 +334,7 @@ export class FsBlobBackend implements BlobBackend {
       await fsp.mkdir(dirname(target), { recursive: true });
       await fsp.rename(sessionPath, target);
       await fsyncDir(dirname(target));
+      this.#heat.written(digest); // its bytes are in the page cache (fs-writer.ts)
       return { digest, size, created: true };
     });
   }

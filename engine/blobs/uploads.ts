@@ -23,6 +23,7 @@
  * write and no read. The stored records are what survives a restart, and what GC reads
  * (blobs/refs.ts `uploadSessionSizes`).
  */
+import { isStalled } from '../storage/disk-deadline.js';
 import { randomBytes } from 'node:crypto';
 import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
@@ -71,6 +72,11 @@ function storeAway(e: unknown): e is SlipwayError {
  */
 function discardedByOutage(e: SlipwayError): SlipwayError {
   return fail('BLOB_STORE_UNAVAILABLE', `${e.message}; the upload session was discarded (the bytes it had taken are not kept): start a new upload once the store is back`, e.detail);
+}
+
+/** STORAGE_STALLED for a session that was discarded. */
+function discardedByStall(e: SlipwayError): SlipwayError {
+  return fail('STORAGE_STALLED', `${e.message}. The upload session was discarded: start a new upload once the disk answers`, e.detail);
 }
 
 /** Whether `e` is the engine's STORAGE_FULL. */
@@ -294,6 +300,7 @@ export class Uploads {
       throw unknownSession(rec.id);
     }
     if (isStorageFull(failure)) throw await this.#storageFull(rec, lease);
+    if (isStalled(failure)) throw await this.#stalled(rec, lease, failure);
     if (!ok) {
       await this.#discardAfterFailure(rec, failure);
       this.#done(lease);
@@ -309,6 +316,13 @@ export class Uploads {
       await this.#record(updated);
     } catch (e) {
       if (isStorageFull(e)) throw await this.#storageFull(rec, lease);
+      if (isStalled(e)) {
+        // The record may still land late (with bytes that were never acknowledged): the session
+        // ends here, and its record's removal commits after it (disk-deadline.ts).
+        await this.#discardAfterFailure(rec, e);
+        this.#done(lease);
+        throw discardedByStall(e);
+      }
       throw e;
     }
     live.unrecorded = undefined;
@@ -355,6 +369,28 @@ export class Uploads {
   }
 
   /**
+   * After an append the data disk did not complete in time (STORAGE_STALLED): the session keeps
+   * its acknowledged offset (the backend cuts the rest once the disk answers, stall-guard.ts) and
+   * stays open, else it is discarded. Returns the error for the client, saying which.
+   */
+  async #stalled(rec: UploadRecord, lease: Lease, e: SlipwayError): Promise<Error> {
+    const blob = this.#live.get(rec.id)?.writer;
+    try {
+      if (blob?.rewind) {
+        await blob.rewind(rec.offset);
+        blob.suspend();
+        return fail('STORAGE_STALLED', `${e.message}. The upload session keeps its ${rec.offset} acknowledged bytes: resume it from offset ${rec.offset} (GET the session for its Range) once the disk answers, or start a new upload`, { ...(e.detail as object), offset: rec.offset });
+      }
+    } catch {
+      // Could not cut it back: discarded below.
+    } finally {
+      this.#done(lease);
+    }
+    await this.#discardAfterFailure(rec, e).catch(() => {});
+    return discardedByStall(e);
+  }
+
+  /**
    * Completes a session: the backend syncs the bytes, verifies them against `expected` and
    * makes them visible under the digest (reusing a committed copy only when its record exists:
    * see `#reusable`); then one transaction records the blob, links it to the repository and
@@ -385,8 +421,8 @@ export class Uploads {
       try {
         await blob.commit(expected, { reuse: () => this.#reusable(expected, size) });
       } catch (e) {
-        await this.#discardAfterFailure(rec, e); // the record, and whatever bytes an I/O error left
-        throw storeAway(e) ? discardedByOutage(e) : isStorageFull(e) ? discardedForSpace() : e;
+        await this.#discardAfterFailure(rec, e).catch((d) => { if (!isStalled(d)) throw d; }); // the record, and whatever bytes an I/O error left
+        throw storeAway(e) ? discardedByOutage(e) : isStorageFull(e) ? discardedForSpace() : isStalled(e) ? discardedByStall(e) : e;
       }
       const now = this.clock.now();
       // Only while the session's record stands: another node may have reaped it as a dead
@@ -470,7 +506,11 @@ export class Uploads {
    */
   async #discardAfterFailure(rec: UploadRecord, failure: unknown): Promise<void> {
     const writer = this.#end(rec);
-    await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
+    const removal = this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
+    // The disk hangs: the record's removal commits once it answers (the answer does not wait
+    // for a second deadline); start-up recovery settles a record whose removal never landed.
+    if (isStalled(failure)) void removal.catch(() => {});
+    else await removal;
     const bytes = writer ? writer.abort() : this.blobs.abortSession(rec.id, rec.node ?? '');
     const settled = bytes.catch(() => {}); // what is left is reapOrphans'
     if (!storeAway(failure)) await settled;

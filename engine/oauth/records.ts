@@ -48,6 +48,11 @@ export interface WebSessionRecord {
   createdAt: number;
   /** ms since epoch; absolute, not sliding. */
   expiresAt: number;
+  /**
+   * Scopes of a limited session (a read-only sign-in: `['read']`); absent = the account's full
+   * rights (`global`). The dashboard applies them as an API token's scopes.
+   */
+  scope?: string[];
 }
 
 /** Sign-in bookkeeping for one e-mail address (known or not, so lockout reveals nothing). */

@@ -16,11 +16,14 @@ import { pruneKeyspace } from './prune.js';
 export class WebSessions {
   constructor(readonly metadata: MetadataStore, readonly clock: Clock) {}
 
-  /** Starts a session for `accountId`. @returns the cookie value (shown once) and the record. */
-  async create(accountId: string): Promise<{ value: string; session: WebSessionRecord }> {
+  /**
+   * Starts a session for `accountId`, limited to `scope` when given (a read-only sign-in).
+   * @returns the cookie value (shown once) and the record.
+   */
+  async create(accountId: string, scope?: string[]): Promise<{ value: string; session: WebSessionRecord }> {
     const value = newSecret();
     const now = this.clock.now();
-    const session: WebSessionRecord = { id: newId(), accountId, createdAt: now, expiresAt: now + WEB_SESSION_TTL_MS };
+    const session: WebSessionRecord = { id: newId(), accountId, createdAt: now, expiresAt: now + WEB_SESSION_TTL_MS, ...(scope ? { scope } : {}) };
     await this.metadata.transact((tx) => tx.put(webSessions, hashToken(value), session));
     return { value, session };
   }

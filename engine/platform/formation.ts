@@ -14,6 +14,13 @@ export interface ScaleUpdate {
   size?: string;
 }
 
+/**
+ * The dyno sizes people choose from (the platform's Common Runtime names, DEFAULT_SIZE first
+ * among the standard ones). The API accepts any well-formed size name (checkScaleUpdates) and keeps it;
+ * the dashboard offers these, plus an entry's current size when it is not one of them.
+ */
+export const DYNO_SIZES = ['eco', 'basic', 'standard-1X', 'standard-2X', 'performance-M', 'performance-L', 'performance-L-RAM', 'performance-XL', 'performance-2XL'] as const;
+
 /** Largest quantity of one process type. */
 export const MAX_QUANTITY = 1000;
 

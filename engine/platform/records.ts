@@ -33,6 +33,12 @@ export interface ReleaseImage {
   /** Manifest that carried it and the repository it was pushed to. */
   manifestDigest: string;
   repository: string;
+  /**
+   * Tags of `repository` that named the manifest when the image was released (`repository:tag`
+   * it came from), in lexical order; empty when it was untagged (pushed by digest or its tag
+   * moved on). Absent in releases of builds before this field was recorded.
+   */
+  tags?: string[];
   /** Command the process runs (docs/rules.md What the service does 6 ENTRYPOINT/CMD rules). */
   command: string;
   /** Working directory at runtime (`/` unless WORKDIR set it). */

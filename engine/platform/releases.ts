@@ -92,7 +92,7 @@ export class Releases {
       const command = processCommand(r.info);
       if (command === null) throw fail('INVALID_PARAMS', `docker_image ${u.dockerImage} has neither ENTRYPOINT nor CMD: nothing to run for ${u.type}`);
       images[u.type] = {
-        configDigest: r.configDigest, manifestDigest: r.manifestDigest, repository: r.repository, command,
+        configDigest: r.configDigest, manifestDigest: r.manifestDigest, repository: r.repository, tags: r.tags, command,
         workingDir: workingDirectory(r.info), warnings: releaseWarnings(r.info, app, app.features ?? {}),
       };
     }

@@ -4,7 +4,26 @@
  * manifest (tag or link record, one small read) before serving from it, so a manifest deleted by
  * another process (`slipway gc`) is never served. What it saves is decoding the full manifest
  * record (layers, image info) on every pull: the largest cost of a manifest GET.
+ *
+ * ## Memory
+ * The bound counts what an entry keeps alive, not only its length: a small Buffer made by
+ * `Buffer.from(string)` is a view on an 8 KiB slab of Node's shared pool (`Buffer.poolSize`), and
+ * keeping the view keeps the whole slab, so 8 MiB of cached manifests of ~600 bytes held up to
+ * 110 MiB of slabs (bench/README.md "Growth"). `set` therefore copies a view that does not span
+ * its whole ArrayBuffer into memory of its own, and counts each entry's bytes plus
+ * `ENTRY_OVERHEAD` (the Map entry, the objects, the ArrayBuffer's own allocation).
  */
+
+/** Bytes an entry costs besides its manifest bytes (Map slot, entry and Buffer objects, backing-store header), a round upper estimate. */
+export const ENTRY_OVERHEAD = 256;
+
+/** `bytes` itself when it spans its whole ArrayBuffer, else a copy that does (never a view on a pool slab). */
+export function ownMemory(bytes: Buffer): Buffer {
+  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) return bytes;
+  const copy = Buffer.allocUnsafeSlow(bytes.length);
+  bytes.copy(copy);
+  return copy;
+}
 
 /** What a manifest GET serves. */
 export interface ManifestContent {
@@ -30,15 +49,24 @@ export class ManifestContentCache {
     return hit;
   }
 
-  /** Caches `content`, evicting the least recently used entries past the bound. */
+  /**
+   * Caches `content` (its bytes in memory of their own: a view on a larger buffer is copied),
+   * evicting the least recently used entries past the bound. Callers keep using the `content`
+   * they passed; `get` returns the cached one.
+   */
   set(digest: string, content: ManifestContent): void {
     if (content.bytes.length > this.maxBytes / 4 || this.#entries.has(digest)) return;
-    this.#entries.set(digest, content);
-    this.#bytes += content.bytes.length;
+    this.#entries.set(digest, { mediaType: content.mediaType, bytes: ownMemory(content.bytes) });
+    this.#bytes += content.bytes.length + ENTRY_OVERHEAD;
     for (const [d, c] of this.#entries) {
       if (this.#bytes <= this.maxBytes) break;
       this.#entries.delete(d);
-      this.#bytes -= c.bytes.length;
+      this.#bytes -= c.bytes.length + ENTRY_OVERHEAD;
     }
+  }
+
+  /** Bytes the cache counts now (manifest bytes plus ENTRY_OVERHEAD per entry), at most `maxBytes`. */
+  get bytes(): number {
+    return this.#bytes;
   }
 }

@@ -5,11 +5,12 @@
  * registry's keyspaces (the image-id index, manifests, repository manifests).
  */
 import { fail } from '../errors.js';
-import { isDigest } from '../digest.js';
+import { isDigest, type Digest } from '../digest.js';
 import { key, keyParts, type MetadataReader } from '../storage/metadata.js';
 import { images, manifests, repositoryManifests } from './keyspaces.js';
 import { isSupportedArchitecture } from './image-info.js';
 import type { ImageInfo } from './records.js';
+import { tagsOfManifest } from './tags.js';
 
 /** An image id resolved to the manifest that carried it. */
 export interface ResolvedImage {
@@ -22,6 +23,8 @@ export interface ResolvedImage {
   info: ImageInfo;
   /** True when the caller sent the manifest digest and it was resolved to the image id. */
   byManifestDigest: boolean;
+  /** Tags of `repository` naming the manifest when it was resolved, in lexical order (may be empty). */
+  tags: string[];
 }
 
 /** The newest push of image id `configDigest` to app `appName`, `<app>/<type>` first; only of `manifestDigest` when given. */
@@ -43,7 +46,9 @@ async function findPush(reader: MetadataReader, appName: string, preferredReposi
  * without a process type in its tag is releasable only by its id). `imageId` is the image id
  * (the config digest, `docker inspect`'s `Id`) or, as a convenience, the digest of a manifest
  * pushed to the app (what `docker push` and `skopeo inspect` print), resolved to the image id it
- * names (`byManifestDigest`). Reads one range of the image-id index and one or two manifests;
+ * names (`byManifestDigest`), with the repository's tags that name the manifest now (`tags`, from
+ * the manifest → tags index). Reads one range of the image-id index, one or two manifests and one
+ * range of the tag index;
  * usable outside or inside a transaction.
  * @param registryHost the registry's public `host[:port]`, named in the error for an unknown image
  * @throws INVALID_PARAMS when the id is malformed, not pushed to the app, or not x86_64
@@ -72,7 +77,8 @@ export async function resolveImage(reader: MetadataReader, appName: string, type
   if (!isSupportedArchitecture(manifest.image.architecture)) {
     throw fail('INVALID_PARAMS', `docker_image ${imageId}: unsupported architecture "${manifest.image.architecture}"; only x86_64 images are supported`);
   }
-  return { configDigest, manifestDigest: best.manifestDigest, repository: best.repository, info: manifest.image, byManifestDigest };
+  const tags = await tagsOfManifest(reader, best.repository, best.manifestDigest as Digest);
+  return { configDigest, manifestDigest: best.manifestDigest, repository: best.repository, info: manifest.image, byManifestDigest, tags };
 }
 
 /**

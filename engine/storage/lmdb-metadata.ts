@@ -22,6 +22,7 @@
  * of space (ENOSPC, EDQUOT, MDB_MAP_FULL) writes nothing and throws STORAGE_FULL
  * (storage-full.ts).
  */
+import { dataDisk, isStalled } from './disk-deadline.js';
 import type { Database, RootDatabase } from 'lmdb';
 import {
   checkKey, checkLockName, resolveRange, TransactionConflictError,
@@ -315,15 +316,18 @@ export class LmdbMetadataStore implements MetadataStore {
     }
     let committed: boolean;
     try {
-      committed = await this.env.transaction(() => {
+      // Within the disk deadline: a commit the disk does not complete in time answers
+      // STORAGE_STALLED (503); it lands whole later or not at all (disk-deadline.ts).
+      committed = await dataDisk.run('a metadata commit', this.env.transaction(() => {
         if (tx.reads.length + tx.ranges.length > 0 && !tx.valid()) return false;
         tx.apply();
         this.#memo.bump();
         return true;
-      });
+      }));
     } catch (e) {
-      // A full disk or map: LMDB aborted the whole transaction, nothing of it was written.
       this.#memo.forget();
+      if (isStalled(e)) throw e;
+      // A full disk or map: LMDB aborted the whole transaction, nothing of it was written.
       throw asStorageFull(await commitCause(e), 'the metadata change');
     }
     // lmdb-js renewed the read snapshot when the commit completed: read the new generation.

@@ -12,6 +12,7 @@ import { fail } from '../../engine/errors.js';
 import { appRole, isOwnerLike } from '../../engine/platform/access.js';
 import { FEATURES, type Feature } from '../../engine/platform/app-settings.js';
 import type { AppRecord } from '../../engine/platform/records.js';
+import type { Principal } from '../../engine/identity/authorizations.js';
 
 function featureJson(f: Feature, enabled: boolean) {
   return { id: stableId('feature:' + f.name), name: f.name, description: f.description, state: 'beta', enabled, doc_url: null, display_name: f.name, feedback_email: null };
@@ -26,6 +27,7 @@ export async function updateApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   if (buildStack !== undefined && typeof buildStack !== 'string') throw fail('INVALID_PARAMS', 'build_stack must be a stack name');
   if (body.maintenance !== undefined && typeof body.maintenance !== 'boolean') throw fail('INVALID_PARAMS', 'maintenance must be a boolean');
   const role = await appRole(ctx.store.metadata, p, app);
+<<<<<<< HEAD
   let updated = await ctx.settings.update(app, isOwnerLike(role), { buildStack, maintenance: body.maintenance as boolean | undefined }, p.accountId);
   if (body.team !== undefined) {
     // Moving a personal app into a team the caller administers (docs/platform-conventions.md 3.5 team-app transfer).
@@ -33,7 +35,22 @@ export async function updateApp(ctx: ApiContext, call: ApiCall): Promise<void> {
     if (role !== 'owner') throw fail('DENIED', `Only the owner of ${app.name} can move it into a team.`);
     updated = await ctx.teams.moveApp(updated, await ctx.teams.visible(body.team, p.accountId), p.accountId);
   }
+=======
+  let updated = await ctx.settings.update(app, isOwnerLike(role), { buildStack, maintenance: body.maintenance as boolean | undefined });
+  if (body.team !== undefined) updated = await transferApp(ctx, p, updated, body.team);
+>>>>>>> main
   reply(ctx, call, 200, await appResponse(ctx, updated), { lastModified: updated.updatedAt });
+}
+
+/**
+ * Moves a personal app into a team the caller administers (PATCH /apps/{app} {team};
+ * docs/platform-conventions.md 3.5 team-app transfer), for the API and the dashboard.
+ * @throws INVALID_PARAMS for a non-string team; DENIED unless `p` owns the app and administers the team; NOT_FOUND for an unknown team.
+ */
+export async function transferApp(ctx: ApiContext, p: Principal, app: AppRecord, team: unknown): Promise<AppRecord> {
+  if (typeof team !== 'string') throw fail('INVALID_PARAMS', 'team must be a team name');
+  if (await appRole(ctx.store.metadata, p, app) !== 'owner') throw fail('DENIED', `Only the owner of ${app.name} can move it into a team.`);
+  return ctx.teams.moveApp(app, await ctx.teams.visible(team, p.accountId), p.accountId);
 }
 
 export async function getConfigVars(ctx: ApiContext, call: ApiCall): Promise<void> {

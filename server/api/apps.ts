@@ -34,9 +34,15 @@ export async function appResponse(ctx: ApiContext, app: AppRecord) {
 }
 const json = appResponse;
 
-export async function createApp(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const p = principalOf(call);
-  const body = await readJson(call.ex);
+/** The fields of POST /apps (docs/platform-conventions.md 3.2), as parsed JSON or form values. */
+export interface NewAppFields { name?: unknown; stack?: unknown; generation?: unknown; space?: unknown; team?: unknown }
+
+/**
+ * Creates an app for `p` as POST /apps does (the API route and the dashboard): a team app when
+ * `team` names one of the caller's teams or the caller holds a team token.
+ * @throws INVALID_PARAMS for a malformed field, NOT_FOUND/DENIED for a team the caller may not use, CONFLICT for a taken name.
+ */
+export async function newApp(ctx: ApiContext, p: Principal, body: NewAppFields): Promise<AppRecord> {
   const name = body.name;
   if (name !== undefined && name !== null && typeof name !== 'string') throw fail('INVALID_PARAMS', 'name must be a string');
   const stack = body.stack;
@@ -53,9 +59,18 @@ export async function createApp(ctx: ApiContext, call: ApiCall): Promise<void> {
     if (p.teamId !== null && p.teamId !== team.id) throw fail('DENIED', 'A team token creates apps only in its own team.');
     teamId = team.id;
   }
+<<<<<<< HEAD
   const app = await ctx.apps.create({
     name: name ?? undefined, ownerId: p.accountId, actorId: p.accountId, teamId, stack: stack ?? undefined, generation: generation as 'cedar' | 'fir' | undefined, space: space ?? null,
+=======
+  return ctx.apps.create({
+    name: name ?? undefined, ownerId: p.accountId, teamId, stack: stack ?? undefined, generation: generation as 'cedar' | 'fir' | undefined, space: (space as string | null | undefined) ?? null,
+>>>>>>> main
   });
+}
+
+export async function createApp(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const app = await newApp(ctx, principalOf(call), await readJson(call.ex));
   reply(ctx, call, 201, await json(ctx, app), { lastModified: app.updatedAt });
 }
 
@@ -73,11 +88,22 @@ export async function getApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   reply(ctx, call, 200, await json(ctx, app), { lastModified: app.updatedAt });
 }
 
-export async function deleteApp(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const p = principalOf(call);
-  const app = await visibleApp(ctx, p, call.params.app!);
+/**
+ * Deletes an app and its registry repositories, as DELETE /apps/{app} does.
+ * @throws DENIED unless `p` is its owner or an admin of its team.
+ */
+export async function removeApp(ctx: ApiContext, p: Principal, app: AppRecord): Promise<void> {
   if (!isOwnerLike(await appRole(ctx.store.metadata, p, app))) throw fail('DENIED', `Only the owner of ${app.name} (or an admin of its team) can delete it.`);
   await ctx.registry.deleteRepositoriesOf(app.name);
+<<<<<<< HEAD
   await ctx.apps.remove(app, p.accountId);
+=======
+  await ctx.apps.remove(app);
+}
+
+export async function deleteApp(ctx: ApiContext, call: ApiCall): Promise<void> {
+  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
+  await removeApp(ctx, principalOf(call), app);
+>>>>>>> main
   reply(ctx, call, 200, await json(ctx, app));
 }

@@ -52,6 +52,7 @@ export const API_ERRORS: ErrorTable = {
   STORE_UNAVAILABLE: row('unavailable', 503),
   BLOB_STORE_UNAVAILABLE: row('unavailable', 503),
   STORAGE_FULL: row('unavailable', 507),
+  STORAGE_STALLED: row('unavailable', 503),
   METHOD_NOT_ALLOWED: row('method_not_allowed', 405),
   UNAUTHORIZED: row('unauthorized', 401),
   DENIED: row('forbidden', 403),

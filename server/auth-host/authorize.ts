@@ -8,7 +8,7 @@
  */
 import type { Exchange } from '../http/exchange.js';
 import type { AuthContext } from './context.js';
-import { browserOf, csrfToken, csrfValid, type Browser } from './session.js';
+import { READ_ONLY_REFUSAL, browserOf, csrfToken, csrfValid, limitedSession, type Browser } from './session.js';
 import { sendPage, sendRedirect } from './views.js';
 import { field, readForm } from './forms.js';
 import { checkAuthorizeRequest, codeRedirect, errorRedirect, type AuthorizeRequest } from './authorize-request.js';
@@ -62,6 +62,7 @@ export async function showAuthorize(ctx: AuthContext, ex: Exchange): Promise<voi
     const query = new URLSearchParams(req.params).toString();
     return sendRedirect(ex, 302, '/login?' + new URLSearchParams({ return_to: '/oauth/authorize?' + query }).toString(), browser.setCookie);
   }
+  if (limitedSession(browser)) return errorPage(ctx, ex, 403, READ_ONLY_REFUSAL);
   const { account } = browser.signedIn;
   if (req.client.trusted && (await ctx.oauth.teams.adminTeamsOf(account.id)).length === 0) {
     return sendRedirect(ex, 302, await issue(ctx, req, account.id, null));
@@ -76,6 +77,7 @@ export async function submitAuthorize(ctx: AuthContext, ex: Exchange): Promise<v
     return errorPage(ctx, ex, 403, 'This consent form expired or came from another site. Go back to the application and start again.');
   }
   if (!browser.signedIn) return errorPage(ctx, ex, 401, 'Your session ended before you answered. Go back to the application and start again.');
+  if (limitedSession(browser)) return errorPage(ctx, ex, 403, READ_ONLY_REFUSAL);
   const check = await checkAuthorizeRequest(ctx.oauth.clients, form);
   if (check.kind === 'page') return errorPage(ctx, ex, 400, check.message);
   if (check.kind === 'redirect') return sendRedirect(ex, 303, check.location);

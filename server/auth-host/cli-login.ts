@@ -21,7 +21,7 @@ import { sendJson } from '../http/respond.js';
 import { readJson } from '../api/respond.js';
 import { API_ERRORS } from '../api/error-codes.js';
 import { isSlipwayError } from '../../engine/errors.js';
-import { browserOf, csrfToken, csrfValid } from './session.js';
+import { READ_ONLY_REFUSAL, browserOf, csrfToken, csrfValid, limitedSession } from './session.js';
 import { sendPage, sendRedirect } from './views.js';
 import { field, readForm } from './forms.js';
 import { CLI_LOGIN_RECHECK_MS, CLI_LOGIN_TOKEN_TTL_SECONDS } from '../../engine/oauth/limits.js';
@@ -159,6 +159,7 @@ export async function showCliLogin(ctx: AuthContext, ex: Exchange, params: Param
   if (!browser.signedIn) {
     return sendRedirect(ex, 302, '/login?' + new URLSearchParams({ return_to: cliLoginPaths(login.id).browser }).toString(), browser.setCookie);
   }
+  if (limitedSession(browser)) return messagePage(ctx, ex, 403, 'Not confirmed', READ_ONLY_REFUSAL);
   const html = ctx.views.render('cli-login', {
     title: 'Log in the platform CLI', id: login.id, description: login.description, email: browser.signedIn.account.email,
     days: Math.round(CLI_LOGIN_TOKEN_TTL_SECONDS / 86_400), started: utc(login.createdAt), expires: utc(login.expiresAt),
@@ -175,6 +176,7 @@ export async function submitCliLogin(ctx: AuthContext, ex: Exchange, params: Par
     return messagePage(ctx, ex, 403, 'Not confirmed', 'This confirmation form expired or came from another site. Open the link the CLI printed again.');
   }
   if (!browser.signedIn) return messagePage(ctx, ex, 401, 'Not confirmed', 'Your session ended before you answered. Open the link the CLI printed again.');
+  if (limitedSession(browser)) return messagePage(ctx, ex, 403, 'Not confirmed', READ_ONLY_REFUSAL);
   const decision = field(form, 'decision');
   if (decision !== 'allow' && decision !== 'deny') return messagePage(ctx, ex, 400, 'Not confirmed', 'Choose Log in or Deny.');
   const login = await answerable(ctx, ex, params.id!);

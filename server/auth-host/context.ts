@@ -2,6 +2,7 @@
 import type { ApiContext } from '../api/context.js';
 import type { Views } from './views.js';
 import type { SourceAddresses } from '../http/client-address.js';
+import type { GcOptions } from '../../engine/registry/gc.js';
 
 export interface AuthContext extends ApiContext {
   views: Views;
@@ -11,4 +12,6 @@ export interface AuthContext extends ApiContext {
   cliLoginPollMs: number;
   /** Where a request comes from, for per-source limits (SLIPWAY_TRUSTED_PROXIES). */
   sources: SourceAddresses;
+  /** The node's GC settings and run interval (seconds; 0 = no scheduled runs), which the dashboard explains before a delete. */
+  gc: { options: GcOptions; intervalSeconds: number };
 }

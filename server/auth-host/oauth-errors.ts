@@ -52,6 +52,7 @@ export const OAUTH_ERRORS: ErrorTable = {
   BLOB_STORE_UNAVAILABLE: row('temporarily_unavailable', 503),
   // The same name for a server that cannot store what the request needs, with 507 (RFC 4918 §11.5).
   STORAGE_FULL: row('temporarily_unavailable', 507),
+  STORAGE_STALLED: row('temporarily_unavailable', 503),
   // Registry conditions; the token endpoint does not raise them, the rows keep the table complete.
   BLOB_UNKNOWN: invalidRequest,
   BLOB_UPLOAD_INVALID: invalidRequest,

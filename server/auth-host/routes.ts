@@ -9,12 +9,13 @@ import { isSlipwayError } from '../../engine/errors.js';
 import { PAGE_ERRORS } from './page-errors.js';
 import { sendJson } from '../http/respond.js';
 import { sendPage } from './views.js';
-import { showHome, showSignIn, showSignOut, submitSignIn, submitSignOut } from './sign-in.js';
+import { showSignIn, showSignOut, submitSignIn, submitSignOut } from './sign-in.js';
 import { showAuthorize, submitAuthorize } from './authorize.js';
 import { handleToken } from './token.js';
 import { pollCliLogin, showCliLogin, startCliLogin, submitCliLogin } from './cli-login.js';
 import { authorizationServerMetadata } from './metadata.js';
 import { addDashboardRoutes } from './dashboard/routes.js';
+import { showHome } from './dashboard/home.js';
 
 type AuthHandler = (ctx: AuthContext, ex: Exchange, params: Record<string, string>) => Promise<void>;
 

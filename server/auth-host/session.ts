@@ -37,6 +37,20 @@ export async function browserOf(ctx: AuthContext, ex: Exchange, assign: boolean)
   return { value, setCookie: set, signedIn: session && account ? { session, account } : null };
 }
 
+/** Scopes of a read-only sign-in (the sign-in form's "Read-only" box): see, change nothing. */
+export const READ_ONLY_SCOPE = ['read'];
+
+/**
+ * Why a read-only session may not approve an OAuth client or a CLI login: either would issue a
+ * token with more rights than the session has.
+ */
+export const READ_ONLY_REFUSAL = 'You signed in read-only, which cannot grant access to an application or the CLI. Sign out, sign in again without "Read-only" and start again.';
+
+/** True when the signed-in session is limited (a read-only sign-in). */
+export function limitedSession(browser: Browser): boolean {
+  return browser.signedIn?.session.scope !== undefined;
+}
+
 /** The CSRF token of forms shown to this browser. */
 export function csrfToken(ctx: AuthContext, browser: Browser): string {
   return ctx.keys.sign('csrf', 'form:' + browser.value);

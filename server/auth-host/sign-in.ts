@@ -5,11 +5,12 @@
  *                 starts a session under a new cookie value, returns to /oauth/authorize
  *   GET  /logout  a confirmation form (a GET never signs out: links cannot be forged into it)
  *   POST /logout  ends the session
- *   GET  /        who is signed in
+ *   GET  /        the dashboard home (dashboard/home.ts)
  */
+import { showHome } from './dashboard/home.js';
 import type { Exchange } from '../http/exchange.js';
 import type { AuthContext } from './context.js';
-import { browserOf, clearedCookie, csrfToken, csrfValid, sessionCookie, type Browser } from './session.js';
+import { READ_ONLY_SCOPE, browserOf, clearedCookie, csrfToken, csrfValid, sessionCookie, type Browser } from './session.js';
 import { sendPage, sendRedirect } from './views.js';
 import { field, readForm } from './forms.js';
 import { SIGN_IN_LOCKOUT_MS } from '../../engine/oauth/limits.js';
@@ -53,7 +54,7 @@ export async function submitSignIn(ctx: AuthContext, ex: Exchange): Promise<void
   }
   const result = await ctx.oauth.signIn.attempt(email, password, code);
   if (result.ok) {
-    const { value } = await ctx.oauth.sessions.create(result.account.id);
+    const { value } = await ctx.oauth.sessions.create(result.account.id, field(form, 'read_only') === 'yes' ? READ_ONLY_SCOPE : undefined);
     ctx.log.info({ reqId: ex.id, accountId: result.account.id }, 'signed in');
     return sendRedirect(ex, 303, returnTo, sessionCookie(ctx, value));
   }
@@ -72,16 +73,9 @@ export async function submitSignIn(ctx: AuthContext, ex: Exchange): Promise<void
   });
 }
 
-export async function showHome(ctx: AuthContext, ex: Exchange): Promise<void> {
-  const browser = await browserOf(ctx, ex, true);
-  if (!browser.signedIn) return sendRedirect(ex, 302, '/login');
-  const csrf = csrfToken(ctx, browser);
-  const html = ctx.views.render('home', { title: 'Dashboard', email: browser.signedIn.account.email, nav: { section: '', email: browser.signedIn.account.email, csrf } });
-  sendPage(ex, 200, html, browser.setCookie);
-}
-
+/** GET /logout: the home page, whose header has the sign-out button (signing out is a POST). */
 export async function showSignOut(ctx: AuthContext, ex: Exchange): Promise<void> {
-  return showHome(ctx, ex);
+  return showHome(ctx, ex, {});
 }
 
 export async function submitSignOut(ctx: AuthContext, ex: Exchange): Promise<void> {

@@ -14,14 +14,15 @@ import type { Exchange } from '../http/exchange.js';
 /** The templates' directory in the source tree (this file runs from dist/server/auth). */
 export const VIEWS_DIR = fileURLToPath(new URL('../../../server/auth-host/views/', import.meta.url));
 
-const TEMPLATES = ['layout', 'sign-in', 'consent', 'message', 'home', 'applications', 'clients', 'client', 'teams', 'team', 'apps', 'app', 'confirm', 'secret', 'cli-login'] as const;
+const TEMPLATES = ['layout', 'sign-in', 'consent', 'message', 'home', 'applications', 'clients', 'client', 'teams', 'team', 'apps', 'app', 'config-vars', 'app-settings', 'confirm', 'secret', 'cli-login',
+  'registry', 'image', 'registry-delete', 'releases'] as const;
 export type Template = Exclude<(typeof TEMPLATES)[number], 'layout'>;
 
 export class Views {
   readonly #eta: Eta;
   /** The stylesheet served at /assets/site.css (small additions to the base). */
   readonly css: string;
-  /** The classless base stylesheet (Simple.css, from npm) served at /assets/base.css. */
+  /** The base stylesheet (Pico CSS, npm @picocss/pico; docs/user-guide.md says why) served at /assets/base.css. */
   readonly baseCss: string;
   /** The progressive-enhancement script served at /assets/dashboard.js (copy, confirm). */
   readonly script: string;
@@ -34,7 +35,7 @@ export class Views {
     this.#eta = new Eta({ views: dir, cache: true, autoEscape: true });
     this.css = readFileSync(join(dir, 'site.css'), 'utf8');
     this.script = readFileSync(join(dir, 'dashboard.js'), 'utf8');
-    this.baseCss = readFileSync(createRequire(import.meta.url).resolve('simpledotcss/simple.min.css'), 'utf8');
+    this.baseCss = readFileSync(createRequire(import.meta.url).resolve('@picocss/pico/css/pico.min.css'), 'utf8');
   }
 
   /** Renders a page. */

@@ -112,6 +112,9 @@ export class Metrics {
       name: 'slipway_http_requests_in_flight', help: 'Requests being handled now, by host.', labelNames: ['host'] as const, registers: [this.registry],
       collect() { for (const host in inFlight) this.set({ host }, inFlight[host]!); },
     });
+    // prom-client reports the heap and external memory; ArrayBuffer memory (Buffers) is part of
+    // external, shown apart because it is what a leak of request or store buffers grows.
+    gauge('slipway_array_buffers_bytes', 'Bytes of ArrayBuffers and Buffers held by this process (part of nodejs_external_memory_bytes).', () => process.memoryUsage().arrayBuffers);
     gauge('slipway_upload_sessions_open', 'Upload sessions with at least one acknowledged chunk.', () => uploads.recordedSessions);
     gauge('slipway_worker_pool_queue_size', 'Worker-pool tasks waiting for a thread.', () => pool.queueSize);
     this.#unsubscribe = subscribeEvent('gc', (e: GcEvent) => {

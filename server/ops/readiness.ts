@@ -12,6 +12,7 @@ import type { Digest } from '../../engine/digest.js';
 import { schemaVersion } from '../../engine/migrations.js';
 import { StoreUnavailableError } from '../../engine/storage/metadata.js';
 import type { RequestTracker } from './drain.js';
+import { dataDisk } from '../../engine/storage/disk-deadline.js';
 
 const CHECK_TIMEOUT_MS = 5_000;
 
@@ -61,13 +62,17 @@ export async function probeReadiness(t: ReadinessTargets): Promise<Readiness> {
       if ((await schemaVersion(t.store.metadata)) === undefined) throw new Error('the store has no schema record');
     }),
     check('disk', checks, async () => {
-      const s = await fsp.statfs(t.dataDir);
+      // A disk that hangs: said from memory, without adding I/O to what waits on it.
+      const stuck = dataDisk.stuck();
+      if (stuck) throw new Error(`the data disk is not answering: ${stuck.what} has waited ${(stuck.ms / 1000).toFixed(1)} s (SLIPWAY_DISK_TIMEOUT ${dataDisk.timeoutMs / 1000} s)`);
+      const s = await dataDisk.run('a statfs of the data directory', fsp.statfs(t.dataDir));
       const free = s.bavail * s.bsize;
       if (free < t.minFreeBytes) throw new Error(`${free} bytes free in the data directory, below the ${t.minFreeBytes}-byte threshold`);
     }),
     check('blobStorage', checks, async () => {
+      if (dataDisk.stuck()) throw new Error('not probed: the data disk is not answering (checks.disk)');
       await fsp.mkdir(join(t.dataDir, 'blobs'), { recursive: true });
-      await fsp.writeFile(probe, content);
+      await dataDisk.run('a write of the readiness probe file', fsp.writeFile(probe, content));
       try {
         await check('workerPool', checks, async () => {
           const r = await t.hashFile(probe);

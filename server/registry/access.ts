@@ -182,6 +182,9 @@ export async function permittedActions(ctx: RegistryContext, p: Principal, repos
   return out;
 }
 
+/** What `authorize` reads: the apps and the store (the dashboard's context has them too). */
+export type RepositoryRules = Pick<RegistryContext, 'apps' | 'store'>;
+
 /**
  * Requires `action` on `repository`.
  * @returns the app that owns the repository.
@@ -189,7 +192,7 @@ export async function permittedActions(ctx: RegistryContext, p: Principal, repos
  *         registry token lacks the action; DENIED (403) when the caller may not act on the app.
  *         Synchronous (thrown at once) when the store reads synchronously.
  */
-export function authorize(ctx: RegistryContext, caller: Caller | null, repository: string, action: RegistryAction): MaybePromise<AppRecord> {
+export function authorize(ctx: RepositoryRules, caller: Caller | null, repository: string, action: RegistryAction): MaybePromise<AppRecord> {
   const { app: appName } = parseRepositoryName(repository);
   const scope = `repository:${repository}:${action === 'push' ? 'pull,push' : action}`;
   if (!caller) throw new Challenge('authentication required', scope);
@@ -206,7 +209,7 @@ export function authorize(ctx: RegistryContext, caller: Caller | null, repositor
 }
 
 /** The DENIED refusal of `authorize`, saying why (the failure path: may take more reads). @throws always */
-async function deny(ctx: RegistryContext, caller: Caller, repository: string, appName: string, app: AppRecord | undefined, action: RegistryAction): Promise<never> {
+async function deny(ctx: RepositoryRules, caller: Caller, repository: string, appName: string, app: AppRecord | undefined, action: RegistryAction): Promise<never> {
   const blocked = app && await thirdPartyBlock(ctx.store, caller.principal, app);
   const why = !app
     ? `app "${appName}" does not exist or you do not have access to it`

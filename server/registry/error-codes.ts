@@ -61,6 +61,7 @@ export const REGISTRY_ERRORS: ErrorTable = {
   // 507 Insufficient Storage (RFC 4918 §11.5): docker prints the status line ("507 Insufficient
   // Storage"), containers/image the code and message; UNAVAILABLE is retried by both (docs/faults.md).
   STORAGE_FULL: row('UNAVAILABLE', 507),
+  STORAGE_STALLED: row('UNAVAILABLE', 503),
   METHOD_NOT_ALLOWED: row('UNSUPPORTED', 405),
   UNAUTHORIZED: row('UNAUTHORIZED', 401),
   DENIED: row('DENIED', 403),

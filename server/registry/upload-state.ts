@@ -21,27 +21,30 @@ import type { ServerKeys } from '../../engine/identity/keys.js';
  * constant time instead of computing two HMACs (bench/README.md "Chunked push per PATCH: the
  * `_state` memo"). Only values this process signed enter it: any other `_state` (forged, or
  * signed by the accepted key or before a restart) gets the full check. Bounded: the oldest entry
- * leaves when it holds MEMO_ENTRIES (a Location signed again later is the same value).
+ * leaves when it holds MEMO_ENTRIES (a Location signed again later is the same value). Signatures
+ * are kept as strings: a small Buffer made from a string is a view on an 8 KiB slab of Node's
+ * shared pool and would keep the whole slab alive (4096 entries: up to 32 MiB; bench/README.md
+ * "Growth"); the compare makes its Buffers when it runs.
  */
 const MEMO_ENTRIES = 4096;
-const memos = new WeakMap<ServerKeys, Map<string, Buffer>>();
+const memos = new WeakMap<ServerKeys, Map<string, string>>();
 
-function memoFor(keys: ServerKeys): Map<string, Buffer> {
+function memoFor(keys: ServerKeys): Map<string, string> {
   let memo = memos.get(keys);
   if (!memo) memos.set(keys, (memo = new Map()));
   return memo;
 }
 
-function remember(memo: Map<string, Buffer>, data: string, signature: string): void {
+function remember(memo: Map<string, string>, data: string, signature: string): void {
   if (memo.size >= MEMO_ENTRIES) memo.delete(memo.keys().next().value as string);
-  memo.set(data, Buffer.from(signature));
+  memo.set(data, signature);
 }
 
 /** The signing key's signature of `data` (purpose `upload-state`), from the memo when there. */
 function signed(keys: ServerKeys, data: string): string {
   const memo = memoFor(keys);
   const known = memo.get(data);
-  if (known) return known.toString();
+  if (known) return known;
   const signature = keys.sign('upload-state', data);
   remember(memo, data, signature);
   return signature;
@@ -50,9 +53,12 @@ function signed(keys: ServerKeys, data: string): string {
 /** Whether `signature` is the server's for `data`: a constant-time compare with the memo, else the keys' check. */
 function verified(keys: ServerKeys, data: string, signature: string): boolean {
   const memo = memoFor(keys);
-  const known = memo.get(data);
-  const presented = Buffer.from(signature);
-  if (known && known.length === presented.length && timingSafeEqual(known, presented)) return true;
+  const text = memo.get(data);
+  if (text !== undefined) {
+    const known = Buffer.from(text);
+    const presented = Buffer.from(signature);
+    if (known.length === presented.length && timingSafeEqual(known, presented)) return true;
+  }
   return keys.verify('upload-state', data, signature);
 }
 

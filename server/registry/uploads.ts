@@ -24,6 +24,7 @@ import { API_VERSION } from './context.js';
 import { signUploadState, verifyUploadState } from './upload-state.js';
 import { otherNodesSession } from '../../engine/blobs/peer-sessions.js';
 import { storageFull } from '../../engine/storage/storage-full.js';
+import { dataDisk, isStalled } from '../../engine/storage/disk-deadline.js';
 
 function sessionHeaders(ctx: RegistryContext, rec: UploadRecord): Record<string, string> {
   const state = signUploadState(ctx.keys, rec.id, rec.repository, ctx.uploads.node);
@@ -90,7 +91,8 @@ export async function startUpload(ctx: RegistryContext, ex: Exchange, admitted: 
   } catch (e) {
     // Nobody else knows this session's id: end it (when still open) so it stops counting.
     await ctx.uploads.cancel(rec).catch(() => {});
-    // A full disk: nothing was stored and there is no session to resume.
+    // A full or hung disk: nothing was stored and there is no session to resume.
+    if (isStalled(e)) throw dataDisk.stalled('a write of the blob');
     throw isSlipwayError(e) && e.code === 'STORAGE_FULL' ? storageFull('the blob') : e;
   }
   blobCreated(ctx, ex, repository, digest);

@@ -6,11 +6,11 @@
  */
 import t from 'tap';
 import { join } from 'node:path';
-import type { Page, Response } from 'playwright-core';
-import { api, Browser, createAccount, walkAuthorization, type Credentials, type TestServer } from '../helpers/oauth.js';
+import type { Page } from 'playwright-core';
+import { api, Browser, createAccount, walkAuthorization } from '../helpers/oauth.js';
 import { startInProcess } from '../helpers/harness.js';
 import { chromiumSkip, launchBrowser, screenshotDir, seriousViolations, type TestBrowser } from '../helpers/browser.js';
-import { totpCode, TOTP_STEP_SECONDS } from '../../engine/identity/totp.js';
+import { signInPage, submitAndWait } from '../helpers/dashboard.js';
 import { basic, http } from '../helpers/http.js';
 import { buildImage, sampleSpec } from '../helpers/image.js';
 import { pushBuiltImage } from '../helpers/registry.js';
@@ -174,8 +174,10 @@ t.test('dashboard in Chromium', { skip }, async (t) => {
     await api(ts, 'PATCH', '/apps/blue-app/config-vars', key, { DATABASE_URL: 'postgres://db.internal/blue' });
     await page.goto(url('/apps'));
     await look(page, 'apps');
-    await page.click('a[href="/apps/blue-app"]');
+    await page.goto(url('/apps/blue-app/config'));
     t.match(await page.textContent('main'), 'DATABASE_URL', 'config vars shown to someone with the rights');
+    t.notMatch(await page.content(), 'db.internal', 'with the value masked');
+    await page.click('a[href="/apps/blue-app"]');
     await page.fill('#q-web', '3');
     await page.click('text=Scale web');
     await page.waitForURL(/notice=scaled/);
@@ -238,6 +240,7 @@ t.test('dashboard in Chromium', { skip }, async (t) => {
     // The same confirmation page in the scripted browser (axe needs scripts): drop the dialog.
     await page.goto(url('/account/clients'));
     await page.click('text=Chart maker');
+    await page.waitForURL(/\/account\/clients\/[^/?]+$/);
     await page.evaluate(() => {
       const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): Array<{ removeAttribute(n: string): void }> } }).document;
       for (const f of doc.querySelectorAll('form[data-confirm]')) f.removeAttribute('data-confirm');
@@ -249,23 +252,3 @@ t.test('dashboard in Chromium', { skip }, async (t) => {
     t.equal((await api(ts, 'GET', '/oauth/clients', key)).json.length, 1, 'cancel deletes nothing');
   });
 });
-
-/** Opens the sign-in form (via `path`) and fills e-mail, password and a fresh TOTP code. */
-async function signInPage(page: Page, ts: TestServer, creds: Credentials, path: string): Promise<void> {
-  await page.goto(ts.auth + path);
-  if (new URL(page.url()).pathname !== '/login') throw new Error(`expected the sign-in page, got ${page.url()}`);
-  ts.clock.advance(TOTP_STEP_SECONDS * 1000);
-  await page.fill('#email', creds.email);
-  await page.fill('#password', creds.password);
-  await page.fill('#code', totpCode(creds.totpSecret, ts.clock.now()));
-}
-
-/** Runs `act` and returns the response to the POST it makes to `path`. */
-async function submitAndWait(page: Page, path: string, act: () => Promise<void>): Promise<Response> {
-  const [response] = await Promise.all([
-    page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === path),
-    act(),
-  ]);
-  await page.waitForLoadState();
-  return response;
-}

@@ -64,6 +64,8 @@ export function findForm(html: string, action?: string): PageForm {
     const fields: Record<string, string> = {};
     for (const input of m[2]!.matchAll(/<input\b[^>]*>/g)) {
       const name = attr(input[0], 'name');
+      // A browser submits a checkbox or radio only when it is checked.
+      if (/\stype="(checkbox|radio)"/.test(input[0]) && !/\schecked\b/.test(input[0])) continue;
       if (name) fields[name] = attr(input[0], 'value') ?? '';
     }
     for (const select of m[2]!.matchAll(/<select\b([^>]*)>([\s\S]*?)<\/select>/g)) {

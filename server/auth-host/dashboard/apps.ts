@@ -1,34 +1,51 @@
 /**
- * Apps (docs/platform-conventions.md 3.2-3.4; docs/rules.md Endpoints 7), the actions of the /apps API routes by the same
- * engine calls and access rules (visibleApp: role and the third-party rule):
- *   GET  /apps                          apps the person may see
- *   GET  /apps/:app                     stack, generation, formation, releases, config vars
- *                                       (only with the rights of GET /apps/{app}/config-vars)
+ * Apps (docs/platform-conventions.md 3.2-3.4; docs/rules.md Endpoints 7), the actions of the /apps API
+ * routes by the same functions and access rules (visibleApp: role and the third-party rule):
+ *   GET  /apps                          apps the person may see, and the form to create one
+ *   POST /apps                          create (personal or in one of the person's teams; newApp)
+ *   GET  /apps/:app                     owner, stack, formation (size from DYNO_SIZES), releases
  *   POST /apps/:app/formation/:type     scale (quantity, size)
  *   POST /apps/:app/rollback            roll back to a release (confirmed)
+ * Config vars are on their own tab (config-vars.ts), transfer and deletion on Settings (app-settings.ts).
  */
 import type { Exchange } from '../../http/exchange.js';
 import type { AuthContext } from '../context.js';
 import type { AppRecord } from '../../../engine/platform/records.js';
-import { visibleApp, visibleApps } from '../../api/apps.js';
+import { newApp, visibleApp, visibleApps } from '../../api/apps.js';
 import { quantityOf, sizeOf } from '../../api/formation.js';
-import { attempt, allowed, confirmOr, done, mirror, noticeOf, sendDashboard, signedInPage, submitted, when, type FormState, type Signed } from './page.js';
+import { DYNO_SIZES } from '../../../engine/platform/formation.js';
+import { appPlace, attempt, allowed, backTo, confirmOr, done, mirror, noticeOf, sendDashboard, signedInPage, submitted, when, type FormState, type Signed } from './page.js';
+import { ownerOf, summarize } from './app-summary.js';
 
-export async function showApps(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await signedInPage(ctx, ex, params);
-  if (!s) return;
+async function renderApps(ctx: AuthContext, s: Signed, status: number, state: FormState | null): Promise<void> {
   mirror(s, 'GET /apps');
-  sendDashboard(ctx, s, 200, 'apps', 'apps', {
-    title: 'Apps',
-    apps: await Promise.all((await visibleApps(ctx, s.principal)).map(async (a) => ({
-      name: a.name, stack: a.stack, generation: a.generation, team: await teamName(ctx, a), release: a.releaseVersion ?? 0, updated: when(a.updatedAt),
-    }))),
+  sendDashboard(ctx, s, status, 'apps', 'apps', {
+    title: 'Apps', notice: noticeOf(s.ex),
+    apps: await Promise.all((await visibleApps(ctx, s.principal)).map((a) => summarize(ctx, a))),
+    canCreate: allowed(s, 'POST /apps'),
+    teams: (await ctx.teams.teamsOf(s.account.id)).map(({ team }) => team.name),
+    values: state?.values ?? {}, errors: state?.errors ?? {},
   });
 }
 
-/** The name of the app's team, or '' for a personal app. */
-async function teamName(ctx: AuthContext, app: AppRecord): Promise<string> {
-  return app.teamId ? (await ctx.teams.find(app.teamId))?.name ?? '' : '';
+export async function showApps(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
+  const s = await signedInPage(ctx, ex, params);
+  if (s) await renderApps(ctx, s, 200, null);
+}
+
+export async function submitCreateApp(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
+  const s = await submitted(ctx, ex, params);
+  mirror(s, 'POST /apps');
+  const values = { name: (s.form.get('name') ?? '').trim(), team: s.form.get('team') ?? '' };
+  const r = await attempt('create', ['name', 'team'], values, () => newApp(ctx, s.principal, { name: values.name || undefined, team: values.team || undefined }));
+  if (!r.ok) return await renderApps(ctx, s, r.status, r.state);
+  done(s, `/apps/${r.value.name}`, 'app-created');
+}
+
+/** The size choices of a formation entry: the known sizes, and its current one when it is not among them. */
+function sizeChoices(current: string): Array<{ value: string; selected: boolean }> {
+  const known: string[] = [...DYNO_SIZES];
+  return (known.includes(current) ? known : [current, ...known]).map((v) => ({ value: v, selected: v === current }));
 }
 
 async function renderApp(ctx: AuthContext, s: Signed, app: AppRecord, status: number, state: FormState | null): Promise<void> {
@@ -36,15 +53,16 @@ async function renderApp(ctx: AuthContext, s: Signed, app: AppRecord, status: nu
     version: r.version, description: r.description, current: r.version === (app.releaseVersion ?? 0), who: (await ctx.accounts.get(r.userId))?.email ?? r.userId,
     created: when(r.createdAt), status: 'succeeded', images: Object.entries(r.images).map(([type, i]) => ({ type, image: i.configDigest.slice(0, 19) })),
   })));
-  const showConfig = allowed(s, 'GET /apps/:app/config-vars');
   sendDashboard(ctx, s, status, 'app', 'apps', {
     title: `App ${app.name}`, notice: noticeOf(s.ex),
-    app: { name: app.name, stack: app.stack, buildStack: app.buildStack, generation: app.generation, team: await teamName(ctx, app), maintenance: app.maintenance === true },
-    formation: (await ctx.releases.formation(app.id)).map((f) => ({ type: f.type, quantity: f.quantity, size: f.size, command: f.command, image: f.image ? f.image.slice(0, 19) : '' })),
+    app: { name: app.name, stack: app.stack, buildStack: app.buildStack, generation: app.generation, owner: await ownerOf(ctx, app), maintenance: app.maintenance === true },
+    formation: (await ctx.releases.formation(app.id)).map((f) => ({
+      type: f.type, quantity: f.quantity, size: f.size, sizes: sizeChoices(f.size), command: f.command, image: f.image ? f.image.slice(0, 19) : '',
+    })),
     releases,
-    config: showConfig ? Object.entries(await ctx.settings.configVars(app)).map(([k, v]) => ({ key: k, value: v })) : null,
+    canWrite: allowed(s, 'PATCH /apps/:app/formation/:type'),
     state: state ?? { form: '', errors: {}, values: {} },
-  });
+  }, appPlace(app.name, 'overview'));
 }
 
 export async function showApp(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
@@ -75,5 +93,5 @@ export async function submitRollback(ctx: AuthContext, ex: Exchange, params: Rec
   if (!confirmOr(ctx, s, 'apps', { title: 'Roll back', message: `Roll ${app.name} back to release v${version}? A new release is created that runs v${version}'s images, and every process restarts.`, button: 'Roll back' })) return;
   const r = await attempt('rollback', ['release'], { release: version }, () => ctx.releases.rollback(app, s.account.id, version));
   if (!r.ok) return await renderApp(ctx, s, app, r.status, r.state);
-  done(s, `/apps/${app.name}`, 'rolled-back');
+  done(s, backTo(s.form, `/apps/${app.name}`), 'rolled-back');
 }

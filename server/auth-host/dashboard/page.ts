@@ -13,6 +13,7 @@
 import type { Exchange } from '../../http/exchange.js';
 import type { AuthContext } from '../context.js';
 import type { Account } from '../../../engine/identity/records.js';
+import type { WebSessionRecord } from '../../../engine/oauth/records.js';
 import type { Principal } from '../../../engine/identity/authorizations.js';
 import { fail, isSlipwayError, type SlipwayError } from '../../../engine/errors.js';
 import { browserOf, csrfToken, csrfValid, type Browser } from '../session.js';
@@ -35,7 +36,39 @@ export interface Signed {
 }
 
 /** The dashboard's sections, for the navigation. */
-export type Section = 'applications' | 'clients' | 'teams' | 'apps';
+export type Section = 'home' | 'applications' | 'clients' | 'teams' | 'apps';
+
+/** A breadcrumb: the last one (no href) is the page itself. */
+export interface Crumb { text: string; href?: string }
+
+/**
+ * The tabs of an app's pages, in order: `path` is appended to `/apps/{app}`. A module adding a
+ * page to an app adds its tab here (one line) and passes its `tab` to sendDashboard's `place`.
+ */
+export const APP_TABS = [
+  { tab: 'overview', label: 'Overview', path: '' },
+  { tab: 'registry', label: 'Registry', path: '/registry' },
+  { tab: 'releases', label: 'Releases', path: '/releases' },
+  { tab: 'config', label: 'Config vars', path: '/config' },
+  { tab: 'settings', label: 'Settings', path: '/settings' },
+] as const;
+
+/** One of APP_TABS. */
+export type AppTab = (typeof APP_TABS)[number]['tab'];
+
+/** Where a page sits below its section: breadcrumbs, and the app whose tabs to show. */
+export interface Place {
+  crumbs?: Crumb[];
+  app?: { name: string; tab: AppTab };
+}
+
+/** The place of an app's page: Apps › {app} › {tab label}, with the app's tabs. */
+export function appPlace(app: string, tab: AppTab): Place {
+  const label = APP_TABS.find((t) => t.tab === tab)!.label;
+  const crumbs: Crumb[] = [{ text: 'Apps', href: '/apps' }, tab === 'overview' ? { text: app } : { text: app, href: `/apps/${app}` }];
+  if (tab !== 'overview') crumbs.push({ text: label });
+  return { crumbs, app: { name: app, tab } };
+}
 
 /** A form's errors by field name ('' = the form as a whole) and the values to show again. */
 export interface FormState {
@@ -45,9 +78,12 @@ export interface FormState {
   values: Record<string, string>;
 }
 
-/** The principal of a signed-in person: the account's own rights. */
-export function sessionPrincipal(account: Account, sessionId: string): Principal {
-  return { accountId: account.id, authorizationId: `session:${sessionId}`, kind: 'web', scope: ['global'], clientId: null, teamId: null };
+/**
+ * The principal of a signed-in person: the account's own rights, limited to the session's scopes
+ * after a read-only sign-in (then the API's scope rules refuse every change, as for a `read` token).
+ */
+export function sessionPrincipal(account: Account, session: WebSessionRecord): Principal {
+  return { accountId: account.id, authorizationId: `session:${session.id}`, kind: 'web', scope: session.scope ?? ['global'], clientId: null, teamId: null };
 }
 
 /**
@@ -62,7 +98,7 @@ export async function signedInPage(ctx: AuthContext, ex: Exchange, params: Recor
     return null;
   }
   const { account, session } = browser.signedIn;
-  return { ex, browser, account, principal: sessionPrincipal(account, session.id), csrf: csrfToken(ctx, browser), params };
+  return { ex, browser, account, principal: sessionPrincipal(account, session), csrf: csrfToken(ctx, browser), params };
 }
 
 /** A POSTed dashboard form after its CSRF and session checks. */
@@ -84,7 +120,7 @@ export async function submitted(ctx: AuthContext, ex: Exchange, params: Record<s
   if (!browser.signedIn) throw fail('UNAUTHORIZED', 'Your session has ended. Sign in again and repeat the action.');
   const { account, session } = browser.signedIn;
   return {
-    ex, browser, account, principal: sessionPrincipal(account, session.id), csrf: csrfToken(ctx, browser), params, form, confirmed: field(form, 'confirmed') === 'yes',
+    ex, browser, account, principal: sessionPrincipal(account, session), csrf: csrfToken(ctx, browser), params, form, confirmed: field(form, 'confirmed') === 'yes',
   };
 }
 
@@ -108,9 +144,18 @@ export function allowed(s: Signed, route: string): boolean {
   }
 }
 
-/** Renders a dashboard page with its navigation. */
-export function sendDashboard(ctx: AuthContext, s: Signed, status: number, template: Parameters<AuthContext['views']['render']>[0], section: Section, data: Record<string, unknown>): void {
-  const html = ctx.views.render(template, { ...data, nav: { section, email: s.account.email, csrf: s.csrf }, csrf: s.csrf });
+/**
+ * Renders a dashboard page with its navigation: the header's sections (`section` marked as the
+ * current one), and, from `place`, breadcrumbs and an app's tabs.
+ */
+export function sendDashboard(
+  ctx: AuthContext, s: Signed, status: number, template: Parameters<AuthContext['views']['render']>[0], section: Section, data: Record<string, unknown>, place: Place = {},
+): void {
+  const appTabs = place.app ? {
+    app: place.app.name,
+    tabs: APP_TABS.map((t) => ({ label: t.label, href: `/apps/${place.app!.name}${t.path}`, current: t.tab === place.app!.tab })),
+  } : null;
+  const html = ctx.views.render(template, { ...data, nav: { section, email: s.account.email, csrf: s.csrf, crumbs: place.crumbs ?? [], appTabs, readOnly: s.browser.signedIn?.session.scope !== undefined }, csrf: s.csrf });
   sendPage(s.ex, status, html, s.browser.setCookie);
 }
 
@@ -137,6 +182,14 @@ export const NOTICES: Record<string, string> = {
   'third-party-off': 'Third-party applications can no longer reach this team\'s apps.',
   scaled: 'Formation updated.',
   'rolled-back': 'Rolled back: a new release runs the chosen release\'s images.',
+  'app-created': 'App created. Push an image to it and release it to run something.',
+  'app-deleted': 'App deleted, with its registry repositories.',
+  transferred: 'The app now belongs to the team.',
+  'config-set': 'Config var saved: a new release was made with it.',
+  'config-removed': 'Config var removed: a new release was made without it.',
+  'config-unchanged': 'Nothing changed, so no release was made.',
+  'tag-deleted': 'Tag deleted. The image stays; pull it by digest.',
+  'image-deleted': 'Image deleted with its tags. GC frees the blobs no other image uses.',
 };
 
 /** The notice of a page's `?notice=` key, or ''. */
@@ -167,7 +220,7 @@ export function fieldOf(e: SlipwayError, fields: readonly string[]): string {
 /** How a form names the API fields that engine messages start with. */
 const FIELD_WORDS: Record<string, string> = {
   name: 'The name', redirect_uri: 'The redirect URI', description: 'The description', scope: 'Scope', expires_in: 'The expiry',
-  expiry_days: 'The expiry', email: 'The e-mail', role: 'The role', quantity: 'The quantity', size: 'The size', release: 'The release',
+  expiry_days: 'The expiry', email: 'The e-mail', role: 'The role', quantity: 'The quantity', size: 'The size', release: 'The release', team: 'The team',
 };
 
 /** An engine message in the form's words: a leading API field name becomes the field's label. */

@@ -8,7 +8,11 @@ import type { Router } from '../../http/router.js';
 import { showApplications, submitCreateAuthorization, submitRegenerate, submitRevoke } from './account.js';
 import { showClient, showClients, submitCreateClient, submitDeleteClient, submitRotateClient, submitUpdateClient } from './clients.js';
 import { showTeam, showTeams, submitCreateTeam, submitMember, submitPreferences, submitRemoveMember, submitTeamAuthorization } from './teams.js';
-import { showApp, showApps, submitRollback, submitScale } from './apps.js';
+import { showApp, showApps, submitCreateApp, submitRollback, submitScale } from './apps.js';
+import { showConfigVars, submitRemoveConfigVar, submitReveal, submitSetConfigVar } from './config-vars.js';
+import { showAppSettings, submitDeleteApp, submitTransfer } from './app-settings.js';
+import { showImage, showRegistry, submitDeleteImage, submitDeleteTag } from './registry.js';
+import { showReleases } from './releases.js';
 
 type Handler = (ctx: AuthContext, ex: Exchange, params: Record<string, string>) => Promise<void>;
 
@@ -33,7 +37,20 @@ export function addDashboardRoutes(router: Router<Handler>): void {
     .add('POST', '/teams/:team/authorizations', submitTeamAuthorization)
     .add('POST', '/teams/:team/preferences', submitPreferences)
     .add('GET', '/apps', showApps)
+    .add('POST', '/apps', submitCreateApp)
     .add('GET', '/apps/:app', showApp)
     .add('POST', '/apps/:app/formation/:type', submitScale)
-    .add('POST', '/apps/:app/rollback', submitRollback);
+    .add('POST', '/apps/:app/rollback', submitRollback)
+    .add('GET', '/apps/:app/config', showConfigVars)
+    .add('POST', '/apps/:app/config', submitSetConfigVar)
+    .add('POST', '/apps/:app/config/reveal', submitReveal)
+    .add('POST', '/apps/:app/config/remove', submitRemoveConfigVar)
+    .add('GET', '/apps/:app/settings', showAppSettings)
+    .add('POST', '/apps/:app/transfer', submitTransfer)
+    .add('POST', '/apps/:app/delete', submitDeleteApp)
+    .add('GET', '/apps/:app/releases', showReleases)
+    .add('GET', '/apps/:app/registry', showRegistry)
+    .add('GET', '/apps/:app/registry/:type/images/:digest', showImage)
+    .add('POST', '/apps/:app/registry/:type/images/:digest/delete', submitDeleteImage)
+    .add('POST', '/apps/:app/registry/:type/tags/:tag/delete', submitDeleteTag);
 }

@@ -20,7 +20,7 @@ import { memberAccount, newMemberAccount, teamApps } from '../../api/teams.js';
 import { scopeChoices } from './account.js';
 import { lastUsed } from '../../../engine/identity/usage.js';
 import {
-  attempt, confirmOr, done, firstSubmission, mirror, noticeOf, sendDashboard, showSecret, signedInPage, submitted, when,
+  allowed, attempt, confirmOr, done, firstSubmission, mirror, noticeOf, sendDashboard, showSecret, signedInPage, submitted, when,
   type FormState, type Signed,
 } from './page.js';
 
@@ -52,7 +52,8 @@ export async function submitCreateTeam(ctx: AuthContext, ex: Exchange, params: R
 async function renderTeam(ctx: AuthContext, s: Signed, team: TeamRecord, status: number, state: FormState | null): Promise<void> {
   mirror(s, 'GET /teams/:team');
   const role = await ctx.teams.roleOf(team.id, s.account.id);
-  const admin = role === 'admin';
+  // A read-only session sees the team as a member does: no admin forms, no team tokens.
+  const admin = role === 'admin' && allowed(s, 'POST /teams/:team/authorizations');
   const members = await Promise.all((await ctx.teams.members(team)).map(async (m) => {
     const a = await ctx.accounts.get(m.accountId);
     return { email: a?.email ?? m.accountId, role: m.role, you: m.accountId === s.account.id, since: when(m.createdAt) };

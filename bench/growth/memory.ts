@@ -1,0 +1,54 @@
+/**
+ * Memory of a server process at one moment: resident memory from /proc/<pid>/status, anonymous
+ * (heap, malloc arenas, stacks) and file-backed (mapped files: the LMDB map, the binary and its
+ * libraries) apart, and for Slipway the V8 figures from its admin `/metrics` (prom-client's
+ * default process metrics plus `slipway_array_buffers_bytes`).
+ */
+import { readFileSync } from 'node:fs';
+import { request } from 'undici';
+
+/** One reading, MiB (1024² bytes); V8 figures null for a server without them. */
+export interface MemoryReading {
+  rss_mib: number;
+  rss_anon_mib: number;
+  rss_file_mib: number;
+  rss_shmem_mib: number;
+  /** Peak RSS since start (VmHWM). */
+  rss_peak_mib: number;
+  heap_used_mib: number | null;
+  external_mib: number | null;
+  array_buffers_mib: number | null;
+}
+
+const mib = (bytes: number): number => Math.round((bytes / 1048576) * 10) / 10;
+
+/** The kB fields of /proc/<pid>/status. */
+function status(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const m of readFileSync(`/proc/${pid}/status`, 'utf8').matchAll(/^(\w+):\s+(\d+) kB$/gm)) out[m[1]!] = Number(m[2]);
+  return out;
+}
+
+/** A gauge's value from Prometheus text (first sample without labels), or null. */
+function gauge(text: string, name: string): number | null {
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : null;
+}
+
+/** Reads the memory of `pid`, and its V8 figures from `admin`/metrics when given. */
+export async function readMemory(pid: number, admin?: string): Promise<MemoryReading> {
+  const s = status(pid);
+  let heap: number | null = null, external: number | null = null, buffers: number | null = null;
+  if (admin) {
+    const r = await request(`${admin}/metrics`);
+    const text = await r.body.text();
+    heap = gauge(text, 'nodejs_heap_size_used_bytes');
+    external = gauge(text, 'nodejs_external_memory_bytes');
+    buffers = gauge(text, 'slipway_array_buffers_bytes');
+  }
+  return {
+    rss_mib: mib((s.VmRSS ?? NaN) * 1024), rss_anon_mib: mib((s.RssAnon ?? NaN) * 1024), rss_file_mib: mib((s.RssFile ?? NaN) * 1024),
+    rss_shmem_mib: mib((s.RssShmem ?? NaN) * 1024), rss_peak_mib: mib((s.VmHWM ?? NaN) * 1024),
+    heap_used_mib: heap === null ? null : mib(heap), external_mib: external === null ? null : mib(external), array_buffers_mib: buffers === null ? null : mib(buffers),
+  };
+}

@@ -1,0 +1,254 @@
+/**
+ * `npm run bench:growth`: how Slipway's costs change as the registry grows, beside the reference
+ * (distribution 2.8.2, filesystem driver) in the same run (bench/README.md "Growth").
+ *
+ *   npm run bench:growth -- [--sizes 1000,10000,100000] [--backend embedded|cluster]
+ *                           [--only slipway|reference] [--seed N] [--gets 4000]
+ *                           [--heap-snapshots DIR] [--restart each|never] [--base CHECKOUT]
+ *
+ * Each size step pushes images until the registry holds that many (1 config + 2 small layers
+ * each, over 100 repositories `bench/r00`…`bench/r99`, 8 at a time, plain HTTP), then measures
+ * manifest GET by tag of random images (p50/p99, 8 raw keep-alive connections), the full tag
+ * list of `bench/tags` (1,000 tags, pushed at the start), `?n=100` pages of the catalog and of
+ * that tag list, the server's memory (RSS anonymous and file-backed apart, and Slipway's V8 heap,
+ * external and ArrayBuffer memory from its /metrics), then restarts it on its data (start-up
+ * time; `--restart never` skips that, so memory counts all the work since the first start).
+ * After the last step, 10 % of the images are deleted (manifest DELETE by digest, 8 at a time),
+ * each server's garbage collection runs (Slipway's `slipway gc`, online; the reference's
+ * `docker-registry garbage-collect`, on the stopped registry), and every remaining image is
+ * checked (manifest GET, HEAD of each blob). Prints JSON lines on stdout and a table on stderr,
+ * with the machine's load, other processes' CPU and steal over each step.
+ * `--base CHECKOUT` runs another build (its dist/server/cli.js) as a third server,
+ * `slipway@base`, on a data directory and through steps of its own: a before/after in one run.
+ */
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { installCleanup } from '../cleanup.js';
+import { RegistryClient } from '../client.js';
+import { CpuWindow, systemSeconds } from '../procstat.js';
+import { referenceAvailable } from '../servers/reference.js';
+import { round } from '../stats.js';
+import { makeImage, pushImage, tagMany, type GrowthImage } from './images.js';
+import { readMemory } from './memory.js';
+import { fullTagList, manifestGets, median, page } from './reads.js';
+import { clusterEnv, startGrowthReference, startGrowthSlipway, type Backend, type GrowthServer } from './servers.js';
+import { printTable, type StepRow } from './table.js';
+import { verifyAfterGc, deleteShare } from './gc-step.js';
+
+const CONCURRENCY = 8;
+const REPOSITORIES = 100;
+const TAG_REPO = 'bench/tags';
+const TAGS = 1000;
+
+const { values } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '1000,10000,100000' },
+    backend: { type: 'string', default: 'embedded' },
+    only: { type: 'string' },
+    seed: { type: 'string' },
+    gets: { type: 'string', default: '4000' },
+    'heap-snapshots': { type: 'string' },
+    restart: { type: 'string', default: 'each' },
+    base: { type: 'string' },
+  },
+});
+const sizes = values.sizes!.split(',').map((s) => Number(s.trim()));
+if (sizes.some((s, i) => !Number.isInteger(s) || s < 100 || (i > 0 && s <= sizes[i - 1]!))) throw new Error(`--sizes: increasing whole numbers ≥ 100, not "${values.sizes}"`);
+const backend = values.backend as Backend;
+if (backend !== 'embedded' && backend !== 'cluster') throw new Error(`--backend: embedded or cluster, not "${values.backend}"`);
+if (values.restart !== 'each' && values.restart !== 'never') throw new Error(`--restart: each or never, not "${values.restart}"`);
+const seed = values.seed ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
+const gets = Number(values.gets);
+const snapshotDir = values['heap-snapshots'];
+
+/** One server's state across the steps. */
+interface Side { server: GrowthServer; client: RegistryClient; images: GrowthImage[]; pushesSinceStart: number }
+
+function emit(obj: Record<string, unknown>): void {
+  process.stdout.write(JSON.stringify(obj) + '\n');
+}
+
+function newClient(s: GrowthServer): RegistryClient {
+  return new RegistryClient(s.registry, s.authorization, CONCURRENCY);
+}
+
+/** Pushes images `from`…`to - 1`, CONCURRENCY at a time; images/s. */
+async function pushUpTo(side: Side, to: number): Promise<number> {
+  let next = side.images.length;
+  const from = next;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (next < to) {
+      const i = next++;
+      const repo = `bench/r${String(i % REPOSITORIES).padStart(2, '0')}`;
+      side.images[i] = await pushImage(side.client, seed, i, repo, `v${i}`);
+    }
+  }));
+  side.pushesSinceStart += to - from;
+  return round((to - from) / ((performance.now() - t0) / 1000), 1);
+}
+
+/** Pushes the 1,000-tag repository: one image (index -1), then its manifest under 999 more tags. */
+async function pushTagRepo(side: Side): Promise<void> {
+  await pushImage(side.client, seed, -1, TAG_REPO, 't0000');
+  const tags = Array.from({ length: TAGS - 1 }, (_, i) => `t${String(i + 1).padStart(4, '0')}`);
+  await tagMany(side.client, TAG_REPO, makeImage(seed, -1).manifest, tags, CONCURRENCY);
+}
+
+/** Writes a heap snapshot of Slipway (started with --heapsnapshot-signal) and waits until it is complete. */
+async function heapSnapshot(side: Side, label: string): Promise<void> {
+  if (!snapshotDir || !side.server.slipway) return;
+  const before = new Set(readdirSync(snapshotDir));
+  process.kill(side.server.pid, 'SIGUSR2');
+  const deadline = Date.now() + 300_000;
+  let file: string | undefined;
+  while (!file && Date.now() < deadline) {
+    await sleep(200);
+    file = readdirSync(snapshotDir).find((f) => !before.has(f) && f.endsWith('.heapsnapshot'));
+  }
+  if (!file) throw new Error('no heap snapshot written within 300 s');
+  // The file is written after it appears; it is complete when it ends with the strings array's "]}".
+  const path = `${snapshotDir}/${file}`;
+  while (Date.now() < deadline) {
+    const size = statSync(path).size;
+    if (size > 2) {
+      const tail = Buffer.alloc(2);
+      const fd = openSync(path, 'r');
+      try { readSync(fd, tail, 0, 2, size - 2); } finally { closeSync(fd); }
+      if (tail.toString('latin1') === ']}') break;
+    }
+    await sleep(200);
+  }
+  emit({ bench: 'growth_heap_snapshot', server: side.server.name, step: label, file: path });
+}
+
+/** One size step on one server: pushes, reads, memory, restart. */
+async function step(side: Side, size: number): Promise<StepRow> {
+  const s = side.server;
+  const load1 = round(loadavg()[0]!, 1);
+  const cpu = new CpuWindow(s.pid);
+  const pushRate = await pushUpTo(side, size);
+  const pushCpu = cpu.end();
+  const readCpu = new CpuWindow(s.pid);
+  const mget = await manifestGets(s.registry, s.authorization, side.images, gets, CONCURRENCY, seed + size);
+  let tagCount = 0;
+  const tagListMs = await median(10, async () => { tagCount = await fullTagList(side.client, TAG_REPO); });
+  if (tagCount !== TAGS) throw new Error(`${s.name}: the tag list of ${TAG_REPO} holds ${tagCount} tags, not ${TAGS}`);
+  const catalogMs = await median(20, async () => { if ((await page(side.client, '/v2/_catalog?n=100&last=bench/r49', 'repositories')) !== 51) throw new Error(`${s.name}: catalog page after bench/r49 is not the 51 repositories r50…r99, tags`); });
+  // distribution 2.8 ignores n and last on tag lists (it answers every tag): the entries are printed.
+  let tagPageEntries = 0;
+  const tagPageMs = await median(20, async () => { tagPageEntries = await page(side.client, `/v2/${TAG_REPO}/tags/list?n=100&last=t0499`, 'tags'); });
+  if (s.slipway && tagPageEntries !== 100) throw new Error(`${s.name}: tag page of ${TAG_REPO} holds ${tagPageEntries} tags, not 100`);
+  const reads = readCpu.end();
+  const memory = await readMemory(s.pid, s.admin);
+  await heapSnapshot(side, `${size}`);
+  const row: StepRow = {
+    bench: 'growth', server: s.name, backend: s.slipway ? backend : 'filesystem', images: size, pushes_since_start: side.pushesSinceStart,
+    push_images_per_s: pushRate, manifest_get_p50_ms: mget.p50, manifest_get_p99_ms: mget.p99, manifest_get_rps: mget.rps,
+    tag_list_1000_ms: tagListMs, catalog_page_ms: catalogMs, tag_page_ms: tagPageMs, tag_page_entries: tagPageEntries, ...memory,
+    startup_ms: null, rss_after_restart_mib: null, data_mib: null,
+    load1, push_other_cpu_pct: pushCpu.other_cpu_pct, push_steal_cpu_pct: pushCpu.steal_cpu_pct, push_server_cpu_pct: pushCpu.server_cpu_pct,
+    read_other_cpu_pct: reads.other_cpu_pct, read_steal_cpu_pct: reads.steal_cpu_pct,
+  };
+  const bytes = s.dataBytes();
+  row.data_mib = bytes === null ? null : round(bytes / 1048576, 1);
+  if (values.restart === 'each') {
+    await side.client.close();
+    await s.restart();
+    side.client = newClient(s);
+    side.pushesSinceStart = 0;
+    // Idle RSS once the restarted server answers (a first request loads the request paths).
+    await side.client.expect([200], 'GET', `/v2/${TAG_REPO}/tags/list?n=1`);
+    row.startup_ms = round(s.startupMs, 0);
+    row.rss_after_restart_mib = (await readMemory(s.pid)).rss_mib;
+  }
+  emit({ ...row });
+  return row;
+}
+
+async function main(): Promise<void> {
+  installCleanup();
+  if (snapshotDir) {
+    if (!existsSync(snapshotDir)) mkdirSync(snapshotDir, { recursive: true });
+    process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshotDir}`.trim();
+  }
+  const wanted = values.only ? [values.only] : ['slipway', 'reference'];
+  emit({ bench: 'growth_environment', seed, sizes, backend, gets, concurrency: CONCURRENCY, repositories: REPOSITORIES, restart: values.restart, load: loadavg().map((l) => round(l, 2)), node: process.version });
+  const stops: Array<() => Promise<void>> = [];
+  const sides: Side[] = [];
+  try {
+    if (wanted.includes('slipway')) {
+      let env: Record<string, string> = {};
+      if (backend === 'cluster') {
+        const { startPostgres } = await import('../../test/helpers/postgres.js');
+        const { startS3Store } = await import('../../test/helpers/s3-store.js');
+        const db = await startPostgres({ durable: true });
+        stops.push(() => db.stop());
+        const s3 = await startS3Store();
+        stops.push(() => s3.stop());
+        env = clusterEnv(db.connectionString, s3.env('growth/', { SLIPWAY_S3_PART_SIZE: '16', SLIPWAY_S3_PUT_LIMIT: '' }));
+      }
+      const server = await startGrowthSlipway(backend, env);
+      stops.unshift(() => server.stop());
+      sides.push({ server, client: newClient(server), images: [], pushesSinceStart: 0 });
+      if (values.base) {
+        const cli = resolve(values.base, 'dist/server/cli.js');
+        if (!existsSync(cli)) throw new Error(`--base: ${cli} not found (build that checkout first)`);
+        // On the cluster backend both builds would share one database and bucket: embedded only.
+        if (backend !== 'embedded') throw new Error('--base runs on the embedded backend only');
+        const base = await startGrowthSlipway(backend, {}, { name: 'slipway@base', cli });
+        stops.unshift(() => base.stop());
+        sides.push({ server: base, client: newClient(base), images: [], pushesSinceStart: 0 });
+      }
+    }
+    if (wanted.includes('reference')) {
+      if (!referenceAvailable()) process.stderr.write('growth: docker-registry not installed (apt-get install docker-registry): reference skipped\n');
+      else {
+        const server = await startGrowthReference();
+        stops.unshift(() => server.stop());
+        sides.push({ server, client: newClient(server), images: [], pushesSinceStart: 0 });
+      }
+    }
+    if (snapshotDir) delete process.env.NODE_OPTIONS;
+    for (const side of sides) {
+      emit({ bench: 'growth_server', server: side.server.name, pid: side.server.pid, startup_ms: round(side.server.startupMs, 0) });
+      await pushTagRepo(side);
+    }
+    const rows: StepRow[] = [];
+    for (const size of sizes) {
+      for (const side of sides) {
+        process.stderr.write(`growth: ${side.server.name} → ${size} images\n`);
+        rows.push(await step(side, size));
+      }
+    }
+    const gcRows: Array<Record<string, unknown>> = [];
+    for (const side of sides) {
+      process.stderr.write(`growth: ${side.server.name}: deleting 10 % and collecting\n`);
+      const load1 = round(loadavg()[0]!, 1);
+      // The reference's GC restarts it (a new pid): the window counts the whole machine.
+      const sys0 = systemSeconds();
+      const t0 = performance.now();
+      const del = await deleteShare(side.client, side.images, 10, CONCURRENCY);
+      const gc = await side.server.gc();
+      const sys1 = systemSeconds();
+      const pct = (x: number) => Math.round((x / ((performance.now() - t0) / 1000)) * 100);
+      const cpuEnd = { busy_cpu_pct: pct(sys1.busy - sys0.busy), steal_cpu_pct: pct(sys1.steal - sys0.steal) };
+      await side.client.close();
+      side.client = newClient(side.server);
+      const checked = await verifyAfterGc(side.client, side.images, 10, CONCURRENCY);
+      const row = { bench: 'growth_gc', server: side.server.name, images: side.images.length, deleted_images: del.deleted, delete_ms: round(del.wallMs, 0),
+        gc_wall_ms: round(gc.wallMs, 0), gc_blobs_freed: gc.blobs, gc_kib_freed: round(gc.bytes / 1024, 1), images_verified: checked, load1, ...cpuEnd };
+      emit(row);
+      gcRows.push(row);
+    }
+    printTable(rows, gcRows);
+  } finally {
+    for (const side of sides) await side.client.close();
+    for (const stop of stops) await stop().catch((e) => process.stderr.write(`growth: stop: ${(e as Error).message}\n`));
+  }
+}
+
+main().then(() => process.exit(0), (e) => { process.stderr.write(`growth: ${(e as Error).stack ?? String(e)}\n`); process.exit(1); });

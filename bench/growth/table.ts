@@ -1,0 +1,52 @@
+/** The growth benchmark's summary table on stderr (bench/growth/run.ts): one row per size step and server, then GC. */
+import type { MemoryReading } from './memory.js';
+
+/** The figures of one size step on one server (also printed as a JSON line). */
+export interface StepRow extends MemoryReading {
+  bench: 'growth';
+  server: string;
+  backend: string;
+  images: number;
+  pushes_since_start: number;
+  push_images_per_s: number;
+  manifest_get_p50_ms: number;
+  manifest_get_p99_ms: number;
+  manifest_get_rps: number;
+  tag_list_1000_ms: number;
+  catalog_page_ms: number;
+  tag_page_ms: number;
+  /** Tags the `?n=100` page answered (the reference answers all of them). */
+  tag_page_entries: number;
+  startup_ms: number | null;
+  rss_after_restart_mib: number | null;
+  data_mib: number | null;
+  load1: number;
+  push_other_cpu_pct: number;
+  push_steal_cpu_pct: number;
+  push_server_cpu_pct: number;
+  read_other_cpu_pct: number;
+  read_steal_cpu_pct: number;
+}
+
+const COLUMNS: Array<[string, (r: StepRow) => unknown]> = [
+  ['server', (r) => r.server], ['images', (r) => r.images], ['push/s', (r) => r.push_images_per_s],
+  ['get p50', (r) => r.manifest_get_p50_ms], ['get p99', (r) => r.manifest_get_p99_ms],
+  ['tags 1000', (r) => r.tag_list_1000_ms], ['catalog n=100', (r) => r.catalog_page_ms], ['tags n=100', (r) => (r.tag_page_entries === 100 ? r.tag_page_ms : `${r.tag_page_ms} (${r.tag_page_entries})`)],
+  ['start ms', (r) => r.startup_ms], ['RSS', (r) => r.rss_mib], ['anon', (r) => r.rss_anon_mib], ['file', (r) => r.rss_file_mib],
+  ['heap', (r) => r.heap_used_mib], ['external', (r) => r.external_mib], ['arrayBuf', (r) => r.array_buffers_mib],
+  ['RSS restarted', (r) => r.rss_after_restart_mib], ['data MiB', (r) => r.data_mib],
+  ['load1', (r) => r.load1], ['other% push/read', (r) => `${r.push_other_cpu_pct}/${r.read_other_cpu_pct}`], ['steal% push/read', (r) => `${r.push_steal_cpu_pct}/${r.read_steal_cpu_pct}`],
+];
+
+/** Prints the step rows (latencies in ms, memory in MiB) and the GC rows. */
+export function printTable(rows: StepRow[], gcRows: Array<Record<string, unknown>>): void {
+  const cells = rows.map((r) => COLUMNS.map(([, f]) => { const v = f(r); return v === null || v === undefined ? '-' : String(v); }));
+  const widths = COLUMNS.map(([t], i) => Math.max(t.length, ...cells.map((c) => c[i]!.length)));
+  const fmt = (row: string[]) => row.map((v, i) => v.padEnd(widths[i]!)).join('  ');
+  process.stderr.write('\n' + fmt(COLUMNS.map(([t]) => t)) + '\n' + fmt(widths.map((w) => '-'.repeat(w))) + '\n');
+  for (const c of cells) process.stderr.write(fmt(c) + '\n');
+  process.stderr.write('latencies ms (tags 1000: full list of a 1,000-tag repository; n=100: one page), memory MiB at the end of the step before the restart; other%: CPU % of one core used by other processes; steal%: the hypervisor\'s\n');
+  for (const g of gcRows) {
+    process.stderr.write(`gc ${g.server}: ${g.deleted_images} of ${g.images} images deleted in ${g.delete_ms} ms; gc ${g.gc_wall_ms} ms wall, ${g.gc_blobs_freed} blobs and ${g.gc_kib_freed} KiB freed; ${g.images_verified} images checked (load ${g.load1}; whole machine busy ${g.busy_cpu_pct} % of one core incl. both servers and gc, steal ${g.steal_cpu_pct} %)\n`);
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * An app's settings tab: its name, moving it into a team and deleting it, by the functions of
+ * the API routes they mirror (transferApp of PATCH /apps/{app} {team}; removeApp of
+ * DELETE /apps/{app}) and their access rules (only the owner moves an app; the owner or an admin of
+ * its team deletes it):
+ *   GET  /apps/:app/settings      name, owner, transfer and delete forms (those the person may use)
+ *   POST /apps/:app/transfer      move a personal app into a team the person administers
+ *   POST /apps/:app/delete        delete the app and its registry repositories (confirmed)
+ * Renaming is refused by the API (registry repositories are named after the app), so the page
+ * says so instead of offering a form.
+ */
+import type { Exchange } from '../../http/exchange.js';
+import type { AuthContext } from '../context.js';
+import type { AppRecord } from '../../../engine/platform/records.js';
+import { removeApp, visibleApp } from '../../api/apps.js';
+import { transferApp } from '../../api/app-settings.js';
+import { appRole, isOwnerLike } from '../../../engine/platform/access.js';
+import { appPlace, attempt, allowed, confirmOr, done, mirror, noticeOf, sendDashboard, signedInPage, submitted, type FormState, type Signed } from './page.js';
+import { ownerOf } from './app-summary.js';
+
+async function render(ctx: AuthContext, s: Signed, app: AppRecord, status: number, state: FormState | null): Promise<void> {
+  const role = await appRole(ctx.store.metadata, s.principal, app);
+  const canTransfer = app.teamId === null && role === 'owner' && allowed(s, 'PATCH /apps/:app');
+  sendDashboard(ctx, s, status, 'app-settings', 'apps', {
+    title: `Settings of ${app.name}`, notice: noticeOf(s.ex),
+    app: { name: app.name, owner: await ownerOf(ctx, app), created: new Date(app.createdAt).toISOString().slice(0, 10) },
+    canTransfer, teams: canTransfer ? (await ctx.teams.adminTeamsOf(s.account.id)).map((t) => t.name) : [],
+    canDelete: isOwnerLike(role) && allowed(s, 'DELETE /apps/:app'),
+    state: state ?? { form: '', errors: {}, values: {} },
+  }, appPlace(app.name, 'settings'));
+}
+
+export async function showAppSettings(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
+  const s = await signedInPage(ctx, ex, params);
+  if (!s) return;
+  mirror(s, 'GET /apps/:app');
+  await render(ctx, s, await visibleApp(ctx, s.principal, params.app!), 200, null);
+}
+
+export async function submitTransfer(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
+  const s = await submitted(ctx, ex, params);
+  mirror(s, 'PATCH /apps/:app');
+  const app = await visibleApp(ctx, s.principal, params.app!);
+  const team = (s.form.get('team') ?? '').trim();
+  if (!confirmOr(ctx, s, 'apps', {
+    title: 'Move into a team', button: 'Move app',
+    message: `Move ${app.name} into team ${team}? The team's members get access to it, and you can no longer move it back yourself.`,
+  })) return;
+  const r = await attempt('transfer', ['team'], { team }, () => transferApp(ctx, s.principal, app, team));
+  if (!r.ok) return await render(ctx, s, app, r.status, r.state);
+  done(s, `/apps/${app.name}/settings`, 'transferred');
+}
+
+export async function submitDeleteApp(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
+  const s = await submitted(ctx, ex, params);
+  mirror(s, 'DELETE /apps/:app');
+  const app = await visibleApp(ctx, s.principal, params.app!);
+  if (!confirmOr(ctx, s, 'apps', {
+    title: `Delete ${app.name}`, button: 'Delete app',
+    message: `Delete ${app.name}? Its releases, formation and config vars go, and so do its registry repositories (${app.name}/*): every tag and manifest at once; layers no other repository uses are freed by the next garbage collection. This cannot be undone.`,
+  })) return;
+  const r = await attempt('delete', [], {}, () => removeApp(ctx, s.principal, app));
+  if (!r.ok) return await render(ctx, s, app, r.status, r.state);
+  done(s, '/apps', 'app-deleted');
+}
