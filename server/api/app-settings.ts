@@ -27,18 +27,8 @@ export async function updateApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   if (buildStack !== undefined && typeof buildStack !== 'string') throw fail('INVALID_PARAMS', 'build_stack must be a stack name');
   if (body.maintenance !== undefined && typeof body.maintenance !== 'boolean') throw fail('INVALID_PARAMS', 'maintenance must be a boolean');
   const role = await appRole(ctx.store.metadata, p, app);
-<<<<<<< HEAD
   let updated = await ctx.settings.update(app, isOwnerLike(role), { buildStack, maintenance: body.maintenance as boolean | undefined }, p.accountId);
-  if (body.team !== undefined) {
-    // Moving a personal app into a team the caller administers (docs/platform-conventions.md 3.5 team-app transfer).
-    if (typeof body.team !== 'string') throw fail('INVALID_PARAMS', 'team must be a team name');
-    if (role !== 'owner') throw fail('DENIED', `Only the owner of ${app.name} can move it into a team.`);
-    updated = await ctx.teams.moveApp(updated, await ctx.teams.visible(body.team, p.accountId), p.accountId);
-  }
-=======
-  let updated = await ctx.settings.update(app, isOwnerLike(role), { buildStack, maintenance: body.maintenance as boolean | undefined });
   if (body.team !== undefined) updated = await transferApp(ctx, p, updated, body.team);
->>>>>>> main
   reply(ctx, call, 200, await appResponse(ctx, updated), { lastModified: updated.updatedAt });
 }
 

@@ -59,13 +59,8 @@ export async function newApp(ctx: ApiContext, p: Principal, body: NewAppFields):
     if (p.teamId !== null && p.teamId !== team.id) throw fail('DENIED', 'A team token creates apps only in its own team.');
     teamId = team.id;
   }
-<<<<<<< HEAD
-  const app = await ctx.apps.create({
-    name: name ?? undefined, ownerId: p.accountId, actorId: p.accountId, teamId, stack: stack ?? undefined, generation: generation as 'cedar' | 'fir' | undefined, space: space ?? null,
-=======
   return ctx.apps.create({
-    name: name ?? undefined, ownerId: p.accountId, teamId, stack: stack ?? undefined, generation: generation as 'cedar' | 'fir' | undefined, space: (space as string | null | undefined) ?? null,
->>>>>>> main
+    name: name ?? undefined, ownerId: p.accountId, actorId: p.accountId, teamId, stack: stack ?? undefined, generation: generation as 'cedar' | 'fir' | undefined, space: (space as string | null | undefined) ?? null,
   });
 }
 
@@ -95,15 +90,11 @@ export async function getApp(ctx: ApiContext, call: ApiCall): Promise<void> {
 export async function removeApp(ctx: ApiContext, p: Principal, app: AppRecord): Promise<void> {
   if (!isOwnerLike(await appRole(ctx.store.metadata, p, app))) throw fail('DENIED', `Only the owner of ${app.name} (or an admin of its team) can delete it.`);
   await ctx.registry.deleteRepositoriesOf(app.name);
-<<<<<<< HEAD
   await ctx.apps.remove(app, p.accountId);
-=======
-  await ctx.apps.remove(app);
 }
 
 export async function deleteApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   const app = await visibleApp(ctx, principalOf(call), call.params.app!);
   await removeApp(ctx, principalOf(call), app);
->>>>>>> main
   reply(ctx, call, 200, await json(ctx, app));
 }
