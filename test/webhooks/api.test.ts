@@ -176,8 +176,3 @@ t.test('a hanging receiver is recorded as a timeout and holds back neither the r
   receiver.respond = () => 200;
 });
 
-t.test('a formation change is delivered as api:formation with previous_data', async (t) => {
-  // The only formation changes without an image: none exist before a container release, so
-  // this is covered by the container test (test/webhooks/container-release.test.ts).
-  t.pass('see container-release.test.ts');
-});
