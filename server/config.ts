@@ -13,6 +13,7 @@ import type { DatabaseSettings } from '../engine/store.js';
 import { defaultNodeName } from '../engine/blobs/node-name.js';
 import { nameOf, readSecretFile, readSettings, type Values } from './settings/load.js';
 import { BY_PATH } from './settings/schema.js';
+import type { NotificationEndpoint } from '../engine/notifications/endpoints.js';
 import type { InspectLimits } from '../engine/registry/inspect-limits.js';
 
 /**
@@ -86,6 +87,8 @@ export interface Config {
   databaseStatementTimeoutSeconds: number; // database.statement_timeout
   databaseConnectTimeoutSeconds: number; // database.connect_timeout
   databaseCache: boolean; // database.cache
+  /** Registry notification endpoints (docs/notifications.md); header values are secrets. */
+  notificationEndpoints: NotificationEndpoint[]; // notifications.endpoints
 }
 
 /** The Config field of each setting that maps one to one (the others are combined below). */
@@ -107,6 +110,7 @@ const FIELDS: Readonly<Record<string, keyof Config>> = {
   'gc.interval': 'gcIntervalSeconds', 'gc.grace': 'gcGraceSeconds', 'database.url': 'databaseUrl',
   'database.pool': 'databasePool', 'database.statement_timeout': 'databaseStatementTimeoutSeconds',
   'database.connect_timeout': 'databaseConnectTimeoutSeconds', 'database.cache': 'databaseCache',
+  'notifications.endpoints': 'notificationEndpoints',
 };
 
 type Source = Record<string, string | undefined>;
