@@ -62,7 +62,7 @@ import { SlipwayError } from '../errors.js';
 import type { MaybePromise } from '../maybe-sync.js';
 
 /** The domains that own keyspaces. */
-export type Domain = 'meta' | 'identity' | 'oauth' | 'platform' | 'registry' | 'blobs';
+export type Domain = 'meta' | 'identity' | 'oauth' | 'platform' | 'registry' | 'blobs' | 'webhooks';
 
 /**
  * A named keyspace holding values of type `V`, owned by one domain.

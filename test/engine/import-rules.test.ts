@@ -13,7 +13,7 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-const DOMAINS = ['identity', 'oauth', 'platform', 'registry', 'blobs'];
+const DOMAINS = ['identity', 'oauth', 'platform', 'registry', 'blobs', 'webhooks'];
 
 /** Every .ts file under `dir` (relative to the repository root). */
 function sources(dir: string): string[] {
