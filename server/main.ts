@@ -59,6 +59,8 @@ import { probeReadiness } from './ops/readiness.js';
 import { startAdmin } from './ops/admin.js';
 import { openBlobStore, type OpenedBlobStore } from './blob-store.js';
 import type { BlobBackend } from '../engine/blobs/contract.js';
+import { DeliveryWorker } from '../engine/webhooks/worker.js';
+import { logOutcome, startNotifications } from './notifications/start.js';
 
 /** The four hosts, each on its own listener. */
 type HostName = 'registry' | 'api' | 'auth' | 'upload';
@@ -218,8 +220,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const obs: Observers = { metrics, log, accessLogLevel: config.accessLogLevel, tracker };
 
   const urls = { registry: '', api: '', auth: '', upload: '', admin: '' };
+  // Events that leave Slipway (docs/webhooks.md): registry notifications, delivered by the node's worker.
+  const notifications = startNotifications({ endpoints: config.notificationEndpoints, store, clock, registry, accounts, log, nodeName: config.nodeName, urls });
+  const deliveryWorker = new DeliveryWorker(store.metadata, clock, {
+    node: config.nodeName, sources: notifications ? [notifications.source] : [],
+    onOutcome: (d) => logOutcome(log, d), onError: (e) => log.warn({ err: e }, 'webhook delivery pass failed'),
+  });
   const rctx: RegistryContext = { store, clock, registry, uploads, blobs, blobRedirectSeconds: blobStore.redirectExpirySeconds, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
-    receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 }, shutdown: tracker };
+    receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 }, shutdown: tracker,
+    notifications, sources: new SourceAddresses(config.trustedProxies) };
   const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl: webUrlOf(config.appUrlTemplate, config.apiUrl ?? 'http://localhost') };
   const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000, sources: new SourceAddresses(config.trustedProxies) };
 
@@ -332,6 +341,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await reapRun;
     await graceRun;
     await resealRun;
+    await notifications?.stop();
+    await deliveryWorker.stop();
     for (const off of unsubscribeEvents) off();
     metrics.close();
     await new Promise<void>((resolve) => admin.server.close(() => resolve()));
@@ -359,6 +370,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   if (bootstrap) {
     lifecycle.info({ credentialsFile, node: config.nodeName, email: bootstrap.account.email }, `operator account ready: its credentials are in ${credentialsFile} (readable by this user only); they are not logged`);
   }
+  deliveryWorker.start();
   lifecycle.info({ urls, dataDir: config.dataDir, blobStore: blobs.kind, node: config.nodeName }, 'slipway listening');
   return {
     config, urls, store, accounts, apps, oauth, blobs, bootstrap, credentialsFile,

@@ -89,6 +89,8 @@ export interface Envelope {
 export interface EventOrigin {
   request: RequestRecord;
   actor: ActorRecord;
+  /** The acting account's id: not sent (distribution has no field for it), kept as the webhook event's `actorId`. */
+  accountId?: string;
 }
 
 /** The fields of a change that a target is made of; the registry's public URL builds `url`. */
@@ -127,4 +129,5 @@ export function eventOf(subject: EventSubject, origin: EventOrigin, source: Sour
     };
   if (subject.tag) target.tag = subject.tag;
   return { id, timestamp: new Date(at).toISOString(), action: subject.action, target, request: origin.request, actor: origin.actor, source };
+
 }

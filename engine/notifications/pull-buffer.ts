@@ -5,8 +5,8 @@
  * pull would add a metadata commit (an fsync on LMDB, a round trip on PostgreSQL) to every pull.
  * So a pull only appends a small record to this bounded in-memory buffer (no I/O, no promise), and
  * a background flush writes what gathered — at most every `flushMs`, or sooner once `batch`
- * pulls wait — in one transaction, as one envelope of up to `batch` events per endpoint
- * (distribution's envelopes may group unrelated events). From the outbox on, pull events are as
+ * pulls wait — in one transaction, as one envelope of up to `batch` events (distribution's
+ * envelopes may group unrelated events). From the outbox on, pull events are as
  * durable as the others.
  *
  * The price, stated in docs/notifications.md: the pulls of the last flush interval are lost if the
@@ -47,7 +47,8 @@ export interface PullBufferOptions {
   flushMs: number;
 }
 
-export const PULL_BUFFER_DEFAULTS: PullBufferOptions = { capacity: 10_000, batch: 500, flushMs: 1000 };
+/** 200 pulls make an envelope of about 120 KiB, within the outbox's 256 KiB per event. */
+export const PULL_BUFFER_DEFAULTS: PullBufferOptions = { capacity: 10_000, batch: 200, flushMs: 1000 };
 
 /**
  * The buffer and its flush loop. `write` receives each batch and must record it durably (one

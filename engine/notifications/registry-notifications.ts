@@ -1,7 +1,8 @@
 /**
- * Registry notifications for operators (docs/notifications.md): turns the registry's changes into
- * distribution's events (envelope.ts) and records them in the delivery outbox for every endpoint
- * that wants them (endpoints.ts).
+ * Registry notifications for operators (docs/notifications.md):
+ * turns the registry's changes into distribution's events (envelope.ts) and records them, as one
+ * envelope per webhook event, in the delivery engine's outbox (engine/webhooks/outbox.ts), whose
+ * worker delivers them to every endpoint that wants them (source.ts).
  *
  * - Manifest push, manifest or tag delete and blob mount are recorded by `recordInTransaction`
  *   inside the transaction of the change itself (a transactional outbox): the event exists if
@@ -15,23 +16,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import type { MaybePromise } from '../maybe-sync.js';
 import type { MetadataStore, MetadataTransaction } from '../storage/metadata.js';
-import { eventOf, type DistributionEvent, type Envelope, type EventAction, type EventOrigin, type EventSubject, type SourceRecord } from './envelope.js';
-import { wantsAction, wantsEvent, type NotificationEndpoint } from './endpoints.js';
+import { recordEvent } from '../webhooks/outbox.js';
+import { eventOf, type DistributionEvent, type EventAction, type EventOrigin, type EventSubject, type SourceRecord } from './envelope.js';
+import { wantsAction, type NotificationEndpoint } from './endpoints.js';
 import { PullBuffer, PULL_BUFFER_DEFAULTS, type PullBufferOptions, type PullRecord } from './pull-buffer.js';
-
-/**
- * Where envelopes are recorded for delivery: the platform's delivery engine (its outbox, leases
- * and retries), seen through server/notifications/outbox.ts.
- */
-export interface EnvelopeOutbox {
-  /**
-   * Records `envelope` for delivery to `endpoint` as part of `tx` (nothing when `tx` does not
-   * commit). Only store operations through `tx` (engine/storage/metadata.ts transactions).
-   */
-  addInTransaction(tx: MetadataTransaction, endpoint: NotificationEndpoint, envelope: Envelope): MaybePromise<void>;
-}
+import { NOTIFICATION_ENTITY, NotificationSource } from './source.js';
 
 /** What the registry engine asks of notifications (engine/registry/registry.ts). */
 export interface ChangeRecorder {
@@ -44,7 +34,6 @@ export interface ChangeRecorder {
 /** Options of RegistryNotifications. */
 export interface RegistryNotificationsOptions {
   endpoints: readonly NotificationEndpoint[];
-  outbox: EnvelopeOutbox;
   store: MetadataStore;
   clock: Clock;
   /** This node, as events name it (read per event: the port is known once the listener is bound). */
@@ -62,21 +51,27 @@ export interface RegistryNotificationsOptions {
 export class RegistryNotifications implements ChangeRecorder {
   readonly #actions: ReadonlySet<EventAction>;
   readonly pulls: PullBuffer;
+  /** The delivery worker's subscriber source of these notifications (register it on every node). */
+  readonly source: NotificationSource;
 
   constructor(readonly options: RegistryNotificationsOptions) {
     this.#actions = new Set((['push', 'pull', 'delete', 'mount'] as const).filter((a) => options.endpoints.some((e) => wantsAction(e, a))));
     this.pulls = new PullBuffer((batch) => this.#writePulls(batch), options.pullBuffer ?? PULL_BUFFER_DEFAULTS, options.onError);
+    this.source = new NotificationSource(options.endpoints);
   }
 
   wants(action: EventAction): boolean {
     return this.#actions.has(action);
   }
 
+  /**
+   * Event ids are drawn inside the transaction body: a body run again draws new ones, and only
+   * the committed run's events exist, so each event keeps one id in every delivery and attempt.
+   */
   async recordInTransaction(tx: MetadataTransaction, subjects: readonly EventSubject[], origin: EventOrigin): Promise<void> {
     const at = this.options.clock.now();
     for (const subject of subjects) {
-      if (!this.wants(subject.action)) continue;
-      await this.#enqueue(tx, [this.#event(subject, origin, at)]);
+      if (this.wants(subject.action)) this.#record(tx, [this.#event(subject, origin, at)], origin.accountId ?? null, at);
     }
   }
 
@@ -85,12 +80,15 @@ export class RegistryNotifications implements ChangeRecorder {
     this.pulls.add(pull);
   }
 
-  /** Envelopes of `events` for each endpoint that wants any of them. */
-  async #enqueue(tx: MetadataTransaction, events: DistributionEvent[]): Promise<void> {
-    for (const endpoint of this.options.endpoints) {
-      const wanted = events.filter((e) => wantsEvent(endpoint, e));
-      if (wanted.length > 0) await this.options.outbox.addInTransaction(tx, endpoint, { events: wanted });
-    }
+  /**
+   * One webhook event holding the envelope of `events` (the delivery engine fans it out to the
+   * endpoints: source.ts). A single event's id is the envelope's; a batch of pulls gets its own.
+   */
+  #record(tx: MetadataTransaction, events: DistributionEvent[], actorId: string | null, at: number): void {
+    recordEvent(tx, {
+      id: events.length === 1 ? events[0]!.id : randomUUID(), entity: NOTIFICATION_ENTITY, action: events[0]!.action,
+      appId: null, appName: null, actorId, data: { events }, previousData: null, createdAt: at,
+    });
   }
 
   #event(subject: EventSubject, origin: EventOrigin, at: number): DistributionEvent {
@@ -108,7 +106,7 @@ export class RegistryNotifications implements ChangeRecorder {
       };
       return this.#event({ action: 'pull', kind: 'manifest', repository: p.repository, digest: p.digest, mediaType: p.mediaType, size: p.size, ...(p.tag ? { tag: p.tag } : {}) }, origin, p.at);
     });
-    await this.options.store.transact((tx) => this.#enqueue(tx, events));
+    await this.options.store.transact((tx) => this.#record(tx, events, null, this.options.clock.now()));
   }
 
   /** Flushes the pulls waiting and takes no more (drain, close). */

@@ -27,7 +27,7 @@ export async function originOf(ctx: RegistryContext, ex: Exchange, caller: Calle
   const request = requestOf(ctx, ex);
   const accountId = caller?.principal.accountId;
   const email = accountId ? (await ctx.accounts.get(accountId))?.email : undefined;
-  return { request, actor: email === undefined ? {} : { name: email } };
+  return { request, actor: email === undefined ? {} : { name: email }, ...(accountId ? { accountId } : {}) };
 }
 
 /**
