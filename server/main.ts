@@ -222,6 +222,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const urls = { registry: '', api: '', auth: '', upload: '', admin: '' };
   // Events that leave Slipway (docs/webhooks.md): registry notifications, delivered by the node's worker.
   const notifications = startNotifications({ endpoints: config.notificationEndpoints, store, clock, registry, accounts, log, nodeName: config.nodeName, urls });
+  if (notifications) metrics.watchPullBuffer(notifications.pulls);
   const deliveryWorker = new DeliveryWorker(store.metadata, clock, {
     node: config.nodeName, sources: notifications ? [notifications.source] : [],
     onOutcome: (d) => logOutcome(log, d), onError: (e) => log.warn({ err: e }, 'webhook delivery pass failed'),

@@ -139,5 +139,8 @@ t.test('registry notifications reach a distribution consumer', { skip: skopeoSki
     t.equal(new Set(ids).size, ids.length, 'event ids are unique');
     t.match(server.output(), /registry notification endpoint configured/);
     t.notMatch(server.output(), /s3cr3t/, 'the Authorization value is not in the output');
+    const metrics = (await http('GET', `${server.urls.admin}/metrics`)).text;
+    t.match(metrics, /^slipway_notification_pulls_dropped_total 0$/m, 'no pull dropped');
+    t.match(metrics, /^slipway_notification_pulls_pending \d+$/m);
   });
 });
