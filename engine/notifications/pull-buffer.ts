@@ -103,8 +103,12 @@ export class PullBuffer {
     return this.#flushing;
   }
 
+  /**
+   * Writes one batch of what waits, then more only while full batches wait (or once stopped):
+   * pulls arriving during a write wait for their timer, so batches stay large under load.
+   */
   async #run(): Promise<void> {
-    while (this.#items.length > 0) {
+    for (let first = true; this.#items.length > 0 && (first || this.#stopped || this.#items.length >= this.options.batch); first = false) {
       const batch = this.#items.splice(0, this.options.batch);
       try {
         await this.write(batch);
