@@ -89,6 +89,12 @@ export interface Config {
   databaseCache: boolean; // database.cache
   /** Registry notification endpoints (docs/notifications.md); header values are secrets. */
   notificationEndpoints: NotificationEndpoint[]; // notifications.endpoints
+  /** Webhook destinations allowed beyond public HTTPS (engine/webhooks/destination.ts parseAllowedHosts). */
+  webhookAllowedHosts: string; // webhooks.allowed_hosts
+  webhookTimeoutSeconds: number; // webhooks.timeout
+  webhookPollSeconds: number; // webhooks.poll_interval
+  webhookRetryBaseSeconds: number; // webhooks.retry_base
+  webhookRetryHorizonSeconds: number; // webhooks.retry_horizon
 }
 
 /** The Config field of each setting that maps one to one (the others are combined below). */
@@ -111,6 +117,8 @@ const FIELDS: Readonly<Record<string, keyof Config>> = {
   'database.pool': 'databasePool', 'database.statement_timeout': 'databaseStatementTimeoutSeconds',
   'database.connect_timeout': 'databaseConnectTimeoutSeconds', 'database.cache': 'databaseCache',
   'notifications.endpoints': 'notificationEndpoints',
+  'webhooks.allowed_hosts': 'webhookAllowedHosts', 'webhooks.timeout': 'webhookTimeoutSeconds', 'webhooks.poll_interval': 'webhookPollSeconds',
+  'webhooks.retry_base': 'webhookRetryBaseSeconds', 'webhooks.retry_horizon': 'webhookRetryHorizonSeconds',
 };
 
 type Source = Record<string, string | undefined>;

@@ -57,9 +57,9 @@ import { observe, type Observers } from './ops/observe.js';
 import { RequestTracker } from './ops/drain.js';
 import { probeReadiness } from './ops/readiness.js';
 import { startAdmin } from './ops/admin.js';
+import { webhooksOf } from './webhooks.js';
 import { openBlobStore, type OpenedBlobStore } from './blob-store.js';
 import type { BlobBackend } from '../engine/blobs/contract.js';
-import { DeliveryWorker } from '../engine/webhooks/worker.js';
 import { logOutcome, startNotifications } from './notifications/start.js';
 
 /** The four hosts, each on its own listener. */
@@ -220,17 +220,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const obs: Observers = { metrics, log, accessLogLevel: config.accessLogLevel, tracker };
 
   const urls = { registry: '', api: '', auth: '', upload: '', admin: '' };
-  // Events that leave Slipway (docs/webhooks.md): registry notifications, delivered by the node's worker.
+  // Registry notifications for operators (docs/notifications.md), delivered by the node's delivery worker.
   const notifications = startNotifications({ endpoints: config.notificationEndpoints, store, clock, registry, accounts, log, nodeName: config.nodeName, urls });
   if (notifications) metrics.watchPullBuffer(notifications.pulls);
-  const deliveryWorker = new DeliveryWorker(store.metadata, clock, {
-    node: config.nodeName, sources: notifications ? [notifications.source] : [],
-    onOutcome: (d) => logOutcome(log, d), onError: (e) => log.warn({ err: e }, 'webhook delivery pass failed'),
-  });
   const rctx: RegistryContext = { store, clock, registry, uploads, blobs, blobRedirectSeconds: blobStore.redirectExpirySeconds, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
     receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 }, shutdown: tracker,
     notifications, sources: new SourceAddresses(config.trustedProxies) };
-  const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl: webUrlOf(config.appUrlTemplate, config.apiUrl ?? 'http://localhost') };
+  const webUrl = webUrlOf(config.appUrlTemplate, config.apiUrl ?? 'http://localhost');
+  // App webhooks and the delivery worker (docs/webhooks.md): deliveries run in the background, never on a request.
+  const { webhooks, worker: deliveryWorker } = webhooksOf(config, store.metadata, clock, keys, accounts, urls, webUrl, log,
+    notifications ? { sources: [notifications.source], onOutcome: (d) => logOutcome(log, d) } : undefined);
+  const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, webhooks, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl };
   const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000, sources: new SourceAddresses(config.trustedProxies) };
 
   const tls = config.registryTls || config.uploadTls ? await ensureTlsFiles(config.dataDir, config.host, config.tlsCert, config.tlsKey,
@@ -335,6 +335,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     clearInterval(oauthPruner);
     clearInterval(gcTimer);
     stopListening(['registry', 'api', 'auth', 'upload']);
+    const deliveriesStopped = deliveryWorker.stop();
     for (const l of Object.values(listeners)) l.cutAll();
     // Handlers of cut requests wind up (an aborted body ends its upload append) before the store closes.
     await tracker.settle(0, performance.now() + CUT_GRACE_MS);
@@ -342,8 +343,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await reapRun;
     await graceRun;
     await resealRun;
+    await deliveriesStopped;
+    // Pulls still buffered go to the outbox (delivered after the next start).
     await notifications?.stop();
-    await deliveryWorker.stop();
     for (const off of unsubscribeEvents) off();
     metrics.close();
     await new Promise<void>((resolve) => admin.server.close(() => resolve()));

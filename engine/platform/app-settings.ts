@@ -12,6 +12,8 @@ import { NEW_LAYER_EXTRACT } from './runtime-rules.js';
 import type { AppRecord, ReleaseRecord } from './records.js';
 import type { Releases } from './releases.js';
 import { apps, configVars } from './keyspaces.js';
+import { recordApp } from './events.js';
+import { newId } from '../identity/tokens.js';
 
 /** A labs feature an app can switch on. */
 export interface Feature {
@@ -92,19 +94,19 @@ export class AppSettings {
    * @throws NOT_FOUND for an unknown feature; INVALID_PARAMS for a shared-runtime-only feature
    *         on an app in an isolated space.
    */
-  async setFeature(app: AppRecord, name: string, enabled: boolean): Promise<AppRecord> {
+  async setFeature(app: AppRecord, name: string, enabled: boolean, actorId: string | null = null): Promise<AppRecord> {
     const { feature } = this.feature(app, name);
     if (enabled && feature.sharedRuntimeOnly && app.space !== null) {
       throw fail('INVALID_PARAMS', `${name} is available on the shared runtime only; app ${app.name} runs in the isolated space ${app.space}, where there is no workaround`);
     }
-    return this.#update(app, (a) => ({ ...a, features: { ...(a.features ?? {}), [name]: enabled } }));
+    return this.#update(app, (a) => ({ ...a, features: { ...(a.features ?? {}), [name]: enabled } }), actorId);
   }
 
   /**
-   * Owner updates: `buildStack` (switch back to a curated stack) and `maintenance`.
+   * Owner updates: `buildStack` (switch back to a curated stack) and `maintenance` (an `api:app` update event by `actorId`).
    * @throws DENIED when the caller is not the owner; INVALID_PARAMS for an unknown stack.
    */
-  async update(app: AppRecord, callerIsOwner: boolean, patch: { buildStack?: string; maintenance?: boolean }): Promise<AppRecord> {
+  async update(app: AppRecord, callerIsOwner: boolean, patch: { buildStack?: string; maintenance?: boolean }, actorId: string | null = null): Promise<AppRecord> {
     if (patch.buildStack !== undefined) {
       if (!callerIsOwner) throw fail('DENIED', `Only the owner of ${app.name} can change its stack.`);
       if (patch.buildStack !== CONTAINER_STACK && !CURATED_STACKS.includes(patch.buildStack)) {
@@ -115,16 +117,18 @@ export class AppSettings {
       ...a,
       ...(patch.buildStack !== undefined ? { buildStack: patch.buildStack, stack: patch.buildStack } : {}),
       ...(patch.maintenance !== undefined ? { maintenance: patch.maintenance } : {}),
-    }));
+    }), actorId);
   }
 
-  async #update(app: AppRecord, change: (a: AppRecord) => AppRecord): Promise<AppRecord> {
+  async #update(app: AppRecord, change: (a: AppRecord) => AppRecord, actorId: string | null): Promise<AppRecord> {
     const now = this.clock.now();
+    const base = newId();
     return this.metadata.transact(async (tx) => {
       const current = await tx.get(apps, app.id);
       if (!current) throw fail('NOT_FOUND', `Couldn't find that app.`, { resource: 'app' });
       const updated = { ...change(current), updatedAt: now };
       tx.put(apps, app.id, updated);
+      recordApp(tx, base, 'update', updated, current, actorId, now);
       return updated;
     });
   }

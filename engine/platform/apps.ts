@@ -11,6 +11,8 @@ import { APP_NAME } from '../registry/names.js';
 import type { AppRecord, Generation } from './records.js';
 import { checkIdentifier } from '../identifiers.js';
 import { apps, appsByName } from './keyspaces.js';
+import { recordApp } from './events.js';
+import { removeAppWebhooksInTransaction } from '../webhooks/app-webhooks.js';
 
 /** The curated stack new apps get. */
 export const DEFAULT_STACK = 'heroku-24';
@@ -24,6 +26,8 @@ export interface NewApp {
   generation?: Generation;
   stack?: string;
   space?: string | null;
+  /** The account creating it (the `api:app` event's actor); default the owner. */
+  actorId?: string;
 }
 
 export class Apps {
@@ -51,6 +55,7 @@ export class Apps {
       if (await tx.get(appsByName, name) !== undefined) throw fail('CONFLICT', `Name ${name} is already taken`);
       tx.put(apps, app.id, app);
       tx.put(appsByName, name, app.id);
+      recordApp(tx, app.id, 'create', app, null, a.actorId ?? a.ownerId, now);
     });
     return app;
   }
@@ -69,11 +74,19 @@ export class Apps {
     return (await this.metadata.range(apps)).map((e) => e.value);
   }
 
-  /** Removes the app record and its name (registry data is removed by the caller's Registry). */
-  async remove(app: AppRecord): Promise<void> {
-    await this.metadata.transact((tx) => {
+  /**
+   * Removes the app record and its name (registry data is removed by the caller's Registry),
+   * records `api:app` destroy by `actorId` and retires the app's webhooks, in one transaction.
+   */
+  async remove(app: AppRecord, actorId: string | null = null): Promise<void> {
+    const now = this.clock.now();
+    const base = newId();
+    await this.metadata.transact(async (tx) => {
+      const current = await tx.get(apps, app.id) ?? app;
       tx.remove(apps, app.id);
       tx.remove(appsByName, app.name);
+      recordApp(tx, base, 'destroy', current, null, actorId, now);
+      await removeAppWebhooksInTransaction(tx, app.id, now);
     });
   }
 }

@@ -17,6 +17,7 @@ import { processCommand, releaseWarnings, usesContainerRegistry, workingDirector
 import type { AppRecord, FormationRecord, ReleaseImage, ReleaseRecord } from './records.js';
 import { apps, configVars, formations, releases } from './keyspaces.js';
 import { publishEvent } from '../events.js';
+import { recordFormationChanges, recordRelease } from './events.js';
 import { checkIdentifier } from '../identifiers.js';
 import { checkScaleUpdates, formationOf, scaleInTransaction, type ScaleUpdate } from './formation.js';
 
@@ -139,6 +140,7 @@ export class Releases {
       };
       tx.put(releases, releaseKey(app.id, version), release);
       tx.put(apps, app.id, { ...current, releaseVersion: version, updatedAt: now });
+      recordRelease(tx, id, current, release, userId);
       return { release, config };
     });
   }
@@ -162,6 +164,7 @@ export class Releases {
       const version = (current.releaseVersion ?? 0) + 1;
       const previous = version > 1 ? await tx.get(releases, releaseKey(app.id, version - 1)) : undefined;
       const all = { ...(previous?.images ?? {}), ...images };
+      const formationBefore = await formationOf(tx, app.id);
       for (const [type, image] of Object.entries(images)) {
         const k = key(app.id, type);
         const entry = await tx.get(formations, k);
@@ -179,6 +182,8 @@ export class Releases {
       tx.put(releases, releaseKey(app.id, version), release);
       const updated: AppRecord = { ...current, stack: CONTAINER_STACK, buildStack: CONTAINER_STACK, releaseVersion: version, updatedAt: now };
       tx.put(apps, app.id, updated);
+      recordRelease(tx, id, current, release, userId);
+      recordFormationChanges(tx, id, current, formationBefore, formation, userId, now);
       return { release, formation, app: updated };
     });
     announceRelease(app, outcome.release, userId, rollbackOf, now);
@@ -220,14 +225,21 @@ export class Releases {
 
   /**
    * Scales process types (quantity, size) in one transaction.
+   * @param actorId the account scaling (the `api:formation` events' actor)
    * @returns the entries scaled, in the order of `updates`.
    * @throws INVALID_PARAMS for a bad quantity or size, NOT_FOUND for an unknown type (nothing changes then).
    */
-  async scale(app: AppRecord, updates: ScaleUpdate[]): Promise<FormationRecord[]> {
+  async scale(app: AppRecord, updates: ScaleUpdate[], actorId: string | null = null): Promise<FormationRecord[]> {
     checkScaleUpdates(updates);
     for (const u of updates) checkIdentifier('processType', u.type);
     const now = this.clock.now();
-    return this.metadata.transact((tx) => scaleInTransaction(tx, app.id, updates, now));
+    const base = newId();
+    return this.metadata.transact(async (tx) => {
+      const before = await formationOf(tx, app.id);
+      const scaled = await scaleInTransaction(tx, app.id, updates, now);
+      recordFormationChanges(tx, base, app, before, await formationOf(tx, app.id), actorId, now);
+      return scaled;
+    });
   }
 
   /**
@@ -245,7 +257,9 @@ export class Releases {
     const id = newId();
     const release = await this.metadata.transact(async (tx) => {
       const current = await currentApp(tx, app.id);
+      const removed = await tx.get(formations, key(app.id, entry.type));
       tx.remove(formations, key(app.id, entry.type));
+      recordFormationChanges(tx, id, current, removed ? [removed] : [], [], userId, now);
       const version = (current.releaseVersion ?? 0) + 1;
       const previous = version > 1 ? await tx.get(releases, releaseKey(app.id, version - 1)) : undefined;
       if (!previous || !(entry.type in previous.images)) return null;
@@ -257,6 +271,7 @@ export class Releases {
       };
       tx.put(releases, releaseKey(app.id, version), record);
       tx.put(apps, app.id, { ...current, releaseVersion: version, updatedAt: now });
+      recordRelease(tx, id, current, record, userId);
       return record;
     });
     if (release) announceRelease(app, release, userId, null, now);
@@ -267,9 +282,15 @@ export class Releases {
    * Removes a process type's formation entry (old process names, docs/rules.md What the service does 6).
    * @throws NOT_FOUND for an unknown type.
    */
-  async removeFormation(app: AppRecord, type: string): Promise<FormationRecord> {
+  async removeFormation(app: AppRecord, type: string, actorId: string | null = null): Promise<FormationRecord> {
     const entry = await this.formationEntry(app.id, type);
-    await this.metadata.transact((tx: MetadataTransaction) => tx.remove(formations, key(app.id, entry.type)));
+    const base = newId();
+    const now = this.clock.now();
+    await this.metadata.transact(async (tx: MetadataTransaction) => {
+      const removed = await tx.get(formations, key(app.id, entry.type));
+      tx.remove(formations, key(app.id, entry.type));
+      recordFormationChanges(tx, base, app, removed ? [removed] : [], [], actorId, now);
+    });
     return entry;
   }
 }

@@ -31,6 +31,8 @@ import { manifestBytes, manifestSize, type ImageInfo, type ManifestRecord, type 
 import { images, manifests, repositories, repositoryManifests } from './keyspaces.js';
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
 import { checkIdentifier } from '../identifiers.js';
+import { recordImageEvent } from './events.js';
+import { newId } from '../identity/tokens.js';
 import { BLOB_MEDIA_TYPE, type EventOrigin, type EventSubject } from '../notifications/envelope.js';
 import type { ChangeRecorder } from '../notifications/registry-notifications.js';
 
@@ -173,6 +175,7 @@ export class Registry {
     const image = existing?.image ?? (await this.#inspectPushed(repository, parsed.config.digest, parsed.layers.map((l) => l.digest), parsed.blobs, account));
     const now = this.clock.now();
     const rmKey = key(repository, digest);
+    const eventId = newId();
     await this.metadata.transact(async (tx) => {
       // Every record this body reads, in one read (one round trip on PostgreSQL, whose
       // transaction then answers the gets below from it: engine/storage/metadata.ts `prefetch`).
@@ -210,6 +213,7 @@ export class Registry {
       if (isNewInRepository || !stored) tx.put(manifests, digest, record);
       if (tag) await putTagInTransaction(tx, repository, tag, digest, now);
       await this.#record(tx, { action: 'push', kind: 'manifest', repository, digest, mediaType: record.mediaType, size: bytes.length, ...(tag ? { tag } : {}) }, origin);
+      recordImageEvent(tx, eventId, 'create', appId, repository, { digest, tag: tag ?? null, configDigest: parsed.config.digest, mediaType: record.mediaType }, account || null, now);
     });
     return digest;
   }
@@ -259,17 +263,22 @@ export class Registry {
 
   /**
    * Deletes a tag (reference is a tag: only the tag goes, OCI distribution 1.1) or a manifest
-   * with every tag pointing at it (reference is a digest).
+   * with every tag pointing at it (reference is a digest), and records a `registry:image` destroy event by `account`.
    * @param origin who deletes (the `delete` notification's request and actor: distribution's
    *        target is the repository with the tag, or with the digest)
    * @throws MANIFEST_UNKNOWN
    */
-  async deleteManifest(repository: string, reference: string, origin = NO_ORIGIN): Promise<void> {
+  async deleteManifest(repository: string, reference: string, account: string | null = null, origin = NO_ORIGIN): Promise<void> {
     const digest = await this.resolveManifest(repository, reference);
+    const eventId = newId();
+    const now = this.clock.now();
     await this.metadata.transact(async (tx) => {
       const byTag = !isDigest(reference);
       if (byTag) await removeTagInTransaction(tx, repository, reference);
       else await removeManifestInTransaction(tx, repository, digest);
+      const repo = await tx.get(repositories, repository);
+      const stored = await tx.get(manifests, digest);
+      if (repo) recordImageEvent(tx, eventId, 'destroy', repo.appId, repository, { digest, tag: isDigest(reference) ? null : reference, configDigest: stored?.configDigest ?? null, mediaType: stored?.mediaType ?? null }, account, now);
       await this.#record(tx, byTag ? { action: 'delete', repository, tag: reference } : { action: 'delete', repository, digest }, origin);
     });
   }

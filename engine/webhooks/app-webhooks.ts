@@ -15,7 +15,8 @@ import type { ServerKeys } from '../identity/keys.js';
 import { NOTHING_ALLOWED, urlProblem, type AllowedHosts } from './destination.js';
 import type { DeliveryRecord, EventRecord, Level, WebhookRecord } from './records.js';
 import type { OutboundRequest, Subscriber, SubscriberSource } from './sources.js';
-import { appWebhooks } from './keyspaces.js';
+import { appWebhooks, events } from './keyspaces.js';
+import { deliveriesOf, eventsOf, getDelivery, getEvent } from './deliveries.js';
 
 /** Entities an app webhook may include: the platform's that Slipway emits, and its registry extension. */
 export const APP_WEBHOOK_ENTITIES = ['api:app', 'api:collaborator', 'api:formation', 'api:release', 'registry:image'] as const;
@@ -138,6 +139,32 @@ export class AppWebhooks implements SubscriberSource {
     const w = await this.get(appId, id);
     await this.metadata.transact((tx) => tx.remove(appWebhooks, key(appId, id)));
     return w;
+  }
+
+  /** The app's deliveries, oldest first (at most 1000), with their events. */
+  async deliveries(appId: string): Promise<Array<{ delivery: DeliveryRecord; event: EventRecord | undefined }>> {
+    const list = await deliveriesOf(this.metadata, appId);
+    const evs = await this.metadata.getMany(list.map((d) => [events, d.eventId] as const));
+    return list.map((delivery, i) => ({ delivery, event: evs[i] }));
+  }
+
+  /** One delivery of the app with its event. @throws NOT_FOUND (resource `webhook-delivery`). */
+  async delivery(appId: string, id: string): Promise<{ delivery: DeliveryRecord; event: EventRecord | undefined }> {
+    const d = /^[0-9a-f-]{36}$/.test(id) ? await getDelivery(this.metadata, id) : undefined;
+    if (!d || d.group !== appId || d.source !== this.kind) throw fail('NOT_FOUND', `Couldn't find that webhook delivery.`, { resource: 'webhook-delivery' });
+    return { delivery: d, event: await getEvent(this.metadata, d.eventId) };
+  }
+
+  /** The app's events, oldest first (at most 1000). */
+  events(appId: string): Promise<EventRecord[]> {
+    return eventsOf(this.metadata, appId);
+  }
+
+  /** One event of the app. @throws NOT_FOUND (resource `webhook-event`). */
+  async event(appId: string, id: string): Promise<EventRecord> {
+    const e = /^[0-9a-f-]{36}$/.test(id) ? await getEvent(this.metadata, id) : undefined;
+    if (!e || e.appId !== appId) throw fail('NOT_FOUND', `Couldn't find that webhook event.`, { resource: 'webhook-event' });
+    return e;
   }
 
   /** Subscribers of `event`: the app's webhooks that include its entity and existed when it was recorded. */

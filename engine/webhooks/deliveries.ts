@@ -11,7 +11,7 @@
 import { key, type MetadataReader, type MetadataStore } from '../storage/metadata.js';
 import type { AttemptCause, AttemptRecord, DeliveryRecord, EventRecord } from './records.js';
 import { MAX_ATTEMPTS_KEPT } from './records.js';
-import { deliveries, deliveriesByGroup, due, events } from './keyspaces.js';
+import { deliveries, deliveriesByGroup, due, events, eventsByApp } from './keyspaces.js';
 import { lastPart, timeKey } from './outbox.js';
 
 /** Retry policy of `sync` deliveries (ms). */
@@ -147,4 +147,11 @@ export async function deliveriesOf(reader: MetadataReader, group: string, limit 
   const ids = await reader.range(deliveriesByGroup, { prefix: group, limit });
   const out = await reader.getMany(ids.map((e) => [deliveries, e.value] as const));
   return out.filter((d): d is DeliveryRecord => d !== undefined);
+}
+
+/** An app's events, oldest first (at most `limit`). */
+export async function eventsOf(reader: MetadataReader, appId: string, limit = 1000): Promise<EventRecord[]> {
+  const ids = await reader.range(eventsByApp, { prefix: appId, limit });
+  const out = await reader.getMany(ids.map((e) => [events, e.value] as const));
+  return out.filter((e): e is EventRecord => e !== undefined);
 }

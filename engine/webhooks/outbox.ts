@@ -51,7 +51,16 @@ export function recordEvent(tx: MetadataTransaction, event: EventRecord): void {
  * run twice (two nodes, or a retried transaction) names the same delivery.
  */
 export function deliveryIdOf(eventId: string, source: string, subscriberId: string): string {
-  const h = createHash('sha256').update(`${eventId}\n${source}\n${subscriberId}`).digest('hex');
+  return derivedId(eventId, source, subscriberId);
+}
+
+/**
+ * A UUID-shaped id derived from `parts` (SHA-256, version nibble 5): the same parts give the same
+ * id, so a transaction body that runs again, or several events of one change (one base id chosen
+ * before `transact`, one part per event), name their events stably.
+ */
+export function derivedId(...parts: string[]): string {
+  const h = createHash('sha256').update(parts.join('\n')).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 

@@ -26,7 +26,7 @@ export async function updateApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   if (buildStack !== undefined && typeof buildStack !== 'string') throw fail('INVALID_PARAMS', 'build_stack must be a stack name');
   if (body.maintenance !== undefined && typeof body.maintenance !== 'boolean') throw fail('INVALID_PARAMS', 'maintenance must be a boolean');
   const role = await appRole(ctx.store.metadata, p, app);
-  let updated = await ctx.settings.update(app, isOwnerLike(role), { buildStack, maintenance: body.maintenance as boolean | undefined });
+  let updated = await ctx.settings.update(app, isOwnerLike(role), { buildStack, maintenance: body.maintenance as boolean | undefined }, p.accountId);
   if (body.team !== undefined) {
     // Moving a personal app into a team the caller administers (docs/platform-conventions.md 3.5 team-app transfer).
     if (typeof body.team !== 'string') throw fail('INVALID_PARAMS', 'team must be a team name');
@@ -60,10 +60,11 @@ export async function getFeature(ctx: ApiContext, call: ApiCall): Promise<void> 
 }
 
 export async function updateFeature(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
+  const p = principalOf(call);
+  const app = await visibleApp(ctx, p, call.params.app!);
   const body = await readJson(call.ex);
   if (typeof body.enabled !== 'boolean') throw fail('INVALID_PARAMS', 'enabled must be a boolean');
-  const updated: AppRecord = await ctx.settings.setFeature(app, call.params.feature!, body.enabled);
+  const updated: AppRecord = await ctx.settings.setFeature(app, call.params.feature!, body.enabled, p.accountId);
   const { feature, enabled } = ctx.settings.feature(updated, call.params.feature!);
   reply(ctx, call, 200, featureJson(feature, enabled));
 }

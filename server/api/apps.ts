@@ -54,7 +54,7 @@ export async function createApp(ctx: ApiContext, call: ApiCall): Promise<void> {
     teamId = team.id;
   }
   const app = await ctx.apps.create({
-    name: name ?? undefined, ownerId: p.accountId, teamId, stack: stack ?? undefined, generation: generation as 'cedar' | 'fir' | undefined, space: space ?? null,
+    name: name ?? undefined, ownerId: p.accountId, actorId: p.accountId, teamId, stack: stack ?? undefined, generation: generation as 'cedar' | 'fir' | undefined, space: space ?? null,
   });
   reply(ctx, call, 201, await json(ctx, app), { lastModified: app.updatedAt });
 }
@@ -78,6 +78,6 @@ export async function deleteApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   const app = await visibleApp(ctx, p, call.params.app!);
   if (!isOwnerLike(await appRole(ctx.store.metadata, p, app))) throw fail('DENIED', `Only the owner of ${app.name} (or an admin of its team) can delete it.`);
   await ctx.registry.deleteRepositoriesOf(app.name);
-  await ctx.apps.remove(app);
+  await ctx.apps.remove(app, p.accountId);
   reply(ctx, call, 200, await json(ctx, app));
 }

@@ -14,6 +14,7 @@ import type { OAuth } from '../../engine/oauth/service.js';
 import type { Exchange } from '../http/exchange.js';
 import type { Logger } from '../log.js';
 import type { RateLimitPool } from '../../engine/identity/rate-limit.js';
+import type { AppWebhooks } from '../../engine/webhooks/app-webhooks.js';
 
 export interface ApiContext {
   store: Store;
@@ -25,6 +26,8 @@ export interface ApiContext {
   dynos: Dynos;
   settings: AppSettings;
   teams: Teams;
+  /** App webhooks (docs/webhooks.md). */
+  webhooks: AppWebhooks;
   oauth: OAuth;
   keys: ServerKeys;
   /** Per-account API rate limit, shared with the auth host's refresh grant. */

@@ -71,7 +71,7 @@ export async function updateFormation(ctx: ApiContext, call: ApiCall): Promise<v
     return reply(ctx, call, 200, formation.map((f) => formationJson(f, updated)), { headers });
   }
   const updates: ScaleUpdate[] = items.map((u) => ({ type: u.type, quantity: quantityOf(u.quantity, u.type), size: sizeOf(u.size, u.type) }));
-  const done = await ctx.releases.scale(app, updates);
+  const done = await ctx.releases.scale(app, updates, p.accountId);
   reply(ctx, call, 200, done.map((f) => formationJson(f, app)));
 }
 
@@ -85,11 +85,12 @@ export async function updateFormationType(ctx: ApiContext, call: ApiCall): Promi
     return reply(ctx, call, 200, formationJson({ ...entry, quantity: 0, image: null }, app));
   }
   const type = (await ctx.releases.formationEntry(app.id, call.params.type!)).type;
-  const [f] = await ctx.releases.scale(app, [{ type, quantity: quantityOf(body.quantity, type), size: sizeOf(body.size, type) }]);
+  const [f] = await ctx.releases.scale(app, [{ type, quantity: quantityOf(body.quantity, type), size: sizeOf(body.size, type) }], p.accountId);
   reply(ctx, call, 200, formationJson(f!, app));
 }
 
 export async function deleteFormationType(ctx: ApiContext, call: ApiCall): Promise<void> {
-  const app = await visibleApp(ctx, principalOf(call), call.params.app!);
-  reply(ctx, call, 200, formationJson(await ctx.releases.removeFormation(app, call.params.type!), app));
+  const p = principalOf(call);
+  const app = await visibleApp(ctx, p, call.params.app!);
+  reply(ctx, call, 200, formationJson(await ctx.releases.removeFormation(app, call.params.type!, p.accountId), app));
 }

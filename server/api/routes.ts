@@ -25,6 +25,7 @@ import {
 import { createClient, deleteClient, getClient, listClients, rotateClientSecret, updateClient } from './clients.js';
 import { deleteFormationType, getFormation, listFormation, updateFormation, updateFormationType } from './formation.js';
 import { createRelease, getRelease, listReleases } from './releases.js';
+import { createWebhook, deleteWebhook, getDelivery, getEvent, getWebhook, listDeliveries, listEvents, listWebhooks, updateWebhook } from './webhooks.js';
 import { getConfigVars, getFeature, listFeatures, updateApp, updateConfigVars, updateFeature } from './app-settings.js';
 import {
   createTeam, createTeamAuthorization, getPreferences, listTeamFeatures, getTeam, listMembers, listTeamApps, listTeamAuthorizations, listTeams, putMember, removeMember, updatePreferences,
@@ -78,6 +79,15 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: 'GET', path: '/apps/:app/features/:feature', access: 'apps:read', handler: getFeature },
   { method: 'PATCH', path: '/apps/:app/features/:feature', access: 'apps:write', handler: updateFeature },
   { method: 'GET', path: '/apps/:app/formation', access: 'apps:read', handler: listFormation },
+  { method: 'POST', path: '/apps/:app/webhooks', access: 'apps:write', handler: createWebhook },
+  { method: 'GET', path: '/apps/:app/webhooks', access: 'apps:read', handler: listWebhooks },
+  { method: 'GET', path: '/apps/:app/webhooks/:webhook', access: 'apps:read', handler: getWebhook },
+  { method: 'PATCH', path: '/apps/:app/webhooks/:webhook', access: 'apps:write', handler: updateWebhook },
+  { method: 'DELETE', path: '/apps/:app/webhooks/:webhook', access: 'apps:write', handler: deleteWebhook },
+  { method: 'GET', path: '/apps/:app/webhook-deliveries', access: 'apps:read', handler: listDeliveries },
+  { method: 'GET', path: '/apps/:app/webhook-deliveries/:delivery', access: 'apps:read', handler: getDelivery },
+  { method: 'GET', path: '/apps/:app/webhook-events', access: 'apps:read', handler: listEvents },
+  { method: 'GET', path: '/apps/:app/webhook-events/:event', access: 'apps:read', handler: getEvent },
   { method: 'PATCH', path: '/apps/:app/formation', access: 'apps:write', handler: updateFormation },
   { method: 'GET', path: '/apps/:app/formation/:type', access: 'apps:read', handler: getFormation },
   { method: 'PATCH', path: '/apps/:app/formation/:type', access: 'apps:write', handler: updateFormationType },

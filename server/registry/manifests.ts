@@ -71,6 +71,6 @@ export async function listReferrers(ctx: RegistryContext, ex: Exchange, _admitte
 
 /** DELETE of a manifest by tag or digest (admitted for delete). */
 export async function deleteManifest(ctx: RegistryContext, ex: Exchange, admitted: Admission, { name: repository, reference }: RouteParams): Promise<void> {
-  await ctx.registry.deleteManifest(repository, reference, await originOf(ctx, ex, admitted.caller, 'delete'));
+  await ctx.registry.deleteManifest(repository, reference, admitted.caller?.principal.accountId ?? null, await originOf(ctx, ex, admitted.caller, 'delete'));
   ex.send(202, { 'docker-distribution-api-version': API_VERSION });
 }

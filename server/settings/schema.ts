@@ -15,6 +15,7 @@ import { redactDatabaseUrl } from '../../engine/store.js';
 import { DEFAULT_INSPECT_LIMITS } from '../../engine/registry/inspect-limits.js';
 import { parseTrustedProxies } from '../http/client-address.js';
 import { notificationEndpoints } from '../notifications/endpoint-settings.js';
+import { parseAllowedHosts } from '../../engine/webhooks/destination.js';
 import { decimal, httpUrl, integer, Invalid, onOff, oneOf, path, port, secret, urlOf, word, wordList, type Kind } from './kinds.js';
 
 /** Proxies whose X-Forwarded-For is believed: a comma-separated list (or a file list) of addresses and CIDR ranges; `none` = empty. */
@@ -34,6 +35,23 @@ function trustedProxies(): Kind<string[]> {
     show: (l) => (l.length === 0 ? 'none' : l.join(',')),
   };
 }
+
+/** Destinations webhooks may reach beyond public HTTPS ones: hosts, host:port pairs and CIDR ranges, comma-separated; empty = none. */
+const webhookAllowedHosts: Kind<string> = {
+  expects: 'host names, host:port pairs or CIDR ranges, comma-separated (or empty)',
+  placeholder: 'LIST',
+  parse(v) {
+    const raw = Array.isArray(v) ? v.map(String).join(',') : typeof v === 'string' ? v : undefined;
+    if (raw === undefined) throw new Invalid();
+    try {
+      parseAllowedHosts(raw);
+    } catch (e) {
+      throw new Invalid((e as Error).message.replace(/^SLIPWAY_WEBHOOK_ALLOWED_HOSTS: /, ''));
+    }
+    return raw;
+  },
+  show: (s) => s,
+};
 
 /** One setting. */
 export interface Setting {
@@ -149,6 +167,12 @@ export const SETTINGS: readonly Setting[] = [
   // Garbage collection
   { path: 'gc.interval', env: 'SLIPWAY_GC_INTERVAL', aliases: ['gc-interval-seconds'], kind: decimal('seconds', false), default: 3600, help: 'Seconds between online GC runs (image retention, then unreferenced blobs); 0 = no schedule.' },
   { path: 'gc.grace', env: 'SLIPWAY_GC_GRACE', aliases: ['gc-grace-seconds'], kind: decimal('seconds', false), default: 3600, help: 'How long an unreferenced blob is kept after its commit or last HEAD/GET/mount.' },
+  // Webhooks (docs/webhooks.md)
+  { path: 'webhooks.allowed_hosts', env: 'SLIPWAY_WEBHOOK_ALLOWED_HOSTS', kind: webhookAllowedHosts, default: '', help: 'Webhook destinations allowed beyond public HTTPS URLs, over http or https, loopback and private addresses included: host names, host:port pairs and CIDR ranges, comma-separated.' },
+  { path: 'webhooks.timeout', env: 'SLIPWAY_WEBHOOK_TIMEOUT', kind: decimal('seconds', true), default: 10, help: 'Longest one delivery attempt runs (connect, TLS, answer); a node\'s deliveries pass to another node at most this + 5 s + webhooks.poll_interval after its death.' },
+  { path: 'webhooks.poll_interval', env: 'SLIPWAY_WEBHOOK_POLL_INTERVAL', kind: decimal('seconds', true), default: 0.5, help: 'Pause of the delivery worker between passes when idle (events recorded on this node wake it at once).' },
+  { path: 'webhooks.retry_base', env: 'SLIPWAY_WEBHOOK_RETRY_BASE', kind: decimal('seconds', true), default: 30, help: 'Delay before the second attempt of a sync delivery; each later delay doubles, up to one hour.' },
+  { path: 'webhooks.retry_horizon', env: 'SLIPWAY_WEBHOOK_RETRY_HORIZON', kind: decimal('seconds', true), default: 86400, help: 'No attempt of a sync delivery starts later than this after the event: the delivery is failed then.' },
   // Metadata database
   { path: 'database.url', env: 'SLIPWAY_DATABASE_URL', kind: databaseUrl, defaultText: 'unset: the embedded LMDB store', help: 'Cluster mode: the PostgreSQL database shared by every node (libpq URL; ?sslmode=… passes through). A password in it is never shown; in a config file give it with database.password_file instead.' },
   { path: 'database.password_file', env: 'SLIPWAY_DATABASE_PASSWORD_FILE', kind: path(), help: 'File holding the database password (one line), for a database.url without one.' },

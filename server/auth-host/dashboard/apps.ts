@@ -61,7 +61,7 @@ export async function submitScale(ctx: AuthContext, ex: Exchange, params: Record
   const values = { quantity: (s.form.get('quantity') ?? '').trim(), size: (s.form.get('size') ?? '').trim() };
   const r = await attempt(`scale-${params.type}`, ['quantity', 'size'], values, async () => {
     const type = (await ctx.releases.formationEntry(app.id, params.type!)).type;
-    return ctx.releases.scale(app, [{ type, quantity: quantityOf(values.quantity || undefined, type), size: sizeOf(values.size || undefined, type) }]);
+    return ctx.releases.scale(app, [{ type, quantity: quantityOf(values.quantity || undefined, type), size: sizeOf(values.size || undefined, type) }], s.principal.accountId);
   });
   if (!r.ok) return await renderApp(ctx, s, app, r.status, r.state);
   done(s, `/apps/${app.name}`, 'scaled');
