@@ -15,19 +15,11 @@ import type { Envelope } from '../../engine/notifications/envelope.js';
 import type { NotificationEndpoint } from '../../engine/notifications/endpoints.js';
 import type { Digest } from '../../engine/digest.js';
 import { events } from '../../engine/webhooks/keyspaces.js';
+import { rng, testSeed } from '../faults/traffic.js';
 
-const seed = Number(process.env.SLIPWAY_RACE_SEED ?? Math.floor(Math.random() * 2 ** 31));
-t.comment(`pull buffer race seed ${seed} (replay with SLIPWAY_RACE_SEED=${seed})`);
-let state = seed >>> 0;
-/** mulberry32: a small seeded PRNG. */
-function rand(): number {
-  state = (state + 0x6d2b79f5) >>> 0;
-  let x = state;
-  x = Math.imul(x ^ (x >>> 15), x | 1);
-  x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-  return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-}
-const between = (lo: number, hi: number) => lo + Math.floor(rand() * (hi - lo + 1));
+const random = rng(testSeed());
+t.comment(`pull buffer race seed ${random.seed} (replay with SLIPWAY_TEST_SEED=${random.seed})`);
+const between = (lo: number, hi: number) => random.int(lo, hi);
 
 const ENDPOINT: NotificationEndpoint = { name: 'hooks', url: 'http://127.0.0.1:9/', headers: {}, timeoutMs: 1000, threshold: 1, backoffMs: 1000, ignoredMediaTypes: [], ignoredActions: [] };
 const DIGEST = `sha256:${'ab'.repeat(32)}` as Digest;
