@@ -105,7 +105,7 @@ t.test('three nodes behind the HAProxy example', { skip }, async (t) => {
   const dirs = ports.map(() => tempDir());
   t.teardown(() => { for (const d of dirs) d.cleanup(); });
   const nodes = await Promise.all(ports.map((p, i) => startSpawned({
-    dataDir: dirs[i]!.dir, ports: p, startTimeoutMs: 120_000,
+    dataDir: dirs[i]!.dir, listen: Object.fromEntries(Object.entries(p).map(([h, n]) => [`${h}-port`, String(n)])), startTimeoutMs: 120_000,
     env: { ...env, SLIPWAY_NODE_NAME: `node${i + 1}`, SLIPWAY_UPLOAD_URL: `https://${origin}/_upload/node${i + 1}` },
   })));
   t.teardown(() => Promise.all(nodes.map((n) => n.stop())));

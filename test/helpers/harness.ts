@@ -60,11 +60,6 @@ export interface StartOptions {
   listen?: Record<string, string>;
   /** startSpawned: how long the process may take to listen (ms; default 60 000). */
   startTimeoutMs?: number;
-  /**
-   * startSpawned: ports to listen on instead of 0 (e.g. `{ registry: 41234 }`), for a test
-   * that must know a port whose public URL it configures (a load balancer's backends).
-   */
-  ports?: Partial<Record<HostPort, number>>;
 }
 
 /** The listeners whose ports a spawned server takes as flags (`--registry-port`, …). */
@@ -219,8 +214,7 @@ function trackChild(proc: ChildProcess): void {
 export function startSpawned(opts: StartOptions = {}): Promise<SpawnedSlipway> {
   const tmp = opts.dataDir === undefined ? tempDir() : undefined;
   const dataDir = opts.dataDir ?? tmp!.dir;
-  const ports = { ...PORTS, ...Object.fromEntries(Object.entries(opts.ports ?? {}).map(([h, p]) => [`${h}-port`, String(p)])) };
-  const flags = Object.entries({ ...ports, ...opts.listen }).flatMap(([k, v]) => [`--${k}`, v]);
+  const flags = Object.entries({ ...PORTS, ...opts.listen }).flatMap(([k, v]) => [`--${k}`, v]);
   const proc = spawn(process.execPath, [CLI, 'serve', '--data', dataDir, ...flags], {
     env: { ...process.env, SLIPWAY_LOG_LEVEL: process.env.SLIPWAY_TEST_LOG_LEVEL ?? 'warn', ...settingsOf(opts) },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,8 +1,8 @@
 /**
  * Runs the platform's own CLI (`heroku`, the stock npm package pinned in devDependencies,
  * unmodified) against a Slipway API, each command with a fresh HOME, telemetry and update
- * checks off. The only aid: test/helpers/redirect-host.ts maps the registry host name the CLI
- * derives from HEROKU_HOST (`registry.<HEROKU_HOST>`) to the registry's loopback address.
+ * checks off. (The container commands, which reach `registry.<HEROKU_HOST>`, run under host names
+ * in test/container/cli-workflow.test.ts.)
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +15,6 @@ import { bearer, http, type Reply } from './http.js';
 import { tempDir } from './server.js';
 
 export const HEROKU_BIN = fileURLToPath(new URL('../../../node_modules/heroku/bin/run.js', import.meta.url));
-const PRELOAD = fileURLToPath(new URL('./redirect-host.js', import.meta.url));
 
 export interface CliResult {
   code: number;
@@ -30,8 +29,6 @@ export interface CliTarget {
   apiUrl: string;
   /** HEROKU_API_KEY. */
   token: string;
-  /** host:port of the registry, where connections to `registry.<HEROKU_HOST>` go. */
-  registry?: string;
 }
 
 /**
@@ -39,7 +36,7 @@ export interface CliTarget {
  * and the delinquency look-up off or kept on loopback, no colours. HEROKU_API_KEY only when a
  * token is given.
  */
-function cliEnv(home: string, target: { apiUrl: string; token?: string; registry?: string }, extra: Record<string, string> = {}): Record<string, string> {
+function cliEnv(home: string, target: { apiUrl: string; token?: string }, extra: Record<string, string> = {}): Record<string, string> {
   return {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: home,
@@ -54,7 +51,6 @@ function cliEnv(home: string, target: { apiUrl: string; token?: string; registry
     HEROKU_PARTICLEBOARD_URL: target.apiUrl,
     NO_COLOR: '1',
     COLUMNS: '200',
-    ...(target.registry ? { SLIPWAY_REDIRECT_HOST: `registry.${target.apiUrl}`, SLIPWAY_REDIRECT_TO: target.registry } : {}),
     ...extra,
   };
 }
@@ -71,7 +67,7 @@ export function heroku(target: Omit<CliTarget, 'token'> & { token?: string }, ar
   const home = opts.home ?? mkdtempSync(join(tmpdir(), 'slipway-cli-home-'));
   const env = cliEnv(home, { ...target, token: target.token || undefined }, opts.env);
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, ['--no-deprecation', '--import', PRELOAD, HEROKU_BIN, ...args], { env, cwd: home, maxBuffer: 16 * 1024 * 1024, timeout: 120_000 }, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, ['--no-deprecation', HEROKU_BIN, ...args], { env, cwd: home, maxBuffer: 16 * 1024 * 1024, timeout: 120_000 }, (err, stdout, stderr) => {
       if (!opts.home) rmSync(home, { recursive: true, force: true });
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout, stderr, all: stdout + stderr });
@@ -174,16 +170,13 @@ export interface CliFixture {
   ok(t: Test, args: string[], opts?: { token?: string }): Promise<CliResult>;
 }
 
-/**
- * Starts a spawned server for the CLI (registry TLS off: the CLI speaks to
- * `registry.<HEROKU_HOST>` with the API's scheme, http here), stopped at `t`'s teardown.
- */
+/** Starts a spawned server for the CLI, stopped at `t`'s teardown. */
 export async function startCliServer(t: Test): Promise<CliFixture> {
   const tmp = tempDir();
-  const server = await startSpawned({ dataDir: tmp.dir, env: { SLIPWAY_REGISTRY_TLS: 'off' } });
+  const server = await startSpawned({ dataDir: tmp.dir });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   const key = server.apiKey!;
-  const target: CliTarget = { apiUrl: server.urls.api, token: key, registry: new URL(server.urls.registry).host };
+  const target: CliTarget = { apiUrl: server.urls.api, token: key };
   return {
     server, dataDir: tmp.dir, key, target,
     api: (method, path, body) => http(method, server.urls.api + path, { headers: { ...bearer(key), 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }),

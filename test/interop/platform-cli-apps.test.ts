@@ -61,7 +61,7 @@ t.test('a release of web and worker after a skopeo push; ps, scale, restart, rol
   const updates: Array<{ type: string; docker_image: string }> = [];
   for (const type of ['web', 'worker']) {
     const img = await buildImage(join(dataDir, `img-${type}`), sampleSpec({ config: { Cmd: ['/bin/app', type] } }));
-    const push = await skopeo(['copy', '--dest-creds', `_:${key}`, '--dest-tls-verify=false', `dir:${img.dir}`, `docker://${target.registry}/${APP}/${type}:latest`]);
+    const push = await skopeo(['copy', '--dest-creds', `_:${key}`, '--dest-tls-verify=false', `dir:${img.dir}`, `docker://${new URL(server.urls.registry).host}/${APP}/${type}:latest`]);
     t.equal(push.code, 0, push.stderr);
     updates.push({ type, docker_image: img.configDigest });
   }

@@ -134,7 +134,9 @@ t.test('phase 1: 120 pushes, GC every 5 ms with no grace', async (t) => {
   const runs = gcRuns.count;
   const r = await load(0, 120, 2, 2);
   t.comment(`${r.ms} ms; ${r.attempts} manifest PUTs, ${120 - r.refused} pushes accepted, ${r.refused} refused twice; ${gcRuns.count - runs} GC runs, ${gcRuns.blobsDeleted} blobs deleted so far`);
-  t.ok(gcRuns.count - runs > 20, 'GC ran during the pushes');
+  // A GC run takes 5–200 ms here and longer on a busy CI machine: a handful of runs interleaved
+  // with the pushes is the property; more only when the machine is quiet.
+  t.ok(gcRuns.count - runs >= 5, `GC ran during the pushes (${gcRuns.count - runs} runs)`);
   t.ok(gcRuns.blobsDeleted > 0, 'GC deleted blobs during the pushes');
   t.same((await Promise.all(r.kept.map(verify))).flat(), [], `every accepted manifest (${r.kept.length} kept) pullable, every blob matching its digest`);
   kept.push(...r.kept);
@@ -150,7 +152,7 @@ t.test('phase 2: 240 pushes, GC every 5 ms with a 3 s grace', async (t) => {
   const r = await load(1000, 240, 50, 3);
   t.comment(`${r.ms} ms; ${r.attempts} manifest PUTs for 240 pushes (${r.attempts - 240} refused with MANIFEST_BLOB_UNKNOWN and pushed again); ${gcRuns.count - runs} GC runs deleted ${gcRuns.blobsDeleted - deletedBefore} blobs`);
   t.equal(r.refused, 0, 'every push accepted');
-  t.ok(gcRuns.count - runs > 20, 'GC ran during the pushes');
+  t.ok(gcRuns.count - runs >= 5, `GC ran during the pushes (${gcRuns.count - runs} runs)`);
   t.ok(gcRuns.blobsDeleted > deletedBefore, 'GC deleted blobs during the pushes');
   kept.push(...r.kept);
   t.same((await Promise.all(kept.map(verify))).flat(), [], `every accepted manifest of both phases (${kept.length}) pullable, every blob matching its digest`);
