@@ -3,13 +3,14 @@
  * SLIPWAY_NOTIFICATIONS_ENDPOINTS, skopeo pushing, pulling, copying across repositories (a blob
  * mount) and deleting, and a node:http receiver that reads distribution's envelope as
  * distribution's consumers do. The receiver gets each event with distribution's fields; a push
- * while the endpoint is down is delivered once it is back; the endpoint's Authorization value is
+ * while the endpoint is down is delivered once it is back, also by the next start after a SIGKILL
+ * (with the event id recorded before it); the endpoint's Authorization value is
  * sent but never appears in the server's output; a refused push records nothing.
  */
 import t from 'tap';
 import { join } from 'node:path';
 import { buildImage, sampleSpec, sha256 } from '../helpers/image.js';
-import { startSpawned, waitFor } from '../helpers/harness.js';
+import { logLine, startSpawned, waitFor, type SpawnedSlipway } from '../helpers/harness.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { skopeo, skopeoSkip } from '../helpers/skopeo.js';
 import { tempDir } from '../helpers/server.js';
@@ -21,12 +22,15 @@ const V2S2 = 'application/vnd.docker.distribution.manifest.v2+json';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 t.test('registry notifications reach a distribution consumer', { skip: skopeoSkip() }, async (t) => {
+  const top = t;
   const receiver = await NotificationReceiver.start();
   t.teardown(() => receiver.down());
   const tmp = tempDir();
   t.teardown(tmp.cleanup);
   const endpoints = [{ name: 'hooks', url: receiver.url, headers: { Authorization: [SECRET] }, timeout: '2s', threshold: 2, backoff: '300ms' }];
-  const server = await startSpawned({ env: { SLIPWAY_NOTIFICATIONS_ENDPOINTS: JSON.stringify(endpoints), SLIPWAY_LOG_LEVEL: 'debug' } });
+  const dataDir = join(tmp.dir, 'data');
+  const env = { SLIPWAY_NOTIFICATIONS_ENDPOINTS: JSON.stringify(endpoints), SLIPWAY_LOG_LEVEL: 'debug' };
+  const server = await startSpawned({ dataDir, env });
   t.teardown(() => server.stop());
   const key = server.apiKey!;
   const creds = `${server.email}:${key}`;
@@ -133,13 +137,32 @@ t.test('registry notifications reach a distribution consumer', { skip: skopeoSki
     await waitFor('the success after retries in the log', () => server.output().includes('registry notification delivered after retries'), { timeoutMs: 10_000, intervalMs: 50 });
   });
 
+  let restarted: SpawnedSlipway | undefined;
+  t.test('SIGKILL after the commit, before the delivery: delivered by the next start, same event id', async (t) => {
+    await receiver.down();
+    const from = server.output().length;
+    const push = await skopeo(['copy', '--dest-creds', creds, '--dest-tls-verify=false', `dir:${img.dir}`, `docker://${host}/myapp/web:before-kill`]);
+    t.equal(push.code, 0, push.stderr);
+    const failedEvents = () => new Set(server.output().slice(from).split('\n').map((l) => logLine(l)).filter((l) => l?.msg === 'registry notification not delivered yet').map((l) => l!.event as string));
+    await waitFor('an attempt refused', () => failedEvents().size > 0, { timeoutMs: 30_000, intervalMs: 50 });
+    const logged = failedEvents();
+    await server.kill();
+    await receiver.up();
+    restarted = await startSpawned({ dataDir, env });
+    top.teardown(() => restarted!.stop());
+    const e = await eventWhere('the push made before the kill', (x) => x.action === 'push' && x.target.tag === 'before-kill');
+    t.ok(logged.has(e.id), 'the event id of the attempt before the kill is the one delivered');
+    t.equal(e.target.digest, img.manifestDigest);
+  });
+
   t.test('every request was well formed; the header value never reached the logs', async (t) => {
     for (const r of receiver.received) t.same(r.problems, [], 'a distribution consumer reads the envelope');
     const ids = receiver.events().map((e) => e.id);
     t.equal(new Set(ids).size, ids.length, 'event ids are unique');
     t.match(server.output(), /registry notification endpoint configured/);
     t.notMatch(server.output(), /s3cr3t/, 'the Authorization value is not in the output');
-    const metrics = (await http('GET', `${server.urls.admin}/metrics`)).text;
+    t.notMatch(restarted?.output() ?? '', /s3cr3t/, 'nor in the restarted node\'s');
+    const metrics = (await http('GET', `${(restarted ?? server).urls.admin}/metrics`)).text;
     t.match(metrics, /^slipway_notification_pulls_dropped_total 0$/m, 'no pull dropped');
     t.match(metrics, /^slipway_notification_pulls_pending \d+$/m);
   });
