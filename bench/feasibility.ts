@@ -1,15 +1,16 @@
 /**
  * The end of a bench run: the machine's limits measured in it (bench/limits.ts), the pull
  * client's limit (bench/pull-limit.ts), and for each pull target measured right after its push
- * whether it is reachable on this machine: `pull_after_push_feasibility` (pull_1gib ≥ 2 × the
- * reference) and `pull_concurrent_feasibility` (pull_concurrent ≥ 1.5 × the reference). A target
- * is reachable from the disk when the disk's `O_DIRECT` read speed at the pull's concurrency is
- * at least what it needs (Slipway's pushed bytes are not in the page cache), and from the client
- * when the bench's own pull client is: its speed against a server serving from memory, or its
- * fastest pull of the same shape from either registry in this run when that was faster (the
- * trivial server, one Node thread writing 4 MiB buffers, can be the slower side). Caching pushed
- * bytes instead would add the buffered write's CPU to every push: the line says whether the push
- * would still meet its CPU bound.
+ * whether it is reachable on this machine: `pull_after_push_feasibility` (pull_1gib ≥ 1.2 × the
+ * reference) and `pull_concurrent_feasibility` (pull_concurrent ≥ 1.2 × the reference). Pushed
+ * bytes are in the page cache on both servers, so a target is reachable from the store when
+ * page-cache reads (`page_cache_read`) are at least what it needs, and from the client when the
+ * bench's own pull client is: its speed against a server serving from memory, or its fastest
+ * pull of the same shape from either registry in this run when that was faster (the trivial
+ * server, one Node thread writing 4 MiB buffers, can be the slower side). The disk's `O_DIRECT`
+ * read is shown beside them: the pace of a pull of a blob that is not in the cache. Each line
+ * also sets the push's CPU per GiB (which pays for caching the pushed bytes) against its target,
+ * half the reference's in the same run.
  */
 import type { Limit } from './limits.js';
 import type { PullLimit } from './pull-limit.js';
@@ -20,7 +21,7 @@ export interface RunLimits {
   limits: Limit[];
   pullLimits: PullLimit[];
   sha256Rate: number;
-  /** CPU seconds per GiB of sha256 in this run; the push CPU bound is twice it. */
+  /** CPU seconds per GiB of sha256 in this run (the floor under the push CPU). */
   hashSecondsPerGiB: number;
 }
 
@@ -48,6 +49,7 @@ function printTable({ limits, pullLimits, sha256Rate, hashSecondsPerGiB }: RunLi
 function pullFeasibility(run: RunLimits, report: Report, line: { name: string; bench: string; ratio: number; diskBench: string; clientBench: string; sameShape: string[] }): void {
   const ref = report.figures.find((f) => f.bench === line.bench && f.server === 'reference');
   const mine = report.figures.find((f) => f.bench === line.bench && f.server === 'slipway');
+  const cache = run.limits.find((l) => l.bench === 'page_cache_read');
   const disk = run.limits.find((l) => l.bench === line.diskBench);
   const trivial = run.pullLimits.find((p) => p.bench === line.clientBench);
   // The client pulled at least this fast in this run: against the trivial server, or against
@@ -55,20 +57,21 @@ function pullFeasibility(run: RunLimits, report: Report, line: { name: string; b
   const seen = report.figures.filter((f) => line.sameShape.includes(f.bench) && f.unit === 'MB/s').sort((a, b) => b.value - a.value)[0];
   const clientBest = Math.max(trivial?.value ?? 0, seen?.value ?? 0);
   const client = trivial || seen ? { value: clientBest, client_cpu_s_per_gib: trivial?.client_cpu_s_per_gib, from: seen && seen.value > (trivial?.value ?? 0) ? `${seen.bench} on ${seen.server}` : line.clientBench } : undefined;
-  const buffered = run.limits.find((l) => l.bench === 'buffered_write_sync');
   const push = report.figures.find((f) => f.bench === 'server_cpu_per_gib_push' && f.server === 'slipway');
-  if (!ref || (!disk && !client)) return;
+  const refPush = report.figures.find((f) => f.bench === 'server_cpu_per_gib_push' && f.server === 'reference');
+  if (!ref || (!cache && !client)) return;
   const need = Math.round(line.ratio * ref.value);
   const verdict = (what: string, v: number | undefined) => (v === undefined ? `${what} not measured` : `${what} ${v} MB/s -> ${v >= need ? 'reachable' : 'NOT reachable'}`);
-  const bound = r2(2 * run.hashSecondsPerGiB);
-  const cachedPush = push && buffered ? r2(push.value + buffered.cpu_seconds_per_gib) : undefined;
-  process.stderr.write(`${line.bench}: ${line.ratio} x reference ${ref.value} = ${need} MB/s needed (slipway ${mine?.value ?? '-'}); ${verdict(`disk (${line.diskBench})`, disk?.value)}; ${verdict(`client (at least, from ${client?.from ?? line.clientBench})`, client?.value)}`
-    + (cachedPush !== undefined ? `; caching pushed bytes instead: push ${push!.value} + ${buffered!.cpu_seconds_per_gib} = ${cachedPush} CPU-s/GiB vs bound ${bound} -> ${cachedPush <= bound ? 'within' : 'breaks'} the push CPU bound` : '') + '\n');
+  const pushBound = refPush ? r2(refPush.value / 2) : undefined;
+  process.stderr.write(`${line.bench}: ${line.ratio} x reference ${ref.value} = ${need} MB/s needed (slipway ${mine?.value ?? '-'}); ${verdict('page cache (page_cache_read)', cache?.value)}; ${verdict(`client (at least, from ${client?.from ?? line.clientBench})`, client?.value)}`
+    + `; a blob not in the cache reads at the disk's ${disk?.value ?? '-'} MB/s (${line.diskBench})`
+    + (push && pushBound !== undefined ? `; push CPU with the bytes cached ${push.value} CPU-s/GiB vs target ${pushBound} (half the reference's ${refPush!.value}) -> ${push.value <= pushBound ? 'within' : 'over'}` : '') + '\n');
   report.note({
     bench: line.name, reference_mb_s: ref.value, slipway_mb_s: mine?.value, needed_mb_s: need,
-    disk_limit: line.diskBench, disk_read_direct_mb_s: disk?.value, reachable_from_disk: disk ? disk.value >= need : undefined,
+    page_cache_read_mb_s: cache?.value, reachable_from_cache: cache ? cache.value >= need : undefined,
+    disk_limit: line.diskBench, disk_read_direct_mb_s: disk?.value,
     client_limit: client?.from, client_limit_mb_s: client?.value, trivial_server_pull_mb_s: trivial?.value, client_cpu_s_per_gib: client?.client_cpu_s_per_gib, reachable_from_client: client ? client.value >= need : undefined,
-    cache_on_push_cpu_s_per_gib: buffered?.cpu_seconds_per_gib, push_cpu_with_caching: cachedPush, push_cpu_target: bound,
+    push_cpu_s_per_gib: push?.value, push_cpu_target: pushBound,
   });
 }
 
@@ -76,6 +79,6 @@ function pullFeasibility(run: RunLimits, report: Report, line: { name: string; b
 export function printFeasibility(run: RunLimits, report: Report): void {
   printTable(run);
   process.stderr.write('\n');
-  pullFeasibility(run, report, { name: 'pull_after_push_feasibility', bench: 'pull_1gib', ratio: 2, diskBench: 'disk_read_direct', clientBench: 'pull_limit_raw_single', sameShape: ['pull_1gib', 'pull_1gib_second', 'pull_1gib_cached'] });
-  pullFeasibility(run, report, { name: 'pull_concurrent_feasibility', bench: 'pull_concurrent', ratio: 1.5, diskBench: 'disk_read_direct_concurrent', clientBench: 'pull_limit_raw_concurrent', sameShape: ['pull_concurrent'] });
+  pullFeasibility(run, report, { name: 'pull_after_push_feasibility', bench: 'pull_1gib', ratio: 1.2, diskBench: 'disk_read_direct', clientBench: 'pull_limit_raw_single', sameShape: ['pull_1gib', 'pull_1gib_second', 'pull_1gib_cached'] });
+  pullFeasibility(run, report, { name: 'pull_concurrent_feasibility', bench: 'pull_concurrent', ratio: 1.2, diskBench: 'disk_read_direct_concurrent', clientBench: 'pull_limit_raw_concurrent', sameShape: ['pull_concurrent'] });
 }

@@ -2,19 +2,21 @@
  * The machine's limits for moving blob bytes, measured in the same run as the workloads (so
  * the figures can be read as a fraction of what this machine can do at that moment):
  *
- * - `disk_write_direct`: 1 GiB written with `O_DIRECT` in 4 MiB blocks, then `fdatasync`
- *   (how Slipway's filesystem store writes pushed bytes);
+ * - `disk_write_direct`: 1 GiB written with `O_DIRECT` in 4 MiB blocks, then `fdatasync` (the
+ *   disk's own pace, without the page cache);
  * - `disk_read_direct`: that file read back with `O_DIRECT`, 4 MiB blocks, three in flight (not
- *   in the page cache: the pace of a pull right after a push when pushes bypass the cache);
+ *   in the page cache: the pace of Slipway's pull of a blob it has not written or pulled lately,
+ *   engine/blobs/fs-reader.ts);
  * - `disk_read_direct_concurrent`: `count` files of `size` (the concurrent pull's 16 × 64 MiB)
  *   written with `O_DIRECT`, then all read at once with `O_DIRECT`, 4 MiB reads, two in flight
- *   per file, the fastest of three rounds (what the filesystem store does for 16 pulls at once: engine/blobs/fs-reader.ts
- *   lends one buffer to the socket and reads one ahead); libuv's pool (4 threads here as in the
- *   server) runs the reads: the pace of pull_concurrent right after its push;
+ *   per file, the fastest of three rounds (what the filesystem store does for 16 direct pulls at
+ *   once: engine/blobs/fs-reader.ts lends one buffer to the socket and reads one ahead); libuv's
+ *   pool (4 threads here as in the server) runs the reads;
  * - `disk_read_buffered_cold`: the same file read through the page cache the first time;
  * - `page_cache_read`: read again, now from the page cache;
- * - `buffered_write_sync`: 1 GiB written through the page cache, then `fdatasync`: its CPU per
- *   GiB is what caching pushed bytes would add to a push (the kernel's copy into the cache);
+ * - `buffered_write_sync`: 1 GiB written through the page cache, then `fdatasync`: how Slipway's
+ *   filesystem store writes pushed bytes (engine/blobs/fs-writer.ts); its CPU per GiB is the
+ *   kernel's copy into the cache and the writeback;
  * - `loopback`: 1 GiB over a TCP connection on 127.0.0.1 to a child process (python3, reads of
  *   4 MiB) that discards it.
  *
@@ -139,7 +141,7 @@ async function concurrentDirect(dir: string, files: ConcurrentFiles, block: Buff
   try {
     for (const p of paths) await writeFile(p, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC | fsc.O_DIRECT, block, files.size);
     const buffers = paths.map(() => [sharedBuffer(BLOCK), sharedBuffer(BLOCK)]);
-    const note = `${files.count} files of ${files.size / 2 ** 20} MiB written with O_DIRECT, then read all at once with O_DIRECT, 4 MiB reads, 2 in flight per file (fastest of ${READ_ROUNDS} rounds): the pace of pull_concurrent right after its push`;
+    const note = `${files.count} files of ${files.size / 2 ** 20} MiB written with O_DIRECT, then read all at once with O_DIRECT, 4 MiB reads, 2 in flight per file (fastest of ${READ_ROUNDS} rounds): 16 pulls at once of blobs not in the page cache`;
     const rounds: Limit[] = [];
     for (let i = 0; i < READ_ROUNDS; i++) {
       // Direct reads leave the page cache alone, so every round reads the disk.
@@ -164,14 +166,14 @@ export async function measureLimits(bytes: number, concurrent?: ConcurrentFiles)
   const out: Limit[] = [];
   try {
     const create = fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC;
-    out.push(await timed('disk_write_direct', bytes, 'O_DIRECT writes of 4 MiB, then fdatasync: the pace of a push to disk', () => writeFile(direct, create | fsc.O_DIRECT, block, bytes)));
+    out.push(await timed('disk_write_direct', bytes, 'O_DIRECT writes of 4 MiB, then fdatasync: the disk without the page cache', () => writeFile(direct, create | fsc.O_DIRECT, block, bytes)));
     const reads = [sharedBuffer(BLOCK), sharedBuffer(BLOCK), sharedBuffer(BLOCK)];
-    out.push(await timed('disk_read_direct', bytes, 'O_DIRECT reads of 4 MiB, 3 in flight, of a file not in the page cache: the pace of a pull right after a push', () => readFile(direct, fsc.O_RDONLY | fsc.O_DIRECT, reads, bytes)));
+    out.push(await timed('disk_read_direct', bytes, 'O_DIRECT reads of 4 MiB, 3 in flight, of a file not in the page cache: a pull of a blob not in the cache', () => readFile(direct, fsc.O_RDONLY | fsc.O_DIRECT, reads, bytes)));
     if (concurrent) out.push(await concurrentDirect(dir, concurrent, block));
     out.push(await timed('disk_read_buffered_cold', bytes, 'the same file read through the page cache the first time (4 MiB reads)', () => readFile(direct, fsc.O_RDONLY, [reads[0]!], bytes)));
-    out.push(await timed('page_cache_read', bytes, 'read again, from the page cache (4 MiB reads)', () => readFile(direct, fsc.O_RDONLY, [reads[0]!], bytes)));
+    out.push(await timed('page_cache_read', bytes, 'read again, from the page cache (4 MiB reads): where pulls right after a push read from', () => readFile(direct, fsc.O_RDONLY, [reads[0]!], bytes)));
     await fsp.rm(direct, { force: true });
-    out.push(await timed('buffered_write_sync', bytes, 'written through the page cache in 4 MiB writes, then fdatasync: CPU per GiB is what caching pushed bytes costs', () => writeFile(buffered, create, block, bytes)));
+    out.push(await timed('buffered_write_sync', bytes, 'written through the page cache in 4 MiB writes, then fdatasync: how pushed bytes are stored', () => writeFile(buffered, create, block, bytes)));
     await fsp.rm(buffered, { force: true });
     out.push(await timed('loopback', bytes, 'TCP on 127.0.0.1, 4 MiB writes, to a python3 process discarding them (4 MiB reads)', () => loopback(block, bytes)));
   } finally {

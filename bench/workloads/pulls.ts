@@ -1,8 +1,7 @@
 /**
- * Pull workloads: the 1 GiB blob right after its push (for Slipway, not in the page cache: its
- * writes bypass it), the same blob twice more (the second pull brings it into the cache, the
- * third is served from memory), and 16 distinct 64 MiB blobs pulled at once right after their
- * push. Each reports MB/s and the server's CPU seconds per GiB served. Every GET goes through
+ * Pull workloads: the 1 GiB blob right after its push (in the page cache on both servers: both
+ * write pushed bytes through it), the same blob twice more, and 16 distinct 64 MiB blobs pulled
+ * at once right after their push. Each reports MB/s and the server's CPU seconds per GiB served. Every GET goes through
  * the raw counting client (bench/rawpull.ts), the same for both servers: undici's body stream
  * cost the client about a core at these speeds (bench/pull-limit.ts measures both).
  */
@@ -47,7 +46,7 @@ export async function pull(ctx: WorkloadContext): Promise<void> {
   await measured(ctx, 'pull_1gib', 'server_cpu_per_gib_pull', REPO.big, [ctx.big.single], { pull: 'first, right after the push' });
 }
 
-/** Two more GETs of the same blob: the second pull, then the third (in the page cache by then on both servers). */
+/** Two more GETs of the same blob: the second pull, then the third. */
 export async function pullAgain(ctx: WorkloadContext): Promise<void> {
   progress(ctx.target.name, 'pull the same blob a second and a third time');
   await measured(ctx, 'pull_1gib_second', 'server_cpu_per_gib_pull_second', REPO.big, [ctx.big.single], { pull: 'second' });

@@ -1,10 +1,11 @@
 /**
- * Shared buffers whose memory is page-aligned, so the filesystem backend can write them with
- * `O_DIRECT` (fs-writer.ts): the kernel then moves the bytes to the device without copying them
- * into the page cache. Measured on this project's VM (ext4 on virtio-blk), writing 1 GiB
- * buffered and then fdatasync cost 4.1 s of kernel CPU, `O_DIRECT` 0.15 s (`dd bs=4M`), and a
- * perf profile of a 1 GiB push put the page-cache copy (`copy_folio_from_iter_atomic`) level
- * with sha256 itself.
+ * Shared buffers whose memory is page-aligned, so they can be used with `O_DIRECT`: the
+ * filesystem backend reads blobs that are not in the page cache directly into them
+ * (fs-reader.ts), and the upload writer's buffers are made here too (the hash thread reads them
+ * without a copy). Pushed bytes are written through the page cache (fs-writer.ts): a direct write
+ * saved the kernel's copy into the cache (measured 2026-11-23, `dd bs=4M` of 1 GiB: 4.1 s of
+ * kernel CPU buffered with fdatasync against 0.15 s direct, on a busy machine; 0.4–1.9 s buffered
+ * on 2026-11-26), but left every first pull to the disk.
  *
  * `O_DIRECT` needs the memory address, the file offset and the length aligned (Linux: to the
  * device's DMA alignment and logical block size; 512 bytes here, 4096 is safe everywhere).
@@ -15,7 +16,7 @@
  * 64 KiB WebAssembly pages. Buffers made here are remembered (`directReady` checks them).
  */
 
-/** Alignment of address, file offset and length for direct writes (bytes). */
+/** Alignment of address, file offset and length for direct I/O (bytes). */
 export const DIRECT_IO_ALIGN = 4096;
 /** Size of one WebAssembly page (bytes): aligned buffers are multiples of it. */
 const WASM_PAGE = 64 * 1024;
@@ -99,14 +100,14 @@ export function sharedBuffer(bytes: number): Buffer {
       aligned.add(sab);
       return Buffer.from(sab);
     } catch {
-      // address space or memory refused: an ordinary buffer is written through the page cache
+      // address space or memory refused: an ordinary buffer (not for direct I/O)
     }
   }
   return Buffer.from(new SharedArrayBuffer(bytes));
 }
 
 /**
- * Whether `view` may be written with `O_DIRECT` at an aligned file offset: it lies in a buffer
+ * Whether `view` may be read into or written with `O_DIRECT` at an aligned file offset: it lies in a buffer
  * made by `sharedBuffer` and starts and ends on `DIRECT_IO_ALIGN` boundaries.
  */
 export function directReady(view: Uint8Array): boolean {

@@ -108,7 +108,7 @@ export class FsBlobBackend implements BlobBackend {
   readonly #uploads: string;
   readonly #trash: string;
   readonly #locks = new DigestLocks();
-  /** Recent pulls: which reads go through the page cache (fs-reader.ts). */
+  /** Recent writes and pulls: which reads go through the page cache (fs-reader.ts). */
   readonly #heat = new PullHeat();
   /** Ids of this instance's open writers. */
   readonly #live = new Set<string>();
@@ -333,6 +333,7 @@ export class FsBlobBackend implements BlobBackend {
       await fsp.mkdir(dirname(target), { recursive: true });
       await fsp.rename(sessionPath, target);
       await fsyncDir(dirname(target));
+      this.#heat.written(digest); // its bytes are in the page cache (fs-writer.ts)
       return { digest, size, created: true };
     });
   }

@@ -1,25 +1,27 @@
 /**
  * Reading committed blobs from the filesystem store (the pull path), and the policy that picks,
- * per pull, between the page cache and direct reads (docs/storage.md "Pulls and the page cache").
+ * per pull, between the page cache and direct reads (docs/storage.md "Pulls: which reads go
+ * through the page cache").
  *
- * Pushed bytes are written with `O_DIRECT` (fs-writer.ts), so a blob pulled for the first time is
- * not in the page cache. Read through the cache, such a pull is slow and costly in this kind of VM
- * (measured 2026-11-24 on the project's VM, 1 GiB, 4 MiB reads: 178–330 MB/s and 2.0–2.8 s of
- * kernel CPU); read with `O_DIRECT` into page-aligned buffers, it runs at the disk's pace
- * (530–830 MB/s with 2–4 reads in flight, 0.1–0.15 s of kernel CPU). A blob already in the cache,
- * though, is read at 6–8 GB/s buffered, and `O_DIRECT` would go to the disk instead. Linux gives a
- * process no cheap way to ask whether a file is cached (`mincore` needs a mapping, and neither it
- * nor `preadv2(RWF_NOWAIT)` is reachable from Node), so the choice is made from what this process
- * saw (`PullHeat`):
+ * Pushed bytes are written through the page cache (fs-writer.ts), so a blob pulled right after
+ * its push is in memory and is read from there: measured 2026-11-26 on the project's VM, 4 MiB
+ * reads from the cache ran at 6.9 GB/s for 0.12 CPU-s per GiB. A blob that is not in the cache
+ * is another matter: read through the cache, such a pull is slow and costly in this kind of VM
+ * (2026-11-24, 1 GiB, 4 MiB reads: 178–500 MB/s and 0.8–2.8 s of kernel CPU: the cache's fresh
+ * pages); read with `O_DIRECT` into page-aligned buffers, it runs at the disk's pace (530–1 200
+ * MB/s with 2–4 reads in flight, 0.1–0.15 s of kernel CPU). Linux gives a process no cheap way
+ * to ask whether a file is cached (`mincore` needs a mapping, and neither it nor
+ * `preadv2(RWF_NOWAIT)` nor `posix_fadvise` is reachable from Node), so the choice is made from
+ * what this process saw (`PullHeat`):
  *
  * - a pull of fewer than `DIRECT_MIN_BYTES` is read through the cache (small blobs: configs,
  *   small layers; their cost is per request, not per byte);
- * - the first pull of a blob (none in the last `HOT_WINDOW_MS`, none running) is read with
- *   `O_DIRECT`, `DIRECT_DEPTH` reads of `DIRECT_CHUNK` ahead of the socket, and leaves the cache
- *   alone — a layer pushed by a release and pulled by its one or two dynos never costs cache;
- * - a blob pulled again within the window, or while another pull of it runs, is read through
- *   the cache: the second pull brings it in, every later one is served from memory (a base
- *   layer pulled by many dynos).
+ * - a blob this process wrote (committed from an upload) or pulled within the last
+ *   `HOT_WINDOW_MS`, or one being pulled now, is read through the cache: a pull right after the
+ *   push, and every later pull of a base layer pulled by many dynos, is served from memory;
+ * - any other blob (written longer ago, or before a restart) is read with `O_DIRECT`,
+ *   `DIRECT_DEPTH` reads of `DIRECT_CHUNK` ahead of the socket, and leaves the cache alone; a
+ *   second pull within the window then brings it in.
  *
  * A pull of at least `DIRECT_MIN_BYTES` reads ahead into the same 4 MiB pool buffers when it goes
  * through the page cache too (larger reads, and the next ones under way while the socket sends).
@@ -57,9 +59,9 @@ const HEAT_ENTRIES = 10_000;
 const CACHED_CHUNK = 2 * 1024 * 1024;
 
 /**
- * Which blobs this process pulled recently, and which are being pulled now: the evidence for
- * "this blob is probably in the page cache" (see the file header). Bounded; in memory only (a
- * restart forgets, and the next pull of each blob is direct again).
+ * Which blobs this process wrote or pulled recently, and which are being pulled now: the
+ * evidence for "this blob is probably in the page cache" (see the file header). Bounded; in
+ * memory only (a restart forgets, and the next pull of each blob is direct again).
  */
 export class PullHeat {
   readonly #last = new Map<string, number>();
@@ -76,10 +78,19 @@ export class PullHeat {
     const last = this.#last.get(digest);
     const running = this.#running.get(digest) ?? 0;
     this.#running.set(digest, running + 1);
+    this.#touch(digest, t);
+    return running > 0 || (last !== undefined && t - last < this.windowMs);
+  }
+
+  #touch(digest: Digest, t: number): void {
     this.#last.delete(digest); // re-inserted last: the Map's order is the forgetting order
     this.#last.set(digest, t);
     if (this.#last.size > HEAT_ENTRIES) this.#last.delete(this.#last.keys().next().value!);
-    return running > 0 || (last !== undefined && t - last < this.windowMs);
+  }
+
+  /** `digest` was just written through the page cache (an upload committed it). */
+  written(digest: Digest): void {
+    this.#touch(digest, this.now());
   }
 
   /** A pull of `digest` recorded by `begin` ended. */

@@ -1,27 +1,27 @@
 /**
  * The filesystem backend's upload session writer (fs-backend.ts documents the layout and the
  * commit order). One writer serves a session for its whole life: it holds the session file's
- * descriptors while operations run and closes them once suspended and idle for `CLOSE_IDLE_MS`,
+ * descriptor while operations run and closes it once suspended and idle for `CLOSE_IDLE_MS`,
  * so a session waiting between PATCHes costs no descriptor, while a chunked upload's next PATCH
- * (usually within milliseconds) finds them open: reopening both descriptors (two `open` calls on
- * the event loop and two `close` calls on libuv's pool per PATCH) was part of what a 16 MiB
- * PATCH cost beyond its bytes. The next write after a close reopens them. The file is created by
+ * (usually within milliseconds) finds it open: reopening descriptors on every PATCH (`open` on
+ * the event loop, `close` on libuv's pool) was part of what a 16 MiB PATCH cost beyond its
+ * bytes. The next write after a close reopens it. The file is created by
  * the first write, sync or commit (`O_EXCL`), so opening a session does no I/O.
  *
  * Writes are positional `writev` calls at the current end (short writes continue from where
  * they stopped); the running sha256 is fed separately (`feedHash`), so the caller may hash on
  * another thread while the same buffers are written. `sync` (fdatasync) may run beside writes.
  *
- * Direct writes: runs of chunks that are page-aligned in memory (aligned-buffer.ts) and land at
- * an aligned file offset go through a second descriptor opened with `O_DIRECT`, the rest (the
- * small first buffers of a request, a request's last partial buffer, everything after an
- * unaligned end) through the page cache. Both descriptors are of the same file: the kernel keeps
- * the two coherent (a direct write flushes and drops cached pages of its range; the ranges here
- * never overlap, as positions only grow and direct runs start on a block boundary), `fdatasync`
- * on either makes both kinds durable (data and size), and reads see both. When the file system
- * refuses `O_DIRECT` (EINVAL: tmpfs before Linux 6.6, some FUSE and network file systems), the
- * writer falls back to the page cache for the rest of its life. The order and the guarantees of
- * the commit (fs-backend.ts) do not change.
+ * Writes go through the page cache, so a blob pulled right after its push (the usual order:
+ * CI pushes, then every dyno pulls) is served from memory (docs/storage.md "Pushed bytes go
+ * through the page cache"). Durability does not depend on it: the upload writer starts an `fdatasync` every
+ * `SYNC_EVERY_BYTES` in the background (writer.ts), so the dirty bytes of a long push go to the
+ * disk while it runs, and the commit's own `fdatasync` (step 2 of the commit order, fs-backend.ts)
+ * comes before the blob is published or acknowledged. Linux reports a writeback error (EIO,
+ * ENOSPC) to one `fdatasync` of a descriptor, so the first failed sync is remembered and fails the
+ * commit even when a later sync succeeds. (Until 2026-11-26 aligned runs were written
+ * with `O_DIRECT`, which saved the kernel's copy into the cache, 0.4–1.9 CPU-s per GiB here, but
+ * sent every first pull to the disk at half the reference's pace.)
  */
 import { close, fdatasync, fstat, ftruncate, mkdirSync, openSync, read, writev, constants as fsc, promises as fsp } from 'node:fs';
 import { dirname } from 'node:path';
@@ -29,7 +29,6 @@ import { fail } from '../errors.js';
 import type { Digest } from '../digest.js';
 import type { BlobStat, BlobWriter, CommitOptions, CommitResult } from './contract.js';
 import { appendHashed, verifyDigest } from './backend-common.js';
-import { DIRECT_IO_ALIGN, directReady } from './aligned-buffer.js';
 import { hashPositional } from './hash-blob.js';
 import { lostHash, type HashFactory, type RunningHash } from './running-hash.js';
 import { asStorageFull } from '../storage/storage-full.js';
@@ -46,7 +45,7 @@ export interface FsSessionHost {
 
 const reuseAlways = () => true;
 
-/** A suspended, idle writer closes its descriptors after this long (ms). */
+/** A suspended, idle writer closes its descriptor after this long (ms). */
 export const CLOSE_IDLE_MS = 1000;
 
 function writevAt(fd: number, chunks: readonly Uint8Array[], position: number): Promise<number> {
@@ -86,38 +85,9 @@ function rest(chunks: readonly Uint8Array[], skip: number): Uint8Array[] {
   return out;
 }
 
-/** Consecutive chunks written through one descriptor. */
-interface Run {
-  direct: boolean;
-  chunks: Uint8Array[];
-  bytes: number;
-}
-
-/** Splits `chunks` written from `position` into direct-capable and page-cache runs, in order. */
-function runs(chunks: readonly Uint8Array[], position: number, direct: boolean): Run[] {
-  const out: Run[] = [];
-  let at = position;
-  for (const c of chunks) {
-    const d = direct && at % DIRECT_IO_ALIGN === 0 && directReady(c);
-    const last = out[out.length - 1];
-    if (last && last.direct === d) {
-      last.chunks.push(c);
-      last.bytes += c.byteLength;
-    } else {
-      out.push({ direct: d, chunks: [c], bytes: c.byteLength });
-    }
-    at += c.byteLength;
-  }
-  return out;
-}
-
 /** One upload session's file: lazily opened, closed when suspended and idle. */
 export class FsWriter implements BlobWriter {
   #fd: number | null = null;
-  /** The `O_DIRECT` descriptor: undefined until first needed, null when the file system refuses it. */
-  #direct: number | null | undefined = undefined;
-  /** False once `O_DIRECT` was refused: every later write goes through the page cache. */
-  #directUsable = true;
   /** Operations holding the descriptor now. */
   #users = 0;
   #suspended = false;
@@ -128,7 +98,13 @@ export class FsWriter implements BlobWriter {
   /** The session's running sha256 (given up by `rewind`: the commit then re-hashes the file). */
   #hash: RunningHash;
   #idle: Array<() => void> = [];
-  /** The pending close of a suspended, idle writer's descriptors. */
+  /**
+   * The first failed `sync` (a background one's error is not reported to its caller): the
+   * kernel reports a writeback error to one `fdatasync` per descriptor only, so the commit's own
+   * sync may succeed after the bytes were lost; the commit fails with this instead.
+   */
+  #syncError: unknown = undefined;
+  /** The pending close of a suspended, idle writer's descriptor. */
   #closeTimer: NodeJS.Timeout | null = null;
 
   /**
@@ -190,7 +166,7 @@ export class FsWriter implements BlobWriter {
     for (const w of this.#idle.splice(0)) w();
   }
 
-  /** Closes the descriptors after `CLOSE_IDLE_MS` unless an operation takes them first. */
+  /** Closes the descriptor after `CLOSE_IDLE_MS` unless an operation takes it first. */
   #closeLater(): void {
     if (this.#closeTimer || this.#fd === null) return;
     this.#closeTimer = setTimeout(() => {
@@ -208,30 +184,8 @@ export class FsWriter implements BlobWriter {
   #closeFd(): void {
     this.#cancelClose();
     const fd = this.#fd;
-    const direct = this.#direct;
     this.#fd = null;
-    this.#direct = undefined;
     if (fd !== null) close(fd, () => {});
-    if (direct != null) close(direct, () => {});
-  }
-
-  /** The `O_DIRECT` descriptor of the (open) session file, or null when it cannot be had. */
-  #directFd(): number | null {
-    if (!this.#directUsable) return null;
-    if (this.#direct === undefined) {
-      try {
-        this.#direct = openSync(this.path, fsc.O_RDWR | fsc.O_DIRECT);
-      } catch {
-        this.#refuseDirect();
-      }
-    }
-    return this.#direct ?? null;
-  }
-
-  #refuseDirect(): void {
-    this.#directUsable = false;
-    if (this.#direct != null) close(this.#direct, () => {});
-    this.#direct = null;
   }
 
   /** Resolves once no operation holds the descriptor. */
@@ -248,33 +202,11 @@ export class FsWriter implements BlobWriter {
   async write(chunks: readonly Uint8Array[]): Promise<void> {
     const fd = this.#acquire();
     try {
-      await this.#writeRuns(fd, chunks);
+      await this.#writeAll(fd, chunks, chunks.reduce((n, c) => n + c.byteLength, 0));
     } catch (e) {
       throw asStorageFull(e, SESSION_BYTES);
     } finally {
       this.#release();
-    }
-  }
-
-  async #writeRuns(fd: number, chunks: readonly Uint8Array[]): Promise<void> {
-    // Page-aligned runs through the O_DIRECT descriptor, the rest through the page cache.
-    const direct = this.#directUsable && chunks.some(directReady) ? this.#directFd() : null;
-    for (const run of runs(chunks, this.size, direct !== null)) {
-      let pending: readonly Uint8Array[] = run.chunks;
-      let left = run.bytes;
-      if (run.direct) {
-        const start = this.size;
-        try {
-          await this.#writeAll(direct!, pending, left);
-          continue;
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== 'EINVAL') throw e;
-          this.#refuseDirect(); // what the direct writes did not take goes through the page cache
-          pending = rest(pending, this.size - start);
-          left -= this.size - start;
-        }
-      }
-      await this.#writeAll(fd, pending, left);
     }
   }
 
@@ -303,6 +235,7 @@ export class FsWriter implements BlobWriter {
     try {
       await datasync(fd);
     } catch (e) {
+      this.#syncError ??= e;
       throw asStorageFull(e, SESSION_BYTES);
     } finally {
       this.#release();
@@ -357,6 +290,7 @@ export class FsWriter implements BlobWriter {
     let actual: Digest;
     try {
       await datasync(fd);
+      if (this.#syncError !== undefined) throw this.#syncError;
       const stored = await sizeOf(fd);
       if (stored !== this.size) {
         throw fail('BLOB_UPLOAD_INVALID', `upload session bytes disagree (file ${stored}, written ${this.size} bytes); the session was discarded, start a new upload`);

@@ -8,8 +8,8 @@
  * another thread) and to the session's vectored `write` (batched: every buffer filled while the
  * previous write ran goes in one call); it returns to the pool when both are done.
  * `write`/`commit` return false once every buffer is busy; the caller pauses its socket until
- * `onDrain`. Every 64 MiB a `sync` starts in the background so the final sync at commit has
- * little left to do.
+ * `onDrain`. Every 64 MiB a `sync` starts in the background (unless the previous one still runs)
+ * so the final sync at commit has little left to do.
  *
  * Memory follows the bytes received, not the number of sessions: the first buffer is 4 KiB and
  * each one that fills up makes the next four times larger, up to 4 MiB (a free buffer that was
@@ -32,7 +32,8 @@
  * After `end` the writer accepts nothing more.
  *
  * Buffers are SharedArrayBuffer-backed so a hash thread reads them without a copy; from 64 KiB on
- * they are page-aligned (aligned-buffer.ts), so a backend may write them with `O_DIRECT`. A buffer
+ * they are page-aligned (aligned-buffer.ts), so a backend may write them with `O_DIRECT` (the
+ * filesystem backend writes through the page cache, fs-writer.ts). A buffer
  * serves one session at a time (only its bytes `[0, fill)` are ever read), and is never passed on
  * at all when a socket may still hold a region of it: a socket only ever holds the region of the writer's last `region()` call (a body cut
  * off mid-read; after a body read to the end, `regionsReturned`), and only that dead writer's
@@ -103,6 +104,8 @@ export class UploadWriter {
   #ended = false;
   #unsynced = 0;
   #syncs: Array<Promise<void>> = [];
+  /** A background sync of this writer is running. */
+  #syncing = false;
   #error: Error | null = null;
   #drainWaiter: (() => void) | null = null;
   #idleWaiters: Array<(e: Error | null) => void> = [];
@@ -393,9 +396,12 @@ export class UploadWriter {
     }
     this.#position += bytes;
     this.#unsynced += bytes;
-    if (this.#unsynced >= SYNC_EVERY_BYTES && !this.#error) {
+    if (this.#unsynced >= SYNC_EVERY_BYTES && !this.#error && !this.#syncing) {
+      // One at a time: each covers every byte written before it, and syncs piling up behind a
+      // slow disk would hold libuv's pool threads that reads and writes need.
       this.#unsynced = 0;
-      this.#syncs.push(this.#blob.sync().catch(() => {})); // the commit's own sync reports errors
+      this.#syncing = true;
+      this.#syncs.push(this.#blob.sync().catch(() => {}).then(() => { this.#syncing = false; })); // a failed sync fails the commit (fs-writer.ts)
     }
     for (const s of batch) this.#release(s);
     if (!this.#error && this.#queue.length === 0) {

@@ -1,7 +1,8 @@
 /**
  * The filesystem store's pull reads (engine/blobs/fs-reader.ts): direct reads ahead at unaligned
  * offsets and sizes, the page-cache policy (`PullHeat`), and through the real HTTP interface:
- * ranges at unaligned offsets of blobs whose sizes are not multiples of 4096, and many pulls of
+ * ranges at unaligned offsets of blobs whose sizes are not multiples of 4096, right after the
+ * push (through the page cache) and after a restart (the first pull direct), and many pulls of
  * one blob at once while the policy switches from direct reads to the page cache, on both
  * listeners (h1 sends the reader's lent buffers; uWS reads through the page cache).
  */
@@ -100,10 +101,24 @@ t.test('the policy: small pulls, a second pull, pulls at once go through the pag
   await lendAll(d, 0, bytes.length);
   t.equal(d.mode, 'direct', 'not pulled for longer than the window: direct again');
   await d.close();
+  heat.written('sha256:w' as Digest);
+  now = 10_500;
+  const w = await reader(path, 'sha256:w', heat);
+  t.ok((await lendAll(w, 0, bytes.length)).equals(bytes));
+  t.equal(w.mode, 'cached', 'written within the window (its push): the first pull reads through the cache');
+  await w.close();
+  now = 12_000;
+  heat.written('sha256:x' as Digest);
+  now = 13_500;
+  const x = await reader(path, 'sha256:x', heat);
+  await lendAll(x, 0, bytes.length);
+  t.equal(x.mode, 'direct', 'written longer ago than the window: direct');
+  await x.close();
 });
 
 for (const listener of ['h1', 'uws']) t.test(`through HTTP (${listener}): unaligned ranges, odd sizes, concurrent pulls while the policy switches`, { skip: (listener === 'uws' && uwsUnavailable()) || false }, async (t) => {
-  const server = await startInProcess({ dataDir: join(tmp.dir, `server-${listener}`), env: { SLIPWAY_LISTENER: listener } });
+  const dataDir = join(tmp.dir, `server-${listener}`);
+  let server = await startInProcess({ dataDir, env: { SLIPWAY_LISTENER: listener } });
   t.teardown(() => server.stop());
   const key = server.apiKey!;
   const me: Target = { registry: server.urls.registry, auth: basic('_', key) };
@@ -111,26 +126,39 @@ for (const listener of ['h1', 'uws']) t.test(`through HTTP (${listener}): unalig
   const sha = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
   const get = (digest: string, range?: string) =>
     http('GET', `${me.registry}/v2/pullapp/web/blobs/${digest}`, { headers: { ...me.auth, ...(range ? { range } : {}) } });
-
-  // Each blob pulled first with a range: that first pull is the direct one.
+  const ranged: Array<[Buffer, number, number]> = [];
   for (const [size, start, end] of [[DIRECT_MIN_BYTES + 1, 1, DIRECT_MIN_BYTES], [DIRECT_MIN_BYTES + 4095, 4095, DIRECT_MIN_BYTES + 4093], [DIRECT_CHUNK * 3 + 513, DIRECT_CHUNK - 7, DIRECT_CHUNK * 3 + 512]] as const) {
     const bytes = randomBytes(size);
     t.equal((await pushBlob(me, 'pullapp/web', bytes)).status, 201);
-    const r = await get(sha(bytes), `bytes=${start}-${end}`);
-    t.equal(r.status, 206);
-    t.equal(r.headers['content-range'], `bytes ${start}-${end}/${size}`);
-    t.ok(r.bytes.equals(bytes.subarray(start, end + 1)), `range ${start}-${end} of ${size} bytes`);
-    const whole = await get(sha(bytes));
-    t.ok(whole.bytes.equals(bytes), `all ${size} bytes, second pull`);
+    ranged.push([bytes, start, end]);
   }
+  const rounds = Array.from({ length: 4 }, () => randomBytes(DIRECT_MIN_BYTES + randomInt(1, 3 * DIRECT_CHUNK)));
+  for (const bytes of rounds) t.equal((await pushBlob(me, 'pullapp/web', bytes)).status, 201);
 
-  // Rounds of pulls of one fresh blob at once, whole and ranged, started at random moments:
-  // the first is direct, the others go through the page cache while it runs or after it.
-  for (let round = 0; round < 4; round++) {
-    const size = DIRECT_MIN_BYTES + randomInt(1, 3 * DIRECT_CHUNK);
-    const bytes = randomBytes(size);
+  // Each blob pulled with a range, right after its push (the page cache), then after a restart
+  // (the new process has seen no pull nor write of it: direct), then whole (the cache).
+  for (const pass of ['after the push', 'after a restart']) {
+    if (pass === 'after a restart') {
+      await server.stop();
+      server = await startInProcess({ dataDir, env: { SLIPWAY_LISTENER: listener } });
+      me.registry = server.urls.registry;
+    }
+    for (const [bytes, start, end] of ranged) {
+      const size = bytes.length;
+      const r = await get(sha(bytes), `bytes=${start}-${end}`);
+      t.equal(r.status, 206);
+      t.equal(r.headers['content-range'], `bytes ${start}-${end}/${size}`);
+      t.ok(r.bytes.equals(bytes.subarray(start, end + 1)), `range ${start}-${end} of ${size} bytes, ${pass}`);
+    }
+  }
+  for (const [bytes] of ranged) t.ok((await get(sha(bytes))).bytes.equals(bytes), `all ${bytes.length} bytes, pulled again`);
+
+  // Rounds of pulls of one blob at once (pushed before the restart), whole and ranged, started
+  // at random moments: the first is direct, the others go through the page cache while it runs
+  // or after it.
+  for (const [round, bytes] of rounds.entries()) {
+    const size = bytes.length;
     const digest = sha(bytes);
-    t.equal((await pushBlob(me, 'pullapp/web', bytes)).status, 201);
     const pulls = Array.from({ length: 6 }, async (_, i) => {
       await new Promise((r) => setTimeout(r, randomInt(0, 40)));
       if (i % 2 === 0) {
