@@ -13,6 +13,7 @@ import type { DatabaseSettings } from '../engine/store.js';
 import { defaultNodeName } from '../engine/blobs/node-name.js';
 import { nameOf, readSecretFile, readSettings, type Values } from './settings/load.js';
 import { BY_PATH } from './settings/schema.js';
+import type { NotificationEndpoint } from '../engine/notifications/endpoints.js';
 import type { InspectLimits } from '../engine/registry/inspect-limits.js';
 
 /**
@@ -87,6 +88,8 @@ export interface Config {
   databaseStatementTimeoutSeconds: number; // database.statement_timeout
   databaseConnectTimeoutSeconds: number; // database.connect_timeout
   databaseCache: boolean; // database.cache
+  /** Registry notification endpoints (docs/notifications.md); header values are secrets. */
+  notificationEndpoints: NotificationEndpoint[]; // notifications.endpoints
   /** Webhook destinations allowed beyond public HTTPS (engine/webhooks/destination.ts parseAllowedHosts). */
   webhookAllowedHosts: string; // webhooks.allowed_hosts
   webhookTimeoutSeconds: number; // webhooks.timeout
@@ -114,6 +117,7 @@ const FIELDS: Readonly<Record<string, keyof Config>> = {
   'gc.interval': 'gcIntervalSeconds', 'gc.grace': 'gcGraceSeconds', 'database.url': 'databaseUrl',
   'database.pool': 'databasePool', 'database.statement_timeout': 'databaseStatementTimeoutSeconds',
   'database.connect_timeout': 'databaseConnectTimeoutSeconds', 'database.cache': 'databaseCache',
+  'notifications.endpoints': 'notificationEndpoints',
   'webhooks.allowed_hosts': 'webhookAllowedHosts', 'webhooks.timeout': 'webhookTimeoutSeconds', 'webhooks.poll_interval': 'webhookPollSeconds',
   'webhooks.retry_base': 'webhookRetryBaseSeconds', 'webhooks.retry_horizon': 'webhookRetryHorizonSeconds',
 };

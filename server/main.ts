@@ -61,6 +61,7 @@ import { startAdmin } from './ops/admin.js';
 import { webhooksOf } from './webhooks.js';
 import { openBlobStore, type OpenedBlobStore } from './blob-store.js';
 import type { BlobBackend } from '../engine/blobs/contract.js';
+import { logOutcome, startNotifications } from './notifications/start.js';
 
 /** The four hosts, each on its own listener. */
 type HostName = 'registry' | 'api' | 'auth' | 'upload';
@@ -221,11 +222,16 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const obs: Observers = { metrics, log, accessLogLevel: config.accessLogLevel, tracker };
 
   const urls = { registry: '', api: '', auth: '', upload: '', admin: '' };
+  // Registry notifications for operators (docs/notifications.md), delivered by the node's delivery worker.
+  const notifications = startNotifications({ endpoints: config.notificationEndpoints, store, clock, registry, accounts, log, nodeName: config.nodeName, urls });
+  if (notifications) metrics.watchPullBuffer(notifications.pulls);
   const rctx: RegistryContext = { store, clock, registry, uploads, blobs, blobRedirectSeconds: blobStore.redirectExpirySeconds, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
-    receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 }, shutdown: tracker };
+    receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 }, shutdown: tracker,
+    notifications, sources: new SourceAddresses(config.trustedProxies) };
   const webUrl = webUrlOf(config.appUrlTemplate, config.apiUrl ?? 'http://localhost');
   // App webhooks and the delivery worker (docs/webhooks.md): deliveries run in the background, never on a request.
-  const { webhooks, worker: deliveryWorker } = webhooksOf(config, store.metadata, clock, keys, accounts, urls, webUrl, log);
+  const { webhooks, worker: deliveryWorker } = webhooksOf(config, store.metadata, clock, keys, accounts, urls, webUrl, log,
+    notifications ? { sources: [notifications.source], onOutcome: (d) => logOutcome(log, d) } : undefined);
   const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, webhooks, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl };
   const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000, sources: new SourceAddresses(config.trustedProxies),
     gc: { options: gc.options, intervalSeconds: config.gcIntervalSeconds } };
@@ -341,6 +347,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await graceRun;
     await resealRun;
     await deliveriesStopped;
+    // Pulls still buffered go to the outbox (delivered after the next start).
+    await notifications?.stop();
     for (const off of unsubscribeEvents) off();
     metrics.close();
     await new Promise<void>((resolve) => admin.server.close(() => resolve()));

@@ -15,16 +15,26 @@ import { DeliveryWorker } from '../engine/webhooks/worker.js';
 import { DEFAULT_RETRY } from '../engine/webhooks/deliveries.js';
 import { parseAllowedHosts } from '../engine/webhooks/destination.js';
 import { payloadRenderer } from './api/serialize-webhooks.js';
+import type { SubscriberSource } from '../engine/webhooks/sources.js';
+import type { DeliveryRecord } from '../engine/webhooks/records.js';
 
-/** The app webhooks service and this node's delivery worker (not started). */
-export function webhooksOf(config: Config, metadata: MetadataStore, clock: Clock, keys: ServerKeys, accounts: Accounts, urls: { registry: string }, webUrl: (app: string) => string, log: Logger): { webhooks: AppWebhooks; worker: DeliveryWorker } {
+/**
+ * The app webhooks service and this node's delivery worker (not started).
+ * @param other further subscriber sources (registry notifications: docs/notifications.md) and
+ *        what to do after each of their deliveries' outcomes
+ */
+export function webhooksOf(config: Config, metadata: MetadataStore, clock: Clock, keys: ServerKeys, accounts: Accounts, urls: { registry: string }, webUrl: (app: string) => string, log: Logger,
+  other: { sources: SubscriberSource[]; onOutcome(d: DeliveryRecord): void } = { sources: [], onOutcome: () => {} }): { webhooks: AppWebhooks; worker: DeliveryWorker } {
   const allowed = parseAllowedHosts(config.webhookAllowedHosts);
   const webhooks = new AppWebhooks(metadata, clock, keys, payloadRenderer(accounts, `application/vnd.${config.vendor}+json`, urls, webUrl), allowed);
   const worker = new DeliveryWorker(metadata, clock, {
-    node: config.nodeName, sources: [webhooks], allowed,
+    node: config.nodeName, sources: [webhooks, ...other.sources], allowed,
     timeoutMs: config.webhookTimeoutSeconds * 1000, pollMs: config.webhookPollSeconds * 1000,
     retry: { ...DEFAULT_RETRY, baseMs: config.webhookRetryBaseSeconds * 1000, horizonMs: config.webhookRetryHorizonSeconds * 1000 },
-    onOutcome: (d) => log.debug({ delivery: d.id, event: d.eventId, status: d.status, attempts: d.numAttempts, cause: d.attempts.at(-1)?.cause ?? null }, 'webhook delivery attempt'),
+    onOutcome: (d) => {
+      other.onOutcome(d);
+      log.debug({ delivery: d.id, event: d.eventId, status: d.status, attempts: d.numAttempts, cause: d.attempts.at(-1)?.cause ?? null }, 'webhook delivery attempt');
+    },
     onError: (e) => log.warn({ err: e }, 'webhook delivery pass failed'),
   });
   return { webhooks, worker };

@@ -33,6 +33,11 @@ import { ManifestContentCache, type ManifestContent } from './content-cache.js';
 import { checkIdentifier } from '../identifiers.js';
 import { recordImageEvent } from './events.js';
 import { newId } from '../identity/tokens.js';
+import { BLOB_MEDIA_TYPE, type EventOrigin, type EventSubject } from '../notifications/envelope.js';
+import type { ChangeRecorder } from '../notifications/registry-notifications.js';
+
+/** The origin of a change made outside a client's request (a test, a tool): no request, no actor. */
+const NO_ORIGIN: EventOrigin = { request: { id: '', method: '', useragent: '' }, actor: {} };
 
 /** Largest manifest accepted (bytes); the OCI spec asks registries to take at least 4 MiB. */
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -72,6 +77,11 @@ export class Registry {
   touchEveryMs = 5 * 60_000;
   readonly #touching = new Set<string>();
   readonly #contents = new ManifestContentCache();
+  /**
+   * Registry notifications (engine/notifications/registry-notifications.ts): when set, a manifest
+   * push, a manifest or tag delete and a blob mount record their event in their own transaction.
+   */
+  notifications?: ChangeRecorder;
 
   constructor(
     readonly metadata: MetadataStore,
@@ -112,8 +122,11 @@ export class Registry {
     }).catch(() => undefined).finally(() => this.#touching.delete(digest));
   }
 
-  /** Links a blob of `from` into `to` (cross-repository mount). Returns undefined when `from` lacks it. */
-  async mount(from: string, to: string, digest: Digest): Promise<BlobRecord | undefined> {
+  /**
+   * Links a blob of `from` into `to` (cross-repository mount). Returns undefined when `from` lacks it.
+   * @param origin who mounts (the `mount` notification's request and actor)
+   */
+  async mount(from: string, to: string, digest: Digest, origin = NO_ORIGIN): Promise<BlobRecord | undefined> {
     if (!(await linkedBlob(this.metadata, from, digest))) return undefined;
     const now = this.clock.now();
     return this.metadata.transact(async (tx) => {
@@ -122,6 +135,7 @@ export class Registry {
       await linkBlobInTransaction(tx, to, digest, now);
       // A mount is followed by a manifest PUT: keep the blob from GC for its grace period.
       if (this.#touchDue(rec, now)) await touchBlobInTransaction(tx, digest, now);
+      await this.#record(tx, { action: 'mount', kind: 'blob', repository: to, fromRepository: from, digest, mediaType: BLOB_MEDIA_TYPE, size: rec.size }, origin);
       return rec;
     });
   }
@@ -141,9 +155,10 @@ export class Registry {
    * (engine/registry/inspect-limits.ts).
    * @param appId the app that owns `repository` (already authorised by the caller)
    * @param account the pushing account, whose share of the worker pool the inspection uses
+   * @param origin who pushes (the `push` notification's request and actor)
    * @throws MANIFEST_INVALID, MANIFEST_BLOB_UNKNOWN, DIGEST_INVALID, UNSUPPORTED_ARCHITECTURE
    */
-  async putManifest(repository: string, appId: string, reference: string, bytes: Uint8Array, contentType: string | undefined, account = ''): Promise<Digest> {
+  async putManifest(repository: string, appId: string, reference: string, bytes: Uint8Array, contentType: string | undefined, account = '', origin = NO_ORIGIN): Promise<Digest> {
     const digest = digestOf(bytes);
     const tag = this.#tagOrDigest(reference, digest);
     const parsed = parseManifest(bytes, contentType);
@@ -197,6 +212,7 @@ export class Registry {
       // Re-tagging a manifest the repository already holds changes nothing in its record.
       if (isNewInRepository || !stored) tx.put(manifests, digest, record);
       if (tag) await putTagInTransaction(tx, repository, tag, digest, now);
+      await this.#record(tx, { action: 'push', kind: 'manifest', repository, digest, mediaType: record.mediaType, size: bytes.length, ...(tag ? { tag } : {}) }, origin);
       recordImageEvent(tx, eventId, 'create', appId, repository, { digest, tag: tag ?? null, configDigest: parsed.config.digest, mediaType: record.mediaType }, account || null, now);
     });
     return digest;
@@ -248,19 +264,28 @@ export class Registry {
   /**
    * Deletes a tag (reference is a tag: only the tag goes, OCI distribution 1.1) or a manifest
    * with every tag pointing at it (reference is a digest), and records a `registry:image` destroy event by `account`.
+   * @param origin who deletes (the `delete` notification's request and actor: distribution's
+   *        target is the repository with the tag, or with the digest)
    * @throws MANIFEST_UNKNOWN
    */
-  async deleteManifest(repository: string, reference: string, account: string | null = null): Promise<void> {
+  async deleteManifest(repository: string, reference: string, account: string | null = null, origin = NO_ORIGIN): Promise<void> {
     const digest = await this.resolveManifest(repository, reference);
     const eventId = newId();
     const now = this.clock.now();
     await this.metadata.transact(async (tx) => {
-      if (!isDigest(reference)) await removeTagInTransaction(tx, repository, reference);
+      const byTag = !isDigest(reference);
+      if (byTag) await removeTagInTransaction(tx, repository, reference);
       else await removeManifestInTransaction(tx, repository, digest);
       const repo = await tx.get(repositories, repository);
       const stored = await tx.get(manifests, digest);
       if (repo) recordImageEvent(tx, eventId, 'destroy', repo.appId, repository, { digest, tag: isDigest(reference) ? null : reference, configDigest: stored?.configDigest ?? null, mediaType: stored?.mediaType ?? null }, account, now);
+      await this.#record(tx, byTag ? { action: 'delete', repository, tag: reference } : { action: 'delete', repository, digest }, origin);
     });
+  }
+
+  /** Records the notification of a change inside its transaction, when an endpoint wants it. */
+  async #record(tx: MetadataTransaction, subject: EventSubject, origin: EventOrigin): Promise<void> {
+    if (this.notifications?.wants(subject.action)) await this.notifications.recordInTransaction(tx, [subject], origin);
   }
 
   /** Deletes every manifest, tag and blob link of each repository of an app (app deletion). */

@@ -22,6 +22,11 @@ export interface RetryPolicy {
   capMs: number;
   /** No attempt starts later than this after the delivery was created: it is `failed` then. */
   horizonMs: number;
+  /**
+   * Failed attempts after which the delay starts doubling (default 1: from the first); until
+   * then each retry waits `baseMs` (distribution's `threshold` of registry notifications).
+   */
+  steady?: number;
 }
 
 /** Default retry policy: 30 s, doubling to 1 h between attempts, for up to 24 h (docs/webhooks.md). */
@@ -32,7 +37,7 @@ export const DEFAULT_RETRY: RetryPolicy = { baseMs: 30_000, capMs: 3_600_000, ho
  * to 20 % of jitter drawn from `random` (0..1) so retries of many deliveries spread out.
  */
 export function retryDelay(policy: RetryPolicy, n: number, random: number): number {
-  const d = Math.min(policy.capMs, policy.baseMs * 2 ** Math.min(30, Math.max(0, n - 1)));
+  const d = Math.min(policy.capMs, policy.baseMs * 2 ** Math.min(30, Math.max(0, n - (policy.steady ?? 1))));
   return Math.max(1, Math.round(d * (1 - 0.2 * random)));
 }
 

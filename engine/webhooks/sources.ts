@@ -6,6 +6,8 @@
  */
 import type { MetadataReader } from '../storage/metadata.js';
 import type { DeliveryRecord, EventRecord, Level } from './records.js';
+import type { RetryPolicy } from './deliveries.js';
+import type { AllowedHosts } from './destination.js';
 
 /** One subscriber of an event, as its source names it. */
 export interface Subscriber {
@@ -27,6 +29,13 @@ export interface OutboundRequest {
   headers: Record<string, string>;
   /** The request body (bytes sent as given). */
   body: string | Uint8Array;
+  /** Longest this attempt may take (ms); at most the worker's timeout, which is the default. */
+  timeoutMs?: number;
+  /**
+   * The destination policy of this request instead of the operator's allowance: only for a URL
+   * the operator wrote in the configuration (registry notification endpoints), never a tenant's.
+   */
+  allowed?: AllowedHosts;
 }
 
 /** A kind of subscriber (see the top of this file). */
@@ -46,4 +55,6 @@ export interface SubscriberSource {
    * @throws anything: the attempt is recorded as failed with cause `error`.
    */
   request(event: EventRecord, delivery: DeliveryRecord): Promise<OutboundRequest | null>;
+  /** The retry policy of `delivery` (a `sync` one) given the worker's `policy`; default: the worker's. */
+  retryPolicy?(delivery: DeliveryRecord, policy: RetryPolicy): RetryPolicy;
 }

@@ -153,11 +153,11 @@ export class DeliveryWorker {
     let outcome: Awaited<ReturnType<typeof send>> | 'skipped';
     try {
       const req = source ? await source.request(claimed.event, claimed.delivery) : null;
-      outcome = req === null ? 'skipped' : await send(req, this.timeoutMs, this.#allowed);
+      outcome = req === null ? 'skipped' : await send(req, Math.min(req.timeoutMs ?? this.timeoutMs, this.timeoutMs), req.allowed ?? this.#allowed);
     } catch (e) {
       outcome = { ok: false, code: null, cause: 'error', detail: e instanceof Error ? e.message.slice(0, 200) : 'request could not be built' };
     }
-    const after = await complete(this.metadata, claimed, token, outcome, this.clock.now(), this.#retry, Math.random());
+    const after = await complete(this.metadata, claimed, token, outcome, this.clock.now(), source?.retryPolicy?.(claimed.delivery, this.#retry) ?? this.#retry, Math.random());
     if (after) this.options.onOutcome?.(after);
   }
 }

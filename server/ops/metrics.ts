@@ -127,6 +127,18 @@ export class Metrics {
     });
   }
 
+  /**
+   * The pull buffer of registry notifications (engine/notifications/pull-buffer.ts): pulls
+   * waiting for their flush, and pulls not recorded because it was full (docs/notifications.md).
+   */
+  watchPullBuffer(buffer: { readonly pending: number; readonly dropped: number }): void {
+    new Gauge({ name: 'slipway_notification_pulls_pending', help: 'Manifest pulls waiting to be recorded for registry notifications.', registers: [this.registry], collect() { this.set(buffer.pending); } });
+    new Counter({
+      name: 'slipway_notification_pulls_dropped_total', help: 'Manifest pulls not notified because the pull buffer was full (store slow or down).', registers: [this.registry],
+      collect() { this.reset(); this.inc(buffer.dropped); },
+    });
+  }
+
   /** Stops listening to engine events. */
   close(): void {
     this.#unsubscribe();

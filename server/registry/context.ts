@@ -10,6 +10,8 @@ import type { BlobBackend } from '../../engine/blobs/contract.js';
 import type { Logger } from '../log.js';
 import type { ReceiveRate } from './receive-rate.js';
 import type { LegacyBlobCheck } from '../../engine/blobs/quarantine.js';
+import type { RegistryNotifications } from '../../engine/notifications/registry-notifications.js';
+import type { SourceAddresses } from '../http/client-address.js';
 
 export interface RegistryContext {
   store: Store;
@@ -40,6 +42,10 @@ export interface RegistryContext {
    * shutdown keeps its session at the last acknowledged offset. Absent in unit contexts.
    */
   shutdown?: { readonly cutting: boolean };
+  /** Registry notifications (docs/notifications.md); absent when no endpoint is configured. */
+  notifications?: RegistryNotifications;
+  /** Finds a request's source address behind trusted proxies (notifications' `request.addr`). */
+  sources?: SourceAddresses;
 }
 
 /** The `Docker-Distribution-API-Version` value sent on every registry response (distribution spec "API Version Check"). */

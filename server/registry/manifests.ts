@@ -9,6 +9,7 @@ import { API_VERSION } from './context.js';
 import { parseDigest } from '../../engine/digest.js';
 import { sendJson } from '../http/respond.js';
 import { andThen, tryMaybe, type MaybePromise } from '../../engine/maybe-sync.js';
+import { notePull, originOf } from '../notifications/origin.js';
 
 /** PUT of a manifest by tag or digest (admitted for push: `admitted.app` owns the repository). */
 export async function putManifest(ctx: RegistryContext, ex: Exchange, admitted: Admission, { name: repository, reference }: RouteParams): Promise<void> {
@@ -20,7 +21,8 @@ export async function putManifest(ctx: RegistryContext, ex: Exchange, admitted: 
     if ((e as { code?: string }).code === 'BODY_TOO_LARGE') throw fail('MANIFEST_TOO_LARGE', `manifest exceeds the ${MAX_MANIFEST_BYTES}-byte (4 MiB) limit`);
     throw e;
   }
-  const digest = await ctx.registry.putManifest(repository, app.id, reference, body, ex.header('content-type'), admitted.caller?.principal.accountId);
+  const origin = await originOf(ctx, ex, admitted.caller, 'push');
+  const digest = await ctx.registry.putManifest(repository, app.id, reference, body, ex.header('content-type'), admitted.caller?.principal.accountId, origin);
   ex.send(201, { 'docker-distribution-api-version': API_VERSION, location: `${ctx.urls.registry}/v2/${repository}/manifests/${digest}`, 'docker-content-digest': digest });
 }
 
@@ -30,7 +32,7 @@ export async function putManifest(ctx: RegistryContext, ex: Exchange, admitted: 
  * to such a reference stays 400 MANIFEST_INVALID). A malformed digest stays 400 DIGEST_INVALID.
  * Answers synchronously when the store reads synchronously (engine/maybe-sync.ts).
  */
-export function getManifest(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, reference }: RouteParams): MaybePromise<void> {
+export function getManifest(ctx: RegistryContext, ex: Exchange, admitted: Admission, { name: repository, reference }: RouteParams): MaybePromise<void> {
   const content = tryMaybe(() => ctx.registry.manifestContent(repository, reference), (e) => {
     if ((e as { code?: string }).code !== 'MANIFEST_INVALID') throw e;
     throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${(e as Error).message}`, { name: repository, reference: reference.slice(0, 200) });
@@ -44,6 +46,7 @@ export function getManifest(ctx: RegistryContext, ex: Exchange, _admitted: Admis
     };
     const inm = ex.header('if-none-match');
     if (inm && (inm === `"${digest}"` || inm === digest)) return ex.send(304, headers);
+    if (ctx.notifications) notePull(ctx, ex, admitted.caller, repository, reference, digest, mediaType, bytes.length);
     ex.send(200, headers, bytes, bytes.length);
   });
 }
@@ -68,6 +71,6 @@ export async function listReferrers(ctx: RegistryContext, ex: Exchange, _admitte
 
 /** DELETE of a manifest by tag or digest (admitted for delete). */
 export async function deleteManifest(ctx: RegistryContext, ex: Exchange, admitted: Admission, { name: repository, reference }: RouteParams): Promise<void> {
-  await ctx.registry.deleteManifest(repository, reference, admitted.caller?.principal.accountId ?? null);
+  await ctx.registry.deleteManifest(repository, reference, admitted.caller?.principal.accountId ?? null, await originOf(ctx, ex, admitted.caller, 'delete'));
   ex.send(202, { 'docker-distribution-api-version': API_VERSION });
 }

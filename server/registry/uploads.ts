@@ -25,6 +25,7 @@ import { signUploadState, verifyUploadState } from './upload-state.js';
 import { otherNodesSession } from '../../engine/blobs/peer-sessions.js';
 import { storageFull } from '../../engine/storage/storage-full.js';
 import { dataDisk, isStalled } from '../../engine/storage/disk-deadline.js';
+import { originOf } from '../notifications/origin.js';
 
 function sessionHeaders(ctx: RegistryContext, rec: UploadRecord): Record<string, string> {
   const state = signUploadState(ctx.keys, rec.id, rec.repository, ctx.uploads.node);
@@ -105,7 +106,7 @@ async function tryMount(ctx: RegistryContext, ex: Exchange, caller: Caller, repo
   } catch {
     return false;
   }
-  if (!(await ctx.registry.mount(from, repository, digest))) return false;
+  if (!(await ctx.registry.mount(from, repository, digest, await originOf(ctx, ex, caller, 'mount')))) return false;
   blobCreated(ctx, ex, repository, digest);
   return true;
 }

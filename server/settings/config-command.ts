@@ -35,6 +35,7 @@ export function checkSummary({ config: c, values, file }: Loaded, env: Record<st
     `Metadata: ${c.databaseUrl === undefined ? `embedded LMDB in ${join(c.dataDir, 'lmdb')}` : `PostgreSQL ${redactDatabaseUrl(c.databaseUrl)} (pool ${c.databasePool})`}.`,
     `Blobs: ${b.kind === 'fs' ? `files in ${join(c.dataDir, 'blobs')}` : `s3://${b.bucket}/${b.prefix} at ${b.endpoint ?? `AWS S3 (${b.region})`}, credentials ${b.credentials ? 'from s3.access_key_id and s3.secret_access_key_file' : 'from the AWS SDK\'s chain'}`}.`,
     `Server key: ${key}.`,
+    `Registry notifications: ${c.notificationEndpoints.length === 0 ? 'none' : c.notificationEndpoints.map((e) => `${e.name} → ${e.url}`).join(', ')}.`,
     ...(unknown.length > 0 ? [`Not settings (unused): ${unknown.join(', ')}.`] : []),
   ].join('\n');
 }

@@ -14,6 +14,7 @@ import { isNodeName } from '../../engine/blobs/node-name.js';
 import { redactDatabaseUrl } from '../../engine/store.js';
 import { DEFAULT_INSPECT_LIMITS } from '../../engine/registry/inspect-limits.js';
 import { parseTrustedProxies } from '../http/client-address.js';
+import { notificationEndpoints } from '../notifications/endpoint-settings.js';
 import { parseAllowedHosts } from '../../engine/webhooks/destination.js';
 import { decimal, httpUrl, integer, Invalid, onOff, oneOf, path, port, secret, urlOf, word, wordList, type Kind } from './kinds.js';
 
@@ -162,6 +163,8 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'server_key.value', env: 'SLIPWAY_SERVER_KEY', envOnly: true, kind: serverKey, help: 'The server key itself, base64; wins over the file (setting both is an error). Environment only.' },
   { path: 'server_key.accepted_file', env: 'SLIPWAY_ACCEPTED_KEY_FILE', kind: path(), help: 'File of a second key accepted when verifying and unsealing, never used to sign (key rotation); never created.' },
   { path: 'server_key.accepted_value', env: 'SLIPWAY_ACCEPTED_SERVER_KEY', envOnly: true, kind: serverKey, help: 'That second key, base64. Environment only.' },
+  // Registry notifications
+  { path: 'notifications.endpoints', env: 'SLIPWAY_NOTIFICATIONS_ENDPOINTS', kind: notificationEndpoints(), default: [], help: 'Endpoints that receive registry notifications in distribution\'s format (manifest push, pull, delete; blob mount), written as distribution\'s notifications.endpoints; header values are secrets, never shown (docs/notifications.md).' },
   // Garbage collection
   { path: 'gc.interval', env: 'SLIPWAY_GC_INTERVAL', aliases: ['gc-interval-seconds'], kind: decimal('seconds', false), default: 3600, help: 'Seconds between online GC runs (image retention, then unreferenced blobs); 0 = no schedule.' },
   { path: 'gc.grace', env: 'SLIPWAY_GC_GRACE', aliases: ['gc-grace-seconds'], kind: decimal('seconds', false), default: 3600, help: 'How long an unreferenced blob is kept after its commit or last HEAD/GET/mount.' },
