@@ -96,6 +96,8 @@ export interface AttemptOutcome {
   code: number | null;
   cause: AttemptCause | null;
   detail: string | null;
+  /** How long the attempt took, ms, on the monotonic clock (the engine clock may be a test's). */
+  durationMs?: number;
 }
 
 /**

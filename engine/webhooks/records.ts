@@ -61,6 +61,8 @@ export interface AttemptRecord {
   cause: AttemptCause | null;
   /** A short, secret-free description of the failure (error code, `HTTP 503`), or null. */
   detail: string | null;
+  /** How long the attempt took, ms (monotonic clock); absent while in flight or when interrupted. */
+  durationMs?: number;
 }
 
 /**

@@ -151,12 +151,14 @@ export class DeliveryWorker {
   async #attempt(claimed: Claimed, token: string): Promise<void> {
     const source = this.options.sources.find((s) => s.kind === claimed.delivery.source);
     let outcome: Awaited<ReturnType<typeof send>> | 'skipped';
+    const started = performance.now();
     try {
       const req = source ? await source.request(claimed.event, claimed.delivery) : null;
       outcome = req === null ? 'skipped' : await send(req, Math.min(req.timeoutMs ?? this.timeoutMs, this.timeoutMs), req.allowed ?? this.#allowed);
     } catch (e) {
       outcome = { ok: false, code: null, cause: 'error', detail: e instanceof Error ? e.message.slice(0, 200) : 'request could not be built' };
     }
+    if (outcome !== 'skipped') outcome = { ...outcome, durationMs: Math.round(performance.now() - started) };
     const after = await complete(this.metadata, claimed, token, outcome, this.clock.now(), source?.retryPolicy?.(claimed.delivery, this.#retry) ?? this.#retry, Math.random());
     if (after) this.options.onOutcome?.(after);
   }

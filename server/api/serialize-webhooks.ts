@@ -30,7 +30,7 @@ export function deliveryJson(d: DeliveryRecord, event: EventRecord | undefined) 
       id: last.id, code: last.code, error_class: last.cause, status: last.finishedAt === null ? 'in-flight' : last.ok ? 'succeeded' : 'failed',
       created_at: isoTime(last.startedAt), updated_at: isoTime(last.finishedAt ?? last.startedAt),
       // Ours: what went wrong, in a few words (never a secret), and the attempt's duration.
-      detail: last.detail, duration_ms: last.finishedAt === null ? null : last.finishedAt - last.startedAt,
+      detail: last.detail, duration_ms: last.finishedAt === null ? null : last.durationMs ?? last.finishedAt - last.startedAt,
     } : null,
   };
 }
