@@ -55,6 +55,20 @@ await store.metadata.transact(async (tx) => {
 });
 await store.metadata.transact((tx) => tx.put(repositoryManifests, storeKey('matrix-app/web', 'sha256:' + 'b'.repeat(64)), seededAt)); // the released image is stored
 
+// Webhook routes: a webhook on the app, an event (the config change's api:release) and its
+// delivery (the destination's name does not resolve here: the attempt fails, the record stays).
+async function webhookOn(appId: string): Promise<string> {
+  return created(`/apps/${appId}/webhooks`, { include: ['api:release'], level: 'notify', url: 'https://hooks.invalid/matrix' });
+}
+const webhook = await webhookOn(app);
+if ((await api(ts, 'PATCH', `/apps/${app}/config-vars`, key, { MATRIX_EVENT: '1' })).status !== 200) throw new Error('config change failed');
+const deliveryDeadline = Date.now() + 30_000;
+let delivery: string | undefined;
+while (!(delivery = (await api(ts, 'GET', `/apps/${app}/webhook-deliveries`, key)).json?.[0]?.id)) {
+  if (Date.now() > deliveryDeadline) throw new Error('no webhook delivery recorded within 30 s');
+  await new Promise((r) => setTimeout(r, 50));
+}
+const event: string = (await api(ts, 'GET', `/apps/${app}/webhook-events`, key)).json[0].id;
 /** Each route's request; fresh resources where a success would consume them. */
 const CASES: Record<string, () => Promise<{ path: string; body?: unknown }>> = {
   'GET /account': async () => ({ path: '/account' }),
@@ -117,6 +131,18 @@ const CASES: Record<string, () => Promise<{ path: string; body?: unknown }>> = {
   'PATCH /oauth/clients/:id': async () => ({ path: `/oauth/clients/${client}`, body: { name: 'patched' } }),
   'DELETE /oauth/clients/:id': async () => ({ path: `/oauth/clients/${await created('/oauth/clients', { name: 'd', redirect_uri: 'https://d.example/cb' })}` }),
   'POST /oauth/clients/:id/actions/rotate-credentials': async () => ({ path: `/oauth/clients/${client}/actions/rotate-credentials` }),
+  'POST /apps/:app/webhooks': async () => ({ path: `/apps/${await created('/apps', { name: unique('wh') })}/webhooks`, body: { include: ['api:app'], level: 'sync', url: 'https://hooks.invalid/a' } }),
+  'GET /apps/:app/webhooks': async () => ({ path: `/apps/${app}/webhooks` }),
+  'GET /apps/:app/webhooks/:webhook': async () => ({ path: `/apps/${app}/webhooks/${webhook}` }),
+  'PATCH /apps/:app/webhooks/:webhook': async () => ({ path: `/apps/${app}/webhooks/${webhook}`, body: { level: 'notify' } }),
+  'DELETE /apps/:app/webhooks/:webhook': async () => {
+    const other = await created('/apps', { name: unique('whd') });
+    return { path: `/apps/${other}/webhooks/${await webhookOn(other)}` };
+  },
+  'GET /apps/:app/webhook-deliveries': async () => ({ path: `/apps/${app}/webhook-deliveries` }),
+  'GET /apps/:app/webhook-deliveries/:delivery': async () => ({ path: `/apps/${app}/webhook-deliveries/${delivery}` }),
+  'GET /apps/:app/webhook-events': async () => ({ path: `/apps/${app}/webhook-events` }),
+  'GET /apps/:app/webhook-events/:event': async () => ({ path: `/apps/${app}/webhook-events/${event}` }),
 };
 
 /** Routes whose allowed answer is always 404 not_found (nothing of the kind exists here). */
