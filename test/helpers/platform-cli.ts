@@ -170,10 +170,10 @@ export interface CliFixture {
   ok(t: Test, args: string[], opts?: { token?: string }): Promise<CliResult>;
 }
 
-/** Starts a spawned server for the CLI, stopped at `t`'s teardown. */
-export async function startCliServer(t: Test): Promise<CliFixture> {
+/** Starts a spawned server for the CLI, stopped at `t`'s teardown; `env`: SLIPWAY_* settings for it. */
+export async function startCliServer(t: Test, env: Record<string, string> = {}): Promise<CliFixture> {
   const tmp = tempDir();
-  const server = await startSpawned({ dataDir: tmp.dir });
+  const server = await startSpawned({ dataDir: tmp.dir, env });
   t.teardown(async () => { await server.stop(); tmp.cleanup(); });
   const key = server.apiKey!;
   const target: CliTarget = { apiUrl: server.urls.api, token: key };
