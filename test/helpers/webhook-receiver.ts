@@ -16,6 +16,8 @@ export interface Received {
   json: any;
   /** When it arrived (Date.now()). */
   at: number;
+  /** The sender's TCP port (which process sent it: `ss -tnp`). */
+  remotePort: number | undefined;
 }
 
 export interface Receiver {
@@ -56,7 +58,7 @@ export async function startReceiver(port = 0): Promise<Receiver> {
         const body = Buffer.concat(chunks).toString('utf8');
         let json: unknown;
         try { json = JSON.parse(body); } catch { json = undefined; }
-        const r: Received = { headers: req.headers, body, json, at: Date.now() };
+        const r: Received = { headers: req.headers, body, json, at: Date.now(), remotePort: req.socket.remotePort };
         received.push(r);
         const answer = rec.respond(r);
         if (answer === 'hang') {
