@@ -8,7 +8,7 @@
  * 2. killed while an attempt is in flight (the receiver hangs): after the restart the same
  *    delivery is made again (at least once) with the same ids, and succeeds;
  * 3. two nodes on one PostgreSQL: the node holding the lease of a hanging attempt is killed; the
- *    other delivers within the documented bound (timeout + 5 s + poll interval after the death).
+ *    other delivers within the documented bound (timeout + 5 s + poll interval + 1 s after the death).
  * Kill delays are random from a printed seed (SLIPWAY_TEST_SEED replays one).
  */
 import t from 'tap';
@@ -139,7 +139,7 @@ t.test('two nodes on one PostgreSQL: the lease holder dies, the other delivers w
   const killedAt = Date.now();
   const id = deliveryIdOf(first)!;
   const again = await waitFor('the survivor\'s attempt', () => receiver.received.slice(before).find((x) => x !== first && deliveryIdOf(x) === id), { timeoutMs: 30_000 });
-  const boundMs = (TIMEOUT_S + 5 + POLL_S) * 1000;
+  const boundMs = (TIMEOUT_S + 5 + POLL_S + 1) * 1000; // docs/webhooks.md: + 1 s for the next pass's claim and request
   t.ok(again.at - killedAt <= boundMs, `delivered ${again.at - killedAt} ms after the death (bound ${boundMs} ms; killed ${killedAt - first.at} ms into the attempt)`);
   t.equal(again.json.id, first.json.id, 'the same event id');
   const d = await waitFor('the delivery recorded as succeeded', async () => {
