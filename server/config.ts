@@ -94,6 +94,8 @@ export interface Config {
   webhookAllowedHosts: string; // webhooks.allowed_hosts
   webhookTimeoutSeconds: number; // webhooks.timeout
   webhookPollSeconds: number; // webhooks.poll_interval
+  /** Whether this node runs the delivery worker. */
+  webhookDeliver: boolean; // webhooks.deliver
   webhookRetryBaseSeconds: number; // webhooks.retry_base
   webhookRetryHorizonSeconds: number; // webhooks.retry_horizon
 }
@@ -118,7 +120,7 @@ const FIELDS: Readonly<Record<string, keyof Config>> = {
   'database.pool': 'databasePool', 'database.statement_timeout': 'databaseStatementTimeoutSeconds',
   'database.connect_timeout': 'databaseConnectTimeoutSeconds', 'database.cache': 'databaseCache',
   'notifications.endpoints': 'notificationEndpoints',
-  'webhooks.allowed_hosts': 'webhookAllowedHosts', 'webhooks.timeout': 'webhookTimeoutSeconds', 'webhooks.poll_interval': 'webhookPollSeconds',
+  'webhooks.allowed_hosts': 'webhookAllowedHosts', 'webhooks.timeout': 'webhookTimeoutSeconds', 'webhooks.poll_interval': 'webhookPollSeconds', 'webhooks.deliver': 'webhookDeliver',
   'webhooks.retry_base': 'webhookRetryBaseSeconds', 'webhooks.retry_horizon': 'webhookRetryHorizonSeconds',
 };
 

@@ -376,7 +376,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   if (bootstrap) {
     lifecycle.info({ credentialsFile, node: config.nodeName, email: bootstrap.account.email }, `operator account ready: its credentials are in ${credentialsFile} (readable by this user only); they are not logged`);
   }
-  deliveryWorker.start();
+  if (config.webhookDeliver) deliveryWorker.start();
   lifecycle.info({ urls, dataDir: config.dataDir, blobStore: blobs.kind, node: config.nodeName }, 'slipway listening');
   return {
     config, urls, store, accounts, apps, oauth, blobs, bootstrap, credentialsFile,

@@ -31,7 +31,9 @@ function kindOf(args: unknown[]): string {
 t.test('a warm push costs one write transaction of four statements', { skip }, async (t) => {
   const db = await startPostgres();
   t.teardown(() => db.stop());
-  const node = await startInProcess({ metadata: () => PostgresMetadataStore.open({ connectionString: db.connectionString }) });
+  // The delivery worker off: its passes (the outbox fan-out of the push's registry:image event, the
+  // poll for due deliveries) run in the background on the same pool and are not the request's.
+  const node = await startInProcess({ env: { SLIPWAY_WEBHOOK_DELIVER: 'off' }, metadata: () => PostgresMetadataStore.open({ connectionString: db.connectionString }) });
   t.teardown(() => node.stop());
   const auth = basic('_', node.operator.apiKey);
   await createApp(node.api, node.operator.apiKey, 'queries');
