@@ -30,7 +30,7 @@ import {
   type RangeOptions, type RecordRef, type RecordValues, type TransactOptions,
 } from './metadata.js';
 import { BufferedWrites, REMOVED } from './pending-writes.js';
-import { asStorageFull, storageFull } from './storage-full.js';
+import { asStorageFull, noSpaceWithin, storageFull } from './storage-full.js';
 import { ContentionGate } from './contention-gate.js';
 import { GENERATION_DB, LmdbReadMemo, type MemoEntries } from './lmdb-read-memo.js';
 import { readFileSync, statfsSync, statSync } from 'node:fs';
@@ -193,16 +193,20 @@ function sameBytes(a: Buffer | undefined, b: Buffer | undefined): boolean {
  */
 /** Free bytes below which an I/O error of a commit counts as a full disk (a page or two of LMDB's). */
 const NEARLY_FULL_BYTES = 1024 * 1024;
+/** How long after a write refused for want of space an I/O error still counts as that full disk, ms. */
+const NO_SPACE_MEMORY_MS = 60_000;
 
 /**
  * Whether `e` is the EIO LMDB reports for a commit after the file system ran out of space (a
- * write-back of its pages that failed with ENOSPC surfaces as EIO on a later write or sync),
- * judged by the space left on the file system of `path` now (statfs).
+ * write-back of its pages that failed with ENOSPC surfaces as EIO on a later write or sync):
+ * a write of this process was refused for want of space within the last minute, or the file
+ * system of `path` has almost nothing left now (statfs).
  */
 function isIoErrorOnFullDisk(e: unknown, path: string): boolean {
   const err = e as { code?: unknown; message?: unknown } | null;
   if (!err || (err.code !== 5 && err.code !== 'EIO' && !(typeof err.message === 'string' && /Input\/output error/.test(err.message)))) return false;
   try {
+    if (noSpaceWithin(NO_SPACE_MEMORY_MS)) return true;
     const fs = statfsSync(path);
     return fs.bavail * fs.bsize < NEARLY_FULL_BYTES;
   } catch {

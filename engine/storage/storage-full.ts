@@ -26,11 +26,15 @@ export function isNoSpace(e: unknown): boolean {
   return typeof err.message === 'string' && LMDB_FULL.test(err.message);
 }
 
+/** When this process last met a full disk (performance.now(), ms). */
+let lastNoSpaceAt = -Infinity;
+
 /**
  * The STORAGE_FULL error for a write of `what` that failed for want of space.
  * @param what the thing that could not be written, for the message ("the upload's bytes")
  */
 export function storageFull(what: string): SlipwayError {
+  lastNoSpaceAt = performance.now();
   return fail('STORAGE_FULL', `the registry's storage is full: ${what} could not be written (no space left on the data disk); nothing of this request was kept, retry once an operator has freed space`, { retryAfter: STORAGE_FULL_RETRY_AFTER_SECONDS });
 }
 
@@ -38,4 +42,12 @@ export function storageFull(what: string): SlipwayError {
 export function asStorageFull(e: unknown, what: string): unknown {
   if (isSlipwayError(e)) return e;
   return isNoSpace(e) ? storageFull(what) : e;
+}
+
+/**
+ * Whether a write of this process failed for want of space within the last `ms` milliseconds
+ * (an I/O error soon after is the same full disk: a failed write-back surfaces as EIO later).
+ */
+export function noSpaceWithin(ms: number): boolean {
+  return performance.now() - lastNoSpaceAt <= ms;
 }
