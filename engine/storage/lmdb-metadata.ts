@@ -26,7 +26,7 @@ import { dataDisk, isStalled } from './disk-deadline.js';
 import type { Database, RootDatabase } from 'lmdb';
 import {
   checkKey, checkLockName, resolveRange, TransactionConflictError,
-  type Entry, type ExclusiveOptions, type ExclusiveOutcome, type Keyspace, type MetadataStore, type MetadataTransaction,
+  declaredKeyspaces, type Entry, type ExclusiveOptions, type ExclusiveOutcome, type Keyspace, type MetadataStore, type MetadataTransaction,
   type RangeOptions, type RecordRef, type RecordValues, type TransactOptions,
 } from './metadata.js';
 import { BufferedWrites, REMOVED } from './pending-writes.js';
@@ -256,6 +256,12 @@ export class LmdbMetadataStore implements MetadataStore {
   constructor(readonly env: RootDatabase) {
     guardCommitFailures();
     this.#memo = new LmdbReadMemo(env);
+    // Every declared keyspace now, not at first use: lmdb-js opens a named database with a
+    // synchronous write transaction on the event loop, which waits for any commit in flight and
+    // writes to the disk itself. At first use on the request path, a disk that hangs then stops
+    // the whole process, and no deadline can fire (docs/faults.md "A data disk that hangs").
+    // One write transaction for all of them (each open is a child of it): one commit at start.
+    env.transactionSync(() => { for (const ks of declaredKeyspaces()) this.handles(ks); });
   }
 
   /** The decoded and raw handles of a keyspace's database (opened once). */
