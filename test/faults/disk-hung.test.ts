@@ -63,7 +63,7 @@ t.test('a data disk that hangs (FUSE daemon stopped)', { timeout: 180_000, skip:
   disk.freeze();
   const frozenAt = performance.now();
   const other = randomBytes(MiB);
-  const [patch, mono, api, ready] = await Promise.all([
+  const [patch, mono, api, ready, head] = await Promise.all([
     timed('PATCH during the hang', 'hung', 'PATCH', location, { headers: { ...octet, 'content-range': `${MiB}-${2 * MiB - 1}` }, body: layer.subarray(MiB, 2 * MiB), hangMs: HANG_MS }),
     timed('monolithic push during the hang', 'hung', 'POST', `${reg}/v2/disk/web/blobs/uploads/?digest=${sha256(other)}`, { headers: octet, body: other, hangMs: HANG_MS }),
     (async () => {
@@ -75,14 +75,18 @@ t.test('a data disk that hangs (FUSE daemon stopped)', { timeout: 180_000, skip:
       const r = await readyz();
       return r.status === 503 && /not answering/.test(JSON.parse(r.body).checks?.disk ?? '') ? { ...r, ms: performance.now() - frozenAt } : undefined;
     }, { timeoutMs: BOUND_MS + 10_000, intervalMs: 200 }).catch((e: Error) => ({ status: 0, body: e.message, ms: Infinity })),
+    // A pull's size check (a stat of the blob file) waits on the disk: never on the event loop.
+    timed('blob HEAD during the hang', 'hung', 'HEAD', `${reg}/v2/disk/web/blobs/${sha256(blob)}`, { headers: auth, hangMs: HANG_MS }),
   ]);
-  t.comment(`while the disk hung: ${describe(patch)}; ${describe(mono)}; API write ${api.status} in ${Math.round(api.ms)} ms; /readyz 503 after ${Math.round(ready.ms)} ms: ${ready.body.slice(0, 240)}`);
+  t.comment(`while the disk hung: ${describe(patch)}; ${describe(mono)}; ${describe(head)}; API write ${api.status} in ${Math.round(api.ms)} ms; /readyz 503 after ${Math.round(ready.ms)} ms: ${ready.body.slice(0, 240)}`);
   for (const o of [patch, mono]) {
     t.match({ status: o.status, code: o.code, error: o.error }, { status: 503, code: 'UNAVAILABLE', error: undefined }, `${o.what}: 503 UNAVAILABLE`);
     t.ok(Number(o.retryAfter) > 0, `${o.what}: Retry-After`);
     t.ok(o.ms < BOUND_MS, `${o.what}: answered in ${Math.round(o.ms)} ms (bound ${BOUND_MS} ms)`);
     t.match(o.message ?? '', /data disk is not answering/, `${o.what}: the message names the disk`);
   }
+  t.ok(head.status === 200 || head.status === 503, `a blob HEAD answered 200, or 503 from the disk deadline (${describe(head)})`);
+  t.ok(head.ms < BOUND_MS, `the blob HEAD answered in ${Math.round(head.ms)} ms (bound ${BOUND_MS} ms)`);
   t.match(patch.message ?? '', new RegExp(`keeps its ${MiB} acknowledged bytes`), 'the PATCH says the session keeps its acknowledged bytes');
   t.ok(ready.ms < BOUND_MS + 5000, `/readyz reported the disk while it hung (${ready.body.slice(0, 200)})`);
   t.equal(api.status, 503, `an API write: 503 (${api.text.slice(0, 200)})`);
