@@ -27,10 +27,10 @@ import { isStalled } from '../storage/disk-deadline.js';
 import { randomBytes } from 'node:crypto';
 import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
-import { fail, type SlipwayError } from '../errors.js';
-import { storageFull } from '../storage/storage-full.js';
+import { fail } from '../errors.js';
 import { discardedByOutage, discardedByStall, discardedForSpace, isStorageFull, storeAway, unknownSession } from './upload-errors.js';
 import { UploadSessions } from './upload-sessions.js';
+import { SessionEndings } from './upload-endings.js';
 import type { Digest } from '../digest.js';
 import { SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
@@ -52,6 +52,8 @@ export class Uploads {
   readonly memory: UploadMemory;
   /** The open sessions, their leases and the tombstones of ended ones. */
   readonly #sessions = new UploadSessions();
+  /** How sessions end: cancelled, or after a failure (upload-endings.ts). */
+  readonly #endings: SessionEndings;
   readonly #writerLeases = new WeakMap<UploadWriter, Lease>();
   /** The other nodes' sessions: counted for the per-account limit, reaped (by the lock holder) when long dead. */
   readonly peers: PeerSessions;
@@ -70,6 +72,7 @@ export class Uploads {
     readonly options: UploadOptions = { staleAfterMs: 24 * 3600_000 },
   ) {
     this.memory = options.memory ?? unlimitedMemory();
+    this.#endings = new SessionEndings(this.#sessions, store, blobs);
     this.node = options.node ?? '';
     this.peers = new PeerSessions(store.metadata, blobs, clock, this.node, options.peerStaleAfterMs ?? 2 * options.staleAfterMs);
   }
@@ -223,10 +226,10 @@ export class Uploads {
       // Not reachable through the leases; kept as the last guard against resurrecting a session.
       throw unknownSession(rec.id);
     }
-    if (isStorageFull(failure)) throw await this.#keepAcknowledged(rec, lease);
-    if (isStalled(failure)) throw await this.#keepAcknowledged(rec, lease, failure);
+    if (isStorageFull(failure)) throw await this.#endings.keepAcknowledged(rec, lease);
+    if (isStalled(failure)) throw await this.#endings.keepAcknowledged(rec, lease, failure);
     if (!ok) {
-      await this.#discardAfterFailure(rec, failure);
+      await this.#endings.discardAfterFailure(rec, failure);
       this.#sessions.done(lease);
       if (storeAway(failure)) throw discardedByOutage(failure);
       throw fail('BLOB_UPLOAD_INVALID', 'upload interrupted; the session was discarded, start a new upload');
@@ -239,11 +242,11 @@ export class Uploads {
     try {
       await this.#record(updated);
     } catch (e) {
-      if (isStorageFull(e)) throw await this.#keepAcknowledged(rec, lease);
+      if (isStorageFull(e)) throw await this.#endings.keepAcknowledged(rec, lease);
       if (isStalled(e)) {
         // The record may still land late (with bytes that were never acknowledged): the session
         // ends here, and its record's removal commits after it (disk-deadline.ts).
-        await this.#discardAfterFailure(rec, e);
+        await this.#endings.discardAfterFailure(rec, e);
         this.#sessions.done(lease);
         throw discardedByStall(e);
       }
@@ -267,35 +270,6 @@ export class Uploads {
       this.#sessions.done(lease);
     }
     return updated;
-  }
-
-  /**
-   * After an append failed for want of space (STORAGE_FULL), or the data disk did not complete
-   * it in time (`stall`: STORAGE_STALLED; the backend cuts the rest once the disk answers,
-   * stall-guard.ts): cuts the session back to its acknowledged offset and leaves it open when
-   * the backend can, else discards it. Returns the error for the client, saying which.
-   */
-  async #keepAcknowledged(rec: UploadRecord, lease: Lease, stall?: SlipwayError): Promise<Error> {
-    const blob = this.#sessions.live.get(rec.id)?.writer;
-    try {
-      if (blob?.rewind) {
-        await blob.rewind(rec.offset);
-        blob.suspend();
-        const base = stall ?? storageFull("this request's bytes");
-        const later = stall ? ' once the disk answers' : '';
-        return fail(base.code, `${base.message}. The upload session keeps its ${rec.offset} acknowledged bytes: resume it from offset ${rec.offset} (GET the session for its Range)${later}, or start a new upload`, { ...(base.detail as object), offset: rec.offset });
-      }
-    } catch {
-      // Could not cut it back: discarded below.
-    } finally {
-      this.#sessions.done(lease);
-    }
-    if (stall) {
-      await this.#discardAfterFailure(rec, stall).catch(() => {});
-      return discardedByStall(stall);
-    }
-    await this.#drop(rec).catch(() => {}); // the lease is the caller's; the session ends here either way
-    return discardedForSpace();
   }
 
   /**
@@ -329,7 +303,7 @@ export class Uploads {
       try {
         await blob.commit(expected, { reuse: () => this.#reusable(expected, size) });
       } catch (e) {
-        await this.#discardAfterFailure(rec, e).catch((d) => { if (!isStalled(d)) throw d; }); // the record, and whatever bytes an I/O error left
+        await this.#endings.discardAfterFailure(rec, e).catch((d) => { if (!isStalled(d)) throw d; }); // the record, and whatever bytes an I/O error left
         throw storeAway(e) ? discardedByOutage(e) : isStorageFull(e) ? discardedForSpace() : isStalled(e) ? discardedByStall(e) : e;
       }
       const now = this.clock.now();
@@ -349,7 +323,7 @@ export class Uploads {
         if (!isStorageFull(e)) throw e;
         // The metadata database is full: the bytes are in place but unrecorded (GC's orphan
         // sweep takes them), and the session's bytes are gone with them: it ends here.
-        await this.#drop(rec).catch(() => {});
+        await this.#endings.drop(rec).catch(() => {});
         throw discardedForSpace();
       }
       this.#sessions.end(rec);
@@ -379,39 +353,10 @@ export class Uploads {
   async cancel(rec: UploadRecord, lease?: Lease): Promise<void> {
     const own = this.#sessions.lease(rec, lease, 'DELETE');
     try {
-      await this.#drop(rec);
+      await this.#endings.drop(rec);
     } finally {
       this.#sessions.done(own);
     }
-  }
-
-  /** Ends a session: its record, then its bytes (the writer's, or whatever the backend holds). */
-  async #drop(rec: UploadRecord): Promise<void> {
-    // A session never recorded has no record to remove (and a full disk cannot refuse that).
-    const neverRecorded = this.#sessions.live.get(rec.id)?.unrecorded !== undefined;
-    const writer = this.#sessions.end(rec);
-    if (!neverRecorded) await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
-    if (writer) await writer.abort();
-    else await this.blobs.abortSession(rec.id, rec.node ?? '');
-  }
-
-  /**
-   * Ends a session after a failed append or commit (`failure`; the caller holds its lease): its
-   * record goes (that error, if any, is thrown), then its bytes, whose removal's own error never
-   * replaces the failure the client is told about. When the blob store is away, the bytes'
-   * removal is not waited for (it would fail or stall too, and the answer must not wait past
-   * the failure): what it cannot remove is `reapOrphans`'s.
-   */
-  async #discardAfterFailure(rec: UploadRecord, failure: unknown): Promise<void> {
-    const writer = this.#sessions.end(rec);
-    const removal = this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
-    // The disk hangs: the record's removal commits once it answers (the answer does not wait
-    // for a second deadline); start-up recovery settles a record whose removal never landed.
-    if (isStalled(failure)) void removal.catch(() => {});
-    else await removal;
-    const bytes = writer ? writer.abort() : this.blobs.abortSession(rec.id, rec.node ?? '');
-    const settled = bytes.catch(() => {}); // what is left is reapOrphans'
-    if (!storeAway(failure)) await settled;
   }
 
   /**
@@ -425,7 +370,7 @@ export class Uploads {
 
   /**
    * Removes this node's session bytes that belong to no session (a crash between bytes and
-   * record, a session ended while its bytes could not be removed: `#discardAfterFailure`); only
+   * record, a session ended while its bytes could not be removed: `SessionEndings.discardAfterFailure`); only
    * by the process that owns the sessions. Returns the number of sessions whose bytes were
    * removed (upload-reaping.ts).
    */
@@ -445,7 +390,7 @@ export class Uploads {
     for (const rec of [...this.#sessions.recorded.values()]) {
       const writer = await this.blobs.resume(rec.id, rec.offset);
       if (writer) this.#sessions.live.get(rec.id)!.writer = writer;
-      else await this.#drop(rec);
+      else await this.#endings.drop(rec);
     }
     await this.reap();
   }
