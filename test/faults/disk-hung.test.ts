@@ -68,9 +68,9 @@ t.test('a data disk that hangs (FUSE daemon stopped)', { timeout: 180_000, skip:
   let waits = '';
   const watchdog = setTimeout(() => { waits = threadWaits(server.proc.pid!); }, BOUND_MS + 1000);
   const json = { ...bearer(key), 'content-type': 'application/json', accept: 'application/vnd.slipway+json; version=3' };
-  let patch: Outcome, mono: Outcome, api: Outcome, team: Outcome, ready: { status: number; body: string; ms: number };
+  let patch: Outcome, mono: Outcome, api: Outcome, team: Outcome, head: Outcome, ready: { status: number; body: string; ms: number };
   try {
-    [patch, mono, api, team, ready] = await Promise.all([
+    [patch, mono, api, team, head, ready] = await Promise.all([
       timed('PATCH during the hang', 'hung', 'PATCH', location, { headers: { ...octet, 'content-range': `${MiB}-${2 * MiB - 1}` }, body: layer.subarray(MiB, 2 * MiB), hangMs: HANG_MS }),
       timed('monolithic push during the hang', 'hung', 'POST', `${reg}/v2/disk/web/blobs/uploads/?digest=${sha256(other)}`, { headers: octet, body: other, hangMs: HANG_MS }),
       timed('API write during the hang', 'hung', 'POST', `${server.urls.api}/apps`, { headers: json, body: Buffer.from(JSON.stringify({ name: 'disk2' })), hangMs: HANG_MS }),
@@ -79,6 +79,8 @@ t.test('a data disk that hangs (FUSE daemon stopped)', { timeout: 180_000, skip:
       // a synchronous commit on the event loop, which waited on the hung disk and stopped the
       // whole server (every request here went unanswered until the disk answered).
       timed('first team write during the hang', 'hung', 'POST', `${server.urls.api}/teams`, { headers: json, body: Buffer.from(JSON.stringify({ name: 'disk-team' })), hangMs: HANG_MS }),
+      // A pull's size check (a stat of the blob file) waits on the disk: never on the event loop.
+      timed('blob HEAD during the hang', 'hung', 'HEAD', `${reg}/v2/disk/web/blobs/${sha256(blob)}`, { headers: auth, hangMs: HANG_MS }),
       waitFor('/readyz to report the disk', async () => {
         const r = await readyz();
         return r.status === 503 && /not answering/.test(JSON.parse(r.body).checks?.disk ?? '') ? { ...r, ms: performance.now() - frozenAt } : undefined;
@@ -89,15 +91,17 @@ t.test('a data disk that hangs (FUSE daemon stopped)', { timeout: 180_000, skip:
     disk.thaw();
   }
   const thawedAt = performance.now();
-  const late = [patch, mono, api, team].filter((o) => o.ms >= BOUND_MS);
+  const late = [patch, mono, api, team, head].filter((o) => o.ms >= BOUND_MS);
   if (late.length) t.comment(`past the bound: ${late.map(describe).join('; ')}; the server's threads then:\n${waits}`);
-  t.comment(`while the disk hung: ${describe(patch)}; ${describe(mono)}; ${describe(api)}; ${describe(team)}; /readyz 503 after ${Math.round(ready.ms)} ms: ${ready.body.slice(0, 240)}`);
+  t.comment(`while the disk hung: ${describe(patch)}; ${describe(mono)}; ${describe(head)}; ${describe(api)}; ${describe(team)}; /readyz 503 after ${Math.round(ready.ms)} ms: ${ready.body.slice(0, 240)}`);
   for (const o of [patch, mono]) {
     t.match({ status: o.status, code: o.code, error: o.error }, { status: 503, code: 'UNAVAILABLE', error: undefined }, `${o.what}: 503 UNAVAILABLE`);
     t.ok(Number(o.retryAfter) > 0, `${o.what}: Retry-After`);
     t.ok(o.ms < BOUND_MS, `${o.what}: answered in ${Math.round(o.ms)} ms (bound ${BOUND_MS} ms)`);
     t.match(o.message ?? '', /data disk is not answering/, `${o.what}: the message names the disk`);
   }
+  t.ok(head.status === 200 || head.status === 503, `a blob HEAD answered 200, or 503 from the disk deadline (${describe(head)})`);
+  t.ok(head.ms < BOUND_MS, `the blob HEAD answered in ${Math.round(head.ms)} ms (bound ${BOUND_MS} ms)`);
   t.match(patch.message ?? '', new RegExp(`keeps its ${MiB} acknowledged bytes`), 'the PATCH says the session keeps its acknowledged bytes');
   t.ok(ready.ms < BOUND_MS + 5000, `/readyz reported the disk while it hung (${ready.body.slice(0, 200)})`);
   t.match({ status: api.status, error: api.error }, { status: 503, error: undefined }, `an API write: 503 (${describe(api)})`);
