@@ -12,11 +12,10 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
 import { api, Browser as HttpBrowser, createAccount, findForm, signIn } from '../helpers/oauth.js';
 import { startInProcess, waitFor } from '../helpers/harness.js';
-import { chromiumSkip, launchBrowser, screenshotDir } from '../helpers/browser.js';
-import { lookAt, signInPage } from '../helpers/dashboard.js';
+import { chromiumSkip } from '../helpers/browser.js';
+import { assertLook, dashboardPage, signInAgain, signInPage, withoutConfirmDialogs } from '../helpers/dashboard.js';
 import { tempDir } from '../helpers/server.js';
 import { signatureValid, startReceiver } from '../helpers/webhook-receiver.js';
 
@@ -34,21 +33,12 @@ t.test('dashboard webhooks in Chromium', { skip }, async (t) => {
     env: { SLIPWAY_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', SLIPWAY_WEBHOOK_TIMEOUT: '2', SLIPWAY_WEBHOOK_POLL_INTERVAL: '0.1', SLIPWAY_LOG_LEVEL: 'debug', SLIPWAY_LOG_FILE: logFile },
   });
   t.teardown(() => ts.stop());
-  const shots = screenshotDir('dashboard-webhooks');
-  t.comment(`screenshots: ${shots}`);
-  const browser = await launchBrowser();
-  t.teardown(() => browser.close());
-  const page: Page = browser.context.pages()[0] ?? await browser.context.newPage();
-  page.on('dialog', (d) => void d.accept());
+  const { page, shots } = await dashboardPage(t, 'dashboard-webhooks');
   const key = ts.operator.apiKey;
   const url = (path: string) => ts.auth + path;
   const hooks = async () => (await api(ts, 'GET', '/apps/shop/webhooks', key)).json as Array<{ id: string; url: string; include: string[]; level: string }>;
 
-  async function look(name: string): Promise<void> {
-    const l = await lookAt(page, shots, name);
-    for (const w of l.widths) t.ok(w.document <= w.viewport, `${name} at ${w.viewport} px: document ${w.document} px wide, no sideways scrolling`);
-    t.same(l.violations, [], `${name}: no serious accessibility violations`);
-  }
+  const look = (name: string) => assertLook(t, page, shots, name);
 
   t.equal((await api(ts, 'POST', '/apps', key, { name: 'shop' })).status, 201);
   await signInPage(page, ts, ts.operator, '/apps/shop');
@@ -193,12 +183,7 @@ t.test('dashboard webhooks in Chromium', { skip }, async (t) => {
   });
 
   await t.test('a read-only sign-in sees the webhooks without forms, and its posts are refused', async (t) => {
-    await page.click('header button:has-text("Sign out")');
-    await page.waitForURL(url('/logout'));
-    await signInPage(page, ts, ts.operator, '/apps/shop/webhooks');
-    await page.check('#read_only');
-    await page.click('button[type=submit]');
-    await page.waitForURL(url('/apps/shop/webhooks'));
+    await signInAgain(page, ts, ts.operator, '/apps/shop/webhooks', true);
     for (const path of ['/apps/shop', '/apps/shop/webhooks', `/apps/shop/webhooks/${first}`]) {
       await page.goto(url(path));
       t.equal(await page.locator('main form').count(), 0, `${path}: no forms`);
@@ -217,19 +202,12 @@ t.test('dashboard webhooks in Chromium', { skip }, async (t) => {
       t.equal(r.status(), 403, `${path} from a read-only session: 403`);
     }
     t.same(await hooks(), before, 'nothing changed');
-    await page.click('header button:has-text("Sign out")');
-    await page.waitForURL(url('/logout'));
-    await signInPage(page, ts, ts.operator, '/apps/shop');
-    await page.click('button[type=submit]');
-    await page.waitForURL(url('/apps/shop'));
+    await signInAgain(page, ts, ts.operator, '/apps/shop');
   });
 
   await t.test('remove with confirmation (without a script: a confirmation page)', async (t) => {
     await page.goto(url(`/apps/shop/webhooks/${first}`));
-    await page.evaluate(() => {
-      const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): Array<{ removeAttribute(n: string): void }> } }).document;
-      for (const f of doc.querySelectorAll('form[data-confirm]')) f.removeAttribute('data-confirm');
-    });
+    await withoutConfirmDialogs(page);
     await page.click('text=Remove webhook');
     t.match(await page.textContent('main .warning'), 'receives no more events', 'the confirmation says what removing does');
     t.equal((await hooks()).length, 2, 'nothing removed before confirming');
