@@ -23,7 +23,7 @@ import {
   type FormState, type Signed, type Submitted,
 } from './page.js';
 
-/** Deliveries shown on a webhook's page, newest first (the API lists them all). */
+/** Deliveries shown on a webhook's page, newest first (GET /apps/{app}/webhook-deliveries lists more). */
 export const RECENT_DELIVERIES = 20;
 
 /** Form fields, in the order the engine's messages name them. */
