@@ -3,10 +3,10 @@
  * routes by the same functions and access rules (visibleApp: role and the third-party rule):
  *   GET  /apps                          apps the person may see, and the form to create one
  *   POST /apps                          create (personal or in one of the person's teams; newApp)
- *   GET  /apps/:app                     owner, stack, formation (size from DYNO_SIZES), releases
+ *   GET  /apps/:app                     owner, stack, formation (size from DYNO_SIZES), releases, webhooks
  *   POST /apps/:app/formation/:type     scale (quantity, size)
  *   POST /apps/:app/rollback            roll back to a release (confirmed)
- * Config vars are on their own tab (config-vars.ts), transfer and deletion on Settings (app-settings.ts).
+ * Config vars are on their own tab (config-vars.ts), webhooks' forms and deliveries on theirs (webhooks.ts), transfer and deletion on Settings (app-settings.ts).
  */
 import type { AuthContext } from '../context.js';
 import type { AppRecord } from '../../../engine/platform/records.js';
@@ -16,6 +16,7 @@ import { DYNO_SIZES } from '../../../engine/platform/formation.js';
 import { appPlace, allowed, backTo, confirmOr, done, mirror, noticeOf, sendDashboard, when, type FormState, type Signed } from './page.js';
 import { actOrRerender, showPage, submitForm } from './handler.js';
 import { ownerOf, summarize } from './app-summary.js';
+import { webhookRows } from './webhooks.js';
 
 async function renderApps(ctx: AuthContext, s: Signed, status: number, state: FormState | null): Promise<void> {
   mirror(s, 'GET /apps');
@@ -56,7 +57,9 @@ async function renderApp(ctx: AuthContext, s: Signed, app: AppRecord, status: nu
       type: f.type, quantity: f.quantity, size: f.size, sizes: sizeChoices(f.size), command: f.command, image: f.image ? f.image.slice(0, 19) : '',
     })),
     releases,
+    webhooks: allowed(s, 'GET /apps/:app/webhooks') ? await webhookRows(ctx, app) : [],
     canWrite: allowed(s, 'PATCH /apps/:app/formation/:type'),
+    canAddWebhook: allowed(s, 'POST /apps/:app/webhooks'),
     state: state ?? { form: '', errors: {}, values: {} },
   }, appPlace(app.name, 'overview'));
 }
