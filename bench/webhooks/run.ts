@@ -74,4 +74,6 @@ try {
   await server.stop();
   await receiver.close();
 }
-process.exit(0);
+// Exit once stdout has taken every line (a pipe's writes are asynchronous); the server's child
+// process and the receiver are gone, but undici may keep a timer.
+process.stdout.write('', () => process.exit(0));
