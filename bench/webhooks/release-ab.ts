@@ -34,6 +34,8 @@ export interface Variant {
   app: string;
   webhooks: number;
   ms: number[];
+  /** API answer to arrival at the receiver of each delivery (ms), hooked apps only. */
+  deliveryMs: number[];
   roundP50: number[];
   cpu: CpuUse[];
   serverCpuS: number;
@@ -52,9 +54,10 @@ async function slice(api: Api, pid: number, receiver: Receiver, v: Variant, o: A
   const cpu0 = cpuSeconds(pid);
   const made: ReleaseMade[] = [];
   for (let i = 0; i < o.perSlice; i++) made.push(await release(api, v.app));
-  if (v.webhooks > 0) await awaitDeliveries(receiver, made, v.webhooks, o.drainMs);
+  const arrivals = v.webhooks > 0 ? await awaitDeliveries(receiver, made, v.webhooks, o.drainMs) : undefined;
   v.made.push(...made);
   if (warm) return;
+  if (arrivals) for (const m of made) v.deliveryMs.push(...arrivals.get(m.name)!.map((at) => at - m.answeredAt));
   v.serverCpuS += cpuSeconds(pid) - cpu0;
   v.cpu.push(cpu.end());
   v.ms.push(...made.map((m) => m.ms));
@@ -84,6 +87,11 @@ export async function releaseAbPhase(api: Api, pid: number, receiver: Receiver, 
     const ctx = { ...meanCpu(v.cpu), app: v.app, webhooks: v.webhooks, rounds: o.rounds, releases: v.ms.length };
     report.figure(`release_p50_webhooks_${v.label}`, pct(v.ms, 50), 'ms', ctx);
     report.figure(`release_p99_webhooks_${v.label}`, pct(v.ms, 99), 'ms', ctx);
+    if (v.webhooks > 0) {
+      const what = 'API answer to arrival at the receiver, releases one at a time';
+      report.figure(`delivery_latency_p50_webhooks_${v.label}`, pct(v.deliveryMs, 50), 'ms', { ...ctx, deliveries: v.deliveryMs.length, what });
+      report.figure(`delivery_latency_p99_webhooks_${v.label}`, pct(v.deliveryMs, 99), 'ms', { ...ctx, deliveries: v.deliveryMs.length, what });
+    }
     report.figure(`release_server_cpu_webhooks_${v.label}`, Math.round((v.serverCpuS * 1e6) / v.ms.length) / 1000, 'ms/release', { ...ctx, what: 'server CPU (all threads) per release, its deliveries included' });
   }
   const [base, aa] = variants as [Variant, Variant];

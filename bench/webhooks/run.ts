@@ -52,7 +52,7 @@ try {
   const plain = Array.from({ length: throughput.apps }, (_, i) => `plain${i}`);
   const hooked = Array.from({ length: throughput.apps }, (_, i) => `hooked${i}`);
   const variants: Variant[] = ([['none', 'ab-none', 0], ['none_aa', 'ab-none-aa', 0], ['1', 'ab-one', 1], ['5', 'ab-five', 5]] as const)
-    .map(([label, app, webhooks]) => ({ label, app, webhooks, ms: [], roundP50: [], cpu: [], serverCpuS: 0, made: [] }));
+    .map(([label, app, webhooks]) => ({ label, app, webhooks, ms: [], deliveryMs: [], roundP50: [], cpu: [], serverCpuS: 0, made: [] }));
   for (const app of [...plain, ...hooked, ...variants.map((v) => v.app)]) await createBenchApp(api, app);
   for (const app of hooked) await addWebhooks(api, app, receiver.url, 1, secrets);
   for (const v of variants) await addWebhooks(api, v.app, receiver.url, v.webhooks, secrets);

@@ -14,6 +14,7 @@ const FIGURES = [
   'webhook_releases_per_s', 'webhook_deliveries_per_s', 'webhook_delivery_latency_p50', 'webhook_delivery_latency_p99',
   'webhook_server_cpu_per_release', 'plain_releases_per_s', 'plain_server_cpu_per_release',
   ...['none', 'none_aa', '1', '5'].flatMap((v) => [`release_p50_webhooks_${v}`, `release_p99_webhooks_${v}`, `release_server_cpu_webhooks_${v}`]),
+  ...['1', '5'].flatMap((v) => [`delivery_latency_p50_webhooks_${v}`, `delivery_latency_p99_webhooks_${v}`]),
 ];
 const TARGETED = ['webhook_deliveries_per_s', 'release_p50_webhooks_1', 'release_p99_webhooks_1', 'release_p50_webhooks_5', 'release_p99_webhooks_5'];
 
