@@ -25,7 +25,7 @@ t.test('bench:webhooks --quick delivers every event and reports every figure', a
   child.stdout.on('data', (c: Buffer) => { out += c.toString('utf8'); });
   child.stderr.on('data', (c: Buffer) => { err += c.toString('utf8'); });
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  t.equal(code, 0, `exit code (stderr: ${err.slice(-2000)})`);
+  t.equal(code, 0, 'exits 0', { stderr: err.slice(-2000) });
   const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
 
   t.match(lines[0], { bench: 'webhooks_environment', quick: true }, 'the environment first');
