@@ -8,7 +8,7 @@
  * - `complete` records the attempt's outcome, only while the caller still holds the lease, and
  *   schedules the next attempt (`sync`, with backoff, until the horizon) or ends the delivery.
  */
-import { key, type MetadataReader, type MetadataStore } from '../storage/metadata.js';
+import { key, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
 import type { AttemptCause, AttemptRecord, DeliveryRecord, EventRecord } from './records.js';
 import { MAX_ATTEMPTS_KEPT } from './records.js';
 import { deliveries, deliveriesByGroup, due, events, eventsByApp } from './keyspaces.js';
@@ -57,37 +57,66 @@ export async function dueDeliveries(reader: MetadataReader, now: number, limit: 
  * Claims delivery `id` (found at `dueKey`) for one attempt by `node` until `now + leaseMs`.
  * @returns the claim, or null when another node claimed or finished it first (or it no longer exists).
  */
-export async function claim(metadata: MetadataStore, dueKey: string, id: string, node: string, token: string, attemptId: string, now: number, leaseMs: number): Promise<Claimed | null> {
+export function claim(metadata: MetadataStore, dueKey: string, id: string, node: string, token: string, attemptId: string, now: number, leaseMs: number): Promise<Claimed | null> {
+  return metadata.transact((tx) => claimIn(tx, { dueKey, id, token, attemptId }, node, now, leaseMs));
+}
+
+/** A due delivery to claim: where it was found, and the lease token and attempt id chosen for it (before `transact`). */
+export interface ClaimRequest {
+  dueKey: string;
+  id: string;
+  token: string;
+  attemptId: string;
+}
+
+/**
+ * Claims several due deliveries in one transaction (one commit instead of one each), each as
+ * `claim` would. The caller bounds the batch (the worker: its free attempt slots, at most 32).
+ * @returns the claims made, in request order, each with its token; requests another node claimed
+ * or finished first are left out.
+ */
+export async function claimMany(metadata: MetadataStore, requests: readonly ClaimRequest[], node: string, now: number, leaseMs: number): Promise<Array<{ claimed: Claimed; token: string }>> {
+  if (requests.length === 0) return [];
   return metadata.transact(async (tx) => {
-    if (await tx.get(due, dueKey) === undefined) return null;
-    const d = await tx.get(deliveries, id);
-    const event = d && await tx.get(events, d.eventId);
-    if (!d || !event || d.status === 'succeeded' || d.status === 'failed' || d.status === 'skipped') {
-      tx.remove(due, dueKey);
+    const out: Array<{ claimed: Claimed; token: string }> = [];
+    for (const r of requests) {
+      const claimed = await claimIn(tx, r, node, now, leaseMs);
+      if (claimed) out.push({ claimed, token: r.token });
+    }
+    return out;
+  });
+}
+
+/** The body of `claim`, inside the caller's transaction. */
+async function claimIn(tx: MetadataTransaction, { dueKey, id, token, attemptId }: ClaimRequest, node: string, now: number, leaseMs: number): Promise<Claimed | null> {
+  if (await tx.get(due, dueKey) === undefined) return null;
+  const d = await tx.get(deliveries, id);
+  const event = d && await tx.get(events, d.eventId);
+  if (!d || !event || d.status === 'succeeded' || d.status === 'failed' || d.status === 'skipped') {
+    tx.remove(due, dueKey);
+    return null;
+  }
+  if (d.lease && d.lease.until > now) return null;
+  tx.remove(due, dueKey);
+  let attempts = d.attempts;
+  const last = attempts[attempts.length - 1];
+  if (d.lease && last && last.finishedAt === null) {
+    // The holder's lease expired without an outcome: that attempt was interrupted.
+    attempts = [...attempts.slice(0, -1), { ...last, finishedAt: now, cause: 'interrupted', detail: `lease of node ${d.lease.node} expired` }];
+    if (d.level === 'notify') {
+      tx.put(deliveries, id, { ...d, attempts, lease: null, status: 'failed', nextAttemptAt: null, updatedAt: now });
       return null;
     }
-    if (d.lease && d.lease.until > now) return null;
-    tx.remove(due, dueKey);
-    let attempts = d.attempts;
-    const last = attempts[attempts.length - 1];
-    if (d.lease && last && last.finishedAt === null) {
-      // The holder's lease expired without an outcome: that attempt was interrupted.
-      attempts = [...attempts.slice(0, -1), { ...last, finishedAt: now, cause: 'interrupted', detail: `lease of node ${d.lease.node} expired` }];
-      if (d.level === 'notify') {
-        tx.put(deliveries, id, { ...d, attempts, lease: null, status: 'failed', nextAttemptAt: null, updatedAt: now });
-        return null;
-      }
-    }
-    const attempt: AttemptRecord = { id: attemptId, number: d.numAttempts + 1, node, startedAt: now, finishedAt: null, code: null, ok: false, cause: null, detail: null };
-    const until = now + leaseMs;
-    const delivery: DeliveryRecord = {
-      ...d, numAttempts: d.numAttempts + 1, status: d.numAttempts === 0 ? 'pending' : 'retrying', nextAttemptAt: null,
-      lease: { node, token, until }, attempts: [...attempts, attempt].slice(-MAX_ATTEMPTS_KEPT), updatedAt: now,
-    };
-    tx.put(deliveries, id, delivery);
-    tx.put(due, key(timeKey(until), id), d.group);
-    return { delivery, event, attempt };
-  });
+  }
+  const attempt: AttemptRecord = { id: attemptId, number: d.numAttempts + 1, node, startedAt: now, finishedAt: null, code: null, ok: false, cause: null, detail: null };
+  const until = now + leaseMs;
+  const delivery: DeliveryRecord = {
+    ...d, numAttempts: d.numAttempts + 1, status: d.numAttempts === 0 ? 'pending' : 'retrying', nextAttemptAt: null,
+    lease: { node, token, until }, attempts: [...attempts, attempt].slice(-MAX_ATTEMPTS_KEPT), updatedAt: now,
+  };
+  tx.put(deliveries, id, delivery);
+  tx.put(due, key(timeKey(until), id), d.group);
+  return { delivery, event, attempt };
 }
 
 /** The outcome of one attempt, as the sender reports it. */
@@ -106,32 +135,59 @@ export interface AttemptOutcome {
  * attempt (RetryPolicy) unless that would start past its horizon. `skipped` ends it unattempted.
  * @returns the delivery after the change, or null when the lease was lost (nothing written).
  */
-export async function complete(metadata: MetadataStore, claimed: Claimed, token: string, outcome: AttemptOutcome | 'skipped', now: number, policy: RetryPolicy, random: number): Promise<DeliveryRecord | null> {
-  const { id } = claimed.delivery;
+export function complete(metadata: MetadataStore, claimed: Claimed, token: string, outcome: AttemptOutcome | 'skipped', now: number, policy: RetryPolicy, random: number): Promise<DeliveryRecord | null> {
+  return metadata.transact((tx) => completeIn(tx, { claimed, token, outcome, policy, random }, now));
+}
+
+/** One attempt's outcome to record (the arguments of `complete` but the store and time). */
+export interface Completion {
+  claimed: Claimed;
+  token: string;
+  outcome: AttemptOutcome | 'skipped';
+  policy: RetryPolicy;
+  /** 0..1, the retry delay's jitter. */
+  random: number;
+}
+
+/**
+ * Records several attempts' outcomes in one transaction (one commit instead of one each), each as
+ * `complete` would, all at `now`. The caller bounds the batch.
+ * @returns per completion, in order, the delivery after the change, or null when its lease was lost.
+ */
+export async function completeMany(metadata: MetadataStore, completions: readonly Completion[], now: number): Promise<Array<DeliveryRecord | null>> {
+  if (completions.length === 0) return [];
   return metadata.transact(async (tx) => {
-    const d = await tx.get(deliveries, id);
-    if (!d || d.lease?.token !== token) return null;
-    tx.remove(due, key(timeKey(d.lease.until), id));
-    const base = { ...d, lease: null, updatedAt: now };
-    if (outcome === 'skipped') {
-      const next: DeliveryRecord = { ...base, status: 'skipped', nextAttemptAt: null, numAttempts: d.numAttempts - 1, attempts: d.attempts.filter((a) => a.id !== claimed.attempt.id) };
-      tx.put(deliveries, id, next);
-      return next;
-    }
-    const attempts = d.attempts.map((a) => (a.id === claimed.attempt.id ? { ...a, finishedAt: now, ...outcome } : a));
-    let next: DeliveryRecord;
-    if (outcome.ok) next = { ...base, attempts, status: 'succeeded', nextAttemptAt: null };
-    else {
-      const at = now + retryDelay(policy, d.numAttempts, random);
-      if (d.level === 'notify' || at > d.createdAt + policy.horizonMs) next = { ...base, attempts, status: 'failed', nextAttemptAt: null };
-      else {
-        next = { ...base, attempts, status: 'scheduled', nextAttemptAt: at };
-        tx.put(due, key(timeKey(at), id), d.group);
-      }
-    }
+    const out: Array<DeliveryRecord | null> = [];
+    for (const c of completions) out.push(await completeIn(tx, c, now));
+    return out;
+  });
+}
+
+/** The body of `complete`, inside the caller's transaction. */
+async function completeIn(tx: MetadataTransaction, { claimed, token, outcome, policy, random }: Completion, now: number): Promise<DeliveryRecord | null> {
+  const { id } = claimed.delivery;
+  const d = await tx.get(deliveries, id);
+  if (!d || d.lease?.token !== token) return null;
+  tx.remove(due, key(timeKey(d.lease.until), id));
+  const base = { ...d, lease: null, updatedAt: now };
+  if (outcome === 'skipped') {
+    const next: DeliveryRecord = { ...base, status: 'skipped', nextAttemptAt: null, numAttempts: d.numAttempts - 1, attempts: d.attempts.filter((a) => a.id !== claimed.attempt.id) };
     tx.put(deliveries, id, next);
     return next;
-  });
+  }
+  const attempts = d.attempts.map((a) => (a.id === claimed.attempt.id ? { ...a, finishedAt: now, ...outcome } : a));
+  let next: DeliveryRecord;
+  if (outcome.ok) next = { ...base, attempts, status: 'succeeded', nextAttemptAt: null };
+  else {
+    const at = now + retryDelay(policy, d.numAttempts, random);
+    if (d.level === 'notify' || at > d.createdAt + policy.horizonMs) next = { ...base, attempts, status: 'failed', nextAttemptAt: null };
+    else {
+      next = { ...base, attempts, status: 'scheduled', nextAttemptAt: at };
+      tx.put(due, key(timeKey(at), id), d.group);
+    }
+  }
+  tx.put(deliveries, id, next);
+  return next;
 }
 
 /** One delivery by id, or undefined. */

@@ -3,7 +3,8 @@
  * the caller's metadata transaction, so the event exists exactly when the change it describes
  * committed (a rolled-back change records nothing, on LMDB and PostgreSQL alike). `fanOut`
  * (run by the delivery worker, never on a request path) turns each recorded event into one
- * delivery per subscriber, in a transaction of its own that also takes the event off the outbox.
+ * delivery per subscriber, in a transaction (one per batch of events) that also takes the events
+ * off the outbox.
  */
 import { createHash } from 'node:crypto';
 import { key, keyParts, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
@@ -64,39 +65,50 @@ export function derivedId(...parts: string[]): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
+/** Events fanned out per transaction: bounds one commit's size (≤ 10 webhooks per app, 3 writes each). */
+export const FAN_OUT_BATCH = 100;
+
 /**
- * Fans out up to `limit` events of the outbox, oldest first, one transaction per event: one
- * delivery per subscriber of every source (due at once, status `pending`), and the event leaves
- * the outbox. Subscribers created after the event do not receive it. Safe on several nodes at
- * once: the transaction re-reads the outbox entry, so an event is fanned out once.
+ * Fans out up to `limit` events of the outbox, oldest first, `batch` events per transaction (one
+ * commit for a pass's events, not one each): one delivery per subscriber of every source (due at
+ * once, status `pending`), and each event leaves the outbox. Subscribers created after the event
+ * do not receive it. Safe on several nodes at once: the transaction re-reads each outbox entry, so
+ * an event is fanned out once.
  * @returns the number of events fanned out by this call.
  */
-export async function fanOut(metadata: MetadataStore, sources: readonly SubscriberSource[], now: number, limit = 100): Promise<number> {
+export async function fanOut(metadata: MetadataStore, sources: readonly SubscriberSource[], now: number, limit = 100, batch = FAN_OUT_BATCH): Promise<number> {
+  const entries = await metadata.range(outbox, { limit });
   let done = 0;
-  for (const entry of await metadata.range(outbox, { limit })) {
-    const eventId = entry.value;
-    const did = await metadata.transact(async (tx) => {
-      if (await tx.get(outbox, entry.key) === undefined) return false;
-      tx.remove(outbox, entry.key);
-      const event = await tx.get(events, eventId);
-      if (!event) return true;
-      for (const source of sources) {
-        for (const s of await source.subscribers(tx, event)) {
-          const id = deliveryIdOf(event.id, source.kind, s.id);
-          const d: DeliveryRecord = {
-            id, eventId: event.id, source: source.kind, subscriberId: s.id, group: s.group, level: s.level, status: 'pending',
-            numAttempts: 0, nextAttemptAt: now, lease: null, attempts: [], createdAt: now, updatedAt: now,
-          };
-          tx.put(deliveries, id, d);
-          tx.put(due, key(timeKey(now), id), s.group);
-          tx.put(deliveriesByGroup, key(s.group, timeKey(now), id), id);
-        }
-      }
-      return true;
+  for (let i = 0; i < entries.length; i += batch) {
+    const slice = entries.slice(i, i + batch);
+    done += await metadata.transact(async (tx) => {
+      let n = 0;
+      for (const entry of slice) if (await fanOutOne(tx, sources, entry.key, entry.value, now)) n++;
+      return n;
     });
-    if (did) done++;
   }
   return done;
+}
+
+/** Fans out one outbox entry inside `tx`. @returns false when it already left the outbox. */
+async function fanOutOne(tx: MetadataTransaction, sources: readonly SubscriberSource[], outboxKey: string, eventId: string, now: number): Promise<boolean> {
+  if (await tx.get(outbox, outboxKey) === undefined) return false;
+  tx.remove(outbox, outboxKey);
+  const event = await tx.get(events, eventId);
+  if (!event) return true;
+  for (const source of sources) {
+    for (const s of await source.subscribers(tx, event)) {
+      const id = deliveryIdOf(event.id, source.kind, s.id);
+      const d: DeliveryRecord = {
+        id, eventId: event.id, source: source.kind, subscriberId: s.id, group: s.group, level: s.level, status: 'pending',
+        numAttempts: 0, nextAttemptAt: now, lease: null, attempts: [], createdAt: now, updatedAt: now,
+      };
+      tx.put(deliveries, id, d);
+      tx.put(due, key(timeKey(now), id), s.group);
+      tx.put(deliveriesByGroup, key(s.group, timeKey(now), id), id);
+    }
+  }
+  return true;
 }
 
 /** Events waiting in the outbox (metrics, tests). */

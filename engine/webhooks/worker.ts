@@ -1,8 +1,10 @@
 /**
  * The delivery worker (docs/webhooks.md "Engine"): one per node, in the background, never on a
- * request path. Each pass fans the outbox out (outbox.ts), then claims due deliveries
- * (deliveries.ts) and makes their attempts concurrently, at most `perGroup` at a time per group
- * (app) and `maxInFlight` in all on this node, so a slow receiver holds back only its own app.
+ * request path. Each pass fans the outbox out (outbox.ts, a batch of events per transaction), then
+ * claims due deliveries (deliveries.ts, all of the pass's claims in one transaction) and makes
+ * their attempts concurrently, at most `perGroup` at a time per group (app) and `maxInFlight` in
+ * all on this node, so a slow receiver holds back only its own app; outcomes are recorded in group
+ * commits (outcomes.ts).
  * Passes run every `pollMs`, sooner after a local `recordEvent` or a finished attempt.
  *
  * Bounds: an attempt ends within `timeoutMs`; its lease lasts `timeoutMs + LEASE_MARGIN_MS`; a
@@ -13,7 +15,8 @@ import { randomUUID } from 'node:crypto';
 import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import type { SubscriberSource } from './sources.js';
-import { claim, complete, DEFAULT_RETRY, dueDeliveries, type Claimed, type RetryPolicy } from './deliveries.js';
+import { claimMany, DEFAULT_RETRY, dueDeliveries, type Claimed, type ClaimRequest, type RetryPolicy } from './deliveries.js';
+import { OutcomeRecorder } from './outcomes.js';
 import { fanOut, onEventRecorded } from './outbox.js';
 import { send } from './sender.js';
 import { NOTHING_ALLOWED, type AllowedHosts } from './destination.js';
@@ -64,6 +67,7 @@ export class DeliveryWorker {
   #again = false;
   #stopped = true;
   #unlisten: (() => void) | undefined;
+  readonly #outcomes: OutcomeRecorder;
 
   constructor(readonly metadata: MetadataStore, readonly clock: Clock, readonly options: WorkerOptions) {
     this.timeoutMs = options.timeoutMs ?? 10_000;
@@ -73,6 +77,7 @@ export class DeliveryWorker {
     this.#maxInFlight = options.maxInFlight ?? 32;
     this.#retry = options.retry ?? DEFAULT_RETRY;
     this.#allowed = options.allowed ?? NOTHING_ALLOWED;
+    this.#outcomes = new OutcomeRecorder(metadata, clock);
   }
 
   /** Starts passes (every pollMs, and soon after a local event). */
@@ -113,18 +118,27 @@ export class DeliveryWorker {
     await Promise.all([...this.#attempts]);
   }
 
-  /** One pass: fan out the outbox, then claim and start due attempts within the bounds. */
+  /**
+   * One pass: fan out the outbox (one transaction per FAN_OUT_BATCH events), then claim the due
+   * deliveries that fit within the bounds in one transaction, and start their attempts.
+   */
   async pass(): Promise<void> {
     const sources = this.options.sources;
     await fanOut(this.metadata, sources, this.clock.now());
-    if (this.#total >= this.#maxInFlight) return;
+    if (this.#stopped || this.#total >= this.#maxInFlight) return;
     const now = this.clock.now();
+    const planned = new Map(this.#inFlight);
+    const seen = new Set<string>();
+    const requests: ClaimRequest[] = [];
     for (const { dueKey, id, group } of await dueDeliveries(this.metadata, now, SCAN_LIMIT)) {
-      if (this.#stopped || this.#total >= this.#maxInFlight) break;
-      if ((this.#inFlight.get(group) ?? 0) >= this.#perGroup) continue;
-      const token = randomUUID();
-      const claimed = await claim(this.metadata, dueKey, id, this.options.node, token, randomUUID(), this.clock.now(), this.leaseMs);
-      if (!claimed) continue;
+      if (this.#total + requests.length >= this.#maxInFlight) break;
+      if ((planned.get(group) ?? 0) >= this.#perGroup || seen.has(id)) continue;
+      planned.set(group, (planned.get(group) ?? 0) + 1);
+      seen.add(id);
+      requests.push({ dueKey, id, token: randomUUID(), attemptId: randomUUID() });
+    }
+    // Attempts only end while the claim commits (no pass runs alongside): the planned slots stay free.
+    for (const { claimed, token } of await claimMany(this.metadata, requests, this.options.node, this.clock.now(), this.leaseMs)) {
       this.#begin(claimed.delivery.group);
       const p = this.#attempt(claimed, token).catch((e) => this.options.onError?.(e)).finally(() => {
         this.#end(claimed.delivery.group);
@@ -159,7 +173,7 @@ export class DeliveryWorker {
       outcome = { ok: false, code: null, cause: 'error', detail: e instanceof Error ? e.message.slice(0, 200) : 'request could not be built' };
     }
     if (outcome !== 'skipped') outcome = { ...outcome, durationMs: Math.round(performance.now() - started) };
-    const after = await complete(this.metadata, claimed, token, outcome, this.clock.now(), source?.retryPolicy?.(claimed.delivery, this.#retry) ?? this.#retry, Math.random());
+    const after = await this.#outcomes.record({ claimed, token, outcome, policy: source?.retryPolicy?.(claimed.delivery, this.#retry) ?? this.#retry, random: Math.random() });
     if (after) this.options.onOutcome?.(after);
   }
 }

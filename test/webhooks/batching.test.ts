@@ -1,0 +1,101 @@
+/**
+ * The delivery worker batches its metadata commits (docs/webhooks.md "Engine" and "Performance")
+ * without giving up its bounds: a burst of events on several apps, fanned out, claimed and
+ * recorded by one worker on the embedded store, against a node:http receiver on loopback that
+ * answers each request after a random delay (seeded; SLIPWAY_TEST_SEED replays one). Checked:
+ * - every event is delivered exactly once (no failure, so no retry), with its own event and
+ *   delivery ids, and every delivery is recorded `succeeded`;
+ * - at most 2 attempts at once per app and 32 in all, as the receiver saw them;
+ * - the whole burst takes fewer than 2 committed transactions per delivery (one commit each for
+ *   fan-out, claim and outcome would be 3): the transactions are counted on the real store.
+ */
+import t from 'tap';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { openStore } from '../../engine/store.js';
+import { systemClock } from '../../engine/clock.js';
+import { DeliveryWorker } from '../../engine/webhooks/worker.js';
+import { recordEvent } from '../../engine/webhooks/outbox.js';
+import { deliveriesOf } from '../../engine/webhooks/deliveries.js';
+import { parseAllowedHosts } from '../../engine/webhooks/destination.js';
+import type { SubscriberSource } from '../../engine/webhooks/sources.js';
+import { tempDir } from '../helpers/server.js';
+import { waitFor } from '../helpers/harness.js';
+import { prng } from '../helpers/h1-generator.js';
+
+const seed = Number(process.env.SLIPWAY_TEST_SEED ?? Math.floor(Math.random() * 2 ** 31));
+console.log(`# seed ${seed} (SLIPWAY_TEST_SEED=${seed} replays it)`);
+const random = prng(seed);
+
+const APPS = 6;
+const EVENTS = 120;
+
+t.test('a burst is delivered once each, within the concurrency bounds, in fewer than 2 commits per delivery', async (t) => {
+  const tmp = tempDir();
+  const store = await openStore(tmp.dir);
+  t.teardown(async () => { await store.close(); tmp.cleanup(); });
+
+  const open = new Map<string, number>();
+  let total = 0;
+  let maxTotal = 0;
+  const maxPerApp = new Map<string, number>();
+  const received: Array<{ app: string; event: string; delivery: string }> = [];
+  const server = createServer((req: IncomingMessage, res) => {
+    const app = req.url!.slice(1);
+    open.set(app, (open.get(app) ?? 0) + 1);
+    maxPerApp.set(app, Math.max(maxPerApp.get(app) ?? 0, open.get(app)!));
+    maxTotal = Math.max(maxTotal, ++total);
+    received.push({ app, event: String(req.headers['x-event-id']), delivery: String(req.headers['x-delivery-id']) });
+    req.resume();
+    setTimeout(() => {
+      open.set(app, open.get(app)! - 1);
+      total--;
+      res.end('ok');
+    }, Math.floor(random() * 20));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const source: SubscriberSource = {
+    kind: 'test-hook',
+    subscribers: (_reader, event) => [{ id: 'hook', level: 'sync', group: event.appId! }],
+    request: async (event, delivery) => ({ url: `${base}/${delivery.group}`, headers: { 'x-event-id': event.id, 'x-delivery-id': delivery.id }, body: event.id }),
+  };
+  const apps = Array.from({ length: APPS }, (_, i) => `app${i}`);
+  const eventIds = Array.from({ length: EVENTS }, () => randomUUID());
+  // The burst: committed in a few transactions, as a busy API would.
+  for (let i = 0; i < EVENTS; i += 30) {
+    await store.metadata.transact((tx) => {
+      for (let j = i; j < Math.min(EVENTS, i + 30); j++) {
+        recordEvent(tx, { id: eventIds[j]!, entity: 'api:release', action: 'create', appId: apps[j % APPS]!, appName: apps[j % APPS]!, actorId: null, data: { n: j }, previousData: null, createdAt: Date.now() });
+      }
+    });
+  }
+
+  // Count the worker's transactions on the real store.
+  let transactions = 0;
+  const transact = store.metadata.transact.bind(store.metadata);
+  store.metadata.transact = ((body: never, options?: never) => { transactions++; return transact(body, options); }) as typeof store.metadata.transact;
+  const worker = new DeliveryWorker(store.metadata, systemClock, { node: 'test', sources: [source], allowed: parseAllowedHosts('127.0.0.1'), pollMs: 50 });
+  const errors: unknown[] = [];
+  worker.options.onError = (e) => errors.push(e);
+  worker.start();
+  t.teardown(() => worker.stop());
+  await waitFor('every event at the receiver', () => received.length >= EVENTS || undefined, { timeoutMs: 60_000 });
+  const recorded = await waitFor('every delivery recorded as succeeded', async () => {
+    const all = (await Promise.all(apps.map((a) => deliveriesOf(store.metadata, a)))).flat();
+    return all.length === EVENTS && all.every((d) => d.status === 'succeeded') ? all : undefined;
+  });
+  await worker.stop();
+
+  t.same(errors, [], 'no pass failed');
+  t.equal(received.length, EVENTS, 'each event delivered once');
+  t.same(new Set(received.map((r) => r.event)), new Set(eventIds), 'every event, by its id');
+  t.same(new Set(received.map((r) => r.delivery)), new Set(recorded.map((d) => d.id)), 'with the delivery ids recorded');
+  t.ok(recorded.every((d) => d.numAttempts === 1), 'one attempt each');
+  for (const app of apps) t.ok((maxPerApp.get(app) ?? 0) <= 2, `${app}: at most 2 attempts at once (saw ${maxPerApp.get(app)})`);
+  t.ok(maxTotal <= 32, `at most 32 attempts at once (saw ${maxTotal})`);
+  t.ok(transactions < 2 * EVENTS, `${transactions} transactions for ${EVENTS} deliveries (one each for fan-out, claim and outcome: ${3 * EVENTS})`);
+});
