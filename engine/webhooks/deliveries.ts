@@ -69,24 +69,6 @@ export interface ClaimRequest {
   attemptId: string;
 }
 
-/**
- * Claims several due deliveries in one transaction (one commit instead of one each), each as
- * `claim` would. The caller bounds the batch (the worker: its free attempt slots, at most 32).
- * @returns the claims made, in request order, each with its token; requests another node claimed
- * or finished first are left out.
- */
-export async function claimMany(metadata: MetadataStore, requests: readonly ClaimRequest[], node: string, now: number, leaseMs: number): Promise<Array<{ claimed: Claimed; token: string }>> {
-  if (requests.length === 0) return [];
-  return metadata.transact(async (tx) => {
-    const out: Array<{ claimed: Claimed; token: string }> = [];
-    for (const r of requests) {
-      const claimed = await claimIn(tx, r, node, now, leaseMs);
-      if (claimed) out.push({ claimed, token: r.token });
-    }
-    return out;
-  });
-}
-
 /** The body of `claim`, inside the caller's transaction. */
 async function claimIn(tx: MetadataTransaction, { dueKey, id, token, attemptId }: ClaimRequest, node: string, now: number, leaseMs: number): Promise<Claimed | null> {
   if (await tx.get(due, dueKey) === undefined) return null;
@@ -150,16 +132,25 @@ export interface Completion {
 }
 
 /**
- * Records several attempts' outcomes in one transaction (one commit instead of one each), each as
- * `complete` would, all at `now`. The caller bounds the batch.
- * @returns per completion, in order, the delivery after the change, or null when its lease was lost.
+ * One commit of a worker pass: records `completions` (each as `complete` would, all at `now`),
+ * then claims the deliveries of `requests` (each as `claim` would), in one transaction instead
+ * of one each. The caller bounds both lists (the worker: its attempts in flight, at most 32).
+ * @returns per completion, in order, the delivery after the change or null when its lease was
+ * lost; and the claims made, in request order, each with its token (requests another node
+ * claimed or finished first are left out).
  */
-export async function completeMany(metadata: MetadataStore, completions: readonly Completion[], now: number): Promise<Array<DeliveryRecord | null>> {
-  if (completions.length === 0) return [];
+export async function settleAndClaim(metadata: MetadataStore, completions: readonly Completion[], requests: readonly ClaimRequest[], node: string, now: number, leaseMs: number):
+  Promise<{ settled: Array<DeliveryRecord | null>; claims: Array<{ claimed: Claimed; token: string }> }> {
+  if (completions.length === 0 && requests.length === 0) return { settled: [], claims: [] };
   return metadata.transact(async (tx) => {
-    const out: Array<DeliveryRecord | null> = [];
-    for (const c of completions) out.push(await completeIn(tx, c, now));
-    return out;
+    const settled: Array<DeliveryRecord | null> = [];
+    for (const c of completions) settled.push(await completeIn(tx, c, now));
+    const claims: Array<{ claimed: Claimed; token: string }> = [];
+    for (const r of requests) {
+      const claimed = await claimIn(tx, r, node, now, leaseMs);
+      if (claimed) claims.push({ claimed, token: r.token });
+    }
+    return { settled, claims };
   });
 }
 

@@ -1,11 +1,12 @@
 /**
  * The delivery worker (docs/webhooks.md "Engine"): one per node, in the background, never on a
  * request path. Each pass fans the outbox out (outbox.ts, a batch of events per transaction), then
- * claims due deliveries (deliveries.ts, all of the pass's claims in one transaction) and makes
- * their attempts concurrently, at most `perGroup` at a time per group (app) and `maxInFlight` in
- * all on this node, so a slow receiver holds back only its own app; outcomes are recorded in group
- * commits (outcomes.ts).
- * Passes run every `pollMs`, sooner after a local `recordEvent` or a finished attempt.
+ * in one more transaction (deliveries.ts `settleAndClaim`) records the outcomes of the attempts
+ * finished since the last pass and claims the due deliveries that fit in the slots, and starts
+ * their attempts concurrently: at most `perGroup` at a time per group (app) and `maxInFlight` in
+ * all on this node, so a slow receiver holds back only its own app. A slot is free once its
+ * attempt's outcome is recorded. Passes run every `pollMs`, sooner after a local `recordEvent` or
+ * a finished attempt; a busy worker thus makes about one commit per pass, not three per delivery.
  *
  * Bounds: an attempt ends within `timeoutMs`; its lease lasts `timeoutMs + LEASE_MARGIN_MS`; a
  * dead node's deliveries fall due when their leases end and are claimed by another node's next
@@ -15,8 +16,7 @@ import { randomUUID } from 'node:crypto';
 import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import type { SubscriberSource } from './sources.js';
-import { claimMany, DEFAULT_RETRY, dueDeliveries, type Claimed, type ClaimRequest, type RetryPolicy } from './deliveries.js';
-import { OutcomeRecorder } from './outcomes.js';
+import { DEFAULT_RETRY, dueDeliveries, settleAndClaim, type Claimed, type ClaimRequest, type Completion, type RetryPolicy } from './deliveries.js';
 import { fanOut, onEventRecorded } from './outbox.js';
 import { send } from './sender.js';
 import { NOTHING_ALLOWED, type AllowedHosts } from './destination.js';
@@ -67,7 +67,8 @@ export class DeliveryWorker {
   #again = false;
   #stopped = true;
   #unlisten: (() => void) | undefined;
-  readonly #outcomes: OutcomeRecorder;
+  /** Outcomes of finished attempts, recorded by the next pass. */
+  readonly #finished: Array<{ completion: Completion; resolve: (d: DeliveryRecord | null) => void; reject: (e: unknown) => void }> = [];
 
   constructor(readonly metadata: MetadataStore, readonly clock: Clock, readonly options: WorkerOptions) {
     this.timeoutMs = options.timeoutMs ?? 10_000;
@@ -77,7 +78,6 @@ export class DeliveryWorker {
     this.#maxInFlight = options.maxInFlight ?? 32;
     this.#retry = options.retry ?? DEFAULT_RETRY;
     this.#allowed = options.allowed ?? NOTHING_ALLOWED;
-    this.#outcomes = new OutcomeRecorder(metadata, clock);
   }
 
   /** Starts passes (every pollMs, and soon after a local event). */
@@ -88,9 +88,9 @@ export class DeliveryWorker {
     this.kick();
   }
 
-  /** Runs a pass soon (coalesced with one already running). */
+  /** Runs a pass soon (coalesced with one already running); once stopped, only to record outcomes. */
   kick(): void {
-    if (this.#stopped) return;
+    if (this.#stopped && this.#finished.length === 0) return;
     if (this.#pass) {
       this.#again = true;
       return;
@@ -98,11 +98,10 @@ export class DeliveryWorker {
     clearTimeout(this.#timer);
     this.#pass = this.pass().catch((e) => this.options.onError?.(e)).finally(() => {
       this.#pass = undefined;
-      if (this.#stopped) return;
-      if (this.#again) {
+      if (this.#again || this.#finished.length > 0) {
         this.#again = false;
         setImmediate(() => this.kick());
-      } else {
+      } else if (!this.#stopped) {
         this.#timer = setTimeout(() => this.kick(), this.pollMs);
         this.#timer.unref();
       }
@@ -119,26 +118,38 @@ export class DeliveryWorker {
   }
 
   /**
-   * One pass: fan out the outbox (one transaction per FAN_OUT_BATCH events), then claim the due
-   * deliveries that fit within the bounds in one transaction, and start their attempts.
+   * One pass: fan out the outbox (FAN_OUT_BATCH events per transaction), then, in one
+   * transaction, record the finished attempts' outcomes and claim the due deliveries that fit
+   * within the bounds, and start their attempts. Once stopped: only the outcomes.
    */
   async pass(): Promise<void> {
-    const sources = this.options.sources;
-    await fanOut(this.metadata, sources, this.clock.now());
-    if (this.#stopped || this.#total >= this.#maxInFlight) return;
-    const now = this.clock.now();
+    if (!this.#stopped) await fanOut(this.metadata, this.options.sources, this.clock.now());
+    const finished = this.#finished.splice(0);
+    // Slots as they will be once these outcomes are recorded (attempts end only then; no pass runs alongside).
     const planned = new Map(this.#inFlight);
-    const seen = new Set<string>();
+    for (const f of finished) planned.set(f.completion.claimed.delivery.group, (planned.get(f.completion.claimed.delivery.group) ?? 1) - 1);
+    let total = this.#total - finished.length;
     const requests: ClaimRequest[] = [];
-    for (const { dueKey, id, group } of await dueDeliveries(this.metadata, now, SCAN_LIMIT)) {
-      if (this.#total + requests.length >= this.#maxInFlight) break;
-      if ((planned.get(group) ?? 0) >= this.#perGroup || seen.has(id)) continue;
-      planned.set(group, (planned.get(group) ?? 0) + 1);
-      seen.add(id);
-      requests.push({ dueKey, id, token: randomUUID(), attemptId: randomUUID() });
+    if (!this.#stopped && total < this.#maxInFlight) {
+      const seen = new Set<string>();
+      for (const { dueKey, id, group } of await dueDeliveries(this.metadata, this.clock.now(), SCAN_LIMIT)) {
+        if (total >= this.#maxInFlight) break;
+        if ((planned.get(group) ?? 0) >= this.#perGroup || seen.has(id)) continue;
+        planned.set(group, (planned.get(group) ?? 0) + 1);
+        seen.add(id);
+        total++;
+        requests.push({ dueKey, id, token: randomUUID(), attemptId: randomUUID() });
+      }
     }
-    // Attempts only end while the claim commits (no pass runs alongside): the planned slots stay free.
-    for (const { claimed, token } of await claimMany(this.metadata, requests, this.options.node, this.clock.now(), this.leaseMs)) {
+    let result: Awaited<ReturnType<typeof settleAndClaim>>;
+    try {
+      result = await settleAndClaim(this.metadata, finished.map((f) => f.completion), requests, this.options.node, this.clock.now(), this.leaseMs);
+    } catch (e) {
+      for (const f of finished) f.reject(e);
+      throw e;
+    }
+    finished.forEach((f, i) => f.resolve(result.settled[i]!));
+    for (const { claimed, token } of result.claims) {
       this.#begin(claimed.delivery.group);
       const p = this.#attempt(claimed, token).catch((e) => this.options.onError?.(e)).finally(() => {
         this.#end(claimed.delivery.group);
@@ -161,7 +172,7 @@ export class DeliveryWorker {
     else this.#inFlight.set(group, n);
   }
 
-  /** Makes one claimed attempt and records its outcome. */
+  /** Makes one claimed attempt and has the next pass record its outcome. */
   async #attempt(claimed: Claimed, token: string): Promise<void> {
     const source = this.options.sources.find((s) => s.kind === claimed.delivery.source);
     let outcome: Awaited<ReturnType<typeof send>> | 'skipped';
@@ -173,7 +184,10 @@ export class DeliveryWorker {
       outcome = { ok: false, code: null, cause: 'error', detail: e instanceof Error ? e.message.slice(0, 200) : 'request could not be built' };
     }
     if (outcome !== 'skipped') outcome = { ...outcome, durationMs: Math.round(performance.now() - started) };
-    const after = await this.#outcomes.record({ claimed, token, outcome, policy: source?.retryPolicy?.(claimed.delivery, this.#retry) ?? this.#retry, random: Math.random() });
+    const completion: Completion = { claimed, token, outcome, policy: source?.retryPolicy?.(claimed.delivery, this.#retry) ?? this.#retry, random: Math.random() };
+    const recorded = new Promise<DeliveryRecord | null>((resolve, reject) => this.#finished.push({ completion, resolve, reject }));
+    this.kick();
+    const after = await recorded;
     if (after) this.options.onOutcome?.(after);
   }
 }
