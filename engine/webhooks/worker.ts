@@ -123,29 +123,15 @@ export class DeliveryWorker {
    * within the bounds, and start their attempts. Once stopped: only the outcomes.
    */
   async pass(): Promise<void> {
-    if (!this.#stopped) await fanOut(this.metadata, this.options.sources, this.clock.now());
+    // A failed fan-out is retried by the next pass; the outcomes waiting are recorded regardless.
+    if (!this.#stopped) await fanOut(this.metadata, this.options.sources, this.clock.now()).catch((e) => this.options.onError?.(e));
     const finished = this.#finished.splice(0);
-    // Slots as they will be once these outcomes are recorded (attempts end only then; no pass runs alongside).
-    const planned = new Map(this.#inFlight);
-    for (const f of finished) planned.set(f.completion.claimed.delivery.group, (planned.get(f.completion.claimed.delivery.group) ?? 1) - 1);
-    let total = this.#total - finished.length;
-    const requests: ClaimRequest[] = [];
-    if (!this.#stopped && total < this.#maxInFlight) {
-      const seen = new Set<string>();
-      for (const { dueKey, id, group } of await dueDeliveries(this.metadata, this.clock.now(), SCAN_LIMIT)) {
-        if (total >= this.#maxInFlight) break;
-        if ((planned.get(group) ?? 0) >= this.#perGroup || seen.has(id)) continue;
-        planned.set(group, (planned.get(group) ?? 0) + 1);
-        seen.add(id);
-        total++;
-        requests.push({ dueKey, id, token: randomUUID(), attemptId: randomUUID() });
-      }
-    }
     let result: Awaited<ReturnType<typeof settleAndClaim>>;
     try {
+      const requests = this.#stopped ? [] : await this.#claimsFor(finished);
       result = await settleAndClaim(this.metadata, finished.map((f) => f.completion), requests, this.options.node, this.clock.now(), this.leaseMs);
     } catch (e) {
-      for (const f of finished) f.reject(e);
+      for (const f of finished) f.reject(e); // their deliveries fall due again when their leases end
       throw e;
     }
     finished.forEach((f, i) => f.resolve(result.settled[i]!));
@@ -158,6 +144,25 @@ export class DeliveryWorker {
       });
       this.#attempts.add(p);
     }
+  }
+
+  /** The due deliveries to claim: as many as fit in the slots, counting those `finished` frees (freed once recorded, in the same commit). */
+  async #claimsFor(finished: ReadonlyArray<{ completion: Completion }>): Promise<ClaimRequest[]> {
+    const planned = new Map(this.#inFlight);
+    for (const { completion: { claimed } } of finished) planned.set(claimed.delivery.group, (planned.get(claimed.delivery.group) ?? 1) - 1);
+    let total = this.#total - finished.length;
+    const requests: ClaimRequest[] = [];
+    if (total >= this.#maxInFlight) return requests;
+    const seen = new Set<string>();
+    for (const { dueKey, id, group } of await dueDeliveries(this.metadata, this.clock.now(), SCAN_LIMIT)) {
+      if (total >= this.#maxInFlight) break;
+      if ((planned.get(group) ?? 0) >= this.#perGroup || seen.has(id)) continue;
+      planned.set(group, (planned.get(group) ?? 0) + 1);
+      seen.add(id);
+      total++;
+      requests.push({ dueKey, id, token: randomUUID(), attemptId: randomUUID() });
+    }
+    return requests;
   }
 
   #begin(group: string): void {
