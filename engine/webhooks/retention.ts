@@ -8,11 +8,12 @@
  * Each event goes in a transaction of its own that re-reads everything it removes, so nodes
  * pruning at once on a shared PostgreSQL remove each event once, and a change racing the
  * pruning (a claim) either commits before it (the delivery is then not finished: kept) or
- * conflicts and is retried.
+ * conflicts and is retried. The webhooks of a destroyed app (kept, marked removed, to deliver
+ * the events recorded up to the destruction) go with its `api:app` destroy event.
  */
-import { key, type MetadataStore } from '../storage/metadata.js';
+import { key, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
 import type { DeliveryStatus } from './records.js';
-import { deliveries, deliveriesByEvent, deliveriesByGroup, due, events, eventsByApp, eventsByTime, outbox } from './keyspaces.js';
+import { appWebhooks, deliveries, deliveriesByEvent, deliveriesByGroup, due, events, eventsByApp, eventsByTime, outbox } from './keyspaces.js';
 import { timeKey } from './outbox.js';
 
 /** Default time events and deliveries are kept after the event (ms): 7 days. */
@@ -50,6 +51,7 @@ export async function pruneExpired(metadata: MetadataStore, now: number, retenti
         if (d.nextAttemptAt !== null) tx.remove(due, key(timeKey(d.nextAttemptAt), d.id));
       }
       if (event?.appId) tx.remove(eventsByApp, key(event.appId, timeKey(event.createdAt), eventId));
+      if (event?.appId && event.entity === 'api:app' && event.action === 'destroy') await pruneRemovedWebhooks(tx, event.appId);
       tx.remove(events, eventId);
       tx.remove(eventsByTime, entry.key);
       return true;
@@ -59,3 +61,10 @@ export async function pruneExpired(metadata: MetadataStore, now: number, retenti
   return { scanned: expired.length, pruned };
 }
 
+
+/** Removes the webhooks of destroyed app `appId` (marked `removedAt` by its destruction). */
+async function pruneRemovedWebhooks(tx: MetadataTransaction, appId: string): Promise<void> {
+  for (const e of await tx.range(appWebhooks, { prefix: appId })) {
+    if (e.value.removedAt !== undefined) tx.remove(appWebhooks, e.key);
+  }
+}

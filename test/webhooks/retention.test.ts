@@ -5,7 +5,8 @@
  * an event whose deliveries all ended is gone from the event and delivery logs once it is older
  * than that, while a younger one stays; an event whose `sync` delivery is still being retried
  * (receiver refusing) is kept past the retention until the delivery ends (the retry horizon),
- * then pruned too. A real receiver on loopback takes the deliveries.
+ * then pruned too; a destroyed app's webhooks go with its destroy event. A real receiver on
+ * loopback takes the deliveries.
  */
 import t, { type Test } from 'tap';
 import { createServer } from 'node:net';
@@ -14,6 +15,7 @@ import { startInProcess, waitFor } from '../helpers/harness.js';
 import { bearer, createApp, http } from '../helpers/http.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
 import { startPostgres, postgresSkip } from '../helpers/postgres.js';
+import { appWebhooks } from '../../engine/webhooks/keyspaces.js';
 
 const ACCEPT = 'application/vnd.heroku+json; version=3.webhooks';
 const HOUR = 3_600_000;
@@ -81,6 +83,19 @@ async function scenario(t: Test, databaseUrl: string | undefined): Promise<void>
     return false;
   });
   t.same(await events('stuck'), [], 'its event is pruned too');
+
+  // A destroyed app's webhooks (kept to deliver its last events) go with its destroy event.
+  const appId = (await http('GET', `${ts.api}/apps/kept`, { headers: bearer(key) })).json.id as string;
+  const webhooksOfKept = () => ts.server.store.metadata.range(appWebhooks, { prefix: appId });
+  t.equal((await webhooksOfKept()).length, 1);
+  t.equal((await http('DELETE', `${ts.api}/apps/kept`, { headers: bearer(key) })).status, 200);
+  t.equal((await webhooksOfKept()).length, 1, 'kept while the app\'s last events may be delivered');
+  ts.clock.advance(HOUR + 61_000);
+  await waitFor('the destroyed app\'s webhook to be pruned', async () => {
+    if ((await webhooksOfKept()).length === 0) return true;
+    ts.clock.advance(61_000);
+    return false;
+  });
 }
 
 t.test('LMDB: events and ended deliveries pruned after the retention, retried ones kept', (t) => scenario(t, undefined));
