@@ -1,6 +1,7 @@
 /**
  * The delivery worker (docs/webhooks.md "Engine"): one per node, in the background, never on a
- * request path. Each pass fans the outbox out (outbox.ts, a batch of events per transaction), then
+ * request path. Each pass fans the outbox out (outbox.ts, a batch of events per transaction),
+ * prunes events past their retention (retention.ts, a bounded batch at most once a minute), then
  * in one more transaction (deliveries.ts `settleAndClaim`) records the outcomes of the attempts
  * finished since the last pass and claims the due deliveries that fit in the slots, and starts
  * their attempts concurrently: at most `perGroup` at a time per group (app) and `maxInFlight` in
@@ -19,6 +20,7 @@ import type { SubscriberSource } from './sources.js';
 import { DEFAULT_RETRY, dueDeliveries, settleAndClaim, type Claimed, type ClaimRequest, type Completion, type RetryPolicy } from './deliveries.js';
 import { fanOut, onEventRecorded } from './outbox.js';
 import { send } from './sender.js';
+import { DEFAULT_RETENTION_MS, PRUNE_BATCH, pruneExpired } from './retention.js';
 import { NOTHING_ALLOWED, type AllowedHosts } from './destination.js';
 import type { DeliveryRecord } from './records.js';
 
@@ -40,6 +42,8 @@ export interface WorkerOptions {
   /** Concurrent attempts on this node. Default 32. */
   maxInFlight?: number;
   retry?: RetryPolicy;
+  /** How long events and finished deliveries are kept (SLIPWAY_WEBHOOK_RETENTION). Default 7 days. */
+  retentionMs?: number;
   /** The operator's allowance (SLIPWAY_WEBHOOK_ALLOWED_HOSTS). */
   allowed?: AllowedHosts;
   /** Called after each recorded outcome (metrics, logs: never with secrets). */
@@ -47,6 +51,9 @@ export interface WorkerOptions {
   /** Called with errors of a pass (store unavailable, …); the worker keeps going. */
   onError?: (e: unknown) => void;
 }
+
+/** Engine-clock time between pruning runs (ms), unless the last one found a full batch. */
+export const PRUNE_EVERY_MS = 60_000;
 
 /** Due entries looked at per pass: bounds one pass's reads when many deliveries wait. */
 const SCAN_LIMIT = 500;
@@ -69,6 +76,7 @@ export class DeliveryWorker {
   #unlisten: (() => void) | undefined;
   /** Outcomes of finished attempts, recorded by the next pass. */
   readonly #finished: Array<{ completion: Completion; resolve: (d: DeliveryRecord | null) => void; reject: (e: unknown) => void }> = [];
+  #nextPrune = 0;
 
   constructor(readonly metadata: MetadataStore, readonly clock: Clock, readonly options: WorkerOptions) {
     this.timeoutMs = options.timeoutMs ?? 10_000;
@@ -118,13 +126,17 @@ export class DeliveryWorker {
   }
 
   /**
-   * One pass: fan out the outbox (FAN_OUT_BATCH events per transaction), then, in one
-   * transaction, record the finished attempts' outcomes and claim the due deliveries that fit
-   * within the bounds, and start their attempts. Once stopped: only the outcomes.
+   * One pass: fan out the outbox (FAN_OUT_BATCH events per transaction), prune expired events
+   * (retention.ts), then, in one transaction, record the finished attempts' outcomes and claim the
+   * due deliveries that fit within the bounds, and start their attempts. Once stopped: only the
+   * outcomes.
    */
   async pass(): Promise<void> {
-    // A failed fan-out is retried by the next pass; the outcomes waiting are recorded regardless.
-    if (!this.#stopped) await fanOut(this.metadata, this.options.sources, this.clock.now()).catch((e) => this.options.onError?.(e));
+    // A failed fan-out or prune is retried by the next pass; the outcomes waiting are recorded regardless.
+    if (!this.#stopped) {
+      await fanOut(this.metadata, this.options.sources, this.clock.now()).catch((e) => this.options.onError?.(e));
+      await this.#prune().catch((e) => this.options.onError?.(e));
+    }
     const finished = this.#finished.splice(0);
     let result: Awaited<ReturnType<typeof settleAndClaim>>;
     try {
@@ -163,6 +175,14 @@ export class DeliveryWorker {
       requests.push({ dueKey, id, token: randomUUID(), attemptId: randomUUID() });
     }
     return requests;
+  }
+
+  /** Prunes expired events (retention.ts): at most PRUNE_BATCH per pass, every PRUNE_EVERY_MS unless a backlog remains. */
+  async #prune(): Promise<void> {
+    const now = this.clock.now();
+    if (now < this.#nextPrune) return;
+    const { scanned, pruned } = await pruneExpired(this.metadata, now, this.options.retentionMs ?? DEFAULT_RETENTION_MS, PRUNE_BATCH);
+    this.#nextPrune = scanned === PRUNE_BATCH && pruned > 0 ? now : now + PRUNE_EVERY_MS;
   }
 
   #begin(group: string): void {
