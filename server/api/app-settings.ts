@@ -1,5 +1,5 @@
 /**
- * PATCH /apps/{app} (build_stack, maintenance), config vars (GET/PATCH /apps/{app}/config-vars,
+ * PATCH /apps/{app} (name, build_stack, maintenance, team), config vars (GET/PATCH /apps/{app}/config-vars,
  * scopes read-protected / write-protected or global), labs features
  * (GET /apps/{app}/features[/{name}], PATCH /apps/{app}/features/{name} {enabled}).
  */
@@ -22,13 +22,13 @@ export async function updateApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
   const app = await visibleApp(ctx, p, call.params.app!);
   const body = await readJson(call.ex);
-  if (body.name !== undefined && body.name !== app.name) throw fail('INVALID_PARAMS', 'renaming an app is not supported: its registry repositories are named after it');
   const buildStack = body.build_stack === undefined ? undefined : typeof body.build_stack === 'string' ? body.build_stack : (body.build_stack as { name?: unknown } | null)?.name;
   if (buildStack !== undefined && typeof buildStack !== 'string') throw fail('INVALID_PARAMS', 'build_stack must be a stack name');
   if (body.maintenance !== undefined && typeof body.maintenance !== 'boolean') throw fail('INVALID_PARAMS', 'maintenance must be a boolean');
   const role = await appRole(ctx.store.metadata, p, app);
   let updated = await ctx.settings.update(app, isOwnerLike(role), { buildStack, maintenance: body.maintenance as boolean | undefined }, p.accountId);
   if (body.team !== undefined) updated = await transferApp(ctx, p, updated, body.team);
+  if (body.name !== undefined && body.name !== updated.name) updated = await renameApp(ctx, p, updated, body.name);
   reply(ctx, call, 200, await appResponse(ctx, updated), { lastModified: updated.updatedAt });
 }
 
@@ -41,6 +41,17 @@ export async function transferApp(ctx: ApiContext, p: Principal, app: AppRecord,
   if (typeof team !== 'string') throw fail('INVALID_PARAMS', 'team must be a team name');
   if (await appRole(ctx.store.metadata, p, app) !== 'owner') throw fail('DENIED', `Only the owner of ${app.name} can move it into a team.`);
   return ctx.teams.moveApp(app, await ctx.teams.visible(team, p.accountId), p.accountId);
+}
+
+/**
+ * Renames an app (PATCH /apps/{app} {name}; docs/apps.md "Renaming an app"), for the API and the
+ * dashboard: the app and its registry repositories change name in one transaction (engine/platform/apps.ts `rename`).
+ * Owner-like callers only (the owner, or an admin of the app's team), as the other owner updates.
+ * @throws DENIED otherwise; INVALID_PARAMS for a malformed name; CONFLICT when the name is taken.
+ */
+export async function renameApp(ctx: ApiContext, p: Principal, app: AppRecord, name: unknown): Promise<AppRecord> {
+  if (!isOwnerLike(await appRole(ctx.store.metadata, p, app))) throw fail('DENIED', `Only the owner of ${app.name} can rename it.`);
+  return ctx.apps.rename(app, name, p.accountId);
 }
 
 export async function getConfigVars(ctx: ApiContext, call: ApiCall): Promise<void> {
