@@ -1,0 +1,129 @@
+/**
+ * App rename on both metadata stores (docs/apps.md "Renaming an app"):
+ * - race: clients push images to `<app>/web` over HTTP while the app is renamed, at a seeded
+ *   random point (after a random number of acknowledged pushes); a client whose push is refused
+ *   under the old name pushes again under the new one. Afterwards every acknowledged manifest
+ *   is served intact (every blob) under the new name, the new repository's tags are exactly the
+ *   acknowledged ones, and a new app taking the old name sees none of them. On the embedded store
+ *   (LMDB) with one node; on PostgreSQL with two nodes (pushes through one, the rename through the other);
+ * - GC roots: an image released before the rename is kept by image retention after it, an image
+ *   never released is not (the releases name the moved repository).
+ */
+import t from 'tap';
+import type { Test } from 'tap';
+import { startInProcess, type InProcessSlipway } from '../helpers/harness.js';
+import { startPostgres, postgresSkip } from '../helpers/postgres.js';
+import { tempDir } from '../helpers/server.js';
+import { api } from '../helpers/oauth.js';
+import { basic, http } from '../helpers/http.js';
+import { memImage, pushWithRetry, servedIntact, type MemImage } from '../helpers/cluster.js';
+import { prng } from '../helpers/h1-generator.js';
+import { sha256 } from '../helpers/image.js';
+import { GarbageCollector } from '../../engine/registry/gc.js';
+import { releaseRetention } from '../../engine/platform/retention.js';
+import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
+
+const SEED = Number(process.env.SEED ?? Math.floor(Math.random() * 2 ** 31));
+t.comment(`seed ${SEED} (SEED=${SEED} to repeat)`);
+const CONTAINER = 'application/vnd.slipway+json; version=3.container-releases';
+const PUSHERS = 4;
+const EACH = 5;
+
+/** A small image no other push shares (its config and layer name the pusher, round and seed). */
+function uniqueImage(label: string): MemImage {
+  const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config: { Cmd: ['./run'], Env: [`LABEL=${label}`, `SEED=${SEED}`] }, rootfs: { type: 'layers', diff_ids: [] } }));
+  return memImage(config, [Buffer.from(`layer of ${label} ${SEED}\n`.repeat(64))]);
+}
+
+/**
+ * The race on `pushTo` (pushes) and `renameOn` (the rename), both over one store.
+ * @param rand the seeded generator deciding when the rename happens
+ */
+async function race(t: Test, pushTo: InProcessSlipway, renameOn: InProcessSlipway, key: string, prefix: string, rand: () => number): Promise<void> {
+  const OLD = `${prefix}-old`, NEW = `${prefix}-new`;
+  t.equal((await api(renameOn, 'POST', '/apps', key, { name: OLD })).status, 201);
+  const target = { registry: pushTo.urls.registry, auth: basic('_', key) };
+  const acked: Array<{ tag: string; img: MemImage; as: string }> = [];
+  const renameAfter = 1 + Math.floor(rand() * (PUSHERS * EACH - 2));
+  t.comment(`${prefix}: the rename starts after ${renameAfter} acknowledged pushes`);
+  let renamed = false;
+  let renameStatus = 0;
+  const refused: string[] = [];
+  const renaming = (async () => {
+    while (acked.length < renameAfter) await new Promise((r) => setImmediate(r));
+    renameStatus = (await api(renameOn, 'PATCH', `/apps/${OLD}`, key, { name: NEW })).status;
+    renamed = true;
+  })();
+  async function pusher(p: number): Promise<void> {
+    for (let i = 0; i < EACH; i++) {
+      const tag = `p${p}-${i}`;
+      const img = uniqueImage(`${prefix}-${tag}`);
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const as = renamed ? NEW : OLD;
+        let outcome;
+        try {
+          outcome = await pushWithRetry(target, `${as}/web`, tag, img, 3);
+        } catch (e) {
+          outcome = { acked: false, last: (e as Error).message };
+        }
+        if (outcome.acked) { acked.push({ tag, img, as }); break; }
+        refused.push(`${as}/web:${tag} ${outcome.last.slice(0, 80)}`);
+        while (!renamed) await new Promise((r) => setTimeout(r, 5));
+      }
+    }
+  }
+  await Promise.all([renaming, ...Array.from({ length: PUSHERS }, (_, p) => pusher(p))]);
+  t.equal(renameStatus, 200, 'the rename succeeded while pushes ran');
+  t.equal(acked.length, PUSHERS * EACH, `every push was acknowledged in the end (${acked.filter((a) => a.as === OLD).length} under the old name; refusals: ${refused.length})`);
+  t.comment(`refused under the old name and pushed again: ${JSON.stringify(refused.slice(0, 5))}`);
+  const problems: string[] = [];
+  for (const a of acked) problems.push(...await servedIntact(pushTo.urls.registry, key, `${NEW}/web`, a.tag, a.img));
+  t.same(problems, [], 'every acknowledged manifest and its blobs are served intact under the new name');
+  const tags = (await http('GET', `${pushTo.urls.registry}/v2/${NEW}/web/tags/list?n=1000`, { headers: target.auth })).json.tags as string[];
+  t.same([...tags].sort(), acked.map((a) => a.tag).sort(), 'the new repository\'s tags are exactly the acknowledged pushes');
+  t.equal((await api(renameOn, 'POST', '/apps', key, { name: OLD })).status, 201, 'the old name is free');
+  const leaked: string[] = [];
+  for (const a of acked) {
+    const m = await http('GET', `${pushTo.urls.registry}/v2/${OLD}/web/manifests/${a.tag}`, { headers: target.auth });
+    if (m.status !== 404) leaked.push(`${a.tag}: manifest ${m.status}`);
+    for (const b of a.img.blobs) {
+      const h = await http('HEAD', `${pushTo.urls.registry}/v2/${OLD}/web/blobs/${sha256(b)}`, { headers: target.auth });
+      if (h.status !== 404) leaked.push(`${a.tag}: blob ${h.status}`);
+    }
+  }
+  t.same(leaked, [], 'the new app of the old name sees none of them (manifests, tags, blob links)');
+}
+
+t.test('embedded store (LMDB): pushes while the app is renamed; GC roots follow the rename', async (t) => {
+  const ts = await startInProcess({ env: { SLIPWAY_GC_INTERVAL: '0' } });
+  t.teardown(() => ts.stop());
+  const key = ts.operator.apiKey;
+  await t.test('race', (t) => race(t, ts, ts, key, 'lm', prng(SEED)));
+
+  await t.test('an image released before the rename is kept by retention; one never released is not', async (t) => {
+    t.equal((await api(ts, 'POST', '/apps', key, { name: 'gc-old' })).status, 201);
+    const target = { registry: ts.urls.registry, auth: basic('_', key) };
+    const released = uniqueImage('gc-released'), unreleased = uniqueImage('gc-unreleased');
+    t.ok((await pushWithRetry(target, 'gc-old/web', 'v1', released)).acked);
+    t.ok((await pushWithRetry(target, 'gc-old/web', 'v2', unreleased)).acked);
+    const configDigest = JSON.parse(released.manifest.toString()).config.digest;
+    const release = await api(ts, 'PATCH', '/apps/gc-old/formation', key, { updates: [{ type: 'web', docker_image: configDigest }] }, { accept: CONTAINER });
+    t.equal(release.status, 200, `v1 released ${release.status === 200 ? '' : release.text}`);
+    t.equal((await api(ts, 'PATCH', '/apps/gc-old', key, { name: 'gc-new' })).status, 200, 'renamed');
+    ts.clock.advance(3 * 24 * 3600_000);
+    const gc = new GarbageCollector(ts.server.store.metadata, new FsBlobBackend(ts.server.config.dataDir), ts.clock, releaseRetention);
+    const report = await gc.run();
+    t.same(report.deletedImages.map((i) => `${i.repository}@${i.digest}`), [`gc-new/web@${unreleased.digest}`], 'GC deleted only the image never released');
+    t.same(await servedIntact(ts.urls.registry, key, 'gc-new/web', released.digest, released), [], 'the released image is still served under the new name');
+  });
+});
+
+t.test('PostgreSQL, two nodes: pushes through one while the other renames the app', { skip: postgresSkip() }, async (t) => {
+  const db = await startPostgres();
+  t.teardown(() => db.stop());
+  const shared = tempDir();
+  t.teardown(() => shared.cleanup());
+  const [a, b] = await Promise.all([0, 1].map(() => startInProcess({ dataDir: shared.dir, databaseUrl: db.connectionString }))) as [InProcessSlipway, InProcessSlipway];
+  t.teardown(async () => { await a.stop(); await b.stop(); });
+  await race(t, a, b, (a.apiKey ?? b.apiKey)!, 'pg', prng(SEED ^ 0x5bd1e995));
+});
