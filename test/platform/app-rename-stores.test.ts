@@ -6,6 +6,7 @@
  *   is served intact (every blob) under the new name, the new repository's tags are exactly the
  *   acknowledged ones, and a new app taking the old name sees none of them. On the embedded store
  *   (LMDB) with one node; on PostgreSQL with two nodes (pushes through one, the rename through the other);
+ * - manifest PUTs in flight: PUTs admitted under the old name while the rename commits (see inFlight);
  * - GC roots: an image released before the rename is kept by image retention after it, an image
  *   never released is not (the releases name the moved repository).
  */
@@ -15,10 +16,12 @@ import { startInProcess, type InProcessSlipway } from '../helpers/harness.js';
 import { startPostgres, postgresSkip } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/server.js';
 import { api } from '../helpers/oauth.js';
-import { basic, http } from '../helpers/http.js';
+import { basic, errCode, http } from '../helpers/http.js';
+import { pushBlob, putManifest } from '../helpers/registry.js';
+import { randomBytes } from 'node:crypto';
 import { memImage, pushWithRetry, servedIntact, type MemImage } from '../helpers/cluster.js';
 import { prng } from '../helpers/h1-generator.js';
-import { sha256 } from '../helpers/image.js';
+import { layerTar, sha256 } from '../helpers/image.js';
 import { GarbageCollector } from '../../engine/registry/gc.js';
 import { releaseRetention } from '../../engine/platform/retention.js';
 import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
@@ -44,7 +47,8 @@ async function race(t: Test, pushTo: InProcessSlipway, renameOn: InProcessSlipwa
   t.equal((await api(renameOn, 'POST', '/apps', key, { name: OLD })).status, 201);
   const target = { registry: pushTo.urls.registry, auth: basic('_', key) };
   const acked: Array<{ tag: string; img: MemImage; as: string }> = [];
-  const renameAfter = 1 + Math.floor(rand() * (PUSHERS * EACH - 2));
+  // In the first half, so the pushes after it overlap the rename on the slower store too.
+  const renameAfter = 1 + Math.floor(rand() * (PUSHERS * EACH / 2));
   t.comment(`${prefix}: the rename starts after ${renameAfter} acknowledged pushes`);
   let renamed = false;
   let renameStatus = 0;
@@ -94,11 +98,47 @@ async function race(t: Test, pushTo: InProcessSlipway, renameOn: InProcessSlipwa
   t.same(leaked, [], 'the new app of the old name sees none of them (manifests, tags, blob links)');
 }
 
+/**
+ * Manifest PUTs admitted under the old name while the rename commits: the PUT inspects a layer
+ * of several MB (worker reads and unpacks it) between admission and its transaction, and the
+ * rename is sent a seeded random 0-150 ms after the PUT. Whichever commits first, a PUT answered
+ * 201 is served under the new name, and one refused is NAME_UNKNOWN and stored nowhere.
+ */
+async function inFlight(t: Test, pushTo: InProcessSlipway, renameOn: InProcessSlipway, key: string, prefix: string, rand: () => number): Promise<void> {
+  const target = { registry: pushTo.urls.registry, auth: basic('_', key) };
+  const big = await layerTar({ 'big.bin': randomBytes(6 * 1024 * 1024) }, 1);
+  const outcomes: string[] = [];
+  for (let round = 0; round < 6; round++) {
+    const OLD = `${prefix}-f${round}-old`, NEW = `${prefix}-f${round}-new`;
+    t.equal((await api(renameOn, 'POST', '/apps', key, { name: OLD })).status, 201);
+    const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config: { Cmd: ['./run'], Env: [`R=${prefix}${round}`] }, rootfs: { type: 'layers', diff_ids: [] } }));
+    const img = memImage(config, [big]);
+    for (const b of img.blobs) t.equal((await pushBlob(target, `${OLD}/web`, b)).status, 201);
+    const delay = Math.floor(rand() * 150);
+    const put = putManifest(target, `${OLD}/web`, 'v1', img.manifest);
+    await new Promise((r) => setTimeout(r, delay));
+    const renamed = await api(renameOn, 'PATCH', `/apps/${OLD}`, key, { name: NEW });
+    t.equal(renamed.status, 200, `round ${round}: renamed`);
+    const m = await put;
+    const under = await http('GET', `${pushTo.urls.registry}/v2/${NEW}/web/manifests/v1`, { headers: { ...target.auth, accept: 'application/vnd.docker.distribution.manifest.v2+json' } });
+    if (m.status === 201) {
+      t.equal(under.status, 200, `round ${round} (rename after ${delay} ms): the acknowledged manifest is served under the new name`);
+      t.equal(under.headers['docker-content-digest'], img.digest);
+    } else {
+      t.equal(errCode(m), 'NAME_UNKNOWN', `round ${round} (rename after ${delay} ms): a PUT ordered after the rename is refused NAME_UNKNOWN (${m.status})`);
+      t.equal(under.status, 404, 'and stored under no name');
+    }
+    outcomes.push(`${delay} ms: ${m.status}`);
+  }
+  t.comment(`${prefix}: rename delay → manifest PUT status: ${outcomes.join(', ')}`);
+}
+
 t.test('embedded store (LMDB): pushes while the app is renamed; GC roots follow the rename', async (t) => {
   const ts = await startInProcess({ env: { SLIPWAY_GC_INTERVAL: '0' } });
   t.teardown(() => ts.stop());
   const key = ts.operator.apiKey;
   await t.test('race', (t) => race(t, ts, ts, key, 'lm', prng(SEED)));
+  await t.test('manifest PUTs in flight', (t) => inFlight(t, ts, ts, key, 'lm', prng(SEED + 1)));
 
   await t.test('an image released before the rename is kept by retention; one never released is not', async (t) => {
     t.equal((await api(ts, 'POST', '/apps', key, { name: 'gc-old' })).status, 201);
@@ -125,5 +165,6 @@ t.test('PostgreSQL, two nodes: pushes through one while the other renames the ap
   t.teardown(() => shared.cleanup());
   const [a, b] = await Promise.all([0, 1].map(() => startInProcess({ dataDir: shared.dir, databaseUrl: db.connectionString }))) as [InProcessSlipway, InProcessSlipway];
   t.teardown(async () => { await a.stop(); await b.stop(); });
-  await race(t, a, b, (a.apiKey ?? b.apiKey)!, 'pg', prng(SEED ^ 0x5bd1e995));
+  await t.test('race', (t) => race(t, a, b, (a.apiKey ?? b.apiKey)!, 'pg', prng(SEED ^ 0x5bd1e995)));
+  await t.test('manifest PUTs in flight', (t) => inFlight(t, a, b, (a.apiKey ?? b.apiKey)!, 'pg', prng(SEED + 2)));
 });
