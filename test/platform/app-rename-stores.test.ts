@@ -7,6 +7,7 @@
  *   acknowledged ones, and a new app taking the old name sees none of them. On the embedded store
  *   (LMDB) with one node; on PostgreSQL with two nodes (pushes through one, the rename through the other);
  * - manifest PUTs in flight: PUTs admitted under the old name while the rename commits (see inFlight);
+ * - an upload session across the rename links its blob under no name (sessionAcrossRename);
  * - GC roots: an image released before the rename is kept by image retention after it, an image
  *   never released is not (the releases name the moved repository).
  */
@@ -17,7 +18,7 @@ import { startPostgres, postgresSkip } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/server.js';
 import { api } from '../helpers/oauth.js';
 import { basic, errCode, http } from '../helpers/http.js';
-import { pushBlob, putManifest } from '../helpers/registry.js';
+import { pushBlob, putManifest, startUpload, withDigest } from '../helpers/registry.js';
 import { randomBytes } from 'node:crypto';
 import { memImage, pushWithRetry, servedIntact, type MemImage } from '../helpers/cluster.js';
 import { prng } from '../helpers/h1-generator.js';
@@ -133,12 +134,32 @@ async function inFlight(t: Test, pushTo: InProcessSlipway, renameOn: InProcessSl
   t.comment(`${prefix}: rename delay → manifest PUT status: ${outcomes.join(', ')}`);
 }
 
+/**
+ * An upload session started under the old name and completed after the rename (admitted by the
+ * session's `_state`): the client gets its 201, but the blob is linked under no name, so a new
+ * app that takes the old name cannot serve it (the client pushes it again under the new name).
+ */
+async function sessionAcrossRename(t: Test, ts: InProcessSlipway, key: string): Promise<void> {
+  const target = { registry: ts.urls.registry, auth: basic('_', key) };
+  t.equal((await api(ts, 'POST', '/apps', key, { name: 'up-old' })).status, 201);
+  const blob = randomBytes(8192);
+  const location = await startUpload(target, 'up-old/web');
+  t.equal((await http('PATCH', location, { headers: { 'content-type': 'application/octet-stream' }, body: blob.subarray(0, 4096) })).status, 202, 'first chunk under the old name');
+  t.equal((await api(ts, 'PATCH', '/apps/up-old', key, { name: 'up-new' })).status, 200, 'renamed');
+  const done = await http('PUT', withDigest(location, sha256(blob)), { headers: { 'content-type': 'application/octet-stream' }, body: blob.subarray(4096) });
+  t.equal(done.status, 201, 'the session completes (its bytes are verified and recorded)');
+  t.equal((await http('HEAD', `${ts.urls.registry}/v2/up-new/web/blobs/${sha256(blob)}`, { headers: target.auth })).status, 404, 'not linked under the new name: the client pushes it again there');
+  t.equal((await api(ts, 'POST', '/apps', key, { name: 'up-old' })).status, 201, 'a new app takes the old name');
+  t.equal((await http('HEAD', `${ts.urls.registry}/v2/up-old/web/blobs/${sha256(blob)}`, { headers: target.auth })).status, 404, 'and cannot serve the blob');
+}
+
 t.test('embedded store (LMDB): pushes while the app is renamed; GC roots follow the rename', async (t) => {
   const ts = await startInProcess({ env: { SLIPWAY_GC_INTERVAL: '0' } });
   t.teardown(() => ts.stop());
   const key = ts.operator.apiKey;
   await t.test('race', (t) => race(t, ts, ts, key, 'lm', prng(SEED)));
   await t.test('manifest PUTs in flight', (t) => inFlight(t, ts, ts, key, 'lm', prng(SEED + 1)));
+  await t.test('an upload session across the rename', (t) => sessionAcrossRename(t, ts, key));
 
   await t.test('an image released before the rename is kept by retention; one never released is not', async (t) => {
     t.equal((await api(ts, 'POST', '/apps', key, { name: 'gc-old' })).status, 201);
