@@ -255,11 +255,12 @@ export interface BlobBackend {
    */
   open(digest: Digest, first?: ByteRange): Promise<BlobReader>;
   /**
-   * The size of a committed blob answered without waiting, when the medium allows it (the
-   * filesystem: one `stat` of a cached inode); absent on media that need a round trip (S3).
-   * Lets a HEAD answer within its transport callback (pipelined keep-alive connections).
+   * True when `stat` asks a local medium (the filesystem: one `stat` on libuv's pool, no network
+   * round trip): the registry then checks a blob's size against its record before serving it
+   * (blobs/quarantine.ts `sizeCheck`). Absent on media that need a round trip (S3), whose HEAD
+   * answers from the record alone.
    */
-  statSync?(digest: Digest): BlobStat | undefined;
+  readonly statsLocally?: boolean;
   /**
    * Deletes a committed blob; false when it was absent. With `ifVersion` (a `BlobStat.version`),
    * only when the blob is still that version: false, and the blob untouched, otherwise.

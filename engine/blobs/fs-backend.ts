@@ -27,7 +27,6 @@
  * No path leaves this file and fs-writer.ts: readers, writers, stat, delete, listings and
  * copies (`copyTo`, hard links for backups) are the contract's or take a backend.
  */
-import { statSync } from 'node:fs';
 import { promises as fsp, constants as fsc } from 'node:fs';
 import { join, dirname } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -40,9 +39,6 @@ import { stallGuard } from './stall-guard.js';
 import { FsReader, PullHeat } from './fs-reader.js';
 import type { BlobBackendSpec } from './backend-spec.js';
 import { inlineHash, lostHash, type HashFactory } from './running-hash.js';
-
-/** `statSync` options: a missing file is undefined, not a throw. */
-const NO_THROW = { throwIfNoEntry: false } as const;
 
 /** Options of the filesystem backend. */
 export interface FsBackendOptions {
@@ -184,10 +180,8 @@ export class FsBlobBackend implements BlobBackend {
     }
   }
 
-  statSync(digest: Digest): BlobStat | undefined {
-    const st = statSync(this.#blobPath(digest), NO_THROW);
-    return st && statOf(digest, st);
-  }
+  /** Local: the registry checks a blob's size before serving it (contract.ts). */
+  readonly statsLocally = true;
 
   /**
    * Without `ifVersion`, an unlink. With it: the file is renamed into `blobs/gc-trash/` (atomic),

@@ -144,7 +144,7 @@ export class FsWriter implements BlobWriter {
       while (this.#fd === null) await (this.#opening ??= this.#open().finally(() => { this.#opening = null; }));
     } catch (e) {
       this.#release();
-      throw asStorageFull(e, SESSION_BYTES);
+      throw await asStorageFull(e, SESSION_BYTES, dirname(this.path));
     }
     return this.#fd;
   }
@@ -214,7 +214,7 @@ export class FsWriter implements BlobWriter {
     try {
       await this.#writeAll(fd, chunks, chunks.reduce((n, c) => n + c.byteLength, 0));
     } catch (e) {
-      throw asStorageFull(e, SESSION_BYTES);
+      throw await asStorageFull(e, SESSION_BYTES, dirname(this.path));
     } finally {
       this.#release();
     }
@@ -246,7 +246,7 @@ export class FsWriter implements BlobWriter {
       await datasync(fd);
     } catch (e) {
       this.#syncError ??= e;
-      throw asStorageFull(e, SESSION_BYTES);
+      throw await asStorageFull(e, SESSION_BYTES, dirname(this.path));
     } finally {
       this.#release();
     }
@@ -313,14 +313,14 @@ export class FsWriter implements BlobWriter {
     } catch (e) {
       this.#release();
       await this.#discard();
-      throw asStorageFull(e, SESSION_BYTES);
+      throw await asStorageFull(e, SESSION_BYTES, dirname(this.path));
     }
     this.#release();
     await this.#whenIdle();
     try {
       return await this.host.publish(this.path, actual, this.size, options.reuse ?? reuseAlways);
     } catch (e) {
-      throw asStorageFull(e, 'the blob');
+      throw await asStorageFull(e, 'the blob', dirname(this.path));
     } finally {
       this.host.ended(this.id);
     }

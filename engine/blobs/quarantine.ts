@@ -9,12 +9,13 @@
  * deduplicated onto it (blobs/uploads.ts `#reusable`, registry/gc.ts): the verified upload's
  * bytes replace the file and its commit rewrites the record (blobs/uploads.ts), which heals it.
  *
- * Used three ways: on every blob GET (`sizeCheck`: one stat) and HEAD (`headSizeCheck`: the same,
- * or a check of that blob passed within the last second), once at start-up for blobs
- * written by a build before store schema 6 (`LegacyBlobCheck`: size, then sha256 in the worker
- * pool), and on demand by operators' tools (`verifyBlob` + `quarantineBlob`).
+ * Used three ways: on every blob GET (`sizeCheck`: one stat on libuv's pool) and HEAD
+ * (`headSizeCheck`: the same, or a check of that blob passed within the last second), once at
+ * start-up for blobs written by a build before store schema 6 (`LegacyBlobCheck`: size, then
+ * sha256 in the worker pool), and on demand by operators' tools (`verifyBlob` + `quarantineBlob`).
  */
 import type { Digest } from '../digest.js';
+import { dataDisk } from '../storage/disk-deadline.js';
 import type { MetadataStore } from '../storage/metadata.js';
 import { meta } from '../storage/meta-keyspace.js';
 import type { BlobBackend, BlobStat } from './contract.js';
@@ -53,13 +54,15 @@ export function quarantineBlob(metadata: MetadataStore, digest: Digest, reason: 
 
 /**
  * The size check before a blob is served: the backend's stat of the bytes against the record.
- * Synchronous when the backend has `statSync` (the filesystem: one `stat` of a cached inode, a
- * few microseconds) so a HEAD still answers within its uWS callback, which keeps pipelined
- * keep-alive connections working; a Promise otherwise (one round trip, S3).
+ * On a local medium (`statsLocally`, the filesystem) the stat runs on libuv's pool within the
+ * disk deadline (storage/disk-deadline.ts), never on the event loop: on a data disk that hangs
+ * the request answers STORAGE_STALLED (503) after SLIPWAY_DISK_TIMEOUT while the rest of the
+ * process keeps serving (docs/faults.md "A data disk that hangs").
+ * @throws STORAGE_STALLED when the stat does not complete within the deadline
  */
-export function sizeCheck(blobs: BlobBackend, digest: Digest, rec: BlobRecord): BlobCheck | Promise<BlobCheck> {
-  if (blobs.statSync) return checkSize(blobs.statSync(digest), rec);
-  return blobs.stat(digest).then((st) => checkSize(st, rec));
+export function sizeCheck(blobs: BlobBackend, digest: Digest, rec: BlobRecord): Promise<BlobCheck> {
+  const stat = blobs.stat(digest);
+  return (blobs.statsLocally ? dataDisk.run('a stat of a blob file', stat) : stat).then((st) => checkSize(st, rec));
 }
 
 /**
@@ -78,8 +81,8 @@ const passedChecks = new WeakMap<BlobBackend, Map<string, PassedCheck>>();
 
 /**
  * `sizeCheck` for a HEAD: a check of the same blob and recorded size that passed less than
- * `HEAD_CHECK_REUSE_MS` ago (`nowMs`: `performance.now()`) is reused; otherwise the stat is made
- * and, when it passes, remembered. Synchronous when `sizeCheck` is.
+ * `HEAD_CHECK_REUSE_MS` ago (`nowMs`: `performance.now()`) is reused (answered synchronously, no
+ * I/O); otherwise the stat is made and, when it passes, remembered.
  */
 export function headSizeCheck(blobs: BlobBackend, digest: Digest, rec: BlobRecord, nowMs: number): BlobCheck | Promise<BlobCheck> {
   let passed = passedChecks.get(blobs);
@@ -95,8 +98,7 @@ export function headSizeCheck(blobs: BlobBackend, digest: Digest, rec: BlobRecor
     }
     return check;
   };
-  const check = sizeCheck(blobs, digest, rec);
-  return check instanceof Promise ? check.then(remember) : remember(check);
+  return sizeCheck(blobs, digest, rec).then(remember);
 }
 
 const PASSED: BlobCheck = Object.freeze({ ok: true });

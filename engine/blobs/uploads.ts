@@ -26,89 +26,35 @@
 import { isStalled } from '../storage/disk-deadline.js';
 import { randomBytes } from 'node:crypto';
 import type { MetadataStore, MetadataTransaction } from '../storage/metadata.js';
-import type { AppNameRef } from '../registry/rename.js';
 import type { Clock } from '../clock.js';
-import { fail, isSlipwayError, type SlipwayError } from '../errors.js';
-import { storageFull } from '../storage/storage-full.js';
+import { fail } from '../errors.js';
+import { discardedByOutage, discardedByStall, discardedForSpace, isStorageFull, storeAway, unknownSession } from './upload-errors.js';
+import { UploadSessions } from './upload-sessions.js';
+import { SessionEndings } from './upload-endings.js';
 import type { Digest } from '../digest.js';
 import { SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
-import type { BlobBackend, BlobWriter } from './contract.js';
-import { isUploadId, type UploadRecord } from './records.js';
-import { newLive, SessionBook, type Lease, type LiveState } from './session-book.js';
+import type { BlobBackend } from './contract.js';
+import type { UploadRecord } from './records.js';
+import { newLive, type Lease } from './session-book.js';
 
 export type { Lease } from './session-book.js';
+export { DEFAULT_SESSIONS_PER_ACCOUNT, type UploadOptions } from './upload-options.js';
 import { linkBlobInTransaction } from '../registry/links.js';
 import { uploads as uploadRecords } from './keyspaces.js';
 import { blobRecord, recordVerifiedBlobInTransaction } from './refs.js';
 import { PeerSessions } from './peer-sessions.js';
-
-/** Options of the upload service. */
-export interface UploadOptions {
-  /** Sessions untouched for this long are reaped (ms). Distribution's default is 168 h; ours 24 h. */
-  staleAfterMs: number;
-  /** Open sessions (created, not yet completed or cancelled) one account may have; default 64. */
-  maxSessionsPerAccount?: number;
-  /** Global budget of upload buffer memory; default unlimited (the server passes SLIPWAY_UPLOAD_MEMORY). */
-  memory?: UploadMemory;
-  /** This node's name (node-name.ts; the server's SLIPWAY_NODE_NAME, as its S3 backend's); default '' (none). */
-  node?: string;
-  /** Other nodes' sessions idle this long are reaped by `peers.reap` (ms); default 2 × `staleAfterMs`. */
-  peerStaleAfterMs?: number;
-  /**
-   * The record naming the app that holds an app name now (the platform's, engine/platform/app-names.ts),
-   * read in a commit's transaction: the blob is linked into the session's repository only while
-   * the session's app still holds the name (an app renamed meanwhile: the client pushes again
-   * under the new name). Absent (engine tests): always linked.
-   */
-  appNameRef?: AppNameRef;
-}
-
-/** Default of `UploadOptions.maxSessionsPerAccount`. */
-export const DEFAULT_SESSIONS_PER_ACCOUNT = 64;
-
-const unknownSession = (id: string) => fail('BLOB_UPLOAD_UNKNOWN', 'blob upload unknown to registry', { uuid: id.slice(0, 64) });
-
-/** Whether `e` says the blob store was unavailable (s3-read.ts `storeUnavailable`). */
-function storeAway(e: unknown): e is SlipwayError {
-  return isSlipwayError(e) && e.code === 'BLOB_STORE_UNAVAILABLE';
-}
-
-/**
- * The answer to a request whose session the blob store's unavailability ended: the store's
- * error (503 with Retry-After), saying that the session was discarded (docs/faults.md).
- */
-function discardedByOutage(e: SlipwayError): SlipwayError {
-  return fail('BLOB_STORE_UNAVAILABLE', `${e.message}; the upload session was discarded (the bytes it had taken are not kept): start a new upload once the store is back`, e.detail);
-}
-
-/** STORAGE_STALLED for a session that was discarded. */
-function discardedByStall(e: SlipwayError): SlipwayError {
-  return fail('STORAGE_STALLED', `${e.message}. The upload session was discarded: start a new upload once the disk answers`, e.detail);
-}
-
-/** Whether `e` is the engine's STORAGE_FULL. */
-function isStorageFull(e: unknown): boolean {
-  return isSlipwayError(e) && e.code === 'STORAGE_FULL';
-}
-
-/** STORAGE_FULL for a session that was discarded. */
-function discardedForSpace(): Error {
-  const base = storageFull("the upload's bytes");
-  return fail('STORAGE_FULL', `${base.message}. The upload session was discarded: start a new upload`, base.detail);
-}
+import { DEFAULT_SESSIONS_PER_ACCOUNT, type UploadOptions } from './upload-options.js';
+import { reapOrphanBytes, reapStale } from './upload-reaping.js';
 
 /** The upload sessions of one server (see the file header). */
 export class Uploads {
   readonly memory: UploadMemory;
-  readonly #live = new Map<string, LiveState>();
-  /** Open sessions per account, and tombstones of ended ones. */
-  readonly #book = new SessionBook();
-  /** Leases taken inside beginAppend/commit/cancel when the caller passed none. */
-  readonly #implicit = new WeakSet<Lease>();
+  /** The open sessions, their leases and the tombstones of ended ones. */
+  readonly #sessions = new UploadSessions();
+  /** How sessions end: cancelled, or after a failure (upload-endings.ts). */
+  readonly #endings: SessionEndings;
   readonly #writerLeases = new WeakMap<UploadWriter, Lease>();
-  /** The stored record of every recorded open session (the store's `uploads`, kept in step). */
-  readonly #recorded = new Map<string, UploadRecord>();
   /** The other nodes' sessions: counted for the per-account limit, reaped (by the lock holder) when long dead. */
   readonly peers: PeerSessions;
   /** This node's name (`UploadOptions.node`). */
@@ -126,6 +72,7 @@ export class Uploads {
     readonly options: UploadOptions = { staleAfterMs: 24 * 3600_000 },
   ) {
     this.memory = options.memory ?? unlimitedMemory();
+    this.#endings = new SessionEndings(this.#sessions, store, blobs);
     this.node = options.node ?? '';
     this.peers = new PeerSessions(store.metadata, blobs, clock, this.node, options.peerStaleAfterMs ?? 2 * options.staleAfterMs);
   }
@@ -147,27 +94,27 @@ export class Uploads {
   async load(opts: { allNodes?: boolean } = {}): Promise<void> {
     for (const rec of await this.peers.refresh()) {
       if (!opts.allNodes && this.peers.isPeers(rec)) continue;
-      this.#recorded.set(rec.id, rec);
-      this.#live.set(rec.id, newLive(undefined));
-      this.#book.opened(rec);
+      this.#sessions.recorded.set(rec.id, rec);
+      this.#sessions.live.set(rec.id, newLive(undefined));
+      this.#sessions.book.opened(rec);
     }
   }
 
   /** Open sessions with at least one acknowledged chunk (recorded), from memory: the metrics' gauge. */
   get recordedSessions(): number {
-    return this.#recorded.size;
+    return this.#sessions.recorded.size;
   }
 
   /** Writes a session's record (one transaction with no reads), then its in-memory copy. */
   async #record(rec: UploadRecord): Promise<void> {
     await this.store.metadata.transact((tx) => tx.put(uploadRecords, rec.id, rec));
     // A session that ended while the write was in flight stays ended.
-    if (!this.#book.hasEnded(rec.id)) this.#recorded.set(rec.id, rec);
+    if (!this.#sessions.book.hasEnded(rec.id)) this.#sessions.recorded.set(rec.id, rec);
   }
 
   /** Open sessions of an account: this node's, plus other nodes' recorded ones as of the last reaper round. */
   openSessions(accountId: string): number {
-    return this.#book.openSessions(accountId) + this.peers.count(accountId);
+    return this.#sessions.book.openSessions(accountId) + this.peers.count(accountId);
   }
 
   /**
@@ -189,58 +136,30 @@ export class Uploads {
     // client would after any lost session.
     const live = newLive(await this.blobs.create(id, this.memory));
     live.unrecorded = rec;
-    this.#live.set(id, live);
-    this.#book.opened(rec);
+    this.#sessions.live.set(id, live);
+    this.#sessions.book.opened(rec);
     return rec;
   }
 
   /**
-   * Looks a session up.
+   * Looks a session up (UploadSessions.get).
    * @throws BLOB_UPLOAD_UNKNOWN when it does not exist, ended, or belongs to another repository.
    */
   get(id: string, repository: string): UploadRecord {
-    const valid = isUploadId(id) && !this.#book.hasEnded(id);
-    const rec = valid ? (this.#live.get(id)?.unrecorded ?? this.#recorded.get(id)) : undefined;
-    if (!rec || rec.repository !== repository) throw unknownSession(id);
-    return rec;
+    return this.#sessions.get(id, repository);
   }
 
   /**
-   * Takes the session for one operation. Every write to a session (append, commit, cancel,
-   * reaping) happens under its one lease, so no two of them overlap.
-   * @throws BLOB_UPLOAD_UNKNOWN when the session ended; UPLOAD_BUSY when another operation holds it.
+   * Takes the session for one operation (UploadSessions.claim): every write to a session happens
+   * under its one lease. @throws BLOB_UPLOAD_UNKNOWN when it ended; UPLOAD_BUSY when held.
    */
   claim(rec: UploadRecord, op: string): Lease {
-    if (this.#book.hasEnded(rec.id)) throw unknownSession(rec.id);
-    const live = this.#live.get(rec.id);
-    if (!live) throw unknownSession(rec.id);
-    if (live.owner) {
-      throw fail('UPLOAD_BUSY', `upload session ${rec.id} is in use by a ${live.owner.op} request; retry once it has finished (GET the session for its offset)`, { uuid: rec.id });
-    }
-    const lease: Lease = { id: rec.id, op, released: false };
-    live.owner = lease;
-    return lease;
+    return this.#sessions.claim(rec, op);
   }
 
   /** Gives a lease back (no effect when already released or the session ended). */
   release(lease: Lease): void {
-    const live = this.#live.get(lease.id);
-    if (live?.owner === lease) live.owner = null;
-    lease.released = true;
-  }
-
-  #lease(rec: UploadRecord, lease: Lease | undefined, op: string): Lease {
-    if (!lease) {
-      const own = this.claim(rec, op);
-      this.#implicit.add(own);
-      return own;
-    }
-    if (lease.released || lease.id !== rec.id || this.#live.get(rec.id)?.owner !== lease) throw unknownSession(rec.id);
-    return lease;
-  }
-
-  #done(lease: Lease): void {
-    if (this.#implicit.has(lease)) this.release(lease);
+    this.#sessions.release(lease);
   }
 
   /**
@@ -258,15 +177,15 @@ export class Uploads {
     if (!this.memory.canTake(MIN_BUFFER_BYTES)) {
       throw fail('UNAVAILABLE', 'the registry is receiving as many upload bytes as it can buffer; retry shortly', { retryAfter: 2 });
     }
-    const own = this.#lease(rec, lease, 'PATCH');
-    const blob = this.#live.get(rec.id)!.writer;
+    const own = this.#sessions.lease(rec, lease, 'PATCH');
+    const blob = this.#sessions.live.get(rec.id)!.writer;
     if (!blob || blob.size !== rec.offset) {
       // Not reachable in a server (init resumed every session; a failed append ends it).
-      this.#done(own);
+      this.#sessions.done(own);
       throw fail('BLOB_UPLOAD_UNKNOWN', 'upload session bytes are missing; start a new upload', { uuid: rec.id });
     }
     if (blob.reserve && !blob.reserve()) {
-      this.#done(own);
+      this.#sessions.done(own);
       throw fail('UNAVAILABLE', 'the registry is buffering as many upload bytes as it can; retry shortly', { retryAfter: 2 });
     }
     const writer = new UploadWriter(blob, this.memory);
@@ -294,7 +213,7 @@ export class Uploads {
    */
   async finishAppend(rec: UploadRecord, writer: UploadWriter, keep: boolean | 'received', cause?: unknown): Promise<UploadRecord> {
     const lease = this.#writerLeases.get(writer);
-    const live = this.#live.get(rec.id);
+    const live = this.#sessions.live.get(rec.id);
     let ok = keep !== false;
     let failure: unknown = cause;
     try {
@@ -307,11 +226,11 @@ export class Uploads {
       // Not reachable through the leases; kept as the last guard against resurrecting a session.
       throw unknownSession(rec.id);
     }
-    if (isStorageFull(failure)) throw await this.#storageFull(rec, lease);
-    if (isStalled(failure)) throw await this.#stalled(rec, lease, failure);
+    if (isStorageFull(failure)) throw await this.#endings.keepAcknowledged(rec, lease);
+    if (isStalled(failure)) throw await this.#endings.keepAcknowledged(rec, lease, failure);
     if (!ok) {
-      await this.#discardAfterFailure(rec, failure);
-      this.#done(lease);
+      await this.#endings.discardAfterFailure(rec, failure);
+      this.#sessions.done(lease);
       if (storeAway(failure)) throw discardedByOutage(failure);
       throw fail('BLOB_UPLOAD_INVALID', 'upload interrupted; the session was discarded, start a new upload');
     }
@@ -323,12 +242,12 @@ export class Uploads {
     try {
       await this.#record(updated);
     } catch (e) {
-      if (isStorageFull(e)) throw await this.#storageFull(rec, lease);
+      if (isStorageFull(e)) throw await this.#endings.keepAcknowledged(rec, lease);
       if (isStalled(e)) {
         // The record may still land late (with bytes that were never acknowledged): the session
         // ends here, and its record's removal commits after it (disk-deadline.ts).
-        await this.#discardAfterFailure(rec, e);
-        this.#done(lease);
+        await this.#endings.discardAfterFailure(rec, e);
+        this.#sessions.done(lease);
         throw discardedByStall(e);
       }
       throw e;
@@ -348,54 +267,9 @@ export class Uploads {
       if (keep === 'received') await blob.sync();
     } finally {
       blob.suspend();
-      this.#done(lease);
+      this.#sessions.done(lease);
     }
     return updated;
-  }
-
-  /**
-   * After an append failed for want of space: cuts the session back to its acknowledged offset
-   * and leaves it open when the backend can, else discards it. Returns the STORAGE_FULL error
-   * for the client, saying which.
-   */
-  async #storageFull(rec: UploadRecord, lease: Lease): Promise<Error> {
-    const blob = this.#live.get(rec.id)?.writer;
-    try {
-      if (blob?.rewind) {
-        await blob.rewind(rec.offset);
-        blob.suspend();
-        const base = storageFull("this request's bytes");
-        return fail('STORAGE_FULL', `${base.message}. The upload session keeps its ${rec.offset} acknowledged bytes: resume it from offset ${rec.offset} (GET the session for its Range), or start a new upload`, { ...(base.detail as object), offset: rec.offset });
-      }
-    } catch {
-      // Could not cut it back: discarded below.
-    } finally {
-      this.#done(lease);
-    }
-    await this.#drop(rec).catch(() => {}); // the lease is the caller's; the session ends here either way
-    return discardedForSpace();
-  }
-
-  /**
-   * After an append the data disk did not complete in time (STORAGE_STALLED): the session keeps
-   * its acknowledged offset (the backend cuts the rest once the disk answers, stall-guard.ts) and
-   * stays open, else it is discarded. Returns the error for the client, saying which.
-   */
-  async #stalled(rec: UploadRecord, lease: Lease, e: SlipwayError): Promise<Error> {
-    const blob = this.#live.get(rec.id)?.writer;
-    try {
-      if (blob?.rewind) {
-        await blob.rewind(rec.offset);
-        blob.suspend();
-        return fail('STORAGE_STALLED', `${e.message}. The upload session keeps its ${rec.offset} acknowledged bytes: resume it from offset ${rec.offset} (GET the session for its Range) once the disk answers, or start a new upload`, { ...(e.detail as object), offset: rec.offset });
-      }
-    } catch {
-      // Could not cut it back: discarded below.
-    } finally {
-      this.#done(lease);
-    }
-    await this.#discardAfterFailure(rec, e).catch(() => {});
-    return discardedByStall(e);
   }
 
   /**
@@ -410,8 +284,8 @@ export class Uploads {
    *         UPLOAD_BUSY when another request holds the session (without `lease`).
    */
   async commit(rec: UploadRecord, expected: Digest, lease?: Lease): Promise<{ digest: Digest; size: number }> {
-    const own = this.#lease(rec, lease, 'PUT');
-    const live = this.#live.get(rec.id)!;
+    const own = this.#sessions.lease(rec, lease, 'PUT');
+    const live = this.#sessions.live.get(rec.id)!;
     try {
       if (live.unrecorded) {
         // Completed without a body: record the session before the bytes move (GC keeps blobs
@@ -429,7 +303,7 @@ export class Uploads {
       try {
         await blob.commit(expected, { reuse: () => this.#reusable(expected, size) });
       } catch (e) {
-        await this.#discardAfterFailure(rec, e).catch((d) => { if (!isStalled(d)) throw d; }); // the record, and whatever bytes an I/O error left
+        await this.#endings.discardAfterFailure(rec, e).catch((d) => { if (!isStalled(d)) throw d; }); // the record, and whatever bytes an I/O error left
         throw storeAway(e) ? discardedByOutage(e) : isStorageFull(e) ? discardedForSpace() : isStalled(e) ? discardedByStall(e) : e;
       }
       const now = this.clock.now();
@@ -449,14 +323,14 @@ export class Uploads {
         if (!isStorageFull(e)) throw e;
         // The metadata database is full: the bytes are in place but unrecorded (GC's orphan
         // sweep takes them), and the session's bytes are gone with them: it ends here.
-        await this.#drop(rec).catch(() => {});
+        await this.#endings.drop(rec).catch(() => {});
         throw discardedForSpace();
       }
-      this.#end(rec);
+      this.#sessions.end(rec);
       if (!recorded) throw fail('BLOB_UPLOAD_INVALID', 'the upload session was reaped while it completed; start a new upload');
       return { digest: expected, size };
     } finally {
-      this.#done(own);
+      this.#sessions.done(own);
     }
   }
 
@@ -480,98 +354,36 @@ export class Uploads {
     return rec !== undefined && !rec.quarantined && rec.size === size;
   }
 
-  /** Forgets a session for good: no lease, no hash, no count; its id is never served again. */
-  #end(rec: UploadRecord): BlobWriter | undefined {
-    const live = this.#live.get(rec.id);
-    if (live?.owner) live.owner.released = true;
-    this.#live.delete(rec.id);
-    this.#recorded.delete(rec.id);
-    this.#book.ended(rec);
-    return live?.writer;
-  }
-
   /**
    * Cancels a session: record first, then bytes (never a record without its file).
    * @throws UPLOAD_BUSY when another request holds the session (without `lease`).
    */
   async cancel(rec: UploadRecord, lease?: Lease): Promise<void> {
-    const own = this.#lease(rec, lease, 'DELETE');
+    const own = this.#sessions.lease(rec, lease, 'DELETE');
     try {
-      await this.#drop(rec);
+      await this.#endings.drop(rec);
     } finally {
-      this.#done(own);
+      this.#sessions.done(own);
     }
-  }
-
-  /** Ends a session: its record, then its bytes (the writer's, or whatever the backend holds). */
-  async #drop(rec: UploadRecord): Promise<void> {
-    // A session never recorded has no record to remove (and a full disk cannot refuse that).
-    const neverRecorded = this.#live.get(rec.id)?.unrecorded !== undefined;
-    const writer = this.#end(rec);
-    if (!neverRecorded) await this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
-    if (writer) await writer.abort();
-    else await this.blobs.abortSession(rec.id, rec.node ?? '');
-  }
-
-  /**
-   * Ends a session after a failed append or commit (`failure`; the caller holds its lease): its
-   * record goes (that error, if any, is thrown), then its bytes, whose removal's own error never
-   * replaces the failure the client is told about. When the blob store is away, the bytes'
-   * removal is not waited for (it would fail or stall too, and the answer must not wait past
-   * the failure): what it cannot remove is `reapOrphans`'s.
-   */
-  async #discardAfterFailure(rec: UploadRecord, failure: unknown): Promise<void> {
-    const writer = this.#end(rec);
-    const removal = this.store.metadata.transact((tx) => tx.remove(uploadRecords, rec.id));
-    // The disk hangs: the record's removal commits once it answers (the answer does not wait
-    // for a second deadline); start-up recovery settles a record whose removal never landed.
-    if (isStalled(failure)) void removal.catch(() => {});
-    else await removal;
-    const bytes = writer ? writer.abort() : this.blobs.abortSession(rec.id, rec.node ?? '');
-    const settled = bytes.catch(() => {}); // what is left is reapOrphans'
-    if (!storeAway(failure)) await settled;
   }
 
   /**
    * Removes this node's sessions idle for longer than `staleAfterMs` and not in use (a session
    * held by a request is skipped; the next run sees it). Safe while serving, on every node at
-   * once. Returns the number removed.
+   * once. Returns the number removed (upload-reaping.ts).
    */
-  async reap(): Promise<number> {
-    const now = this.clock.now();
-    let removed = 0;
-    const unrecorded = [...this.#live.values()].flatMap((l) => (l.unrecorded ? [l.unrecorded] : []));
-    for (const rec of [...unrecorded, ...this.#recorded.values()]) {
-      if (now - rec.updatedAt <= this.options.staleAfterMs || this.#live.get(rec.id)?.owner || this.#book.hasEnded(rec.id)) continue;
-      let lease: Lease;
-      try {
-        lease = this.claim(rec, 'reaper');
-      } catch {
-        continue; // taken or ended meanwhile
-      }
-      await this.cancel(rec, lease);
-      removed++;
-    }
-    return removed;
+  reap(): Promise<number> {
+    return reapStale(this.#sessions, this.clock.now(), this.options.staleAfterMs, (rec, lease) => this.cancel(rec, lease));
   }
 
   /**
-   * Removes this node's session bytes that belong to no session: what the backend lists
-   * (`sessions()`) for this node that is neither open here nor recorded. Such bytes are left by
-   * a crash between bytes and record, or by a session ended while its bytes could not be
-   * removed (an I/O error, a full disk, the blob store away: `#discardAfterFailure`). Run at start-up and on the reaper's interval (server
-   * main.ts), so they never outlive the fault by more than one interval; only by the process
-   * that owns the sessions (a tool beside a server does not know its unrecorded sessions: fsck
-   * reports such bytes instead). Returns the number of sessions whose bytes were removed.
+   * Removes this node's session bytes that belong to no session (a crash between bytes and
+   * record, a session ended while its bytes could not be removed: `SessionEndings.discardAfterFailure`); only
+   * by the process that owns the sessions. Returns the number of sessions whose bytes were
+   * removed (upload-reaping.ts).
    */
-  async reapOrphans(): Promise<number> {
-    let removed = 0;
-    for await (const { id, node } of this.blobs.sessions()) {
-      if (!this.peers.ownsSession(node) || this.#live.has(id) || this.#recorded.has(id)) continue;
-      await this.blobs.abortSession(id, node ?? '');
-      removed++;
-    }
-    return removed;
+  reapOrphans(): Promise<number> {
+    return reapOrphanBytes(this.#sessions, this.blobs, this.peers);
   }
 
   /**
@@ -583,10 +395,10 @@ export class Uploads {
    */
   async #recover(): Promise<void> {
     await this.reapOrphans();
-    for (const rec of [...this.#recorded.values()]) {
+    for (const rec of [...this.#sessions.recorded.values()]) {
       const writer = await this.blobs.resume(rec.id, rec.offset);
-      if (writer) this.#live.get(rec.id)!.writer = writer;
-      else await this.#drop(rec);
+      if (writer) this.#sessions.live.get(rec.id)!.writer = writer;
+      else await this.#endings.drop(rec);
     }
     await this.reap();
   }

@@ -11,14 +11,7 @@
  * `onDrain`. Every 64 MiB a `sync` starts in the background (unless the previous one still runs)
  * so the final sync at commit has little left to do.
  *
- * Memory follows the bytes received, not the number of sessions: the first buffer is 4 KiB and
- * each one that fills up makes the next four times larger, up to 4 MiB (a free buffer that was
- * outgrown is swapped for a larger one when the budget allows), so a trickling session holds
- * 4 KiB while a fast one soon cycles four 4 MiB buffers (4 MiB rather than 1 MiB halved the
- * event loop's CPU per GiB pushed: a quarter of the hand-offs to the hash thread and the disk,
- * of the wake-ups and of the socket pauses; peak RSS of a 1 GiB push 97 → 110 MiB). Every buffer is taken from the global
- * `UploadMemory` budget and given back when dropped (at `end` at the latest); when the budget is
- * spent the writer asks for a pause and resumes when memory is given back.
+ * Memory: the writer's buffers, their sizes and their reuse are writer-buffers.ts's.
  *
  * Failure: once the session failed (the blob store away, a disk error: its `write` rejected, or
  * its `feedHash` threw, as an S3 session's does once a part failed), `write` and `commit` throw
@@ -30,50 +23,15 @@
  * Integrity: the writer counts the bytes it accepted, handed to the hash and wrote to the session;
  * `end` rejects unless the three agree, so a session's recorded size is exactly what was hashed.
  * After `end` the writer accepts nothing more.
- *
- * Buffers are SharedArrayBuffer-backed so a hash thread reads them without a copy; from 64 KiB on
- * they are page-aligned (aligned-buffer.ts), so a backend may write them with `O_DIRECT` (the
- * filesystem backend writes through the page cache, fs-writer.ts). A buffer
- * serves one session at a time (only its bytes `[0, fill)` are ever read), and is never passed on
- * at all when a socket may still hold a region of it: a socket only ever holds the region of the writer's last `region()` call (a body cut
- * off mid-read; after a body read to the end, `regionsReturned`), and only that dead writer's
- * memory may receive such stray bytes. The other free buffers of a finished writer are kept for a
- * second for the same session's next writer (the next PATCH of a chunked upload), outside the
- * budget and under a global limit; that writer uses them instead of new buffers of the same size
- * (it grows as a new one, except that after a request whose buffers reached full size it starts
- * at full size), because faulting in fresh buffer pages for every 16 MiB PATCH cost more CPU
- * than the rest of the request. Every other buffer a writer drops goes to the process's pool of
- * shared buffers (aligned-buffer.ts `recycleShared`), from which any later writer takes buffers
- * of the same size: shared memory left to the garbage collector stays mapped (the S3 bench's
- * 64 × 16 MiB push reached ~1 GiB RSS that way).
  */
 import type { BlobWriter } from './contract.js';
-import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
-import { recycleShared, sharedBuffer } from './aligned-buffer.js';
-import { bufferStashes, type Stash } from './buffer-stash.js';
+import { unlimitedMemory, type UploadMemory } from './upload-memory.js';
+import { RESUME_IN_FLIGHT, WriterBuffers } from './writer-buffers.js';
 
-/** Size of the largest pool buffer (bytes). */
-export const BUFFER_BYTES = 4 * 1024 * 1024;
-/** Buffers per writer: the most bytes in flight before the caller is asked to pause. */
-export const POOL_BUFFERS = 4;
-/**
- * A paused writer asks to resume only once at most this many buffers are still being hashed or
- * written, so each pause of the socket is followed by at least two buffers' worth of reads
- * (every pause and resume costs the event loop two epoll_ctl calls and a wake-up).
- */
-export const RESUME_IN_FLIGHT = POOL_BUFFERS / 2;
+export { BUFFER_BYTES, POOL_BUFFERS, RESUME_IN_FLIGHT, STASH_LIMIT_BYTES, STASH_MS } from './writer-buffers.js';
+
 /** Bytes written between background fdatasync calls. */
 export const SYNC_EVERY_BYTES = 64 * 1024 * 1024;
-
-/** How long a session keeps its finished writer's free buffers for its next request (ms). */
-export const STASH_MS = 1000;
-/**
- * Most bytes of buffers kept for next requests, all sessions together, outside the budget: in
- * stashes, and adopted by a next writer but not yet used by it.
- */
-export const STASH_LIMIT_BYTES = 2 * POOL_BUFFERS * BUFFER_BYTES;
-
-const stashes = bufferStashes(STASH_LIMIT_BYTES, STASH_MS);
 
 /** A filled buffer on its way to disk and through the hash. */
 interface Slot {
@@ -92,9 +50,7 @@ export class UploadWriter {
   #position: number;
   #accepted: number;
   #hashed: number;
-  readonly #free: Buffer[] = [];
-  #allocated = 0;
-  #nextSize = MIN_BUFFER_BYTES;
+  readonly #buffers: WriterBuffers;
   #current: Buffer | null = null;
   #currentPooled = true;
   #fill = 0;
@@ -109,12 +65,6 @@ export class UploadWriter {
   #error: Error | null = null;
   #drainWaiter: (() => void) | null = null;
   #idleWaiters: Array<(e: Error | null) => void> = [];
-  /** The buffer of the last `region()`: a socket may still read into it, so it is never stashed. */
-  #lastRegion: Buffer | null = null;
-  /** Where this writer leaves its free buffers once ended. */
-  #stash: Stash | null = null;
-  /** Buffers the session's previous writer left: used instead of new ones of the same size. */
-  #reuse: Buffer[] = [];
 
   /**
    * @param blob the session's writer; bytes go after its current `size`
@@ -128,10 +78,7 @@ export class UploadWriter {
     this.#accepted = position;
     this.#hashed = position;
     this.#memory = memory;
-    this.#reuse = stashes.take(blob); // still outside the budget until used
-    // The previous request of the session was a bulk one (its buffers reached full size): this
-    // one starts at full size too, in the memory already mapped, instead of growing again.
-    if (this.#reuse.some((b) => b.length === BUFFER_BYTES)) this.#nextSize = BUFFER_BYTES;
+    this.#buffers = new WriterBuffers(blob, memory);
   }
 
   /** Bytes accepted so far, including the starting position. */
@@ -151,54 +98,18 @@ export class UploadWriter {
 
   /** Whether another byte can be taken without exceeding the pool or the budget (overflow does not count). */
   get #ready(): boolean {
-    if ((this.#current !== null && this.#currentPooled) || this.#free.length > 0) return true;
-    return this.#allocated < POOL_BUFFERS && this.#memory.canTake(this.#allocated === 0 ? MIN_BUFFER_BYTES : this.#nextSize);
-  }
-
-  /**
-   * A pooled buffer to fill: a free one (an outgrown one is swapped for a larger one when the
-   * budget allows), else a new one within pool and budget (the smallest when the budget is tight
-   * and the writer holds none, so every writer can progress).
-   */
-  #pooledBuffer(): Buffer | null {
-    const b = this.#free.pop();
-    if (b && (b.length >= this.#nextSize || !this.#memory.canTake(this.#nextSize - b.length))) return b;
-    if (b) this.#dropUnused(b, true);
-    for (const size of this.#allocated === 0 ? [this.#nextSize, MIN_BUFFER_BYTES] : [this.#nextSize]) {
-      if (this.#allocated < POOL_BUFFERS && this.#memory.tryTake(size)) {
-        this.#allocated++;
-        const i = this.#reuse.findIndex((r) => r.length === size);
-        if (i === -1) return sharedBuffer(size);
-        stashes.used(size);
-        return this.#reuse.splice(i, 1)[0]!;
-      }
-    }
-    return null;
-  }
-
-  /** Gives a buffer's memory back to the budget. */
-  #drop(buf: Buffer, pooled: boolean): void {
-    if (pooled) this.#allocated--;
-    this.#memory.give(buf.length);
-  }
-
-  /** `#drop`, and the buffer to the process's pool unless a socket may still fill it. */
-  #dropUnused(buf: Buffer, pooled: boolean): void {
-    this.#drop(buf, pooled);
-    if (buf !== this.#lastRegion) recycleShared(buf);
+    return (this.#current !== null && this.#currentPooled) || this.#buffers.canTake();
   }
 
   /** Makes `#current` a buffer to fill; with `overflow`, beyond the pool and budget when exhausted. */
   #take(overflow: number): boolean {
     if (this.#current) return true;
-    const pooled = this.#pooledBuffer();
+    const pooled = this.#buffers.take();
     if (pooled) {
       this.#current = pooled;
       this.#currentPooled = true;
     } else if (overflow > 0) {
-      const size = Math.min(BUFFER_BYTES, Math.max(MIN_BUFFER_BYTES, overflow));
-      this.#memory.force(size);
-      this.#current = sharedBuffer(size);
+      this.#current = this.#buffers.overflow(overflow);
       this.#currentPooled = false;
     } else {
       return false;
@@ -234,7 +145,7 @@ export class UploadWriter {
    */
   region(): Buffer | null {
     if (this.#error || this.#ended || !this.#take(0)) return null;
-    this.#lastRegion = this.#current;
+    this.#buffers.lastRegion = this.#current;
     return this.#current!.subarray(this.#fill);
   }
 
@@ -244,7 +155,7 @@ export class UploadWriter {
    * settles), so the last region's buffer may be passed on to the session's next writer too.
    */
   regionsReturned(): void {
-    this.#lastRegion = null;
+    this.#buffers.lastRegion = null;
   }
 
   /** `n` bytes were placed at the start of the last `region()`; same result (and error) as `write`. */
@@ -307,34 +218,18 @@ export class UploadWriter {
     } finally {
       this.#ended = true;
       if (this.#current) {
-        this.#dropUnused(this.#current, this.#currentPooled);
+        this.#buffers.dropUnused(this.#current, this.#currentPooled);
         this.#current = null;
       }
-      this.#stashFree();
+      this.#buffers.stashFree();
       this.#blob.suspend();
-    }
-  }
-
-  /**
-   * Gives every free buffer back to the budget, keeping it (outside the budget, for `STASH_MS`)
-   * for the session's next writer: the next PATCH of a chunked upload then fills memory that is
-   * already mapped instead of faulting in fresh pages (measured: most of the extra CPU of a
-   * chunked push over one PATCH). The last region's buffer is never kept, as a socket whose body
-   * was cut off may still read into it; buffers the hash or a write release later follow.
-   */
-  #stashFree(): void {
-    const stash = stashes.open(this.#blob, this.#reuse);
-    this.#stash = stash;
-    for (const b of this.#free.splice(0)) {
-      this.#drop(b, true);
-      if (b !== this.#lastRegion) stashes.offer(stash, b);
     }
   }
 
   #enqueueCurrent(): void {
     const buf = this.#current!;
     const slot: Slot = { buf, used: this.#fill, holds: 2, pooled: this.#currentPooled };
-    if (this.#fill === buf.length) this.#nextSize = Math.min(BUFFER_BYTES, Math.max(this.#nextSize, buf.length * 4));
+    if (this.#fill === buf.length) this.#buffers.filled(buf.length);
     this.#current = null;
     this.#fill = 0;
     this.#queue.push(slot);
@@ -354,15 +249,7 @@ export class UploadWriter {
   #release(slot: Slot): void {
     if (--slot.holds > 0) return;
     this.#inFlight--;
-    if (slot.pooled && !this.#ended) {
-      this.#free.push(slot.buf);
-    } else {
-      this.#drop(slot.buf, slot.pooled);
-      if (slot.buf !== this.#lastRegion) {
-        if (slot.pooled) stashes.offer(this.#stash, slot.buf);
-        else recycleShared(slot.buf);
-      }
-    }
+    this.#buffers.release(slot.buf, slot.pooled, this.#ended);
     this.#wake();
   }
 

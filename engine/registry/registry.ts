@@ -16,18 +16,16 @@ import { digestOf, isDigest, type Digest } from '../digest.js';
 import { fail, isSlipwayError } from '../errors.js';
 import { key, prefetch, readMaybe, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
 import { andThen, type MaybePromise } from '../maybe-sync.js';
-import { scanKeyspace } from '../storage/scan.js';
 import type { Clock } from '../clock.js';
 import type { BlobBackend } from '../blobs/contract.js';
-import type { BlobRecord, LayerScan } from '../blobs/records.js';
-import { addBlobRefsInTransaction, blobRecord, blobRecordRefs, putLayerScansInTransaction, touchBlobInTransaction } from '../blobs/refs.js';
+import type { BlobRecord } from '../blobs/records.js';
+import { addBlobRefsInTransaction, blobRecord, touchBlobInTransaction } from '../blobs/refs.js';
 import { parseManifest } from './manifest-parse.js';
-import { checkConfigStrings, checkPlatform, imageInfo, type ConfigSummary } from './image-info.js';
 import { MANIFEST_V2S2 } from './media-types.js';
 import { parseReference } from './names.js';
 import { linkedBlob, linkedBlobRefs, linkedBlobs, linkedFrom, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
-import { putTagInTransaction, removeTagInTransaction, removeTagsOfManifestInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest, tagRef } from './tags.js';
-import { manifestBytes, manifestSize, type ImageInfo, type ManifestRecord, type RepositoryRecord } from './records.js';
+import { putTagInTransaction, removeTagInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest, tagRef } from './tags.js';
+import { manifestBytes, type ImageInfo, type ManifestRecord, type RepositoryRecord } from './records.js';
 import { images, manifests, repositories, repositoryManifests } from './keyspaces.js';
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
 import { checkIdentifier } from '../identifiers.js';
@@ -36,31 +34,17 @@ import { appOfRepository, appRepositoryRange, requireNameHeld, type AppNameRef }
 import { newId } from '../identity/tokens.js';
 import { BLOB_MEDIA_TYPE, type EventOrigin, type EventSubject } from '../notifications/envelope.js';
 import type { ChangeRecorder } from '../notifications/registry-notifications.js';
+import { inspectImage, type ImageInspector } from './image-inspection.js';
+import { holdsManifest, removeManifestInTransaction } from './manifest-records.js';
+
+export type { ImageInspector, InspectRequest, InspectResult } from './image-inspection.js';
+export { holdsManifest, manifestTotals, removeManifestInTransaction } from './manifest-records.js';
 
 /** The origin of a change made outside a client's request (a test, a tool): no request, no actor. */
 const NO_ORIGIN: EventOrigin = { request: { id: '', method: '', useragent: '' }, actor: {} };
 
 /** Largest manifest accepted (bytes); the OCI spec asks registries to take at least 4 MiB. */
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
-
-/**
- * Work sent to the worker pool at manifest PUT: digests only; the worker reads the bytes
- * through its own instance of the blob backend (workers/inspect-image.ts).
- */
-export interface InspectRequest {
-  config: Digest;
-  /** Layers not inspected before (their scan is cached on the blob record afterwards). */
-  layers: Digest[];
-  /** The account the inspection runs for: its tasks share that account's part of the pool (workers/fair-queue.ts); '' or absent: one shared anonymous tenant. */
-  account?: string;
-}
-export interface InspectResult {
-  config: ConfigSummary;
-  /** digest → scan, for each requested layer. */
-  scans: Record<string, LayerScan>;
-}
-/** Runs an InspectRequest off the event loop (workers/pool.ts). */
-export type ImageInspector = (req: InspectRequest) => Promise<InspectResult>;
 
 /** A page of names plus the `last` value for the next page, when there is one. */
 export interface Page {
@@ -374,7 +358,7 @@ export class Registry {
   async #inspectPushed(repository: string, configDigest: Digest, layers: Digest[], blobs: Digest[], account: string): Promise<ImageInfo> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#inspect(configDigest, layers, account);
+        return await inspectImage(this.metadata, this.inspect, configDigest, layers, account);
       } catch (e) {
         const gone = await this.#firstUnlinked(this.metadata, repository, blobs);
         if (gone) throw deletedWhileChecked(gone);
@@ -386,62 +370,10 @@ export class Registry {
     }
   }
 
-  async #inspect(configDigest: Digest, layers: Digest[], account: string) {
-    const known = new Map<Digest, LayerScan>();
-    const unique = [...new Set(layers)];
-    (await this.metadata.getMany(blobRecordRefs(unique))).forEach((rec, i) => { if (rec?.scan) known.set(unique[i]!, rec.scan); });
-    const pending = unique.filter((d) => !known.has(d));
-    const result = await this.inspect({ config: configDigest, layers: pending, account });
-    checkPlatform(result.config);
-    checkConfigStrings(result.config);
-    const fresh = new Map<Digest, LayerScan>();
-    for (const d of pending) if (result.scans[d]) fresh.set(d, result.scans[d]!);
-    if (fresh.size > 0) await this.metadata.transact((tx) => putLayerScansInTransaction(tx, fresh));
-    const scans = layers.map((d) => fresh.get(d) ?? known.get(d) ?? { whiteouts: 0, examples: [], readable: false });
-    return imageInfo(result.config, scans, layers);
-  }
 }
 
 function deletedWhileChecked(digest: Digest): Error {
   return fail('MANIFEST_BLOB_UNKNOWN', `blob unknown to registry: ${digest} (deleted while the manifest was checked; push it again)`, { digest });
-}
-
-/**
- * Removes a (repository, manifest) pair: the repository link, every tag of the repository that
- * points at it (read from the manifest → tags index, tags.ts: cost independent of the
- * repository's tag count), its image-id index entry and one reference of each blob it names; the
- * manifest record goes when no repository holds it any more. Call inside a transaction.
- * Used by DELETE by digest, app deletion and image retention (gc.ts).
- * @returns false when the pair did not exist (nothing changed).
- */
-export async function removeManifestInTransaction(tx: MetadataTransaction, repository: string, digest: Digest): Promise<boolean> {
-  const rmKey = key(repository, digest);
-  const [held, record] = await tx.getMany([[repositoryManifests, rmKey], [manifests, digest]]);
-  if (held === undefined) return false;
-  tx.remove(repositoryManifests, rmKey);
-  await removeTagsOfManifestInTransaction(tx, repository, digest);
-  if (!record) return true;
-  tx.remove(images, key(record.configDigest, repository, digest));
-  await addBlobRefsInTransaction(tx, record.blobs, -1);
-  if (record.links <= 1) tx.remove(manifests, digest);
-  else tx.put(manifests, digest, { ...record, links: record.links - 1 });
-  return true;
-}
-
-/** True when `repository` holds the manifest `digest` (one read; in or outside a transaction; at once when `reader` reads synchronously). */
-export function holdsManifest(reader: MetadataReader, repository: string, digest: Digest): MaybePromise<boolean> {
-  return andThen(readMaybe(reader, repositoryManifests, key(repository, digest)), (v) => v !== undefined);
-}
-
-/**
- * How many manifest records the store holds and their bytes in total (each content-addressed
- * record once, however many repositories hold it). Pages through the keyspace outside a
- * transaction (metrics), so the totals are not one snapshot while pushes commit.
- */
-export async function manifestTotals(reader: MetadataReader): Promise<{ manifests: number; bytes: number }> {
-  let count = 0, bytes = 0;
-  for await (const { value } of scanKeyspace(reader, manifests)) { count++; bytes += manifestSize(value); }
-  return { manifests: count, bytes };
 }
 
 function page(items: string[], n: number): Page {

@@ -26,14 +26,14 @@ import { dataDisk, isStalled } from './disk-deadline.js';
 import type { Database, RootDatabase } from 'lmdb';
 import {
   checkKey, checkLockName, resolveRange, TransactionConflictError,
-  type Entry, type ExclusiveOptions, type ExclusiveOutcome, type Keyspace, type MetadataStore, type MetadataTransaction,
+  declaredKeyspaces, type Entry, type ExclusiveOptions, type ExclusiveOutcome, type Keyspace, type MetadataStore, type MetadataTransaction,
   type RangeOptions, type RecordRef, type RecordValues, type TransactOptions,
 } from './metadata.js';
 import { BufferedWrites, REMOVED } from './pending-writes.js';
-import { asStorageFull, noSpaceWithin, storageFull } from './storage-full.js';
+import { asStorageFull } from './storage-full.js';
 import { ContentionGate } from './contention-gate.js';
 import { GENERATION_DB, LmdbReadMemo, type MemoEntries } from './lmdb-read-memo.js';
-import { readFileSync, statfsSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -191,29 +191,6 @@ function sameBytes(a: Buffer | undefined, b: Buffer | undefined): boolean {
  * promise it rejects in the same turn. Unhandled, that promise's rejection would end the
  * process; handled here, its reason is the cause.
  */
-/** Free bytes below which an I/O error of a commit counts as a full disk (a page or two of LMDB's). */
-const NEARLY_FULL_BYTES = 1024 * 1024;
-/** How long after a write refused for want of space an I/O error still counts as that full disk, ms. */
-const NO_SPACE_MEMORY_MS = 60_000;
-
-/**
- * Whether `e` is the EIO LMDB reports for a commit after the file system ran out of space (a
- * write-back of its pages that failed with ENOSPC surfaces as EIO on a later write or sync):
- * a write of this process was refused for want of space within the last minute, or the file
- * system of `path` has almost nothing left now (statfs).
- */
-function isIoErrorOnFullDisk(e: unknown, path: string): boolean {
-  const err = e as { code?: unknown; message?: unknown } | null;
-  if (!err || (err.code !== 5 && err.code !== 'EIO' && !(typeof err.message === 'string' && /Input\/output error/.test(err.message)))) return false;
-  try {
-    if (noSpaceWithin(NO_SPACE_MEMORY_MS)) return true;
-    const fs = statfsSync(path);
-    return fs.bavail * fs.bsize < NEARLY_FULL_BYTES;
-  } catch {
-    return false;
-  }
-}
-
 async function commitCause(e: unknown): Promise<unknown> {
   const pending = (e as { commitError?: unknown } | null)?.commitError;
   if (!(pending instanceof Promise)) return e;
@@ -256,6 +233,12 @@ export class LmdbMetadataStore implements MetadataStore {
   constructor(readonly env: RootDatabase) {
     guardCommitFailures();
     this.#memo = new LmdbReadMemo(env);
+    // Every declared keyspace now, not at first use: lmdb-js opens a named database with a
+    // synchronous write transaction on the event loop, which waits for any commit in flight and
+    // writes to the disk itself. At first use on the request path, a disk that hangs then stops
+    // the whole process, and no deadline can fire (docs/faults.md "A data disk that hangs").
+    // One write transaction for all of them (each open is a child of it): one commit at start.
+    env.transactionSync(() => { for (const ks of declaredKeyspaces()) this.handles(ks); });
   }
 
   /** The decoded and raw handles of a keyspace's database (opened once). */
@@ -352,7 +335,7 @@ export class LmdbMetadataStore implements MetadataStore {
       if (isStalled(e)) throw e;
       // A full disk or map: LMDB aborted the whole transaction, nothing of it was written.
       const cause = await commitCause(e);
-      throw asStorageFull(isIoErrorOnFullDisk(cause, (this.env as unknown as { path: string }).path) ? storageFull('the metadata change') : cause, 'the metadata change');
+      throw await asStorageFull(cause, 'the metadata change', (this.env as unknown as { path: string }).path);
     }
     // lmdb-js renewed the read snapshot when the commit completed: read the new generation.
     this.#memo.forget();

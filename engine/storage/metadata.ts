@@ -76,10 +76,29 @@ export interface Keyspace<V> {
   readonly __value?: V;
 }
 
-/** Declares a keyspace of domain `owner`. */
+/** Every keyspace declared with `keyspace()` in this process, by name. */
+const declared = new Map<string, Keyspace<unknown>>();
+
+/**
+ * Declares a keyspace of domain `owner`. Declared keyspaces are known to every store opened
+ * later in the process (`declaredKeyspaces`), so a store can open them all at start.
+ * @throws Error on a name outside `[a-z0-9-]{1,48}`.
+ */
 export function keyspace<V>(owner: Domain, name: string): Keyspace<V> {
   if (!/^[a-z0-9-]{1,48}$/.test(name)) throw new Error(`invalid keyspace name ${JSON.stringify(name)}`);
-  return Object.freeze({ owner, name });
+  const ks = Object.freeze({ owner, name });
+  if (!declared.has(name)) declared.set(name, ks);
+  return ks;
+}
+
+/**
+ * The keyspaces declared so far in this process (by the domains' records modules, which load
+ * before any store opens), in declaration order. The embedded store opens each at start: lmdb-js
+ * opens a named database with a synchronous write transaction on the calling thread, which on
+ * the request path would put a disk write on the event loop (docs/faults.md).
+ */
+export function declaredKeyspaces(): Array<Keyspace<unknown>> {
+  return [...declared.values()];
 }
 
 /**

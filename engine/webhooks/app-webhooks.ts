@@ -143,9 +143,21 @@ export class AppWebhooks implements SubscriberSource {
 
   /** The app's deliveries, oldest first (at most 1000), with their events. */
   async deliveries(appId: string): Promise<Array<{ delivery: DeliveryRecord; event: EventRecord | undefined }>> {
-    const list = await deliveriesOf(this.metadata, appId);
+    return this.#withEvents(await deliveriesOf(this.metadata, appId));
+  }
+
+  async #withEvents(list: DeliveryRecord[]): Promise<Array<{ delivery: DeliveryRecord; event: EventRecord | undefined }>> {
     const evs = await this.metadata.getMany(list.map((d) => [events, d.eventId] as const));
     return list.map((delivery, i) => ({ delivery, event: evs[i] }));
+  }
+
+  /**
+   * The latest deliveries of one webhook, newest first: at most `limit` among the app's newest
+   * 1000 deliveries (the dashboard's view of a webhook).
+   */
+  async recentDeliveries(appId: string, webhookId: string, limit: number): Promise<Array<{ delivery: DeliveryRecord; event: EventRecord | undefined }>> {
+    const list = await deliveriesOf(this.metadata, appId, 1000, true);
+    return this.#withEvents(list.filter((d) => d.source === this.kind && d.subscriberId === webhookId).slice(0, limit));
   }
 
   /** One delivery of the app with its event. @throws NOT_FOUND (resource `webhook-delivery`). */

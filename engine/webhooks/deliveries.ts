@@ -144,9 +144,9 @@ export function getEvent(reader: MetadataReader, id: string): Promise<EventRecor
   return reader.get(events, id);
 }
 
-/** A group's (an app's) deliveries, oldest first (at most `limit`). */
-export async function deliveriesOf(reader: MetadataReader, group: string, limit = 1000): Promise<DeliveryRecord[]> {
-  const ids = await reader.range(deliveriesByGroup, { prefix: group, limit });
+/** A group's (an app's) deliveries, oldest first (at most `limit`; with `newestFirst`, the newest `limit`, newest first). */
+export async function deliveriesOf(reader: MetadataReader, group: string, limit = 1000, newestFirst = false): Promise<DeliveryRecord[]> {
+  const ids = await reader.range(deliveriesByGroup, { prefix: group, limit, reverse: newestFirst });
   const out = await reader.getMany(ids.map((e) => [deliveries, e.value] as const));
   return out.filter((d): d is DeliveryRecord => d !== undefined);
 }

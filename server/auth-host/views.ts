@@ -15,7 +15,7 @@ import type { Exchange } from '../http/exchange.js';
 export const VIEWS_DIR = fileURLToPath(new URL('../../../server/auth-host/views/', import.meta.url));
 
 const TEMPLATES = ['layout', 'sign-in', 'consent', 'message', 'home', 'applications', 'clients', 'client', 'teams', 'team', 'apps', 'app', 'config-vars', 'app-settings', 'confirm', 'secret', 'cli-login',
-  'registry', 'image', 'registry-delete', 'releases'] as const;
+  'registry', 'image', 'registry-delete', 'releases', 'webhooks', 'webhook'] as const;
 export type Template = Exclude<(typeof TEMPLATES)[number], 'layout'>;
 
 export class Views {

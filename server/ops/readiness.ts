@@ -71,7 +71,7 @@ export async function probeReadiness(t: ReadinessTargets): Promise<Readiness> {
     }),
     check('blobStorage', checks, async () => {
       if (dataDisk.stuck()) throw new Error('not probed: the data disk is not answering (checks.disk)');
-      await fsp.mkdir(join(t.dataDir, 'blobs'), { recursive: true });
+      await dataDisk.run('a mkdir of the blob directory', fsp.mkdir(join(t.dataDir, 'blobs'), { recursive: true }));
       await dataDisk.run('a write of the readiness probe file', fsp.writeFile(probe, content));
       try {
         await check('workerPool', checks, async () => {
@@ -79,7 +79,7 @@ export async function probeReadiness(t: ReadinessTargets): Promise<Readiness> {
           if (r.digest !== 'sha256:' + createHash('sha256').update(content).digest('hex')) throw new Error('the worker pool hashed a probe file wrongly');
         });
       } finally {
-        await fsp.rm(probe, { force: true });
+        await dataDisk.run('a removal of the readiness probe file', fsp.rm(probe, { force: true }));
       }
     }),
     ...(t.blobStore ? [check('blobStore', checks, t.blobStore)] : []),

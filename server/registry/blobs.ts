@@ -13,7 +13,8 @@ import { andThen, type MaybePromise } from '../../engine/maybe-sync.js';
 
 /**
  * GET/HEAD of a blob (admitted for pull), with one `bytes=` Range. A HEAD answers synchronously
- * when the store reads synchronously and the backend stats synchronously (engine/maybe-sync.ts).
+ * when the store reads synchronously and the blob's size check is remembered (quarantine.ts
+ * `headSizeCheck`), or when the medium is remote (answered from the record; engine/maybe-sync.ts).
  */
 export function getBlob(ctx: RegistryContext, ex: Exchange, _admitted: Admission, { name: repository, digest: digestParam }: RouteParams): MaybePromise<void> {
   const digest = parseDigest(digestParam);
@@ -34,7 +35,7 @@ function servableBlob(ctx: RegistryContext, repository: string, digest: Digest, 
   return andThen(ctx.registry.statBlob(repository, digest), (first) => {
     const pending = ctx.legacyCheck?.pending(digest);
     const blob = pending ? pending.then(() => ctx.registry.statBlob(repository, digest)) : first;
-    if (ctx.blobs.statSync === undefined) return blob;
+    if (!ctx.blobs.statsLocally) return blob;
     return andThen(blob, (rec) => {
       const check = head ? headSizeCheck(ctx.blobs, digest, rec, performance.now()) : sizeCheck(ctx.blobs, digest, rec);
       return andThen(check, (c) => c.ok ? rec : refuse(ctx, digest, rec, c.reason));
@@ -74,7 +75,7 @@ type ByteRangeOf = ReturnType<typeof parseRange>;
 /** Streams the blob's bytes (or `range` of them, with its Content-Range) through an open reader. */
 async function streamBlob(ctx: RegistryContext, ex: Exchange, digest: Digest, blob: BlobRecord, headers: Record<string, string>, range: ByteRangeOf): Promise<void> {
   if (range) headers['content-range'] = `bytes ${range.start}-${range.start + range.length - 1}/${blob.size}`;
-  const remote = ctx.blobs.statSync === undefined;
+  const remote = !ctx.blobs.statsLocally;
   // A blob GC deletes meanwhile is still read through the open reader (contract.ts BlobReader).
   let reader: BlobReader;
   try {

@@ -8,11 +8,10 @@
  */
 import t from 'tap';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
 import { api, Browser as HttpBrowser, createAccount, findForm, registerClient, signIn } from '../helpers/oauth.js';
 import { startInProcess } from '../helpers/harness.js';
-import { chromiumSkip, launchBrowser, screenshotDir } from '../helpers/browser.js';
-import { lookAt, signInPage, submitAndWait } from '../helpers/dashboard.js';
+import { chromiumSkip } from '../helpers/browser.js';
+import { assertLook, dashboardPage, signInAgain, signInPage, submitAndWait, withoutConfirmDialogs } from '../helpers/dashboard.js';
 import { basic } from '../helpers/http.js';
 import { buildImage, sampleSpec } from '../helpers/image.js';
 import { pushBuiltImage } from '../helpers/registry.js';
@@ -34,20 +33,11 @@ const NEW_POSTS: Array<[string, Record<string, string>]> = [
 t.test('dashboard apps and config vars in Chromium', { skip }, async (t) => {
   const ts = await startInProcess();
   t.teardown(() => ts.stop());
-  const shots = screenshotDir('dashboard-apps');
-  t.comment(`screenshots: ${shots}`);
-  const browser = await launchBrowser();
-  t.teardown(() => browser.close());
-  const page: Page = browser.context.pages()[0] ?? await browser.context.newPage();
-  page.on('dialog', (d) => void d.accept());
+  const { page, shots } = await dashboardPage(t, 'dashboard-apps');
   const key = ts.operator.apiKey;
   const url = (path: string) => ts.auth + path;
 
-  async function look(name: string): Promise<void> {
-    const l = await lookAt(page, shots, name);
-    for (const w of l.widths) t.ok(w.document <= w.viewport, `${name} at ${w.viewport} px: document ${w.document} px wide, no sideways scrolling`);
-    t.same(l.violations, [], `${name}: no serious accessibility violations`);
-  }
+  const look = (name: string) => assertLook(t, page, shots, name);
   const releases = async (app: string) => (await api(ts, 'GET', `/apps/${app}/releases`, key)).json as Array<{ version: number; description: string }>;
 
   await signInPage(page, ts, ts.operator, '/');
@@ -203,14 +193,9 @@ t.test('dashboard apps and config vars in Chromium', { skip }, async (t) => {
 
   await t.test('a read-only sign-in sees no write controls, and its posts are refused', async (t) => {
     const client = await registerClient(ts, key);
-    await page.click('header button:has-text("Sign out")');
-    await page.waitForURL(url('/logout'));
-    await signInPage(page, ts, ts.operator, '/apps/shop');
-    await page.check('#read_only');
-    await page.click('button[type=submit]');
-    await page.waitForURL(url('/apps/shop'));
+    await signInAgain(page, ts, ts.operator, '/apps/shop', true);
     t.match(await page.textContent('header'), 'read-only', 'the header says the session is read-only');
-    for (const path of ['/', '/apps', '/apps/shop', '/apps/shop/config', '/apps/shop/settings', '/teams/ops', '/account/applications', '/account/clients']) {
+    for (const path of ['/', '/apps', '/apps/shop', '/apps/shop/config', '/apps/shop/webhooks', '/apps/shop/settings', '/teams/ops', '/account/applications', '/account/clients']) {
       await page.goto(url(path));
       t.equal(await page.locator('main form').count(), 0, `${path}: no forms`);
     }
@@ -233,21 +218,14 @@ t.test('dashboard apps and config vars in Chromium', { skip }, async (t) => {
     t.equal(consent!.status(), 403, 'a read-only session cannot approve an application');
     t.match(await page.textContent('main'), 'signed in read-only');
     await page.goto(url('/'));
-    await page.click('header button:has-text("Sign out")');
-    await page.waitForURL(url('/logout'));
-    await signInPage(page, ts, ts.operator, '/apps');
-    await page.click('button[type=submit]');
-    await page.waitForURL(url('/apps'));
+    await signInAgain(page, ts, ts.operator, '/apps');
   });
 
   await t.test('delete with confirmation (without a script: a confirmation page)', async (t) => {
     const catalog0 = await fetch(`${ts.server.urls.registry}/v2/_catalog`, { headers: basic('_', key) });
     t.same((await catalog0.json() as { repositories: string[] }).repositories, ['shop/web'], 'the app has a repository');
     await page.goto(url('/apps/shop/settings'));
-    await page.evaluate(() => {
-      const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): Array<{ removeAttribute(n: string): void }> } }).document;
-      for (const f of doc.querySelectorAll('form[data-confirm]')) f.removeAttribute('data-confirm');
-    });
+    await withoutConfirmDialogs(page);
     await page.click('text=Delete app');
     t.match(await page.textContent('main'), 'garbage collection', 'the confirmation explains what goes, and GC');
     t.equal((await api(ts, 'GET', '/apps/shop', key)).status, 200, 'nothing deleted before confirming');

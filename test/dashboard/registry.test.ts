@@ -16,7 +16,7 @@ import type { Page } from 'playwright-core';
 import { api, createAccount, type TestServer } from '../helpers/oauth.js';
 import { startInProcess } from '../helpers/harness.js';
 import { chromiumSkip, launchBrowser, screenshotDir } from '../helpers/browser.js';
-import { lookAt, signInPage } from '../helpers/dashboard.js';
+import { assertLook, signInPage } from '../helpers/dashboard.js';
 import { skopeo, skopeoSkip } from '../helpers/skopeo.js';
 import { buildImage, layerTar, type BuiltImage } from '../helpers/image.js';
 import { http, basic } from '../helpers/http.js';
@@ -59,11 +59,7 @@ t.test('registry view and releases in Chromium', { skip }, async (t) => {
   const url = (path: string) => ts.auth + path;
 
   /** axe-core, the width check at 1280 and 390 px, and screenshots of both. */
-  async function look(p: Page, name: string): Promise<void> {
-    const found = await lookAt(p, shots, name);
-    for (const w of found.widths) t.ok(w.document <= w.viewport, `${name} at ${w.viewport} px: document ${w.document} px ≤ viewport`);
-    t.same(found.violations, [], `${name}: no serious accessibility violations`);
-  }
+  const look = (p: Page, name: string) => assertLook(t, p, shots, name);
 
   // Two images sharing their base layer: v1 with EXPOSE, USER and a whiteout; v2 clean.
   if ((await api(ts, 'POST', '/apps', key, { name: 'shop' })).status !== 201) throw new Error('app');

@@ -4,7 +4,8 @@
  * whose daemon the test stops with SIGSTOP: from then on every write, fsync, open and commit on
  * it waits in the kernel, neither completing nor failing. Through the real interfaces (a spawned
  * `slipway serve`, raw HTTP):
- * - a PATCH on an open session, a monolithic push and an API write each end within the bound
+ * - a PATCH on an open session, a monolithic push, an API write and the first write of a kind
+ *   of record not written since the start (a team) each end within the bound
  *   (SLIPWAY_DISK_TIMEOUT plus a margin, docs/faults.md "A data disk that hangs") with 503 and
  *   Retry-After; the PATCH's answer says the session keeps its acknowledged bytes;
  * - `/readyz` answers 503 and names the disk, while it hangs;
@@ -17,12 +18,12 @@ import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { hungDiskSkip, mountHungDisk } from '../helpers/hung-disk.js';
+import { hungDiskSkip, mountHungDisk, threadWaits } from '../helpers/hung-disk.js';
 import { startSpawned, waitFor } from '../helpers/harness.js';
-import { basic, createApp } from '../helpers/http.js';
+import { basic, bearer, createApp } from '../helpers/http.js';
 import { sha256 } from '../helpers/image.js';
 import { scrape, sampleSum } from '../helpers/metrics.js';
-import { describe, timed } from './traffic.js';
+import { describe, timed, type Outcome } from './traffic.js';
 
 const MiB = 1024 * 1024;
 /** SLIPWAY_DISK_TIMEOUT of the server (seconds). */
@@ -63,34 +64,52 @@ t.test('a data disk that hangs (FUSE daemon stopped)', { timeout: 180_000, skip:
   disk.freeze();
   const frozenAt = performance.now();
   const other = randomBytes(MiB);
-  const [patch, mono, api, ready] = await Promise.all([
-    timed('PATCH during the hang', 'hung', 'PATCH', location, { headers: { ...octet, 'content-range': `${MiB}-${2 * MiB - 1}` }, body: layer.subarray(MiB, 2 * MiB), hangMs: HANG_MS }),
-    timed('monolithic push during the hang', 'hung', 'POST', `${reg}/v2/disk/web/blobs/uploads/?digest=${sha256(other)}`, { headers: octet, body: other, hangMs: HANG_MS }),
-    (async () => {
-      const t0 = performance.now();
-      const r = await createApp(server.urls.api, key, 'disk2');
-      return { status: r.status, ms: performance.now() - t0, text: r.text, retryAfter: r.headers['retry-after'] };
-    })(),
-    waitFor('/readyz to report the disk', async () => {
-      const r = await readyz();
-      return r.status === 503 && /not answering/.test(JSON.parse(r.body).checks?.disk ?? '') ? { ...r, ms: performance.now() - frozenAt } : undefined;
-    }, { timeoutMs: BOUND_MS + 10_000, intervalMs: 200 }).catch((e: Error) => ({ status: 0, body: e.message, ms: Infinity })),
-  ]);
-  t.comment(`while the disk hung: ${describe(patch)}; ${describe(mono)}; API write ${api.status} in ${Math.round(api.ms)} ms; /readyz 503 after ${Math.round(ready.ms)} ms: ${ready.body.slice(0, 240)}`);
+  // Whatever is still unanswered past the bound: what the server's threads wait on, for the report.
+  let waits = '';
+  const watchdog = setTimeout(() => { waits = threadWaits(server.proc.pid!); }, BOUND_MS + 1000);
+  const json = { ...bearer(key), 'content-type': 'application/json', accept: 'application/vnd.slipway+json; version=3' };
+  let patch: Outcome, mono: Outcome, api: Outcome, team: Outcome, head: Outcome, ready: { status: number; body: string; ms: number };
+  try {
+    [patch, mono, api, team, head, ready] = await Promise.all([
+      timed('PATCH during the hang', 'hung', 'PATCH', location, { headers: { ...octet, 'content-range': `${MiB}-${2 * MiB - 1}` }, body: layer.subarray(MiB, 2 * MiB), hangMs: HANG_MS }),
+      timed('monolithic push during the hang', 'hung', 'POST', `${reg}/v2/disk/web/blobs/uploads/?digest=${sha256(other)}`, { headers: octet, body: other, hangMs: HANG_MS }),
+      timed('API write during the hang', 'hung', 'POST', `${server.urls.api}/apps`, { headers: json, body: Buffer.from(JSON.stringify({ name: 'disk2' })), hangMs: HANG_MS }),
+      // The first write of its kind since the start (no team was made before): on the code
+      // before, its first use of the store's team records made lmdb-js open their database with
+      // a synchronous commit on the event loop, which waited on the hung disk and stopped the
+      // whole server (every request here went unanswered until the disk answered).
+      timed('first team write during the hang', 'hung', 'POST', `${server.urls.api}/teams`, { headers: json, body: Buffer.from(JSON.stringify({ name: 'disk-team' })), hangMs: HANG_MS }),
+      // A pull's size check (a stat of the blob file) waits on the disk: never on the event loop.
+      timed('blob HEAD during the hang', 'hung', 'HEAD', `${reg}/v2/disk/web/blobs/${sha256(blob)}`, { headers: auth, hangMs: HANG_MS }),
+      waitFor('/readyz to report the disk', async () => {
+        const r = await readyz();
+        return r.status === 503 && /not answering/.test(JSON.parse(r.body).checks?.disk ?? '') ? { ...r, ms: performance.now() - frozenAt } : undefined;
+      }, { timeoutMs: BOUND_MS + 10_000, intervalMs: 200 }).catch((e: Error) => ({ status: 0, body: e.message, ms: Infinity })),
+    ]);
+  } finally {
+    clearTimeout(watchdog);
+    disk.thaw();
+  }
+  const thawedAt = performance.now();
+  const late = [patch, mono, api, team, head].filter((o) => o.ms >= BOUND_MS);
+  if (late.length) t.comment(`past the bound: ${late.map(describe).join('; ')}; the server's threads then:\n${waits}`);
+  t.comment(`while the disk hung: ${describe(patch)}; ${describe(mono)}; ${describe(head)}; ${describe(api)}; ${describe(team)}; /readyz 503 after ${Math.round(ready.ms)} ms: ${ready.body.slice(0, 240)}`);
   for (const o of [patch, mono]) {
     t.match({ status: o.status, code: o.code, error: o.error }, { status: 503, code: 'UNAVAILABLE', error: undefined }, `${o.what}: 503 UNAVAILABLE`);
     t.ok(Number(o.retryAfter) > 0, `${o.what}: Retry-After`);
     t.ok(o.ms < BOUND_MS, `${o.what}: answered in ${Math.round(o.ms)} ms (bound ${BOUND_MS} ms)`);
     t.match(o.message ?? '', /data disk is not answering/, `${o.what}: the message names the disk`);
   }
+  t.ok(head.status === 200 || head.status === 503, `a blob HEAD answered 200, or 503 from the disk deadline (${describe(head)})`);
+  t.ok(head.ms < BOUND_MS, `the blob HEAD answered in ${Math.round(head.ms)} ms (bound ${BOUND_MS} ms)`);
   t.match(patch.message ?? '', new RegExp(`keeps its ${MiB} acknowledged bytes`), 'the PATCH says the session keeps its acknowledged bytes');
   t.ok(ready.ms < BOUND_MS + 5000, `/readyz reported the disk while it hung (${ready.body.slice(0, 200)})`);
-  t.equal(api.status, 503, `an API write: 503 (${api.text.slice(0, 200)})`);
+  t.match({ status: api.status, error: api.error }, { status: 503, error: undefined }, `an API write: 503 (${describe(api)})`);
   t.ok(Number(api.retryAfter) > 0, 'the API write: Retry-After');
   t.ok(api.ms < BOUND_MS, `the API write answered in ${Math.round(api.ms)} ms`);
+  t.match({ status: team.status, error: team.error }, { status: 503, error: undefined }, `the first team write: 503 (${describe(team)})`);
+  t.ok(team.ms < BOUND_MS, `the first team write answered in ${Math.round(team.ms)} ms`);
 
-  disk.thaw();
-  const thawedAt = performance.now();
   await waitFor('/readyz to be ready again', async () => (await readyz()).status === 200, { timeoutMs: 30_000, intervalMs: 100 });
   t.comment(`ready again ${Math.round(performance.now() - thawedAt)} ms after the disk answered`);
   const status = await timed('status', 'after', 'GET', location, { headers: auth, hangMs: HANG_MS });

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import type { Page, Response } from 'playwright-core';
 import type { Credentials, TestServer } from './oauth.js';
-import { seriousViolations, type AxeViolation } from './browser.js';
+import { launchBrowser, screenshotDir, seriousViolations, type AxeViolation } from './browser.js';
 import { totpCode, TOTP_STEP_SECONDS } from '../../engine/identity/totp.js';
 
 /** The widths the dashboard is checked at (px): a laptop and a phone (iPhone 12-15). */
@@ -55,4 +55,54 @@ export async function lookAt(page: Page, dir: string, name: string): Promise<Loo
     look.violations.push(...await seriousViolations(page));
   }
   return look;
+}
+
+/** What a tap test offers the helpers below (the `t` of a subtest). */
+interface Asserts {
+  ok(v: unknown, message: string): unknown;
+  same(found: unknown, wanted: unknown, message: string): unknown;
+  comment(...args: unknown[]): unknown;
+  teardown(fn: () => unknown): unknown;
+}
+
+/**
+ * Looks at the page (lookAt) and asserts what a person needs: no sideways scrolling at either
+ * width, no serious or critical axe-core violation.
+ */
+export async function assertLook(t: Asserts, page: Page, dir: string, name: string): Promise<void> {
+  const l = await lookAt(page, dir, name);
+  for (const w of l.widths) t.ok(w.document <= w.viewport, `${name} at ${w.viewport} px: document ${w.document} px wide, no sideways scrolling`);
+  t.same(l.violations, [], `${name}: no serious accessibility violations`);
+}
+
+/**
+ * A Chromium page for a dashboard suite, closed at `t`'s teardown, which accepts the script's
+ * confirmation dialogs; `shots` is `.tap/screenshots/<suite>` (named in a comment).
+ */
+export async function dashboardPage(t: Asserts, suite: string): Promise<{ page: Page; shots: string }> {
+  const shots = screenshotDir(suite);
+  t.comment(`screenshots: ${shots}`);
+  const browser = await launchBrowser();
+  t.teardown(() => browser.close());
+  const page = browser.context.pages()[0] ?? await browser.context.newPage();
+  page.on('dialog', (d) => void d.accept());
+  return { page, shots };
+}
+
+/** Removes the script's confirmation dialogs from the page's forms, as if it had no JavaScript: a destructive action then shows the confirmation page. */
+export async function withoutConfirmDialogs(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): Array<{ removeAttribute(n: string): void }> } }).document;
+    for (const f of doc.querySelectorAll('form[data-confirm]')) f.removeAttribute('data-confirm');
+  });
+}
+
+/** Signs out from the header and signs in again through the form (read-only when asked), landing on `path`. */
+export async function signInAgain(page: Page, ts: TestServer, creds: Credentials, path: string, readOnly = false): Promise<void> {
+  await page.click('header button:has-text("Sign out")');
+  await page.waitForURL(ts.auth + '/logout');
+  await signInPage(page, ts, creds, path);
+  if (readOnly) await page.check('#read_only');
+  await page.click('button[type=submit]');
+  await page.waitForURL(ts.auth + path);
 }

@@ -8,7 +8,7 @@
  * skipped with a message, unless CI is set (then that is a failure).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { killOnExit, waitFor } from './daemons.js';
@@ -93,4 +93,31 @@ export async function mountHungDisk(): Promise<HungDisk> {
       rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * What each thread of process `pid` is waiting on in the kernel (Linux: its name, `wchan` and,
+ * where readable (root), its kernel stack), for the report of a request that did not end in
+ * time: a thread waiting in `request_wait_answer` waits on the hung FUSE file system, and the
+ * frames below it say why (a write, a page fault, a stat). Never throws.
+ */
+export function threadWaits(pid: number): string {
+  const out: string[] = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const read = (f: string) => { try { return readFileSync(`/proc/${pid}/task/${tid}/${f}`, 'utf8').trim(); } catch { return ''; } };
+      const wchan = read('wchan');
+      if (/epoll_wait|futex|^0?$/.test(wchan) && tid !== String(pid)) continue;
+      const stack = read('stack').split('\n').map((l) => l.replace(/^\[<[0-9a-f]+>\]\s*/, '').replace(/\+0x.*$/, '')).filter(Boolean).slice(0, 12).join(' < ');
+      // /proc/…/syscall: the number, then the arguments (the first is a file descriptor for the
+      // file calls): the file it names tells which file the thread waits on.
+      const call = read('syscall').split(' ');
+      let file = '';
+      try { file = call.length > 2 ? readlinkSync(`/proc/${pid}/fd/${Number(call[1])}`) : ''; } catch { /* not a descriptor */ }
+      out.push(`${tid === String(pid) ? 'main thread' : `thread ${tid}`} (${read('comm')}) waits in ${wchan || '?'}${call[0] && call[0] !== 'running' ? ` (syscall ${call[0]}${file ? ` on ${file}` : ''})` : ''}${stack ? `: ${stack}` : ''}`);
+    }
+  } catch (e) {
+    return `threads of ${pid} not readable: ${(e as Error).message}`;
+  }
+  return out.join('\n');
 }

@@ -8,16 +8,15 @@
  *                                                     and team authorizations of teams one administers
  *   POST /account/authorizations/:id/revoke           revoke (confirmed)
  */
-import type { Exchange } from '../../http/exchange.js';
 import type { AuthContext } from '../context.js';
 import type { AuthorizationRecord } from '../../../engine/identity/records.js';
 import { SCOPES, SCOPE_DESCRIPTIONS } from '../../../engine/identity/scope.js';
 import { manageableAuthorization } from '../../api/authorizations.js';
 import { lastUsed } from '../../../engine/identity/usage.js';
 import {
-  attempt, backTo, confirmOr, done, firstSubmission, mirror, noticeOf, sendDashboard, showSecret, signedInPage, submitted, when,
-  type FormState, type Section, type Signed,
+  backTo, confirmOr, done, firstSubmission, noticeOf, sendDashboard, showSecret, when, type FormState, type Section, type Signed,
 } from './page.js';
+import { actOrRerender, showPage, submitForm } from './handler.js';
 
 /** Expiry choices of a direct authorization: label → `expires_in` seconds ('' = never). */
 export const DIRECT_EXPIRY_CHOICES: ReadonlyArray<[string, string]> = [
@@ -62,23 +61,19 @@ async function render(ctx: AuthContext, s: Signed, status: number, state: FormSt
   });
 }
 
-export async function showApplications(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await signedInPage(ctx, ex, params);
-  if (s) await render(ctx, s, 200, null);
-}
+/** GET /account/applications. */
+export const showApplications = showPage(null, (ctx, s) => render(ctx, s, 200, null));
 
-export async function submitCreateAuthorization(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'POST /oauth/authorizations');
+/** POST /account/authorizations: a direct authorization, its token shown once. */
+export const submitCreateAuthorization = submitForm('POST /oauth/authorizations', async (ctx, s) => {
   const scope = s.form.getAll('scope');
   const values = { description: s.form.get('description') ?? '', expires_in: s.form.get('expires_in') ?? '', scope: scope.join(' ') };
   // A form with no scope ticked is an error, not the API's default (a person chose nothing).
-  const r = await attempt('create', ['description', 'scope', 'expires_in'], values, async () => {
+  const r = await actOrRerender({ form: 'create', fields: ['description', 'scope', 'expires_in'], values }, async () => {
     if (!await firstSubmission(ctx, s, 'applications')) return null;
     return ctx.oauth.authorizations.createDirect(s.account.id, { description: values.description, scope: scope.length ? scope : [], expires_in: values.expires_in || null });
-  });
-  if (!r.ok) return await render(ctx, s, r.status, r.state);
-  if (!r.value) return;
+  }, (status, state) => render(ctx, s, status, state));
+  if (!r?.value) return;
   const issued = r.value;
   showSecret(ctx, s, 'applications', {
     title: 'Authorization created', label: 'Access token',
@@ -86,11 +81,10 @@ export async function submitCreateAuthorization(ctx: AuthContext, ex: Exchange, 
     secret: issued.accessToken.token, back: '/account/applications',
     extra: [['Scopes', issued.record.scope.join(', ')], ['Expires', when(issued.accessToken.expiresAt) || 'Never']],
   });
-}
+});
 
-export async function submitRegenerate(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'POST /oauth/authorizations/:id/actions/regenerate-tokens');
+/** POST /account/authorizations/:id/regenerate (confirmed): new token values, shown once. */
+export const submitRegenerate = submitForm('POST /oauth/authorizations/:id/actions/regenerate-tokens', async (ctx, s, params) => {
   const a = await manageableAuthorization(ctx, s.account.id, params.id!);
   const section = sectionOf(s.form);
   const name = a.kind === 'api-key' ? 'your API key' : `"${a.description || a.id}"`;
@@ -103,15 +97,14 @@ export async function submitRegenerate(ctx: AuthContext, ex: Exchange, params: R
     secret: issued.accessToken.token, back: backTo(s.form),
     extra: [['Expires', when(issued.accessToken.expiresAt) || 'Never']],
   });
-}
+});
 
-export async function submitRevoke(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'DELETE /oauth/authorizations/:id');
+/** POST /account/authorizations/:id/revoke (confirmed). */
+export const submitRevoke = submitForm('DELETE /oauth/authorizations/:id', async (ctx, s, params) => {
   const a = await manageableAuthorization(ctx, s.account.id, params.id!);
   const client = a.clientId ? await ctx.oauth.clients.get(a.clientId) : undefined;
   const name = client ? `the access of ${client.name}` : `"${a.description || a.id}"`;
   if (!confirmOr(ctx, s, sectionOf(s.form), { title: 'Revoke', message: `Revoke ${name}? Every token of it stops working at once. This cannot be undone.`, button: 'Revoke' })) return;
   await ctx.oauth.authorizations.revoke(a);
   done(s, backTo(s.form), 'revoked');
-}
+});

@@ -8,13 +8,13 @@
  *   POST /apps/:app/transfer      move a personal app into a team the person administers
  *   POST /apps/:app/delete        delete the app and its registry repositories (confirmed)
  */
-import type { Exchange } from '../../http/exchange.js';
 import type { AuthContext } from '../context.js';
 import type { AppRecord } from '../../../engine/platform/records.js';
 import { removeApp, visibleApp } from '../../api/apps.js';
 import { renameApp, transferApp } from '../../api/app-settings.js';
 import { appRole, isOwnerLike } from '../../../engine/platform/access.js';
-import { appPlace, attempt, allowed, confirmOr, done, mirror, noticeOf, sendDashboard, signedInPage, submitted, type FormState, type Signed } from './page.js';
+import { appPlace, allowed, confirmOr, done, noticeOf, sendDashboard, type FormState, type Signed } from './page.js';
+import { actOrRerender, showPage, submitForm } from './handler.js';
 import { ownerOf } from './app-summary.js';
 
 async function render(ctx: AuthContext, s: Signed, app: AppRecord, status: number, state: FormState | null): Promise<void> {
@@ -30,50 +30,42 @@ async function render(ctx: AuthContext, s: Signed, app: AppRecord, status: numbe
   }, appPlace(app.name, 'settings'));
 }
 
-export async function showAppSettings(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await signedInPage(ctx, ex, params);
-  if (!s) return;
-  mirror(s, 'GET /apps/:app');
+/** GET /apps/:app/settings. */
+export const showAppSettings = showPage('GET /apps/:app', async (ctx, s, params) => {
   await render(ctx, s, await visibleApp(ctx, s.principal, params.app!), 200, null);
-}
+});
 
-export async function submitRename(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'PATCH /apps/:app');
+/** POST /apps/:app/rename (confirmed). */
+export const submitRename = submitForm('PATCH /apps/:app', async (ctx, s, params) => {
   const app = await visibleApp(ctx, s.principal, params.app!);
   const name = (s.form.get('name') ?? '').trim();
   if (!confirmOr(ctx, s, 'apps', {
     title: `Rename ${app.name}`, button: 'Rename app',
     message: `Rename ${app.name} to ${name}? Its registry repositories move with it: images are pulled and pushed as ${name}/<process-type> from now on, and ${app.name}/<process-type> stops answering (scripts, CI jobs and git remotes that use the old name need the new one). The old name becomes free for anyone to take.`,
   })) return;
-  const r = await attempt('rename', ['name'], { name }, () => renameApp(ctx, s.principal, app, name));
-  if (!r.ok) return await render(ctx, s, app, r.status, r.state);
-  done(s, `/apps/${r.value.name}/settings`, 'renamed');
-}
+  const r = await actOrRerender({ form: 'rename', fields: ['name'], values: { name } }, () => renameApp(ctx, s.principal, app, name), (status, state) => render(ctx, s, app, status, state));
+  if (r) done(s, `/apps/${r.value.name}/settings`, 'renamed');
+});
 
-export async function submitTransfer(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'PATCH /apps/:app');
+/** POST /apps/:app/transfer (confirmed). */
+export const submitTransfer = submitForm('PATCH /apps/:app', async (ctx, s, params) => {
   const app = await visibleApp(ctx, s.principal, params.app!);
   const team = (s.form.get('team') ?? '').trim();
   if (!confirmOr(ctx, s, 'apps', {
     title: 'Move into a team', button: 'Move app',
     message: `Move ${app.name} into team ${team}? The team's members get access to it, and you can no longer move it back yourself.`,
   })) return;
-  const r = await attempt('transfer', ['team'], { team }, () => transferApp(ctx, s.principal, app, team));
-  if (!r.ok) return await render(ctx, s, app, r.status, r.state);
-  done(s, `/apps/${app.name}/settings`, 'transferred');
-}
+  const r = await actOrRerender({ form: 'transfer', fields: ['team'], values: { team } }, () => transferApp(ctx, s.principal, app, team), (status, state) => render(ctx, s, app, status, state));
+  if (r) done(s, `/apps/${app.name}/settings`, 'transferred');
+});
 
-export async function submitDeleteApp(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'DELETE /apps/:app');
+/** POST /apps/:app/delete (confirmed). */
+export const submitDeleteApp = submitForm('DELETE /apps/:app', async (ctx, s, params) => {
   const app = await visibleApp(ctx, s.principal, params.app!);
   if (!confirmOr(ctx, s, 'apps', {
     title: `Delete ${app.name}`, button: 'Delete app',
     message: `Delete ${app.name}? Its releases, formation and config vars go, and so do its registry repositories (${app.name}/*): every tag and manifest at once; layers no other repository uses are freed by the next garbage collection. This cannot be undone.`,
   })) return;
-  const r = await attempt('delete', [], {}, () => removeApp(ctx, s.principal, app));
-  if (!r.ok) return await render(ctx, s, app, r.status, r.state);
-  done(s, '/apps', 'app-deleted');
-}
+  const r = await actOrRerender({ form: 'delete', fields: [], values: {} }, () => removeApp(ctx, s.principal, app), (status, state) => render(ctx, s, app, status, state));
+  if (r) done(s, '/apps', 'app-deleted');
+});

@@ -3,19 +3,20 @@
  * routes by the same functions and access rules (visibleApp: role and the third-party rule):
  *   GET  /apps                          apps the person may see, and the form to create one
  *   POST /apps                          create (personal or in one of the person's teams; newApp)
- *   GET  /apps/:app                     owner, stack, formation (size from DYNO_SIZES), releases
+ *   GET  /apps/:app                     owner, stack, formation (size from DYNO_SIZES), releases, webhooks
  *   POST /apps/:app/formation/:type     scale (quantity, size)
  *   POST /apps/:app/rollback            roll back to a release (confirmed)
- * Config vars are on their own tab (config-vars.ts), transfer and deletion on Settings (app-settings.ts).
+ * Config vars are on their own tab (config-vars.ts), webhooks' forms and deliveries on theirs (webhooks.ts), transfer and deletion on Settings (app-settings.ts).
  */
-import type { Exchange } from '../../http/exchange.js';
 import type { AuthContext } from '../context.js';
 import type { AppRecord } from '../../../engine/platform/records.js';
 import { newApp, visibleApp, visibleApps } from '../../api/apps.js';
 import { quantityOf, sizeOf } from '../../api/formation.js';
 import { DYNO_SIZES } from '../../../engine/platform/formation.js';
-import { appPlace, attempt, allowed, backTo, confirmOr, done, mirror, noticeOf, sendDashboard, signedInPage, submitted, when, type FormState, type Signed } from './page.js';
+import { appPlace, allowed, backTo, confirmOr, done, mirror, noticeOf, sendDashboard, when, type FormState, type Signed } from './page.js';
+import { actOrRerender, showPage, submitForm } from './handler.js';
 import { ownerOf, summarize } from './app-summary.js';
+import { webhookRows } from './webhooks.js';
 
 async function renderApps(ctx: AuthContext, s: Signed, status: number, state: FormState | null): Promise<void> {
   mirror(s, 'GET /apps');
@@ -28,19 +29,15 @@ async function renderApps(ctx: AuthContext, s: Signed, status: number, state: Fo
   });
 }
 
-export async function showApps(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await signedInPage(ctx, ex, params);
-  if (s) await renderApps(ctx, s, 200, null);
-}
+/** GET /apps (renderApps applies GET /apps' rule). */
+export const showApps = showPage(null, (ctx, s) => renderApps(ctx, s, 200, null));
 
-export async function submitCreateApp(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'POST /apps');
+/** POST /apps: create an app. */
+export const submitCreateApp = submitForm('POST /apps', async (ctx, s) => {
   const values = { name: (s.form.get('name') ?? '').trim(), team: s.form.get('team') ?? '' };
-  const r = await attempt('create', ['name', 'team'], values, () => newApp(ctx, s.principal, { name: values.name || undefined, team: values.team || undefined }));
-  if (!r.ok) return await renderApps(ctx, s, r.status, r.state);
-  done(s, `/apps/${r.value.name}`, 'app-created');
-}
+  const r = await actOrRerender({ form: 'create', fields: ['name', 'team'], values }, () => newApp(ctx, s.principal, { name: values.name || undefined, team: values.team || undefined }), (status, state) => renderApps(ctx, s, status, state));
+  if (r) done(s, `/apps/${r.value.name}`, 'app-created');
+});
 
 /** The size choices of a formation entry: the known sizes, and its current one when it is not among them. */
 function sizeChoices(current: string): Array<{ value: string; selected: boolean }> {
@@ -60,38 +57,34 @@ async function renderApp(ctx: AuthContext, s: Signed, app: AppRecord, status: nu
       type: f.type, quantity: f.quantity, size: f.size, sizes: sizeChoices(f.size), command: f.command, image: f.image ? f.image.slice(0, 19) : '',
     })),
     releases,
+    webhooks: allowed(s, 'GET /apps/:app/webhooks') ? await webhookRows(ctx, app) : [],
     canWrite: allowed(s, 'PATCH /apps/:app/formation/:type'),
+    canAddWebhook: allowed(s, 'POST /apps/:app/webhooks'),
     state: state ?? { form: '', errors: {}, values: {} },
   }, appPlace(app.name, 'overview'));
 }
 
-export async function showApp(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await signedInPage(ctx, ex, params);
-  if (!s) return;
-  mirror(s, 'GET /apps/:app');
+/** GET /apps/:app. */
+export const showApp = showPage('GET /apps/:app', async (ctx, s, params) => {
   await renderApp(ctx, s, await visibleApp(ctx, s.principal, params.app!), 200, null);
-}
+});
 
-export async function submitScale(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'PATCH /apps/:app/formation/:type');
+/** POST /apps/:app/formation/:type: scale one process type. */
+export const submitScale = submitForm('PATCH /apps/:app/formation/:type', async (ctx, s, params) => {
   const app = await visibleApp(ctx, s.principal, params.app!);
   const values = { quantity: (s.form.get('quantity') ?? '').trim(), size: (s.form.get('size') ?? '').trim() };
-  const r = await attempt(`scale-${params.type}`, ['quantity', 'size'], values, async () => {
+  const r = await actOrRerender({ form: `scale-${params.type}`, fields: ['quantity', 'size'], values }, async () => {
     const type = (await ctx.releases.formationEntry(app.id, params.type!)).type;
     return ctx.releases.scale(app, [{ type, quantity: quantityOf(values.quantity || undefined, type), size: sizeOf(values.size || undefined, type) }], s.principal.accountId);
-  });
-  if (!r.ok) return await renderApp(ctx, s, app, r.status, r.state);
-  done(s, `/apps/${app.name}`, 'scaled');
-}
+  }, (status, state) => renderApp(ctx, s, app, status, state));
+  if (r) done(s, `/apps/${app.name}`, 'scaled');
+});
 
-export async function submitRollback(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'POST /apps/:app/releases');
+/** POST /apps/:app/rollback (confirmed). */
+export const submitRollback = submitForm('POST /apps/:app/releases', async (ctx, s, params) => {
   const app = await visibleApp(ctx, s.principal, params.app!);
   const version = s.form.get('release') ?? '';
   if (!confirmOr(ctx, s, 'apps', { title: 'Roll back', message: `Roll ${app.name} back to release v${version}? A new release is created that runs v${version}'s images, and every process restarts.`, button: 'Roll back' })) return;
-  const r = await attempt('rollback', ['release'], { release: version }, () => ctx.releases.rollback(app, s.account.id, version));
-  if (!r.ok) return await renderApp(ctx, s, app, r.status, r.state);
-  done(s, backTo(s.form, `/apps/${app.name}`), 'rolled-back');
-}
+  const r = await actOrRerender({ form: 'rollback', fields: ['release'], values: { release: version } }, () => ctx.releases.rollback(app, s.account.id, version), (status, state) => renderApp(ctx, s, app, status, state));
+  if (r) done(s, backTo(s.form, `/apps/${app.name}`), 'rolled-back');
+});

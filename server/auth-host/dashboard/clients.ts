@@ -8,14 +8,13 @@
  *   POST /account/clients/:id/rotate    new secret (confirmed; shown once)
  *   POST /account/clients/:id/delete    delete (confirmed; revokes its authorizations)
  */
-import type { Exchange } from '../../http/exchange.js';
 import type { AuthContext } from '../context.js';
 import type { ClientRecord } from '../../../engine/oauth/records.js';
 import { clientFields, ownedClient } from '../../api/clients.js';
 import {
-  attempt, confirmOr, done, firstSubmission, mirror, noticeOf, sendDashboard, showSecret, signedInPage, submitted, when,
-  type FormState, type Signed,
+  confirmOr, done, firstSubmission, noticeOf, sendDashboard, showSecret, when, type FormState, type Signed,
 } from './page.js';
+import { actOrRerender, showPage, submitForm } from './handler.js';
 
 const FIELDS = ['name', 'redirect_uri'] as const;
 
@@ -42,50 +41,41 @@ function formValues(form: URLSearchParams): Record<string, string> {
   return { name: (form.get('name') ?? '').trim(), redirect_uri: (form.get('redirect_uri') ?? '').trim() };
 }
 
-export async function showClients(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await signedInPage(ctx, ex, params);
-  if (s) await renderList(ctx, s, 200, null);
-}
+/** GET /account/clients. */
+export const showClients = showPage(null, (ctx, s) => renderList(ctx, s, 200, null));
 
-export async function submitCreateClient(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'POST /oauth/clients');
+/** POST /account/clients: register a client, its secret shown once. */
+export const submitCreateClient = submitForm('POST /oauth/clients', async (ctx, s) => {
   const values = formValues(s.form);
-  const r = await attempt('create', FIELDS, values, async () => {
+  const r = await actOrRerender({ form: 'create', fields: FIELDS, values }, async () => {
     const fields = await clientFields(ctx, s.account.id, values);
     if (!await firstSubmission(ctx, s, 'clients')) return null;
     return ctx.oauth.clients.create(s.account.id, fields);
-  });
-  if (!r.ok) return renderList(ctx, s, r.status, r.state);
-  if (!r.value) return;
+  }, (status, state) => renderList(ctx, s, status, state));
+  if (!r?.value) return;
   const { client, secret } = r.value;
   showSecret(ctx, s, 'clients', {
     title: 'Client created', label: 'Client secret',
     message: `The OAuth client "${client.name}" was registered. Copy its secret now: it is shown only this once.`,
     secret, back: `/account/clients/${client.id}`, extra: [['Client id', client.id], ['Redirect URI', client.redirectUri]],
   });
-}
+});
 
-export async function showClient(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await signedInPage(ctx, ex, params);
-  if (!s) return;
-  mirror(s, 'PATCH /oauth/clients/:id');
+/** GET /account/clients/:id: the edit form. */
+export const showClient = showPage('PATCH /oauth/clients/:id', async (ctx, s, params) => {
   renderEdit(ctx, s, await ownedClient(ctx, s.account.id, params.id!), 200, null);
-}
+});
 
-export async function submitUpdateClient(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'PATCH /oauth/clients/:id');
+/** POST /account/clients/:id: save name and redirect URI. */
+export const submitUpdateClient = submitForm('PATCH /oauth/clients/:id', async (ctx, s, params) => {
   const c = await ownedClient(ctx, s.account.id, params.id!);
   const values = formValues(s.form);
-  const r = await attempt('edit', FIELDS, values, async () => ctx.oauth.clients.update(c, await clientFields(ctx, s.account.id, values)));
-  if (!r.ok) return renderEdit(ctx, s, c, r.status, r.state);
-  done(s, `/account/clients/${c.id}`, 'saved');
-}
+  const r = await actOrRerender({ form: 'edit', fields: FIELDS, values }, async () => ctx.oauth.clients.update(c, await clientFields(ctx, s.account.id, values)), (status, state) => renderEdit(ctx, s, c, status, state));
+  if (r) done(s, `/account/clients/${c.id}`, 'saved');
+});
 
-export async function submitRotateClient(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'POST /oauth/clients/:id/actions/rotate-credentials');
+/** POST /account/clients/:id/rotate (confirmed): a new secret, shown once. */
+export const submitRotateClient = submitForm('POST /oauth/clients/:id/actions/rotate-credentials', async (ctx, s, params) => {
   const c = await ownedClient(ctx, s.account.id, params.id!);
   if (!confirmOr(ctx, s, 'clients', { title: 'Rotate secret', message: `Give "${c.name}" a new secret? The current secret stops working at once; the application must be updated.`, button: 'Rotate secret' })) return;
   if (!await firstSubmission(ctx, s, 'clients')) return;
@@ -95,13 +85,12 @@ export async function submitRotateClient(ctx: AuthContext, ex: Exchange, params:
     message: `The new secret of "${client.name}". Copy it now: it is shown only this once. The old secret no longer works.`,
     secret, back: `/account/clients/${client.id}`, extra: [['Client id', client.id]],
   });
-}
+});
 
-export async function submitDeleteClient(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'DELETE /oauth/clients/:id');
+/** POST /account/clients/:id/delete (confirmed; revokes its authorizations). */
+export const submitDeleteClient = submitForm('DELETE /oauth/clients/:id', async (ctx, s, params) => {
   const c = await ownedClient(ctx, s.account.id, params.id!);
   if (!confirmOr(ctx, s, 'clients', { title: 'Delete client', message: `Delete "${c.name}"? Every authorization issued to it is revoked, and people must authorize a new client. This cannot be undone.`, button: 'Delete client' })) return;
   await ctx.oauth.clients.remove(c);
   done(s, '/account/clients', 'deleted');
-}
+});

@@ -9,12 +9,12 @@
  * Values are in a page only in the reveal response; a refused form shows its name again, never
  * the value typed. Nothing here logs a value.
  */
-import type { Exchange } from '../../http/exchange.js';
 import type { AuthContext } from '../context.js';
 import type { AppRecord } from '../../../engine/platform/records.js';
 import { visibleApp } from '../../api/apps.js';
 import { fail } from '../../../engine/errors.js';
-import { appPlace, attempt, allowed, confirmOr, done, mirror, noticeOf, sendDashboard, signedInPage, submitted, type FormState, type Signed } from './page.js';
+import { appPlace, allowed, confirmOr, done, noticeOf, sendDashboard, type FormState, type Signed, type Submitted } from './page.js';
+import { actOrRerender, showPage, submitForm } from './handler.js';
 
 /** The refusal of a form without a name (the engine's wording for names). */
 const NO_NAME = 'The config var name is missing: use letters, digits and underscores, not starting with a digit.';
@@ -33,47 +33,41 @@ async function render(ctx: AuthContext, s: Signed, app: AppRecord, status: numbe
   }, appPlace(app.name, 'config'));
 }
 
-export async function showConfigVars(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await signedInPage(ctx, ex, params);
-  if (!s) return;
-  mirror(s, 'GET /apps/:app');
+/** GET /apps/:app/config (values masked). */
+export const showConfigVars = showPage('GET /apps/:app', async (ctx, s, params) => {
   await render(ctx, s, await visibleApp(ctx, s.principal, params.app!), 200, null, false);
-}
+});
 
-export async function submitReveal(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'GET /apps/:app/config-vars');
+/** POST /apps/:app/config/reveal: the page with the values. */
+export const submitReveal = submitForm('GET /apps/:app/config-vars', async (ctx, s, params) => {
   await render(ctx, s, await visibleApp(ctx, s.principal, params.app!), 200, null, true);
-}
+});
 
-export async function submitSetConfigVar(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'PATCH /apps/:app/config-vars');
-  const app = await visibleApp(ctx, s.principal, params.app!);
-  const key = (s.form.get('name') ?? '').trim();
-  const value = s.form.get('value') ?? '';
-  const form = s.form.get('form') === 'edit' ? `edit-${key}` : 'add';
-  // The state shown again on a refusal holds the name only: a value is never echoed into a page.
-  const r = await attempt(form, ['name'], { name: key }, async () => {
+/**
+ * Sets (`value`) or unsets (null) the config var named in the form; on a refusal the page is
+ * rendered again with the name only (a value is never echoed into a page).
+ */
+async function changeConfigVar(ctx: AuthContext, s: Submitted, app: AppRecord, key: string, form: string, value: string | null, notice: 'config-set' | 'config-removed'): Promise<void> {
+  const r = await actOrRerender({ form, fields: ['name'], values: { name: key } }, async () => {
     if (!key) throw fail('INVALID_PARAMS', NO_NAME);
     return ctx.settings.updateConfigVars(app, s.account.id, { [key]: value });
-  });
-  if (!r.ok) return await render(ctx, s, app, r.status, r.state, false);
-  done(s, `/apps/${app.name}/config`, r.value.release ? 'config-set' : 'config-unchanged');
+  }, (status, state) => render(ctx, s, app, status, state, false));
+  if (r) done(s, `/apps/${app.name}/config`, r.value.release ? notice : 'config-unchanged');
 }
 
-export async function submitRemoveConfigVar(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'PATCH /apps/:app/config-vars');
+/** POST /apps/:app/config: set one var (add or edit). */
+export const submitSetConfigVar = submitForm('PATCH /apps/:app/config-vars', async (ctx, s, params) => {
+  const app = await visibleApp(ctx, s.principal, params.app!);
+  const key = (s.form.get('name') ?? '').trim();
+  await changeConfigVar(ctx, s, app, key, s.form.get('form') === 'edit' ? `edit-${key}` : 'add', s.form.get('value') ?? '', 'config-set');
+});
+
+/** POST /apps/:app/config/remove: unset one var (confirmed). */
+export const submitRemoveConfigVar = submitForm('PATCH /apps/:app/config-vars', async (ctx, s, params) => {
   const app = await visibleApp(ctx, s.principal, params.app!);
   const key = (s.form.get('name') ?? '').trim();
   if (!confirmOr(ctx, s, 'apps', {
     title: 'Remove config var', message: `Remove ${key} from ${app.name}? A new release is made without it and every process restarts.`, button: 'Remove',
   })) return;
-  const r = await attempt(`edit-${key}`, ['name'], { name: key }, async () => {
-    if (!key) throw fail('INVALID_PARAMS', NO_NAME);
-    return ctx.settings.updateConfigVars(app, s.account.id, { [key]: null });
-  });
-  if (!r.ok) return await render(ctx, s, app, r.status, r.state, false);
-  done(s, `/apps/${app.name}/config`, r.value.release ? 'config-removed' : 'config-unchanged');
-}
+  await changeConfigVar(ctx, s, app, key, `edit-${key}`, null, 'config-removed');
+});

@@ -50,6 +50,7 @@ export const APP_TABS = [
   { tab: 'registry', label: 'Registry', path: '/registry' },
   { tab: 'releases', label: 'Releases', path: '/releases' },
   { tab: 'config', label: 'Config vars', path: '/config' },
+  { tab: 'webhooks', label: 'Webhooks', path: '/webhooks' },
   { tab: 'settings', label: 'Settings', path: '/settings' },
 ] as const;
 
@@ -191,6 +192,9 @@ export const NOTICES: Record<string, string> = {
   'config-unchanged': 'Nothing changed, so no release was made.',
   'tag-deleted': 'Tag deleted. The image stays; pull it by digest.',
   'image-deleted': 'Image deleted with its tags. GC frees the blobs no other image uses.',
+  'webhook-created': 'Webhook added. Deliveries are signed with the secret you gave.',
+  'webhook-saved': 'Webhook saved.',
+  'webhook-removed': 'Webhook removed: it receives no more events, and its pending deliveries are skipped.',
 };
 
 /** The notice of a page's `?notice=` key, or ''. */
@@ -222,6 +226,7 @@ export function fieldOf(e: SlipwayError, fields: readonly string[]): string {
 const FIELD_WORDS: Record<string, string> = {
   name: 'The name', redirect_uri: 'The redirect URI', description: 'The description', scope: 'Scope', expires_in: 'The expiry',
   expiry_days: 'The expiry', email: 'The e-mail', role: 'The role', quantity: 'The quantity', size: 'The size', release: 'The release', team: 'The team',
+  url: 'The URL', level: 'The level', include: 'The entity list', secret: 'The secret', authorization: 'The authorization header',
 };
 
 /** An engine message in the form's words: a leading API field name becomes the field's label. */

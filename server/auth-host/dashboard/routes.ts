@@ -13,6 +13,7 @@ import { showConfigVars, submitRemoveConfigVar, submitReveal, submitSetConfigVar
 import { showAppSettings, submitDeleteApp, submitRename, submitTransfer } from './app-settings.js';
 import { showImage, showRegistry, submitDeleteImage, submitDeleteTag } from './registry.js';
 import { showReleases } from './releases.js';
+import { showWebhook, showWebhooks, submitCreateWebhook, submitRemoveWebhook, submitUpdateWebhook } from './webhooks.js';
 
 type Handler = (ctx: AuthContext, ex: Exchange, params: Record<string, string>) => Promise<void>;
 
@@ -45,6 +46,11 @@ export function addDashboardRoutes(router: Router<Handler>): void {
     .add('POST', '/apps/:app/config', submitSetConfigVar)
     .add('POST', '/apps/:app/config/reveal', submitReveal)
     .add('POST', '/apps/:app/config/remove', submitRemoveConfigVar)
+    .add('GET', '/apps/:app/webhooks', showWebhooks)
+    .add('POST', '/apps/:app/webhooks', submitCreateWebhook)
+    .add('GET', '/apps/:app/webhooks/:webhook', showWebhook)
+    .add('POST', '/apps/:app/webhooks/:webhook', submitUpdateWebhook)
+    .add('POST', '/apps/:app/webhooks/:webhook/remove', submitRemoveWebhook)
     .add('GET', '/apps/:app/settings', showAppSettings)
     .add('POST', '/apps/:app/rename', submitRename)
     .add('POST', '/apps/:app/transfer', submitTransfer)
