@@ -14,13 +14,12 @@
 import t from 'tap';
 import type { Test } from 'tap';
 import { startInProcess, type InProcessSlipway } from '../helpers/harness.js';
-import { startPostgres, postgresSkip } from '../helpers/postgres.js';
-import { tempDir } from '../helpers/server.js';
+import { postgresSkip } from '../helpers/postgres.js';
 import { api } from '../helpers/oauth.js';
 import { basic, errCode, http } from '../helpers/http.js';
 import { pushBlob, putManifest, startUpload, withDigest } from '../helpers/registry.js';
 import { randomBytes } from 'node:crypto';
-import { memImage, pushWithRetry, servedIntact, type MemImage } from '../helpers/cluster.js';
+import { memImage, pushWithRetry, servedIntact, startTwoInProcessNodes, type MemImage } from '../helpers/cluster.js';
 import { prng } from '../helpers/h1-generator.js';
 import { layerTar, sha256 } from '../helpers/image.js';
 import { GarbageCollector } from '../../engine/registry/gc.js';
@@ -180,12 +179,7 @@ t.test('embedded store (LMDB): pushes while the app is renamed; GC roots follow 
 });
 
 t.test('PostgreSQL, two nodes: pushes through one while the other renames the app', { skip: postgresSkip() }, async (t) => {
-  const db = await startPostgres();
-  t.teardown(() => db.stop());
-  const shared = tempDir();
-  t.teardown(() => shared.cleanup());
-  const [a, b] = await Promise.all([0, 1].map(() => startInProcess({ dataDir: shared.dir, databaseUrl: db.connectionString }))) as [InProcessSlipway, InProcessSlipway];
-  t.teardown(async () => { await a.stop(); await b.stop(); });
-  await t.test('race', (t) => race(t, a, b, (a.apiKey ?? b.apiKey)!, 'pg', prng(SEED ^ 0x5bd1e995)));
-  await t.test('manifest PUTs in flight', (t) => inFlight(t, a, b, (a.apiKey ?? b.apiKey)!, 'pg', prng(SEED + 2)));
+  const { a, b, key } = await startTwoInProcessNodes(t);
+  await t.test('race', (t) => race(t, a, b, key, 'pg', prng(SEED ^ 0x5bd1e995)));
+  await t.test('manifest PUTs in flight', (t) => inFlight(t, a, b, key, 'pg', prng(SEED + 2)));
 });
