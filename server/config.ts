@@ -98,6 +98,8 @@ export interface Config {
   webhookDeliver: boolean; // webhooks.deliver
   webhookRetryBaseSeconds: number; // webhooks.retry_base
   webhookRetryHorizonSeconds: number; // webhooks.retry_horizon
+  /** How long events and finished deliveries are kept (engine/webhooks/retention.ts). */
+  webhookRetentionSeconds: number; // webhooks.retention
 }
 
 /** The Config field of each setting that maps one to one (the others are combined below). */
@@ -122,6 +124,7 @@ const FIELDS: Readonly<Record<string, keyof Config>> = {
   'notifications.endpoints': 'notificationEndpoints',
   'webhooks.allowed_hosts': 'webhookAllowedHosts', 'webhooks.timeout': 'webhookTimeoutSeconds', 'webhooks.poll_interval': 'webhookPollSeconds', 'webhooks.deliver': 'webhookDeliver',
   'webhooks.retry_base': 'webhookRetryBaseSeconds', 'webhooks.retry_horizon': 'webhookRetryHorizonSeconds',
+  'webhooks.retention': 'webhookRetentionSeconds',
 };
 
 type Source = Record<string, string | undefined>;

@@ -16,6 +16,7 @@ import { openStore, storeOver, type Store } from '../engine/store.js';
 import type { MetadataStore } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { checkServerKey, resealSecrets } from '../engine/identity/key-check.js';
+import { WEBHOOK_SECRETS } from '../engine/webhooks/reseal.js';
 import { followGrace, graceInForce, SETTING_POLL_MS, touchEveryMs } from '../engine/registry/gc-grace.js';
 import { claimNodeName, type NodeClaim } from '../engine/blobs/node-claim.js';
 import { GarbageCollector, type GcReport } from '../engine/registry/gc.js';
@@ -165,10 +166,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   }
   const blobs = blobStore.backend;
   let resealRun: Promise<unknown> | undefined;
-  /** Moves second-factor secrets sealed under the accepted key to the signing key (only with an accepted key). */
+  /** Moves secrets sealed under the accepted key (second factors, webhook secrets) to the signing key (only with an accepted key). */
   const reseal = () => {
     if (keys.acceptedFingerprint() === null) return;
-    resealRun ??= resealSecrets(store.metadata, keys, clock.now()).then(
+    resealRun ??= resealSecrets(store.metadata, keys, clock.now(), [WEBHOOK_SECRETS]).then(
       (n) => log.info({ resealed: n }, 'second-factor secrets re-sealed'),
       (e) => log.error({ err: e }, 're-sealing second-factor secrets failed')).finally(() => { resealRun = undefined; });
   };

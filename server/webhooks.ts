@@ -1,7 +1,7 @@
 /**
  * The node's app webhooks and delivery worker, built from the config (docs/webhooks.md): the
- * `webhooks.*` settings become the destination allowance, the attempt timeout, the poll interval
- * and the retry policy. The worker is started once the listeners are bound and stopped before the
+ * `webhooks.*` settings become the destination allowance, the attempt timeout, the poll interval,
+ * the retry policy and the log's retention. The worker is started once the listeners are bound and stopped before the
  * store closes.
  */
 import type { Config } from './config.js';
@@ -31,6 +31,7 @@ export function webhooksOf(config: Config, metadata: MetadataStore, clock: Clock
     node: config.nodeName, sources: [webhooks, ...other.sources], allowed,
     timeoutMs: config.webhookTimeoutSeconds * 1000, pollMs: config.webhookPollSeconds * 1000,
     retry: { ...DEFAULT_RETRY, baseMs: config.webhookRetryBaseSeconds * 1000, horizonMs: config.webhookRetryHorizonSeconds * 1000 },
+    retentionMs: config.webhookRetentionSeconds * 1000,
     onOutcome: (d) => {
       other.onOutcome(d);
       log.debug({ delivery: d.id, event: d.eventId, status: d.status, attempts: d.numAttempts, cause: d.attempts.at(-1)?.cause ?? null }, 'webhook delivery attempt');

@@ -16,7 +16,7 @@
  * A node started without an accepted key while `resealed` is false is refused too: some account
  * may still have its secret sealed under the previous key only.
  */
-import type { MetadataStore } from '../storage/metadata.js';
+import type { Keyspace, MetadataStore } from '../storage/metadata.js';
 import { scanKeyspace } from '../storage/scan.js';
 import type { ServerKeys } from './keys.js';
 import type { Account, ServerKeyRecord } from './records.js';
@@ -94,9 +94,27 @@ export async function adoptServerKey(metadata: MetadataStore, keys: ServerKeys, 
 const RESEAL_PAGE = 100;
 
 /**
- * Re-seals every account's second-factor secret that does not open with the signing key (it was
- * sealed under the accepted key), page by page in transactions that re-read each account, then
- * marks the record `resealed`. Only towards the cluster's key: each transaction re-reads the
+ * Where a domain keeps values sealed with `ServerKeys.seal`, for `resealSecrets`: the keyspace,
+ * a record's sealed values (null where it has none) and the record with them re-sealed.
+ */
+export interface SealedValues<V> {
+  ks: Keyspace<V>;
+  sealed(v: V): Array<string | null>;
+  resealed(v: V, reseal: (sealed: string) => string): V;
+}
+
+/** Second-factor (TOTP) secrets of accounts. */
+const TOTP_SECRETS: SealedValues<Account> = {
+  ks: accounts,
+  sealed: (a) => [a.totpSecretSealed],
+  resealed: (a, reseal) => ({ ...a, totpSecretSealed: reseal(a.totpSecretSealed) }),
+};
+
+/**
+ * Re-seals every sealed value that does not open with the signing key (it was sealed under the
+ * accepted key): accounts' second-factor secrets and those of `more` (app webhooks' signing
+ * secrets and authorization values: engine/webhooks/reseal.ts), page by page in transactions
+ * that re-read each record, then marks the record `resealed`. Only towards the cluster's key: each transaction re-reads the
  * record and does nothing unless the cluster signs with this node's key, so a node that merely
  * accepts the next key (rotation step 1) never re-seals back to the old one. Idempotent; safe to
  * run on several nodes at once and against concurrent account changes. Does nothing when this
@@ -105,9 +123,25 @@ const RESEAL_PAGE = 100;
  * @returns how many secrets were re-sealed.
  * @throws Error when a secret opens with neither key (sealed under a key this node does not have).
  */
-export async function resealSecrets(metadata: MetadataStore, keys: ServerKeys, now: number): Promise<number> {
+export async function resealSecrets(metadata: MetadataStore, keys: ServerKeys, now: number, more: ReadonlyArray<SealedValues<any>> = []): Promise<number> {
   const mine = keys.fingerprint();
   if (keys.acceptedFingerprint() === null || (await metadata.get(serverKey, RECORD))?.fingerprint !== mine) return 0;
+  let resealed = 0;
+  for (const values of [TOTP_SECRETS, ...more]) resealed += await resealAll(metadata, keys, mine, values);
+  await metadata.transact(async (tx) => {
+    const rec: ServerKeyRecord | undefined = await tx.get(serverKey, RECORD);
+    if (rec && rec.fingerprint === mine && !rec.resealed) tx.put(serverKey, RECORD, { ...rec, resealed: true, updatedAt: now });
+  });
+  return resealed;
+}
+
+/** True when every sealed value of `v` opens with the signing key. */
+function current<V>(keys: ServerKeys, values: SealedValues<V>, v: V): boolean {
+  return values.sealed(v).every((s) => s === null || keys.sealedWithCurrent(s));
+}
+
+/** `resealSecrets` for one keyspace: its stale records, RESEAL_PAGE per transaction. */
+async function resealAll<V>(metadata: MetadataStore, keys: ServerKeys, mine: string, values: SealedValues<V>): Promise<number> {
   let resealed = 0;
   let stale: string[] = [];
   const flush = async () => {
@@ -117,24 +151,19 @@ export async function resealSecrets(metadata: MetadataStore, keys: ServerKeys, n
       let n = 0;
       if ((await tx.get(serverKey, RECORD))?.fingerprint !== mine) return 0;
       for (const id of ids) {
-        const a = await tx.get(accounts, id);
-        if (!a || keys.sealedWithCurrent(a.totpSecretSealed)) continue;
-        const next: Account = { ...a, totpSecretSealed: keys.seal(keys.unseal(a.totpSecretSealed)) };
-        tx.put(accounts, id, next);
+        const v = await tx.get(values.ks, id);
+        if (v === undefined || current(keys, values, v)) continue;
+        tx.put(values.ks, id, values.resealed(v, (s) => (keys.sealedWithCurrent(s) ? s : keys.seal(keys.unseal(s)))));
         n++;
       }
       return n;
     });
   };
-  for await (const e of scanKeyspace(metadata, accounts)) {
-    if (keys.sealedWithCurrent(e.value.totpSecretSealed)) continue;
+  for await (const e of scanKeyspace(metadata, values.ks)) {
+    if (current(keys, values, e.value)) continue;
     stale.push(e.key);
     if (stale.length >= RESEAL_PAGE) await flush();
   }
   if (stale.length > 0) await flush();
-  await metadata.transact(async (tx) => {
-    const rec: ServerKeyRecord | undefined = await tx.get(serverKey, RECORD);
-    if (rec && rec.fingerprint === mine && !rec.resealed) tx.put(serverKey, RECORD, { ...rec, resealed: true, updatedAt: now });
-  });
   return resealed;
 }

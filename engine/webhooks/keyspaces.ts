@@ -12,6 +12,10 @@ export const events = keyspace<EventRecord>('webhooks', 'webhook-events');
 export const outbox = keyspace<string>('webhooks', 'webhook-outbox');
 /** `app id␟createdAt␟event id` → event id: an app's events, oldest first. */
 export const eventsByApp = keyspace<string>('webhooks', 'webhook-events-by-app');
+/** `createdAt␟event id` → event id: every event, oldest first (retention.ts prunes from the front). */
+export const eventsByTime = keyspace<string>('webhooks', 'webhook-events-by-time');
+/** `event id␟delivery id` → delivery id: an event's deliveries (retention.ts removes them with it). */
+export const deliveriesByEvent = keyspace<string>('webhooks', 'webhook-deliveries-by-event');
 /** delivery id → delivery. */
 export const deliveries = keyspace<DeliveryRecord>('webhooks', 'webhook-deliveries');
 /** `dueAt␟delivery id` → the delivery's group: when a delivery must next be looked at (next attempt, or its lease's end). */

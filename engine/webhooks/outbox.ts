@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { key, keyParts, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
 import type { DeliveryRecord, EventRecord } from './records.js';
 import type { SubscriberSource } from './sources.js';
-import { deliveries, deliveriesByGroup, due, events, eventsByApp, outbox } from './keyspaces.js';
+import { deliveries, deliveriesByEvent, deliveriesByGroup, due, events, eventsByApp, eventsByTime, outbox } from './keyspaces.js';
 
 /** A time as a key part: ms since the epoch, 15 digits, so keys sort by time. */
 export function timeKey(ms: number): string {
@@ -33,7 +33,7 @@ export function onEventRecorded(fn: () => void): () => void {
 
 /**
  * Records `event` in the transaction `tx` (the outbox write): the event record, its place in
- * the outbox and in its app's event list. Call inside the `transact` body that makes the change,
+ * the outbox, in the time index retention prunes from and in its app's event list. Call inside the `transact` body that makes the change,
  * with an `id` chosen before `transact` (the body may run more than once; the id must not change).
  * @throws RangeError when `data` is larger than MAX_EVENT_BYTES; TypeError (checkValue) when it is not plain data.
  */
@@ -42,6 +42,7 @@ export function recordEvent(tx: MetadataTransaction, event: EventRecord): void {
   if (size > MAX_EVENT_BYTES) throw new RangeError(`event ${event.entity} ${event.action} of ${size} bytes exceeds ${MAX_EVENT_BYTES}`);
   tx.put(events, event.id, event);
   tx.put(outbox, key(timeKey(event.createdAt), event.id), event.id);
+  tx.put(eventsByTime, key(timeKey(event.createdAt), event.id), event.id);
   if (event.appId !== null) tx.put(eventsByApp, key(event.appId, timeKey(event.createdAt), event.id), event.id);
   if (listeners.size > 0) setTimeout(() => { for (const fn of listeners) fn(); }, 5).unref();
 }
@@ -90,6 +91,7 @@ export async function fanOut(metadata: MetadataStore, sources: readonly Subscrib
           tx.put(deliveries, id, d);
           tx.put(due, key(timeKey(now), id), s.group);
           tx.put(deliveriesByGroup, key(s.group, timeKey(now), id), id);
+          tx.put(deliveriesByEvent, key(event.id, id), id);
         }
       }
       return true;

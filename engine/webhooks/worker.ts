@@ -1,6 +1,7 @@
 /**
  * The delivery worker (docs/webhooks.md "Engine"): one per node, in the background, never on a
- * request path. Each pass fans the outbox out (outbox.ts), then claims due deliveries
+ * request path. Each pass fans the outbox out (outbox.ts), prunes events past their retention
+ * (retention.ts, a bounded batch at most once a minute), then claims due deliveries
  * (deliveries.ts) and makes their attempts concurrently, at most `perGroup` at a time per group
  * (app) and `maxInFlight` in all on this node, so a slow receiver holds back only its own app.
  * Passes run every `pollMs`, sooner after a local `recordEvent` or a finished attempt.
@@ -16,6 +17,7 @@ import type { SubscriberSource } from './sources.js';
 import { claim, complete, DEFAULT_RETRY, dueDeliveries, type Claimed, type RetryPolicy } from './deliveries.js';
 import { fanOut, onEventRecorded } from './outbox.js';
 import { send } from './sender.js';
+import { DEFAULT_RETENTION_MS, PRUNE_BATCH, pruneExpired } from './retention.js';
 import { NOTHING_ALLOWED, type AllowedHosts } from './destination.js';
 import type { DeliveryRecord } from './records.js';
 
@@ -37,6 +39,8 @@ export interface WorkerOptions {
   /** Concurrent attempts on this node. Default 32. */
   maxInFlight?: number;
   retry?: RetryPolicy;
+  /** How long events and finished deliveries are kept (SLIPWAY_WEBHOOK_RETENTION). Default 7 days. */
+  retentionMs?: number;
   /** The operator's allowance (SLIPWAY_WEBHOOK_ALLOWED_HOSTS). */
   allowed?: AllowedHosts;
   /** Called after each recorded outcome (metrics, logs: never with secrets). */
@@ -44,6 +48,9 @@ export interface WorkerOptions {
   /** Called with errors of a pass (store unavailable, …); the worker keeps going. */
   onError?: (e: unknown) => void;
 }
+
+/** Engine-clock time between pruning runs (ms), unless the last one found a full batch. */
+export const PRUNE_EVERY_MS = 60_000;
 
 /** Due entries looked at per pass: bounds one pass's reads when many deliveries wait. */
 const SCAN_LIMIT = 500;
@@ -64,6 +71,7 @@ export class DeliveryWorker {
   #again = false;
   #stopped = true;
   #unlisten: (() => void) | undefined;
+  #nextPrune = 0;
 
   constructor(readonly metadata: MetadataStore, readonly clock: Clock, readonly options: WorkerOptions) {
     this.timeoutMs = options.timeoutMs ?? 10_000;
@@ -117,6 +125,7 @@ export class DeliveryWorker {
   async pass(): Promise<void> {
     const sources = this.options.sources;
     await fanOut(this.metadata, sources, this.clock.now());
+    await this.#prune();
     if (this.#total >= this.#maxInFlight) return;
     const now = this.clock.now();
     for (const { dueKey, id, group } of await dueDeliveries(this.metadata, now, SCAN_LIMIT)) {
@@ -133,6 +142,14 @@ export class DeliveryWorker {
       });
       this.#attempts.add(p);
     }
+  }
+
+  /** Prunes expired events (retention.ts): at most PRUNE_BATCH per pass, every PRUNE_EVERY_MS unless a backlog remains. */
+  async #prune(): Promise<void> {
+    const now = this.clock.now();
+    if (now < this.#nextPrune) return;
+    const { scanned, pruned } = await pruneExpired(this.metadata, now, this.options.retentionMs ?? DEFAULT_RETENTION_MS, PRUNE_BATCH);
+    this.#nextPrune = scanned === PRUNE_BATCH && pruned > 0 ? now : now + PRUNE_EVERY_MS;
   }
 
   #begin(group: string): void {

@@ -2,7 +2,8 @@
  * A real webhook receiver for tests: a node:http server on loopback that records every request
  * (headers, raw body, parsed JSON) and checks the platform's signature with node:crypto
  * (`Heroku-Webhook-Hmac-SHA256`: base64 HMAC-SHA256 of the raw body under the webhook's secret).
- * Its answer is chosen per request by `respond` (a status code, or `hang`: never answer). It can
+ * Its answer is chosen per request by `respond` (a status code, a status with headers such as a
+ * redirect's Location, or `hang`: never answer). It can
  * be stopped (connections refused) and started again on the same port.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -26,7 +27,7 @@ export interface Receiver {
   port: number;
   received: Received[];
   /** Chooses the answer to each request (default 200). */
-  respond: (r: Received) => number | 'hang';
+  respond: (r: Received) => Answer;
   /** Stops listening and drops open connections (later deliveries are refused). */
   stop(): Promise<void>;
   /** Listens again on the same port. */
@@ -41,6 +42,9 @@ export function signatureValid(secret: string, body: string, signature: string |
   const got = Buffer.from(signature, 'base64');
   return got.length === want.length && timingSafeEqual(got, want);
 }
+
+/** A receiver's answer: a status, a status with headers, or `hang` (never answer). */
+export type Answer = number | { status: number; headers: Record<string, string> } | 'hang';
 
 /** Starts a receiver on 127.0.0.1 (port 0 = any). */
 export async function startReceiver(port = 0): Promise<Receiver> {
@@ -65,7 +69,8 @@ export async function startReceiver(port = 0): Promise<Receiver> {
           hanging.add(res);
           return;
         }
-        res.writeHead(answer, { 'content-type': 'text/plain' }).end('ok');
+        const { status, headers } = typeof answer === 'number' ? { status: answer, headers: {} } : answer;
+        res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end('ok');
       });
     });
     server.once('error', reject);

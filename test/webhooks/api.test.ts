@@ -4,15 +4,23 @@
  * delete, the 422s for bad input, the secret returned once, a config-var release delivered as
  * `api:release` signed with HMAC-SHA256, a formation change as `api:formation`, the delivery and
  * event logs, `notify` vs `sync` against a receiver that is down then back, and a hanging
- * receiver recorded as a timeout without slowing the request that caused the event.
+ * receiver recorded as a timeout without slowing the request that caused the event; a host name
+ * that resolves to loopback refused at delivery time unless the operator lists it, and a
+ * redirect recorded as a failure and not followed.
  */
 import t from 'tap';
 import { startInProcess, waitFor } from '../helpers/harness.js';
 import { bearer, createApp, http } from '../helpers/http.js';
 import { signatureValid, startReceiver } from '../helpers/webhook-receiver.js';
+import { lookup } from 'node:dns/promises';
+import { hostname } from 'node:os';
+import { isForbiddenAddress } from '../../engine/webhooks/destination.js';
 
 const receiver = await startReceiver();
-const ts = await startInProcess({ env: { SLIPWAY_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', SLIPWAY_WEBHOOK_TIMEOUT: '1', SLIPWAY_WEBHOOK_POLL_INTERVAL: '0.1' } });
+// This machine's host name (it resolves to a loopback address through /etc/hosts on most
+// systems): listed with the receiver's port only, so the same name on another port is refused.
+const HOST = hostname().toLowerCase();
+const ts = await startInProcess({ env: { SLIPWAY_WEBHOOK_ALLOWED_HOSTS: `127.0.0.1,${HOST}:${receiver.port}`, SLIPWAY_WEBHOOK_TIMEOUT: '1', SLIPWAY_WEBHOOK_POLL_INTERVAL: '0.1' } });
 t.teardown(async () => { await ts.stop(); await receiver.close(); });
 const key = ts.operator.apiKey;
 const ACCEPT = 'application/vnd.heroku+json; version=3.webhooks';
@@ -34,6 +42,9 @@ t.test('bad input is a 422 in the platform\'s error shape and creates nothing', 
     ['metadata address', { include: ['api:release'], level: 'notify', url: 'https://169.254.169.254/latest' }, /link-local|private|loopback/],
     ['private address', { include: ['api:release'], level: 'notify', url: 'https://10.1.2.3/hook' }, /private/],
     ['IPv6 loopback', { include: ['api:release'], level: 'notify', url: 'https://[::1]/hook' }, /loopback/],
+    ['IPv4-mapped loopback', { include: ['api:release'], level: 'notify', url: 'https://[::ffff:127.0.0.1]/hook' }, /loopback/],
+    ['localhost', { include: ['api:release'], level: 'notify', url: 'https://localhost/hook' }, /loopback/],
+    ['a name under .localhost', { include: ['api:release'], level: 'notify', url: 'https://api.localhost:8443/hook' }, /loopback/],
     ['unknown entity', { include: ['api:release', 'api:nothing'], level: 'notify', url: 'https://example.com/hook' }, /unknown entity "api:nothing"/],
     ['empty include', { include: [], level: 'notify', url: 'https://example.com/hook' }, /include/],
     ['wrong level', { include: ['api:release'], level: 'often', url: 'https://example.com/hook' }, /level must be "notify" or "sync"/],
@@ -180,3 +191,41 @@ t.test('a hanging receiver is recorded as a timeout and holds back neither the r
   receiver.respond = () => 200;
 });
 
+
+const resolved = await lookup(HOST, { all: true }).catch(() => []);
+const hostIsLocal = resolved.length > 0 && resolved.every((a) => isForbiddenAddress(a.address));
+t.test('a host name resolving to loopback is refused at delivery, unless listed; redirects are not followed', {
+  skip: hostIsLocal ? false : `this machine's host name ${HOST} does not resolve to loopback or private addresses only (${JSON.stringify(resolved)}): add "127.0.1.1 ${HOST}" to /etc/hosts`,
+}, async (t) => {
+  t.comment(`${HOST} resolves to ${resolved.map((a) => a.address).join(', ')}`);
+  // https to the name on another port: accepted at creation (a name, not an address), refused
+  // once resolved. Were it not refused, TLS to the plain-http receiver would fail with cause tls.
+  const other = await startReceiver();
+  t.teardown(() => other.close());
+  const refusedHook = (await api('POST', '/apps/hooked/webhooks', { include: ['api:release'], level: 'sync', url: `https://${HOST}:${other.port}/hook`, secret: 'r1' })).json;
+  t.ok(refusedHook.id, 'a host name is accepted at creation');
+  const listedHook = (await api('POST', '/apps/hooked/webhooks', { include: ['api:release'], level: 'notify', url: `http://${HOST}:${receiver.port}/listed`, secret: 'r2' })).json;
+  t.ok(listedHook.id, 'http to the listed host:port is accepted');
+  const redirected = (await api('POST', '/apps/hooked/webhooks', { include: ['api:release'], level: 'notify', url: `${receiver.url}?redirect`, secret: 'r3' })).json;
+  receiver.respond = (r) => (r.json?.webhook_metadata?.webhook?.id === redirected.id ? { status: 302, headers: { location: `${receiver.url}?followed` } } : 200);
+  const before = receiver.received.length;
+  const r = await http('PATCH', `${ts.api}/apps/hooked/config-vars`, { headers: { ...bearer(key), 'content-type': 'application/json' }, body: JSON.stringify({ STEP: 'ssrf' }) });
+  t.equal(r.status, 200);
+  const settled = await waitFor('the three first attempts', async () => {
+    const list = (await api('GET', '/apps/hooked/webhook-deliveries')).json as any[];
+    const pick = (id: string) => list.find((d) => d.webhook.id === id && d.num_attempts > 0 && d.status !== 'pending' && d.status !== 'retrying');
+    const ds = [pick(refusedHook.id), pick(listedHook.id), pick(redirected.id)];
+    return ds.every(Boolean) ? ds : undefined;
+  });
+  const [refused, listed, redirect] = settled;
+  t.match(refused.last_attempt, { code: null, error_class: 'ssrf-refused' }, `${HOST} on a port not listed: refused after resolution, cause recorded`);
+  t.equal(refused.status, 'scheduled', 'a sync delivery refused this way is retried like any failure');
+  t.equal(other.received.length, 0, 'nothing reached the other receiver');
+  t.match(listed, { status: 'succeeded', last_attempt: { code: 200 } }, `${HOST}:${receiver.port} listed: delivered`);
+  t.match(redirect, { status: 'failed', last_attempt: { code: 302, error_class: 'http-status' } }, 'a 302 is a failed attempt');
+  const got = receiver.received.slice(before);
+  t.ok(got.some((x) => x.json?.webhook_metadata?.webhook?.id === listedHook.id), 'the listed destination got its delivery');
+  t.equal(got.filter((x) => x.json?.webhook_metadata?.webhook?.id === redirected.id).length, 1, 'the redirect was not followed (one request for that webhook)');
+  receiver.respond = () => 200;
+  for (const w of [refusedHook, listedHook, redirected]) await api('DELETE', `/apps/hooked/webhooks/${w.id}`);
+});
