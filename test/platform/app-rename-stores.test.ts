@@ -55,7 +55,18 @@ async function race(t: Test, pushTo: InProcessSlipway, renameOn: InProcessSlipwa
   const refused: string[] = [];
   const renaming = (async () => {
     while (acked.length < renameAfter) await new Promise((r) => setImmediate(r));
-    renameStatus = (await api(renameOn, 'PATCH', `/apps/${OLD}`, key, { name: NEW })).status;
+    // A rename whose transaction keeps conflicting with the pushes is answered 503 with
+    // Retry-After (nothing changed): sent again as told, as for a manifest PUT.
+    const answers: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await api(renameOn, 'PATCH', `/apps/${OLD}`, key, { name: NEW });
+      renameStatus = r.status;
+      answers.push(`${r.status}`);
+      const retryAfter = r.status === 503 ? Number(r.headers['retry-after']) : NaN;
+      if (!(retryAfter > 0)) { if (r.status !== 200) t.comment(`rename: ${r.status} ${r.text.slice(0, 200)}`); break; }
+      await new Promise((done) => setTimeout(done, retryAfter * 1000));
+    }
+    t.comment(`${prefix}: rename answers ${answers.join(', ')}`);
     renamed = true;
   })();
   async function pusher(p: number): Promise<void> {
