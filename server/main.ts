@@ -2,6 +2,7 @@
  * Wires the engine to the four listeners and starts them:
  * registry (uWS), upload (own HTTP/1.1 listener, same registry router), API (uWS), auth (uWS).
  */
+import { appNameRef } from '../engine/platform/app-names.js';
 import { dataDisk } from '../engine/storage/disk-deadline.js';
 import { readFileSync } from 'node:fs';
 import { secureDataDir } from '../engine/data-dir.js';
@@ -183,6 +184,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     maxSessionsPerAccount: config.uploadSessionsPerAccount,
     memory: uploadMemory,
     node: config.nodeName,
+    appNameRef, // a blob of a session started before its app's rename is not linked under the old name
   });
   await uploads.init();
   // Blobs written before store schema 6: sizes checked before serving, sha256 in the background.
@@ -197,6 +199,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const blobSpec = blobs.spec;
   if (!blobSpec) throw new Error('the blob backend cannot be opened by a worker thread (built on a client instance)');
   const registry = new Registry(store.metadata, blobs, clock, (r) => pool.inspectImage(blobSpec, r));
+  registry.appNameRef = appNameRef; // pushes ordered against app renames (engine/registry/rename.ts)
   const gc = new GarbageCollector(store.metadata, blobs, clock, releaseRetention, { graceMs: config.gcGraceSeconds * 1000 });
   // The grace this node applies (its touch interval): the cluster setting, else SLIPWAY_GC_GRACE,
   // read again every SETTING_POLL_MS and announced (engine/registry/gc-grace.ts).

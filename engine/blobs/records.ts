@@ -65,6 +65,12 @@ export interface UploadRecord {
   repository: string;
   /** Account that started the session. */
   accountId: string;
+  /**
+   * Id of the app that held the repository's name when the session started; the blob is linked
+   * at commit only while that app still holds the name (an app rename, engine/registry/rename.ts).
+   * Absent on records of earlier builds (then: while any app holds it).
+   */
+  appId?: string;
   /** Bytes received and accepted so far (the next PATCH must start here). */
   offset: number;
   /** ms since epoch. */

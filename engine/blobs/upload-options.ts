@@ -1,5 +1,6 @@
 /** Options of the upload service (uploads.ts `Uploads`), set by the server from its settings. */
 import type { UploadMemory } from './upload-memory.js';
+import type { AppNameRef } from '../registry/rename.js';
 
 /** Options of the upload service. */
 export interface UploadOptions {
@@ -13,6 +14,13 @@ export interface UploadOptions {
   node?: string;
   /** Other nodes' sessions idle this long are reaped by `peers.reap` (ms); default 2 × `staleAfterMs`. */
   peerStaleAfterMs?: number;
+  /**
+   * The record naming the app that holds an app name now (the platform's, engine/platform/app-names.ts),
+   * read in a commit's transaction: the blob is linked into the session's repository only while
+   * the session's app still holds the name (an app renamed meanwhile: the client pushes again
+   * under the new name). Absent (engine tests): always linked.
+   */
+  appNameRef?: AppNameRef;
 }
 
 /** Default of `UploadOptions.maxSessionsPerAccount`. */

@@ -25,7 +25,7 @@
  */
 import { isStalled } from '../storage/disk-deadline.js';
 import { randomBytes } from 'node:crypto';
-import type { MetadataStore } from '../storage/metadata.js';
+import type { MetadataStore, MetadataTransaction } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import { fail } from '../errors.js';
 import { discardedByOutage, discardedByStall, discardedForSpace, isStorageFull, storeAway, unknownSession } from './upload-errors.js';
@@ -121,14 +121,14 @@ export class Uploads {
    * Opens a session for `repository` on behalf of `accountId`.
    * @throws RATE_LIMITED when the account already has `maxSessionsPerAccount` open sessions.
    */
-  async create(repository: string, accountId: string): Promise<UploadRecord> {
+  async create(repository: string, accountId: string, appId?: string): Promise<UploadRecord> {
     const limit = this.options.maxSessionsPerAccount ?? DEFAULT_SESSIONS_PER_ACCOUNT;
     if (this.openSessions(accountId) >= limit) {
       throw fail('RATE_LIMITED', `this account has ${limit} upload sessions in progress, the most allowed; complete or cancel (DELETE) one before starting another`, { limit });
     }
     const id = randomBytes(16).toString('hex');
     const now = this.clock.now();
-    const rec: UploadRecord = { id, ...(this.node ? { node: this.node } : {}), repository, accountId, offset: 0, createdAt: now, updatedAt: now };
+    const rec: UploadRecord = { id, ...(this.node ? { node: this.node } : {}), repository, accountId, ...(appId !== undefined ? { appId } : {}), offset: 0, createdAt: now, updatedAt: now };
     // Recorded in the store with its first bytes (finishAppend), and the backend's session
     // created then too (the writer's first write): a POST does no I/O, so it does not queue
     // behind other uploads' writes and syncs (measured under 16 concurrent uploads: POST p50
@@ -315,7 +315,7 @@ export class Uploads {
         recorded = await this.store.metadata.transact(async (tx) => {
           if ((await tx.get(uploadRecords, rec.id)) === undefined) return false;
           await recordVerifiedBlobInTransaction(tx, expected, size, now);
-          await linkBlobInTransaction(tx, rec.repository, expected, now);
+          if (await this.#linkable(tx, rec)) await linkBlobInTransaction(tx, rec.repository, expected, now);
           tx.remove(uploadRecords, rec.id);
           return true;
         });
@@ -332,6 +332,14 @@ export class Uploads {
     } finally {
       this.#sessions.done(own);
     }
+  }
+
+  /** True while the session's app holds the name its repository starts with (see `appNameRef`). */
+  async #linkable(tx: MetadataTransaction, rec: UploadRecord): Promise<boolean> {
+    if (!this.options.appNameRef) return true;
+    const [keyspace, k] = this.options.appNameRef(rec.repository.slice(0, rec.repository.indexOf('/')));
+    const holder = await tx.get(keyspace, k);
+    return rec.appId !== undefined ? holder === rec.appId : holder !== undefined;
   }
 
   /**

@@ -52,6 +52,24 @@ export async function unlinkRangeInTransaction(tx: MetadataTransaction, range: {
 }
 
 /**
+ * Moves every link of the repositories whose `repository␟digest` keys fall in `range` (an app's
+ * repositories, rename.ts) to the repository `rename` names, keeping the time linked; call inside a transaction.
+ * @returns the number of links moved.
+ */
+export async function moveLinksInTransaction(tx: MetadataTransaction, range: { start: string; end: string }, rename: (repository: string) => string): Promise<number> {
+  const links = await tx.range(repositoryBlobs, range);
+  for (const { key: k, value: at } of links) {
+    const cut = k.lastIndexOf(KEY_SEPARATOR);
+    const repository = k.slice(0, cut), digest = k.slice(cut + 1);
+    tx.remove(repositoryBlobs, k);
+    tx.remove(blobRepositories, key(digest, repository));
+    tx.put(repositoryBlobs, key(rename(repository), digest), at);
+    tx.put(blobRepositories, key(digest, rename(repository)), at);
+  }
+  return links.length;
+}
+
+/**
  * Removes `digest` from every repository that links it (GC deleting the blob's record); call
  * inside a transaction. Reads only this digest's index entries, not every link.
  * @returns the repositories it was unlinked from.

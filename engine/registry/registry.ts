@@ -30,6 +30,7 @@ import { images, manifests, repositories, repositoryManifests } from './keyspace
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
 import { checkIdentifier } from '../identifiers.js';
 import { recordImageEvent } from './events.js';
+import { appOfRepository, appRepositoryRange, requireNameHeld, type AppNameRef } from './rename.js';
 import { newId } from '../identity/tokens.js';
 import { BLOB_MEDIA_TYPE, type EventOrigin, type EventSubject } from '../notifications/envelope.js';
 import type { ChangeRecorder } from '../notifications/registry-notifications.js';
@@ -66,6 +67,13 @@ export class Registry {
    * push, a manifest or tag delete and a blob mount record their event in their own transaction.
    */
   notifications?: ChangeRecorder;
+  /**
+   * When set (server/main.ts), a manifest PUT and a mount check in their transaction that the
+   * app still holds the repository's name (rename.ts `AppNameRef`): a push ordered after a
+   * rename of its app fails with NAME_UNKNOWN instead of writing under the old name. Absent
+   * (engine tests): not checked.
+   */
+  appNameRef?: AppNameRef;
 
   constructor(
     readonly metadata: MetadataStore,
@@ -109,11 +117,14 @@ export class Registry {
   /**
    * Links a blob of `from` into `to` (cross-repository mount). Returns undefined when `from` lacks it.
    * @param origin who mounts (the `mount` notification's request and actor)
+   * @param appId the app owning `to` (checked to still hold the name with `appNameRef`)
+   * @throws NAME_UNKNOWN when that app no longer holds the name (renamed meanwhile)
    */
-  async mount(from: string, to: string, digest: Digest, origin = NO_ORIGIN): Promise<BlobRecord | undefined> {
+  async mount(from: string, to: string, digest: Digest, origin = NO_ORIGIN, appId?: string): Promise<BlobRecord | undefined> {
     if (!(await linkedBlob(this.metadata, from, digest))) return undefined;
     const now = this.clock.now();
     return this.metadata.transact(async (tx) => {
+      if (this.appNameRef && appId !== undefined) await requireNameHeld(tx, this.appNameRef(appOfRepository(to)), to, appId);
       const rec = await blobRecord(tx, digest);
       if (!rec || rec.quarantined) return undefined;
       await linkBlobInTransaction(tx, to, digest, now);
@@ -140,7 +151,8 @@ export class Registry {
    * @param appId the app that owns `repository` (already authorised by the caller)
    * @param account the pushing account, whose share of the worker pool the inspection uses
    * @param origin who pushes (the `push` notification's request and actor)
-   * @throws MANIFEST_INVALID, MANIFEST_BLOB_UNKNOWN, DIGEST_INVALID, UNSUPPORTED_ARCHITECTURE
+   * @throws MANIFEST_INVALID, MANIFEST_BLOB_UNKNOWN, DIGEST_INVALID, UNSUPPORTED_ARCHITECTURE;
+   *         NAME_UNKNOWN when the app was renamed meanwhile (`appNameRef`)
    */
   async putManifest(repository: string, appId: string, reference: string, bytes: Uint8Array, contentType: string | undefined, account = '', origin = NO_ORIGIN): Promise<Digest> {
     const digest = digestOf(bytes);
@@ -160,13 +172,16 @@ export class Registry {
     const now = this.clock.now();
     const rmKey = key(repository, digest);
     const eventId = newId();
+    const nameRef = this.appNameRef?.(appOfRepository(repository));
     await this.metadata.transact(async (tx) => {
       // Every record this body reads, in one read (one round trip on PostgreSQL, whose
       // transaction then answers the gets below from it: engine/storage/metadata.ts `prefetch`).
       await prefetch(tx, [
         ...linkedBlobRefs(repository, parsed.blobs), [repositories, repository], [repositoryManifests, rmKey], [manifests, digest],
-        ...(tag === undefined ? [] : [tagRef(repository, tag)]),
+        ...(tag === undefined ? [] : [tagRef(repository, tag)]), ...(nameRef ? [nameRef] : []),
       ]);
+      // Ordered against an app rename (rename.ts): the app must still hold the name.
+      if (nameRef) await requireNameHeld(tx, nameRef, repository, appId);
       // Re-check inside the transaction: a blob deleted (or unlinked by GC) since the check
       // must not be referenced. GC deletes record and links in one serializable transaction,
       // so a manifest either commits first (refs > 0: GC keeps the blob) or fails here (gc.ts).
@@ -274,7 +289,7 @@ export class Registry {
 
   /** Deletes every manifest, tag and blob link of each repository of an app (app deletion). */
   async deleteRepositoriesOf(appName: string): Promise<void> {
-    const range = { start: appName + '/', end: appName + '0' };
+    const range = appRepositoryRange(appName);
     await this.metadata.transact(async (tx) => {
       for (const { key: repository } of await tx.range(repositories, range)) {
         for (const { key: k } of await tx.range(repositoryManifests, { prefix: repository })) {

@@ -10,7 +10,7 @@
  * what follows the last separator. Re-tagging (a PUT of `repository:tag` naming another digest)
  * moves the index entry from the old digest to the new one.
  */
-import { key, readMaybe, type MetadataReader, type MetadataTransaction, type RecordRef } from '../storage/metadata.js';
+import { key, KEY_SEPARATOR, readMaybe, type MetadataReader, type MetadataTransaction, type RecordRef } from '../storage/metadata.js';
 import { andThen, type MaybePromise } from '../maybe-sync.js';
 import type { Digest } from '../digest.js';
 import { manifestTags, tags } from './keyspaces.js';
@@ -93,4 +93,22 @@ export async function tagPage(reader: MetadataReader, repository: string, after:
   const start = after === undefined ? undefined : key(repository, after);
   const entries = await reader.range(tags, { prefix: repository, ...(start === undefined ? {} : { start }), limit: limit + 1 });
   return entries.filter((e) => e.key !== start).slice(0, limit).map((e) => e.key.slice(repository.length + 1));
+}
+
+/**
+ * Moves every tag of the repositories whose names fall in `range` (an app's repositories,
+ * rename.ts) to the repository `rename` names, with their index entries and updatedAt; call inside a transaction.
+ * @returns the number of tags moved.
+ */
+export async function moveTagsInTransaction(tx: MetadataTransaction, range: { start: string; end: string }, rename: (repository: string) => string): Promise<number> {
+  const all = await tx.range(tags, range);
+  for (const { key: k, value } of all) {
+    const cut = k.lastIndexOf(KEY_SEPARATOR);
+    const repository = k.slice(0, cut), tag = k.slice(cut + 1);
+    tx.remove(tags, k);
+    tx.remove(manifestTags, key(repository, value.digest, tag));
+    tx.put(tags, key(rename(repository), tag), value);
+    tx.put(manifestTags, key(rename(repository), value.digest, tag), value.updatedAt);
+  }
+  return all.length;
 }

@@ -1,5 +1,5 @@
 /**
- * PATCH /apps/{app} (build_stack, maintenance), config vars (GET/PATCH /apps/{app}/config-vars,
+ * PATCH /apps/{app} (name, build_stack, maintenance, team), config vars (GET/PATCH /apps/{app}/config-vars,
  * scopes read-protected / write-protected or global), labs features
  * (GET /apps/{app}/features[/{name}], PATCH /apps/{app}/features/{name} {enabled}).
  */
@@ -11,6 +11,7 @@ import { appResponse, visibleApp } from './apps.js';
 import { fail } from '../../engine/errors.js';
 import { appRole, isOwnerLike } from '../../engine/platform/access.js';
 import { FEATURES, type Feature } from '../../engine/platform/app-settings.js';
+import { checkAppName } from '../../engine/platform/apps.js';
 import type { AppRecord } from '../../engine/platform/records.js';
 import type { Principal } from '../../engine/identity/authorizations.js';
 
@@ -22,13 +23,17 @@ export async function updateApp(ctx: ApiContext, call: ApiCall): Promise<void> {
   const p = principalOf(call);
   const app = await visibleApp(ctx, p, call.params.app!);
   const body = await readJson(call.ex);
-  if (body.name !== undefined && body.name !== app.name) throw fail('INVALID_PARAMS', 'renaming an app is not supported: its registry repositories are named after it');
   const buildStack = body.build_stack === undefined ? undefined : typeof body.build_stack === 'string' ? body.build_stack : (body.build_stack as { name?: unknown } | null)?.name;
   if (buildStack !== undefined && typeof buildStack !== 'string') throw fail('INVALID_PARAMS', 'build_stack must be a stack name');
   if (body.maintenance !== undefined && typeof body.maintenance !== 'boolean') throw fail('INVALID_PARAMS', 'maintenance must be a boolean');
   const role = await appRole(ctx.store.metadata, p, app);
+  // A rename is checked before anything changes (name rules, access, a taken name), so a
+  // refused rename in a body with other fields changes nothing.
+  const rename = body.name !== undefined && body.name !== app.name;
+  if (rename) await checkRename(ctx, app, isOwnerLike(role), body.name);
   let updated = await ctx.settings.update(app, isOwnerLike(role), { buildStack, maintenance: body.maintenance as boolean | undefined }, p.accountId);
   if (body.team !== undefined) updated = await transferApp(ctx, p, updated, body.team);
+  if (rename) updated = await ctx.apps.rename(updated, body.name, p.accountId);
   reply(ctx, call, 200, await appResponse(ctx, updated), { lastModified: updated.updatedAt });
 }
 
@@ -41,6 +46,27 @@ export async function transferApp(ctx: ApiContext, p: Principal, app: AppRecord,
   if (typeof team !== 'string') throw fail('INVALID_PARAMS', 'team must be a team name');
   if (await appRole(ctx.store.metadata, p, app) !== 'owner') throw fail('DENIED', `Only the owner of ${app.name} can move it into a team.`);
   return ctx.teams.moveApp(app, await ctx.teams.visible(team, p.accountId), p.accountId);
+}
+
+/**
+ * Renames an app (PATCH /apps/{app} {name}; docs/apps.md "Renaming an app"), for the API and the
+ * dashboard: the app and its registry repositories change name in one transaction (engine/platform/apps.ts `rename`).
+ * Owner-like callers only (the owner, or an admin of the app's team), as the other owner updates.
+ * @throws DENIED otherwise; INVALID_PARAMS for a malformed name; CONFLICT when the name is taken.
+ */
+export async function renameApp(ctx: ApiContext, p: Principal, app: AppRecord, name: unknown): Promise<AppRecord> {
+  await checkRename(ctx, app, isOwnerLike(await appRole(ctx.store.metadata, p, app)), name);
+  return ctx.apps.rename(app, name, p.accountId);
+}
+
+/**
+ * The checks of a rename before it runs (the rename's transaction checks the name again).
+ * @throws DENIED unless `ownerLike`; INVALID_PARAMS for a malformed name; CONFLICT when another app holds it.
+ */
+async function checkRename(ctx: ApiContext, app: AppRecord, ownerLike: boolean, name: unknown): Promise<void> {
+  if (!ownerLike) throw fail('DENIED', `Only the owner of ${app.name} can rename it.`);
+  const holder = await ctx.apps.find(checkAppName(name));
+  if (holder && holder.id !== app.id) throw fail('CONFLICT', `Name ${name as string} is already taken`);
 }
 
 export async function getConfigVars(ctx: ApiContext, call: ApiCall): Promise<void> {

@@ -82,10 +82,10 @@ export async function startUpload(ctx: RegistryContext, ex: Exchange, admitted: 
   const caller = admitted.caller!;
   const mount = ex.query.get('mount');
   const from = ex.query.get('from');
-  if (mount && from && (await tryMount(ctx, ex, caller, repository, parseDigest(mount), from))) return;
+  if (mount && from && (await tryMount(ctx, ex, caller, repository, parseDigest(mount), from, admitted.app?.id))) return;
   const digestParam = ex.query.get('digest');
   const digest = digestParam ? parseDigest(digestParam) : undefined;
-  const rec = await ctx.uploads.create(repository, caller.principal.accountId);
+  const rec = await ctx.uploads.create(repository, caller.principal.accountId, admitted.app?.id);
   if (!digest) return ex.send(202, sessionHeaders(ctx, rec));
   try {
     await owning(ctx, rec, 'PUT', async (lease) => ctx.uploads.commit(await append(ctx, ex, lease, rec, undefined), digest, lease));
@@ -100,13 +100,13 @@ export async function startUpload(ctx: RegistryContext, ex: Exchange, admitted: 
 }
 
 /** Mounts when the caller may pull `from` and `from` has the blob; false means "upload instead". */
-async function tryMount(ctx: RegistryContext, ex: Exchange, caller: Caller, repository: string, digest: Digest, from: string): Promise<boolean> {
+async function tryMount(ctx: RegistryContext, ex: Exchange, caller: Caller, repository: string, digest: Digest, from: string, appId?: string): Promise<boolean> {
   try {
     await authorize(ctx, caller, from, 'pull');
   } catch {
     return false;
   }
-  if (!(await ctx.registry.mount(from, repository, digest, await originOf(ctx, ex, caller, 'mount')))) return false;
+  if (!(await ctx.registry.mount(from, repository, digest, await originOf(ctx, ex, caller, 'mount'), appId))) return false;
   blobCreated(ctx, ex, repository, digest);
   return true;
 }

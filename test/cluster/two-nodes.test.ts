@@ -10,9 +10,8 @@ import t from 'tap';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { startInProcess, type InProcessSlipway } from '../helpers/harness.js';
-import { startPostgres, postgresSkip } from '../helpers/postgres.js';
-import { tempDir } from '../helpers/server.js';
+import { postgresSkip } from '../helpers/postgres.js';
+import { startTwoInProcessNodes } from '../helpers/cluster.js';
 import { basic, bearer, createApp, http } from '../helpers/http.js';
 import { api } from '../helpers/oauth.js';
 import { buildImage, sampleSpec } from '../helpers/image.js';
@@ -23,15 +22,8 @@ import { SCHEMA_VERSION } from '../../engine/migrations.js';
 const skip = postgresSkip();
 
 t.test('two nodes on one PostgreSQL', { skip }, async (t) => {
-  const db = await startPostgres();
-  t.teardown(() => db.stop());
-  const shared = tempDir();
-  t.teardown(() => shared.cleanup());
-
   // Both start at once on the empty database.
-  const [a, b] = await Promise.all([0, 1].map(() => startInProcess({ dataDir: shared.dir, databaseUrl: db.connectionString }))) as [InProcessSlipway, InProcessSlipway];
-  t.teardown(async () => { await a.stop(); await b.stop(); });
-  const operatorKey = (a.apiKey ?? b.apiKey)!;
+  const { a, b, db, key: operatorKey } = await startTwoInProcessNodes(t);
 
   t.test('started together: both up, one operator, the schema migrated once', async (t) => {
     t.equal([a, b].filter((n) => n.server.bootstrap !== null).length, 1, 'exactly one node created the operator account');
@@ -83,7 +75,7 @@ t.test('two nodes on one PostgreSQL', { skip }, async (t) => {
     const seen = await api(b, 'GET', '/apps/shared-app', operatorKey);
     t.equal(seen.status, 200);
     t.equal(seen.json.name, 'shared-app');
-    const img = await buildImage(join(shared.dir, 'img'), sampleSpec());
+    const img = await buildImage(join(a.server.config.dataDir, 'img'), sampleSpec());
     await pushBuiltImage({ registry: a.urls.registry, auth: basic('_', operatorKey) }, 'shared-app/web', 'v1', img);
     const token = (await http('GET', `${b.urls.registry}/token?scope=repository:shared-app/web:pull`, { headers: basic('_', operatorKey) })).json?.token as string;
     t.ok(token, 'B issues a registry token');
@@ -97,10 +89,10 @@ t.test('two nodes on one PostgreSQL', { skip }, async (t) => {
 
   t.test('skopeo pushes through A and pulls byte-identical through B; B releases the image', { skip: skopeoSkip() }, async (t) => {
     t.equal((await createApp(a.api, operatorKey, 'skopeo-app')).status, 201);
-    const img = await buildImage(join(shared.dir, 'skopeo-img'), sampleSpec());
+    const img = await buildImage(join(a.server.config.dataDir, 'skopeo-img'), sampleSpec());
     const push = await skopeo(['copy', '--dest-creds', `_:${operatorKey}`, '--dest-tls-verify=false', `dir:${img.dir}`, `docker://${new URL(a.urls.registry).host}/skopeo-app/web:latest`]);
     t.equal(push.code, 0, push.stderr);
-    const back = join(shared.dir, 'skopeo-back');
+    const back = join(a.server.config.dataDir, 'skopeo-back');
     const pull = await skopeo(['copy', '--src-creds', `_:${operatorKey}`, '--src-tls-verify=false', `docker://${new URL(b.urls.registry).host}/skopeo-app/web:latest`, `dir:${back}`]);
     t.equal(pull.code, 0, pull.stderr);
     t.ok(readFileSync(join(back, 'manifest.json')).equals(img.manifest), 'manifest byte-identical');

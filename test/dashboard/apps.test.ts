@@ -2,7 +2,7 @@
  * The dashboard's home, apps, config vars and app settings in Chromium (playwright-core), with a
  * real push to the registry feeding what runs: create, scale with a size from the list,
  * config vars masked until revealed (each change a release, checked through the API), move into
- * a team, delete with confirmation. Every page is looked at with axe-core and at 1280 and 390 px
+ * a team, rename (by a team admin; the image then pulls under the new name), delete with confirmation. Every page is looked at with axe-core and at 1280 and 390 px
  * (document width ≤ viewport); every new POST is refused without its CSRF token and, for another
  * account, by the API's access rules, changing nothing.
  */
@@ -26,6 +26,7 @@ const NEW_POSTS: Array<[string, Record<string, string>]> = [
   ['/apps/shop/config/reveal', {}],
   ['/apps/shop/config/remove', { name: 'KEEP', confirmed: 'yes' }],
   ['/apps/scratch/transfer', { team: 'ops', confirmed: 'yes' }],
+  ['/apps/scratch/rename', { name: 'forged-name', confirmed: 'yes' }],
   ['/apps/shop/delete', { confirmed: 'yes' }],
 ];
 
@@ -132,7 +133,7 @@ t.test('dashboard apps and config vars in Chromium', { skip }, async (t) => {
     t.equal((await api(ts, 'POST', '/teams', key, { name: 'ops' })).status, 201);
     t.equal((await api(ts, 'PUT', '/teams/ops/members', key, { email: dev.email, role: 'member' })).status, 200, 'dev is a member of ops');
     await page.goto(url('/apps/shop/settings'));
-    t.match(await page.textContent('main'), 'refuses a rename', 'the page says why an app keeps its name');
+    t.match(await page.textContent('main'), 'moves the app\'s registry repositories with it', 'the rename form says what moves');
     await look('settings');
     await page.selectOption('#transfer-team', 'ops');
     await page.click('text=Move into team');
@@ -140,6 +141,23 @@ t.test('dashboard apps and config vars in Chromium', { skip }, async (t) => {
     t.equal((await api(ts, 'GET', '/apps/shop', key)).json.team?.name, 'ops', 'the app belongs to the team');
     t.match(await page.textContent('dl.facts'), 'team ops', 'the owner is shown as the team');
     t.equal((await api(ts, 'GET', '/apps/shop', dev.apiKey)).status, 200, 'the team member reaches it');
+  });
+
+  await t.test('rename by a team admin: an error next to the field first, then confirmed; the image pulls under the new name', async (t) => {
+    await page.goto(url('/apps/shop/settings'));
+    await page.fill('#rename-name', 'Bad Name');
+    await page.click('button:has-text("Rename app")');
+    t.match(await page.textContent('#rename-error'), 'lowercase letters', 'a bad name is explained next to the field');
+    t.equal((await api(ts, 'GET', '/apps/shop', key)).status, 200, 'nothing renamed');
+    await look('rename-error');
+    await page.fill('#rename-name', 'shop-two');
+    await page.click('button:has-text("Rename app")');
+    await page.waitForURL(/\/apps\/shop-two\/settings\?notice=renamed/);
+    t.match(await page.textContent('dl.facts'), 'shop-two', 'the page shows the new name');
+    t.equal((await api(ts, 'GET', '/apps/shop-two', key)).json.team?.name, 'ops', 'the app is renamed and still the team\'s');
+    const registry = ts.server.urls.registry;
+    t.equal((await fetch(`${registry}/v2/shop-two/web/manifests/v1`, { headers: { ...basic('_', key), accept: 'application/vnd.docker.distribution.manifest.v2+json' } })).status, 200, 'its image pulls under the new name');
+    t.equal((await api(ts, 'PATCH', '/apps/shop-two', key, { name: 'shop' })).status, 200, 'renamed back through the API');
   });
 
   await t.test('every new POST: refused without the CSRF token and by the API\'s access rules', async (t) => {
@@ -158,6 +176,10 @@ t.test('dashboard apps and config vars in Chromium', { skip }, async (t) => {
     t.equal((await as('/apps/scratch/config', { name: 'FORGED', value: 'x' })).status, 404, 'another\'s app: not found, as the API answers');
     t.equal((await as('/apps/scratch/transfer', { team: 'ops', confirmed: 'yes' })).status, 404);
     t.equal((await as('/apps/scratch/delete', { confirmed: 'yes' })).status, 404);
+    t.equal((await as('/apps/scratch/rename', { name: 'forged-name', confirmed: 'yes' })).status, 404);
+    const rename = await as('/apps/shop/rename', { name: 'forged-name', confirmed: 'yes' });
+    t.equal(rename.status, 403, 'a team member who is not an admin may not rename');
+    t.match(rename.text, 'Only the owner of shop can rename it');
     t.equal((await as('/apps/shop/config/reveal', {})).status, 200, 'a team member may read config vars (as GET /apps/shop/config-vars)');
     const del = await as('/apps/shop/delete', { confirmed: 'yes' });
     t.equal(del.status, 403, 'a team member who is not an admin may not delete');

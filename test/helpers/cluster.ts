@@ -7,7 +7,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Test } from 'tap';
-import { startSpawned, type SpawnedSlipway } from './harness.js';
+import { startInProcess, startSpawned, type InProcessSlipway, type SpawnedSlipway } from './harness.js';
 import { startPostgres, type Postgres } from './postgres.js';
 import { startS3Store, type S3Store } from './s3-store.js';
 import { tempDir, runCli } from './server.js';
@@ -161,4 +161,19 @@ export async function servedIntact(registry: string, operatorKey: string, repo: 
     if (r.status !== 200 || got !== d) problems.push(`${repo}@${d.slice(7, 19)} ${r.status}, bytes hash to ${got.slice(7, 19)}`);
   }
   return problems;
+}
+
+/**
+ * Two in-process nodes on one real PostgreSQL and one shared data directory (filesystem blobs),
+ * started together; database, directory and nodes are stopped by `t`'s teardown.
+ * @returns the nodes, the operator's API key and the database
+ */
+export async function startTwoInProcessNodes(t: Test): Promise<{ a: InProcessSlipway; b: InProcessSlipway; key: string; db: Postgres }> {
+  const db = await startPostgres();
+  t.teardown(() => db.stop());
+  const shared = tempDir();
+  t.teardown(() => shared.cleanup());
+  const [a, b] = await Promise.all([0, 1].map(() => startInProcess({ dataDir: shared.dir, databaseUrl: db.connectionString }))) as [InProcessSlipway, InProcessSlipway];
+  t.teardown(async () => { await a.stop(); await b.stop(); });
+  return { a, b, key: (a.apiKey ?? b.apiKey)!, db };
 }

@@ -51,7 +51,9 @@ t.test('owner updates', async (t) => {
   t.equal(back.status, 200);
   t.equal(back.json.stack.name, 'heroku-22', 'the owner switches back to a curated stack');
   t.equal((await api(ts, 'PATCH', '/apps/settings-app', key, { build_stack: 'windows-2019' })).status, 422);
-  t.equal((await api(ts, 'PATCH', '/apps/settings-app', key, { name: 'renamed-app' })).status, 422);
+  const bad = await api(ts, 'PATCH', '/apps/settings-app', key, { name: 'Renamed_App', maintenance: true });
+  t.equal(bad.status, 422, 'a malformed name is refused (a valid one renames: test/platform/app-rename.test.ts)');
+  t.equal((await api(ts, 'GET', '/apps/settings-app', key)).json.maintenance, false, 'and the rest of the body changes nothing');
   t.equal((await api(ts, 'PATCH', '/apps/settings-app', key, { maintenance: true })).json.maintenance, true);
   t.equal((await api(ts, 'GET', '/apps/space-app', key)).json.space.name, 'secure-space');
   t.equal((await api(ts, 'POST', '/apps', key, { name: 'bad-space', space: 'Not A Space' })).status, 422);

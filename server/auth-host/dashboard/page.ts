@@ -186,6 +186,7 @@ export const NOTICES: Record<string, string> = {
   'app-created': 'App created. Push an image to it and release it to run something.',
   'app-deleted': 'App deleted, with its registry repositories.',
   transferred: 'The app now belongs to the team.',
+  renamed: 'The app and its registry repositories have their new name.',
   'config-set': 'Config var saved: a new release was made with it.',
   'config-removed': 'Config var removed: a new release was made without it.',
   'config-unchanged': 'Nothing changed, so no release was made.',

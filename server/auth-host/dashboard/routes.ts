@@ -10,7 +10,7 @@ import { showClient, showClients, submitCreateClient, submitDeleteClient, submit
 import { showTeam, showTeams, submitCreateTeam, submitMember, submitPreferences, submitRemoveMember, submitTeamAuthorization } from './teams.js';
 import { showApp, showApps, submitCreateApp, submitRollback, submitScale } from './apps.js';
 import { showConfigVars, submitRemoveConfigVar, submitReveal, submitSetConfigVar } from './config-vars.js';
-import { showAppSettings, submitDeleteApp, submitTransfer } from './app-settings.js';
+import { showAppSettings, submitDeleteApp, submitRename, submitTransfer } from './app-settings.js';
 import { showImage, showRegistry, submitDeleteImage, submitDeleteTag } from './registry.js';
 import { showReleases } from './releases.js';
 import { showWebhook, showWebhooks, submitCreateWebhook, submitRemoveWebhook, submitUpdateWebhook } from './webhooks.js';
@@ -52,6 +52,7 @@ export function addDashboardRoutes(router: Router<Handler>): void {
     .add('POST', '/apps/:app/webhooks/:webhook', submitUpdateWebhook)
     .add('POST', '/apps/:app/webhooks/:webhook/remove', submitRemoveWebhook)
     .add('GET', '/apps/:app/settings', showAppSettings)
+    .add('POST', '/apps/:app/rename', submitRename)
     .add('POST', '/apps/:app/transfer', submitTransfer)
     .add('POST', '/apps/:app/delete', submitDeleteApp)
     .add('GET', '/apps/:app/releases', showReleases)
