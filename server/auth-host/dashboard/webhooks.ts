@@ -12,16 +12,16 @@
  * URL, entities and level again, never what was typed in those two), except a secret the platform
  * generated, once, in the response of the add form (a one-time form: reloading shows it no more).
  */
-import type { Exchange } from '../../http/exchange.js';
 import type { AuthContext } from '../context.js';
 import type { AppRecord } from '../../../engine/platform/records.js';
 import type { DeliveryRecord, EventRecord, WebhookRecord } from '../../../engine/webhooks/records.js';
 import { APP_WEBHOOK_ENTITIES, type WebhookInput } from '../../../engine/webhooks/app-webhooks.js';
 import { visibleApp } from '../../api/apps.js';
 import {
-  allowed, appPlace, attempt, confirmOr, done, firstSubmission, mirror, noticeOf, sendDashboard, showSecret, signedInPage, submitted, when,
+  allowed, appPlace, attempt, confirmOr, done, firstSubmission, noticeOf, sendDashboard, showSecret, when,
   type FormState, type Signed, type Submitted,
 } from './page.js';
+import { showPage, submitForm } from './handler.js';
 
 /** Deliveries shown on a webhook's page, newest first (GET /apps/{app}/webhook-deliveries lists more). */
 export const RECENT_DELIVERIES = 20;
@@ -106,16 +106,11 @@ async function renderOne(ctx: AuthContext, s: Signed, app: AppRecord, w: Webhook
   }, appPlace(app.name, 'webhooks'));
 }
 
-export async function showWebhooks(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await signedInPage(ctx, ex, params);
-  if (!s) return;
-  mirror(s, 'GET /apps/:app/webhooks');
+export const showWebhooks = showPage('GET /apps/:app/webhooks', async (ctx, s, params) => {
   await renderList(ctx, s, await visibleApp(ctx, s.principal, params.app!), 200, null);
-}
+});
 
-export async function submitCreateWebhook(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'POST /apps/:app/webhooks');
+export const submitCreateWebhook = submitForm('POST /apps/:app/webhooks', async (ctx, s, params) => {
   const app = await visibleApp(ctx, s.principal, params.app!);
   const values = formValues(s.form);
   const input = inputOf(s.form, values, true);
@@ -128,7 +123,7 @@ export async function submitCreateWebhook(ctx: AuthContext, ex: Exchange, params
   const { webhook, secret } = r.value;
   if (input.secret !== undefined) return done(s, `/apps/${app.name}/webhooks/${webhook.id}`, 'webhook-created');
   showGeneratedSecret(ctx, s, app, webhook, secret);
-}
+});
 
 /** The one page that holds a secret the platform generated (as the API's Heroku-Webhook-Secret header). */
 function showGeneratedSecret(ctx: AuthContext, s: Submitted, app: AppRecord, w: WebhookRecord, secret: string): void {
@@ -139,28 +134,21 @@ function showGeneratedSecret(ctx: AuthContext, s: Submitted, app: AppRecord, w: 
   });
 }
 
-export async function showWebhook(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await signedInPage(ctx, ex, params);
-  if (!s) return;
-  mirror(s, 'GET /apps/:app/webhooks/:webhook');
+export const showWebhook = showPage('GET /apps/:app/webhooks/:webhook', async (ctx, s, params) => {
   const app = await visibleApp(ctx, s.principal, params.app!);
   await renderOne(ctx, s, app, await ctx.webhooks.get(app.id, params.webhook!), 200, null);
-}
+});
 
-export async function submitUpdateWebhook(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'PATCH /apps/:app/webhooks/:webhook');
+export const submitUpdateWebhook = submitForm('PATCH /apps/:app/webhooks/:webhook', async (ctx, s, params) => {
   const app = await visibleApp(ctx, s.principal, params.app!);
   const w = await ctx.webhooks.get(app.id, params.webhook!);
   const values = formValues(s.form);
   const r = await attempt('edit', FIELDS, stateValues(values), () => ctx.webhooks.update(app.id, w.id, inputOf(s.form, values, false)));
   if (!r.ok) return await renderOne(ctx, s, app, w, r.status, r.state);
   done(s, `/apps/${app.name}/webhooks/${w.id}`, 'webhook-saved');
-}
+});
 
-export async function submitRemoveWebhook(ctx: AuthContext, ex: Exchange, params: Record<string, string>): Promise<void> {
-  const s = await submitted(ctx, ex, params);
-  mirror(s, 'DELETE /apps/:app/webhooks/:webhook');
+export const submitRemoveWebhook = submitForm('DELETE /apps/:app/webhooks/:webhook', async (ctx, s, params) => {
   const app = await visibleApp(ctx, s.principal, params.app!);
   const w = await ctx.webhooks.get(app.id, params.webhook!);
   if (!confirmOr(ctx, s, 'apps', {
@@ -169,4 +157,4 @@ export async function submitRemoveWebhook(ctx: AuthContext, ex: Exchange, params
   })) return;
   await ctx.webhooks.remove(app.id, w.id);
   done(s, `/apps/${app.name}/webhooks`, 'webhook-removed');
-}
+});
