@@ -1,11 +1,11 @@
 /**
- * Delivery state changes (docs/webhooks.md "Engine"), each one serializable transaction, so on a
- * shared PostgreSQL only one node holds a delivery at a time:
- * - `claim` takes a due delivery for one attempt under a lease (`lease.until`): it counts the
+ * Delivery state changes (docs/webhooks.md "Engine"), made by `settleAndClaim` in one serializable
+ * transaction per worker pass, so on a shared PostgreSQL only one node holds a delivery at a time:
+ * - a claim takes a due delivery for one attempt under a lease (`lease.until`): it counts the
  *   attempt and moves the delivery's due entry to the lease's end. A node that dies mid-attempt
  *   thus leaves a delivery that falls due again when its lease expires, and the next claim
  *   records the lost attempt as `interrupted`.
- * - `complete` records the attempt's outcome, only while the caller still holds the lease, and
+ * - a completion records the attempt's outcome, only while the caller still holds the lease, and
  *   schedules the next attempt (`sync`, with backoff, until the horizon) or ends the delivery.
  */
 import { key, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
@@ -48,17 +48,9 @@ export interface Claimed {
   attempt: AttemptRecord;
 }
 
-/** Due deliveries (`dueAt <= now`), oldest first: their ids and groups, for `claim`. */
+/** Due deliveries (`dueAt <= now`), oldest first: their ids and groups, to claim (`settleAndClaim`). */
 export async function dueDeliveries(reader: MetadataReader, now: number, limit: number): Promise<Array<{ dueKey: string; id: string; group: string }>> {
   return (await reader.range(due, { end: key(timeKey(now + 1)), limit })).map((e) => ({ dueKey: e.key, id: lastPart(e.key), group: e.value }));
-}
-
-/**
- * Claims delivery `id` (found at `dueKey`) for one attempt by `node` until `now + leaseMs`.
- * @returns the claim, or null when another node claimed or finished it first (or it no longer exists).
- */
-export function claim(metadata: MetadataStore, dueKey: string, id: string, node: string, token: string, attemptId: string, now: number, leaseMs: number): Promise<Claimed | null> {
-  return metadata.transact((tx) => claimIn(tx, { dueKey, id, token, attemptId }, node, now, leaseMs));
 }
 
 /** A due delivery to claim: where it was found, and the lease token and attempt id chosen for it (before `transact`). */
@@ -69,7 +61,10 @@ export interface ClaimRequest {
   attemptId: string;
 }
 
-/** The body of `claim`, inside the caller's transaction. */
+/**
+ * Claims delivery `id` (found at `dueKey`) for one attempt by `node` until `now + leaseMs`, in `tx`.
+ * @returns the claim, or null when another node claimed or finished it first (or it no longer exists).
+ */
 async function claimIn(tx: MetadataTransaction, { dueKey, id, token, attemptId }: ClaimRequest, node: string, now: number, leaseMs: number): Promise<Claimed | null> {
   if (await tx.get(due, dueKey) === undefined) return null;
   const d = await tx.get(deliveries, id);
@@ -111,17 +106,7 @@ export interface AttemptOutcome {
   durationMs?: number;
 }
 
-/**
- * Records the outcome of the attempt claimed as `claimed`, if `token` still holds its lease:
- * success ends the delivery; a failure ends a `notify` delivery and schedules a `sync` one's next
- * attempt (RetryPolicy) unless that would start past its horizon. `skipped` ends it unattempted.
- * @returns the delivery after the change, or null when the lease was lost (nothing written).
- */
-export function complete(metadata: MetadataStore, claimed: Claimed, token: string, outcome: AttemptOutcome | 'skipped', now: number, policy: RetryPolicy, random: number): Promise<DeliveryRecord | null> {
-  return metadata.transact((tx) => completeIn(tx, { claimed, token, outcome, policy, random }, now));
-}
-
-/** One attempt's outcome to record (the arguments of `complete` but the store and time). */
+/** One attempt's outcome to record: the attempt claimed as `claimed` under lease `token`. */
 export interface Completion {
   claimed: Claimed;
   token: string;
@@ -132,9 +117,8 @@ export interface Completion {
 }
 
 /**
- * One commit of a worker pass: records `completions` (each as `complete` would, all at `now`),
- * then claims the deliveries of `requests` (each as `claim` would), in one transaction instead
- * of one each. The caller bounds both lists (the worker: its attempts in flight, at most 32).
+ * One commit of a worker pass: records `completions` (all at `now`), then claims the deliveries
+ * of `requests`, in one transaction instead of one each. The caller bounds both lists (the worker: its attempts in flight, at most 32).
  * @returns per completion, in order, the delivery after the change or null when its lease was
  * lost; and the claims made, in request order, each with its token (requests another node
  * claimed or finished first are left out).
@@ -154,7 +138,12 @@ export async function settleAndClaim(metadata: MetadataStore, completions: reado
   });
 }
 
-/** The body of `complete`, inside the caller's transaction. */
+/**
+ * Records a completion's outcome in `tx`, if its token still holds the lease: success ends the
+ * delivery; a failure ends a `notify` delivery and schedules a `sync` one's next attempt
+ * (RetryPolicy) unless that would start past its horizon. `skipped` ends it unattempted.
+ * @returns the delivery after the change, or null when the lease was lost (nothing written).
+ */
 async function completeIn(tx: MetadataTransaction, { claimed, token, outcome, policy, random }: Completion, now: number): Promise<DeliveryRecord | null> {
   const { id } = claimed.delivery;
   const d = await tx.get(deliveries, id);
