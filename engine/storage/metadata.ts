@@ -85,10 +85,15 @@ const declared = new Map<string, Keyspace<unknown>>();
  * @throws Error on a name outside `[a-z0-9-]{1,48}`.
  */
 export function keyspace<V>(owner: Domain, name: string): Keyspace<V> {
-  if (!/^[a-z0-9-]{1,48}$/.test(name)) throw new Error(`invalid keyspace name ${JSON.stringify(name)}`);
-  const ks = Object.freeze({ owner, name });
+  const ks = named<V>(owner, name);
   if (!declared.has(name)) declared.set(name, ks);
   return ks;
+}
+
+/** A keyspace value, not declared. @throws Error on a name outside `[a-z0-9-]{1,48}`. */
+function named<V>(owner: Domain, name: string): Keyspace<V> {
+  if (!/^[a-z0-9-]{1,48}$/.test(name)) throw new Error(`invalid keyspace name ${JSON.stringify(name)}`);
+  return Object.freeze({ owner, name });
 }
 
 /**
@@ -107,7 +112,8 @@ export function declaredKeyspaces(): Array<Keyspace<unknown>> {
  * for reading a domain's records (domains declare theirs with `keyspace`).
  */
 export function storedKeyspace(name: string): Keyspace<unknown> {
-  return keyspace<unknown>('meta', name);
+  // Not declared: a name read from a store is not one of this build's keyspaces to open at start.
+  return named<unknown>('meta', name);
 }
 
 /** Longest key in UTF-8 bytes every implementation accepts. */
