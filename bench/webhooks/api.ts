@@ -6,9 +6,17 @@
  * remove R11 config vars"), carried in the `api:release` payload, names the release it belongs to.
  */
 import { request, type Dispatcher } from 'undici';
-import { signatureValid, type Receiver } from '../../test/helpers/webhook-receiver.js';
+import { signatureValid, type Received } from '../../test/helpers/webhook-receiver.js';
 
 const ACCEPT = 'application/vnd.heroku+json; version=3.webhooks';
+
+/** What the bench reads of its receiver (remote-receiver.ts): requests received up to the last `refresh()`. */
+export interface ReceiverView {
+  url: string;
+  received: Received[];
+  /** Brings `received` up to date. */
+  refresh(): Promise<void>;
+}
 
 /** The API of one Slipway and the operator's key. */
 export interface Api {
@@ -64,7 +72,7 @@ export async function addWebhooks(api: Api, app: string, url: string, count: num
  * the secret of the webhook named in their `webhook_metadata` (0 when every delivery is signed
  * as the platform signs).
  */
-export function badSignatures(receiver: Receiver, secrets: Map<string, string>): number {
+export function badSignatures(receiver: ReceiverView, secrets: Map<string, string>): number {
   let bad = 0;
   for (const r of receiver.received) {
     const secret = secrets.get((r.json as { webhook_metadata?: { webhook?: { id?: string } } } | undefined)?.webhook_metadata?.webhook?.id ?? '');
@@ -100,7 +108,7 @@ export function releaseKey(json: unknown): string | undefined {
 }
 
 /** `api:release` deliveries received so far, by config var name (`R<n>`) → arrival times (ms). */
-export function releaseArrivals(receiver: Receiver): Map<string, number[]> {
+export function releaseArrivals(receiver: ReceiverView): Map<string, number[]> {
   const out = new Map<string, number[]>();
   for (const r of receiver.received) {
     const key = releaseKey(r.json);
@@ -113,13 +121,14 @@ export function releaseArrivals(receiver: Receiver): Map<string, number[]> {
 }
 
 /**
- * Waits until every release in `made` has reached the receiver `per` times (polling every 20 ms).
+ * Waits until every release in `made` has reached the receiver `per` times (refreshing every 20 ms).
  * @returns the arrivals, by config var name
  * @throws Error naming how many are missing when `deadlineMs` passes first
  */
-export async function awaitDeliveries(receiver: Receiver, made: ReleaseMade[], per: number, deadlineMs: number): Promise<Map<string, number[]>> {
+export async function awaitDeliveries(receiver: ReceiverView, made: ReleaseMade[], per: number, deadlineMs: number): Promise<Map<string, number[]>> {
   const until = Date.now() + deadlineMs;
   for (;;) {
+    await receiver.refresh();
     const arrivals = releaseArrivals(receiver);
     const missing = made.reduce((n, m) => n + Math.max(0, per - (arrivals.get(m.name)?.length ?? 0)), 0);
     if (missing === 0) return arrivals;

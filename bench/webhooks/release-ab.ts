@@ -14,9 +14,8 @@
  * the pooled A/A p99 ratio's factor.
  * Before the rounds, each app gets one unmeasured slice (warm-up).
  */
-import type { Receiver } from '../../test/helpers/webhook-receiver.js';
 import { CpuWindow, cpuSeconds } from '../procstat.js';
-import { awaitDeliveries, release, type Api, type ReleaseMade } from './api.js';
+import { awaitDeliveries, release, type Api, type ReleaseMade, type ReceiverView } from './api.js';
 import { meanCpu, pct, type CpuUse, type WebhookReport } from './figures.js';
 
 /** Shape of the A/B phase. */
@@ -49,7 +48,7 @@ function order<T>(xs: T[], r: number): T[] {
 }
 
 /** One slice: `perSlice` releases one at a time, then its deliveries awaited; `warm`: not kept. */
-async function slice(api: Api, pid: number, receiver: Receiver, v: Variant, o: AbOptions, warm = false): Promise<void> {
+async function slice(api: Api, pid: number, receiver: ReceiverView, v: Variant, o: AbOptions, warm = false): Promise<void> {
   const cpu = new CpuWindow(pid);
   const cpu0 = cpuSeconds(pid);
   const made: ReleaseMade[] = [];
@@ -78,7 +77,7 @@ const factor = (r: number) => Math.max(r, 1 / r);
  * Runs the phase on `variants` (the first two without webhooks: baseline and A/A) and prints
  * figures and comparisons. @returns the variants with what was measured
  */
-export async function releaseAbPhase(api: Api, pid: number, receiver: Receiver, variants: Variant[], o: AbOptions, report: WebhookReport): Promise<Variant[]> {
+export async function releaseAbPhase(api: Api, pid: number, receiver: ReceiverView, variants: Variant[], o: AbOptions, report: WebhookReport): Promise<Variant[]> {
   for (const v of variants) await slice(api, pid, receiver, v, o, true);
   for (let r = 0; r < o.rounds; r++) {
     for (const v of order(variants, r)) await slice(api, pid, receiver, v, o);

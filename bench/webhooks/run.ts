@@ -6,7 +6,8 @@
  *                             [--rounds 12] [--per-slice 40]
  *
  * Starts `slipway serve` (bench/servers/slipway.ts) with `SLIPWAY_WEBHOOK_ALLOWED_HOSTS=127.0.0.1`
- * and a node:http receiver on loopback in this process (test/helpers/webhook-receiver.ts), then:
+ * and a node:http receiver on loopback in a process of its own (remote-receiver.ts: a receiver
+ * in the client's process would charge its work to the releases it times), then:
  * 1. throughput (bench/webhooks/throughput.ts): releases/s and `api:release` deliveries/s, with
  *    the release rate without webhooks measured in alternating windows;
  * 2. release A/B (bench/webhooks/release-ab.ts): release p50/p99 with no, 1 and 5 webhooks on the
@@ -19,13 +20,13 @@
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Agent } from 'undici';
-import { startReceiver } from '../../test/helpers/webhook-receiver.js';
 import { installCleanup } from '../cleanup.js';
 import { startSlipway } from '../servers/slipway.js';
 import { addWebhooks, badSignatures, createBenchApp, releaseArrivals, type Api, type ReleaseMade } from './api.js';
 import { WebhookReport } from './figures.js';
 import { releaseAbPhase, type Variant } from './release-ab.js';
 import { throughputPhase } from './throughput.js';
+import { RemoteReceiver } from './remote-receiver.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -42,7 +43,7 @@ const ab = { rounds: num(args.rounds, 12, 2), perSlice: num(args['per-slice'], 4
 
 installCleanup();
 const report = new WebhookReport();
-const receiver = await startReceiver();
+const receiver = await RemoteReceiver.start();
 // The API rate limit off: the bench measures releases and deliveries, not the per-account budget (4,500).
 const server = await startSlipway({ SLIPWAY_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', SLIPWAY_ACCESS_LOG_LEVEL: 'silent', SLIPWAY_RATE_LIMIT_POOL: '1000000000', SLIPWAY_RATE_LIMIT_PER_MINUTE: '1000000000' });
 const dispatcher = new Agent({ connections: 16 });
@@ -61,6 +62,7 @@ try {
   await releaseAbPhase(api, server.pid, receiver, variants, ab, report);
   // Every release made on a hooked app, each expected once per webhook of its app.
   const expected: Array<[ReleaseMade, number]> = [...hookedMade.map((m) => [m, 1] as [ReleaseMade, number]), ...variants.flatMap((v) => v.made.map((m) => [m, v.webhooks] as [ReleaseMade, number]))];
+  await receiver.refresh();
   const arrivals = releaseArrivals(receiver);
   const want = expected.reduce((n, [, k]) => n + k, 0);
   const got = expected.reduce((n, [m, k]) => n + Math.min(k, arrivals.get(m.name)?.length ?? 0), 0);

@@ -6,9 +6,8 @@
  * with webhooks the bench waits until every `api:release` delivery has arrived; the window's
  * delivery rate runs from its first request to its last arrival.
  */
-import type { Receiver } from '../../test/helpers/webhook-receiver.js';
 import { CpuWindow, cpuSeconds } from '../procstat.js';
-import { awaitDeliveries, release, type Api, type ReleaseMade } from './api.js';
+import { awaitDeliveries, release, type Api, type ReleaseMade, type ReceiverView } from './api.js';
 import { meanCpu, pct, type CpuUse, type WebhookReport } from './figures.js';
 
 /** Shape of the throughput phase. */
@@ -48,7 +47,7 @@ async function drive(api: Api, apps: string[], ms: number): Promise<ReleaseMade[
 }
 
 /** One window on `apps`; `hooked`: wait for their deliveries (one per release). */
-async function window(api: Api, pid: number, receiver: Receiver, apps: string[], hooked: boolean, o: ThroughputOptions): Promise<Window> {
+async function window(api: Api, pid: number, receiver: ReceiverView, apps: string[], hooked: boolean, o: ThroughputOptions): Promise<Window> {
   const cpu = new CpuWindow(pid);
   const cpu0 = cpuSeconds(pid);
   const t0 = Date.now();
@@ -76,7 +75,7 @@ async function window(api: Api, pid: number, receiver: Receiver, apps: string[],
  * `receiver`) and prints its figures and comparisons.
  * @returns the releases made on the hooked apps (each expected once at the receiver)
  */
-export async function throughputPhase(api: Api, pid: number, receiver: Receiver, plain: string[], hooked: string[], o: ThroughputOptions, report: WebhookReport): Promise<ReleaseMade[]> {
+export async function throughputPhase(api: Api, pid: number, receiver: ReceiverView, plain: string[], hooked: string[], o: ThroughputOptions, report: WebhookReport): Promise<ReleaseMade[]> {
   const plainW: Window[] = [];
   const hookedW: Window[] = [];
   for (let i = 0; i < o.windows; i++) {

@@ -7,9 +7,13 @@
  *   delivery ids, and every delivery is recorded `succeeded`;
  * - at most 2 attempts at once per app and 32 in all, as the receiver saw them;
  * - the whole burst takes fewer than 2 committed transactions per delivery (one commit each for
- *   fan-out, claim and outcome would be 3): the transactions are counted on the real store.
+ *   fan-out, claim and outcome would be 3): the transactions are counted on the real store;
+ * - events recorded one at a time, a few ms apart (releases made one after the other), share
+ *   passes: passes start at least the worker's gap apart, make at most 2 transactions each, and
+ *   fewer in all than the same events take with passes back to back (gap 0).
  */
 import t from 'tap';
+import type * as Tap from 'tap';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
@@ -98,4 +102,66 @@ t.test('a burst is delivered once each, within the concurrency bounds, in fewer 
   for (const app of apps) t.ok((maxPerApp.get(app) ?? 0) <= 2, `${app}: at most 2 attempts at once (saw ${maxPerApp.get(app)})`);
   t.ok(maxTotal <= 32, `at most 32 attempts at once (saw ${maxTotal})`);
   t.ok(transactions < 2 * EVENTS, `${transactions} transactions for ${EVENTS} deliveries (one each for fan-out, claim and outcome: ${3 * EVENTS})`);
+});
+
+/** What one worker did for events recorded one at a time, each in its own commit, 1–4 ms apart. */
+interface OneAtATime { transactions: number; starts: number[]; received: string[]; ids: string[]; errors: unknown[]; gapMs: number }
+
+async function oneAtATime(t: Tap.Test, gapMs: number | undefined, count: number): Promise<OneAtATime> {
+  const tmp = tempDir();
+  const store = await openStore(tmp.dir);
+  t.teardown(async () => { await store.close(); tmp.cleanup(); });
+  const received: string[] = [];
+  const server = createServer((req, res) => {
+    received.push(String(req.headers['x-event-id']));
+    req.resume();
+    res.end('ok');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const source: SubscriberSource = {
+    kind: 'test-hook',
+    subscribers: (_reader, event) => [{ id: 'hook', level: 'sync', group: event.appId! }],
+    request: async (event) => ({ url: `${base}/`, headers: { 'x-event-id': event.id }, body: event.id }),
+  };
+  const worker = new DeliveryWorker(store.metadata, systemClock, { node: 'test', sources: [source], allowed: parseAllowedHosts('127.0.0.1'), pollMs: 50, gapMs });
+  let transactions = 0;
+  let ours = false;
+  const transact = store.metadata.transact.bind(store.metadata);
+  store.metadata.transact = ((body: never, options?: never) => { if (!ours) transactions++; return transact(body, options); }) as typeof store.metadata.transact;
+  const starts: number[] = [];
+  const pass = worker.pass.bind(worker);
+  worker.pass = () => { starts.push(performance.now()); return pass(); };
+  const errors: unknown[] = [];
+  worker.options.onError = (e) => errors.push(e);
+  worker.start();
+  t.teardown(() => worker.stop());
+  const ids = Array.from({ length: count }, () => randomUUID());
+  for (let i = 0; i < count; i++) {
+    ours = true;
+    const p = store.metadata.transact((tx) => recordEvent(tx, { id: ids[i]!, entity: 'api:release', action: 'create', appId: `app${i % 6}`, appName: `app${i % 6}`, actorId: null, data: { n: i }, previousData: null, createdAt: Date.now() }));
+    ours = false;
+    await p;
+    await new Promise((r) => setTimeout(r, 1 + Math.floor(random() * 4)));
+  }
+  await waitFor('every event at the receiver', () => received.length >= count || undefined, { timeoutMs: 30_000 });
+  await worker.stop();
+  return { transactions, starts, received, ids, errors, gapMs: worker.gapMs };
+}
+
+t.test('events one at a time (releases made one after the other) share passes, at least the gap apart', async (t) => {
+  const COUNT = 60;
+  const gapless = await oneAtATime(t, 0, COUNT);
+  const gapped = await oneAtATime(t, undefined, COUNT);
+  for (const run of [gapless, gapped]) {
+    t.same(run.errors, [], `gap ${run.gapMs} ms: no pass failed`);
+    t.same(new Set(run.received), new Set(run.ids), `gap ${run.gapMs} ms: every event delivered`);
+  }
+  const gaps = gapped.starts.slice(1).map((s, i) => s - gapped.starts[i]!);
+  const closest = Math.min(...gaps);
+  // Timers fire up to a millisecond early by performance.now()'s reading of them.
+  t.ok(closest >= gapped.gapMs - 1, `passes started at least ${gapped.gapMs} ms apart (closest ${closest.toFixed(1)} ms, ${gapped.starts.length} passes)`);
+  t.ok(gapped.transactions <= 2 * gapped.starts.length, `at most 2 transactions a pass (${gapped.transactions} in ${gapped.starts.length} passes)`);
+  t.ok(gapped.transactions < gapless.transactions, `${gapped.transactions} worker transactions for ${COUNT} events with the gap, ${gapless.transactions} with passes back to back`);
 });
