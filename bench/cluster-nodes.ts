@@ -10,6 +10,19 @@ import { collectLines, exitError } from './servers/target.js';
 import { slipwayOutput, type SlipwayUrls } from './servers/slipway-output.js';
 import { stopChild, trackChild } from './cleanup.js';
 import { clockTicks } from './procstat.js';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+/**
+ * The `node` flags the build of `cli` launches its server with (its server/runtime-flags.js,
+ * none for a build before that module), so each build of an A/B runs as its own launchers run it.
+ */
+async function nodeFlagsOf(cli: string): Promise<readonly string[]> {
+  const file = join(dirname(cli), 'runtime-flags.js');
+  if (!existsSync(file)) return [];
+  return ((await import(pathToFileURL(file).href)) as { SERVER_NODE_FLAGS?: readonly string[] }).SERVER_NODE_FLAGS ?? [];
+}
 
 const CLI = fileURLToPath(new URL('../server/cli.js', import.meta.url));
 
@@ -34,7 +47,7 @@ export async function startNode(dataDir: string, env: Record<string, string>, cl
   // Nodes on one database need names of their own (engine/blobs/node-claim.ts); all run on this host.
   const name = `bench-${++nodesStarted}`;
   const ports = ['registry', 'api', 'auth', 'upload', 'admin'].flatMap((h) => [`--${h}-port`, '0']);
-  const proc = spawn(process.execPath, [cli, 'serve', '--data', dataDir, ...ports], {
+  const proc = spawn(process.execPath, [...await nodeFlagsOf(cli), cli, 'serve', '--data', dataDir, ...ports], {
     env: {
       ...process.env, SLIPWAY_LOG_LEVEL: 'warn', SLIPWAY_REGISTRY_TLS: 'off',
       SLIPWAY_RATE_LIMIT_POOL: '1000000000', SLIPWAY_RATE_LIMIT_PER_MINUTE: '1000000000', SLIPWAY_NODE_NAME: name, ...env,

@@ -11,6 +11,7 @@
 import { Worker } from 'node:worker_threads';
 import type { HashFactory, RunningHash } from '../engine/blobs/running-hash.js';
 import { inlineHash } from '../engine/blobs/running-hash.js';
+import { HASH_THREAD_RESOURCE_LIMITS } from '../server/runtime-flags.js';
 
 type Reply = { seq: number; hex?: string | null };
 
@@ -28,7 +29,7 @@ export class HashThread {
 
   #start(): Worker {
     if (this.#worker) return this.#worker;
-    const worker = new Worker(new URL('./hash-thread-worker.js', import.meta.url));
+    const worker = new Worker(new URL('./hash-thread-worker.js', import.meta.url), { resourceLimits: HASH_THREAD_RESOURCE_LIMITS });
     worker.unref();
     const generation = ++this.#generation;
     worker.on('message', (r: Reply) => {

@@ -14,6 +14,7 @@ import { DEFAULT_INSPECT_LIMITS, limitReason, type InspectLimits } from '../engi
 import type { ConfigTask, LayerTask, TaskResult } from './inspect-image.js';
 import type { BlobBackendSpec } from '../engine/blobs/backend-spec.js';
 import { FairQueue } from './fair-queue.js';
+import { WORKER_RESOURCE_LIMITS } from '../server/runtime-flags.js';
 
 export interface PoolOptions {
   /** Threads for image inspection (default: 2, the machine's cores). One more thread serves the readiness probe's `hashFile`. */
@@ -48,6 +49,7 @@ export class WorkerPool {
       // the readiness probe from waiting behind a long layer scan.
       maxThreads: threads + 1,
       idleTimeout: opts.idleTimeoutMs ?? 30_000,
+      resourceLimits: WORKER_RESOURCE_LIMITS,
     });
   }
 

@@ -12,6 +12,7 @@ import { request } from 'undici';
 import { collectLines, exitError, type Target } from './target.js';
 import { slipwayOutput, type SlipwayUrls } from './slipway-output.js';
 import { basicAuth } from '../client.js';
+import { SERVER_NODE_FLAGS } from '../../server/runtime-flags.js';
 import { removeDir, stopChild, trackChild, trackDir } from '../cleanup.js';
 
 const CLI = fileURLToPath(new URL('../../server/cli.js', import.meta.url));
@@ -33,7 +34,7 @@ export async function startSlipway(env: Record<string, string> = {}): Promise<Sl
   trackDir(dataDir);
   // BENCH_SLIPWAY_NODE_ARGS: extra node flags for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
   const nodeArgs = (process.env.BENCH_SLIPWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const proc = spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--data', dataDir, '--registry-port', '0', '--api-port', '0', '--auth-port', '0', '--upload-port', '0', '--admin-port', '0'], {
+  const proc = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...nodeArgs, CLI, 'serve', '--data', dataDir, '--registry-port', '0', '--api-port', '0', '--auth-port', '0', '--upload-port', '0', '--admin-port', '0'], {
     env: { ...process.env, SLIPWAY_LOG_LEVEL: 'warn', SLIPWAY_REGISTRY_TLS: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

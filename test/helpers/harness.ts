@@ -22,6 +22,7 @@ import { createLogger } from '../../server/log.js';
 import { CLI, tempDir } from './server.js';
 import { http } from './http.js';
 import { waitFor } from './daemons.js';
+import { SERVER_NODE_FLAGS } from '../../server/runtime-flags.js';
 
 export { waitFor };
 
@@ -215,7 +216,7 @@ export function startSpawned(opts: StartOptions = {}): Promise<SpawnedSlipway> {
   const tmp = opts.dataDir === undefined ? tempDir() : undefined;
   const dataDir = opts.dataDir ?? tmp!.dir;
   const flags = Object.entries({ ...PORTS, ...opts.listen }).flatMap(([k, v]) => [`--${k}`, v]);
-  const proc = spawn(process.execPath, [CLI, 'serve', '--data', dataDir, ...flags], {
+  const proc = spawn(process.execPath, [...SERVER_NODE_FLAGS, CLI, 'serve', '--data', dataDir, ...flags], {
     env: { ...process.env, SLIPWAY_LOG_LEVEL: process.env.SLIPWAY_TEST_LOG_LEVEL ?? 'warn', ...settingsOf(opts) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
