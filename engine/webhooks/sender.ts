@@ -1,10 +1,15 @@
 /**
  * Sends one attempt (docs/webhooks.md "Security", "Guarantees"): a POST made with node:http(s)
  * whose `lookup` resolves the host and keeps only the addresses the destination policy allows
- * (destination.ts), so the connection goes to an address that was checked, after DNS, every
- * time. Redirects are not followed (a 3xx is a failure), the whole exchange (connect, TLS,
- * headers, body) has one deadline, and the receiver's answer is read up to MAX_RESPONSE_BYTES
- * and discarded. Nothing of the request (headers, secrets) is logged or returned.
+ * (destination.ts), so every connection goes to an address that was checked, after DNS, when it
+ * was made. Connections are kept alive between attempts (one agent per policy, idle ones closed
+ * after IDLE_SOCKET_MS): a receiver that answers many deliveries is not connected to (and for
+ * HTTPS, not handshaken with) once per delivery, which was the largest part of a delivery's CPU.
+ * A kept connection stays with the address it was checked for, whatever DNS answers later.
+ * Redirects are not followed (a 3xx is a failure), the whole exchange (connect, TLS, headers,
+ * body) has one deadline, and the receiver's answer is read up to MAX_RESPONSE_BYTES and
+ * discarded (a larger one closes the connection). Nothing of the request (headers, secrets) is
+ * logged or returned.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -16,6 +21,27 @@ import { addressAllowed, hostAndPort, urlProblem, type AllowedHosts } from './de
 
 /** Bytes of the receiver's answer read before the connection is closed. */
 export const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/**
+ * How long an idle kept-alive connection waits for the next attempt (ms): below the 5 s idle
+ * timeout of Node's HTTP server and of many proxies, so a connection is seldom reused just as the
+ * receiver closes it.
+ */
+export const IDLE_SOCKET_MS = 2_000;
+
+/** Keep-alive agents, one pair per destination policy (each agent's connections were checked under it). */
+const agents = new WeakMap<AllowedHosts, { http: http.Agent; https: https.Agent }>();
+
+/** The agent for `protocol` under policy `allowed`. */
+function agentFor(protocol: string, allowed: AllowedHosts): http.Agent {
+  let pair = agents.get(allowed);
+  if (!pair) {
+    const opts = { keepAlive: true, timeout: IDLE_SOCKET_MS, scheduling: 'lifo' as const };
+    pair = { http: new http.Agent(opts), https: new https.Agent(opts) };
+    agents.set(allowed, pair);
+  }
+  return protocol === 'https:' ? pair.https : pair.http;
+}
 
 /** Error code of a destination refused by the address policy. */
 const SSRF = 'ERR_WEBHOOK_DESTINATION_REFUSED';
@@ -72,7 +98,7 @@ export function send(req: OutboundRequest, timeoutMs: number, allowed: AllowedHo
     };
     const mod = url.protocol === 'https:' ? https : http;
     const request = mod.request(url, {
-      method: 'POST', agent: false, lookup: checkedLookup(url, allowed) as never,
+      method: 'POST', agent: agentFor(url.protocol, allowed), lookup: checkedLookup(url, allowed) as never,
       headers: { ...req.headers, 'Content-Length': String(body.byteLength) },
     });
     const timer = setTimeout(() => {
@@ -87,12 +113,14 @@ export function send(req: OutboundRequest, timeoutMs: number, allowed: AllowedHo
       const done = () => {
         const ok = code >= 200 && code < 300;
         finish({ ok, code, cause: ok ? null : 'http-status', detail: ok ? null : `HTTP ${code}` });
-        res.destroy();
       };
       res.on('data', (chunk: Buffer) => {
         read += chunk.byteLength;
-        if (read >= MAX_RESPONSE_BYTES) done();
+        if (read < MAX_RESPONSE_BYTES) return;
+        done();
+        res.destroy(); // the rest is not read: the connection is closed, not reused
       });
+      // Read to its end, the answer leaves the connection free for the next attempt.
       res.on('end', done);
       res.on('error', (e: NodeJS.ErrnoException) => finish({ ok: false, code, ...causeOf(e) }));
     });
