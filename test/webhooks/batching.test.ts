@@ -14,7 +14,7 @@
  */
 import t from 'tap';
 import type * as Tap from 'tap';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { openStore } from '../../engine/store.js';
@@ -35,6 +35,19 @@ const random = prng(seed);
 const APPS = 6;
 const EVENTS = 120;
 
+/** Starts `handler` on a loopback port for the test's life. @returns its base URL */
+async function receiver(t: Tap.Test, handler: Parameters<typeof createServer>[1]): Promise<string> {
+  const server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A source with one `sync` subscriber per app, whose attempts `request` builds. */
+function testSource(request: SubscriberSource['request']): SubscriberSource {
+  return { kind: 'test-hook', subscribers: (_reader, event) => [{ id: 'hook', level: 'sync', group: event.appId! }], request };
+}
+
 t.test('a burst is delivered once each, within the concurrency bounds, in fewer than 2 commits per delivery', async (t) => {
   const tmp = tempDir();
   const store = await openStore(tmp.dir);
@@ -45,7 +58,7 @@ t.test('a burst is delivered once each, within the concurrency bounds, in fewer 
   let maxTotal = 0;
   const maxPerApp = new Map<string, number>();
   const received: Array<{ app: string; event: string; delivery: string }> = [];
-  const server = createServer((req: IncomingMessage, res) => {
+  const base = await receiver(t, (req, res) => {
     const app = req.url!.slice(1);
     open.set(app, (open.get(app) ?? 0) + 1);
     maxPerApp.set(app, Math.max(maxPerApp.get(app) ?? 0, open.get(app)!));
@@ -58,15 +71,8 @@ t.test('a burst is delivered once each, within the concurrency bounds, in fewer 
       res.end('ok');
     }, Math.floor(random() * 20));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  const source: SubscriberSource = {
-    kind: 'test-hook',
-    subscribers: (_reader, event) => [{ id: 'hook', level: 'sync', group: event.appId! }],
-    request: async (event, delivery) => ({ url: `${base}/${delivery.group}`, headers: { 'x-event-id': event.id, 'x-delivery-id': delivery.id }, body: event.id }),
-  };
+  const source = testSource(async (event, delivery) => ({ url: `${base}/${delivery.group}`, headers: { 'x-event-id': event.id, 'x-delivery-id': delivery.id }, body: event.id }));
   const apps = Array.from({ length: APPS }, (_, i) => `app${i}`);
   const eventIds = Array.from({ length: EVENTS }, () => randomUUID());
   // The burst: committed in a few transactions, as a busy API would.
@@ -112,19 +118,12 @@ async function oneAtATime(t: Tap.Test, gapMs: number | undefined, count: number)
   const store = await openStore(tmp.dir);
   t.teardown(async () => { await store.close(); tmp.cleanup(); });
   const received: string[] = [];
-  const server = createServer((req, res) => {
+  const base = await receiver(t, (req, res) => {
     received.push(String(req.headers['x-event-id']));
     req.resume();
     res.end('ok');
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const source: SubscriberSource = {
-    kind: 'test-hook',
-    subscribers: (_reader, event) => [{ id: 'hook', level: 'sync', group: event.appId! }],
-    request: async (event) => ({ url: `${base}/`, headers: { 'x-event-id': event.id }, body: event.id }),
-  };
+  const source = testSource(async (event) => ({ url: `${base}/`, headers: { 'x-event-id': event.id }, body: event.id }));
   const worker = new DeliveryWorker(store.metadata, systemClock, { node: 'test', sources: [source], allowed: parseAllowedHosts('127.0.0.1'), pollMs: 50, gapMs });
   let transactions = 0;
   let ours = false;
