@@ -161,6 +161,8 @@ export class DeliveryWorker {
     this.#unlisten?.();
     clearTimeout(this.#timer);
     this.#gapTimer = false;
+    // Outcomes that waited for the gap's timer (cleared above) are recorded now.
+    if (this.#finished.length > 0) this.kick();
     await this.#pass;
     await Promise.all([...this.#attempts]);
   }

@@ -10,7 +10,9 @@
  *   fan-out, claim and outcome would be 3): the transactions are counted on the real store;
  * - events recorded one at a time, a few ms apart (releases made one after the other), share
  *   passes: passes start at least the worker's gap apart, make at most 2 transactions each, and
- *   fewer in all than the same events take with passes back to back (gap 0).
+ *   fewer in all than the same events take with passes back to back (gap 0);
+ * - stop() right after an attempt, while the next pass waits for the gap, still records the
+ *   outcome and returns (the gap's timer it clears no longer strands the outcome).
  */
 import t from 'tap';
 import type * as Tap from 'tap';
@@ -163,4 +165,27 @@ t.test('events one at a time (releases made one after the other) share passes, a
   t.ok(closest >= gapped.gapMs - 1, `passes started at least ${gapped.gapMs} ms apart (closest ${closest.toFixed(1)} ms, ${gapped.starts.length} passes)`);
   t.ok(gapped.transactions <= 2 * gapped.starts.length, `at most 2 transactions a pass (${gapped.transactions} in ${gapped.starts.length} passes)`);
   t.ok(gapped.transactions < gapless.transactions, `${gapped.transactions} worker transactions for ${COUNT} events with the gap, ${gapless.transactions} with passes back to back`);
+});
+
+t.test('stop() right after an attempt, while the next pass waits for the gap, records its outcome and returns', async (t) => {
+  const tmp = tempDir();
+  const store = await openStore(tmp.dir);
+  t.teardown(async () => { await store.close(); tmp.cleanup(); });
+  let arrived = 0;
+  const base = await receiver(t, (req, res) => {
+    arrived++;
+    req.resume();
+    res.end('ok');
+  });
+  const source = testSource(async (event) => ({ url: `${base}/`, headers: {}, body: event.id }));
+  // A gap far longer than the test: the pass that records the outcome only runs because of stop().
+  const worker = new DeliveryWorker(store.metadata, systemClock, { node: 'test', sources: [source], allowed: parseAllowedHosts('127.0.0.1'), pollMs: 60_000, gapMs: 60_000 });
+  await store.metadata.transact((tx) => recordEvent(tx, { id: randomUUID(), entity: 'api:release', action: 'create', appId: 'app0', appName: 'app0', actorId: null, data: {}, previousData: null, createdAt: Date.now() }));
+  worker.start();
+  await waitFor('the first attempt at the receiver', () => arrived > 0 || undefined, { timeoutMs: 20_000 });
+  // Fan-out and claim took the first pass; the answer comes back within the gap that follows it.
+  const stopped = await Promise.race([worker.stop().then(() => 'stopped'), new Promise<string>((r) => setTimeout(() => r('still waiting'), 10_000).unref())]);
+  t.equal(stopped, 'stopped', 'stop() returned');
+  const [d] = await deliveriesOf(store.metadata, 'app0');
+  t.equal(d?.status, 'succeeded', 'the outcome of the attempt was recorded');
 });
