@@ -1,6 +1,7 @@
 /**
  * Installing and starting Slipway the ways an operator does, with the real npm:
- *   - the package `npm pack` makes holds the built CLI (with its `#!/usr/bin/env node` line),
+ *   - the package `npm pack` makes holds the built CLI (with its `#!/usr/bin/env -S node <flags>`
+ *     line: server/runtime-flags.ts),
  *     the engine, the workers and the sign-in views, and no tests;
  *   - `npm install -g` of that package puts `slipway` on PATH, and `slipway serve` from there
  *     starts, writes the operator's credentials file and stops on SIGTERM, every line it prints
@@ -16,6 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/server.js';
 import { logLine, waitFor } from '../helpers/harness.js';
+import { SERVER_NODE_FLAGS } from '../../server/runtime-flags.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const PORTS = ['--registry-port', '0', '--api-port', '0', '--auth-port', '0', '--upload-port', '0', '--admin-port', '0'];
@@ -50,7 +52,8 @@ t.test('npm pack: the built CLI, engine, workers and views; no tests', async (t)
   const files = (JSON.parse(r.stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path);
   for (const f of ['dist/server/cli.js', 'dist/server/main.js', 'dist/workers/tasks.js', 'dist/engine/store.js', 'server/auth-host/views/layout.eta', 'package.json']) t.ok(files.includes(f), `holds ${f}`);
   t.same(files.filter((f) => f.startsWith('dist/test/') || f.startsWith('dist/bench/') || f.endsWith('.ts')), [], 'no tests, benchmarks or sources');
-  t.match(readFileSync(join(ROOT, 'dist/server/cli.js'), 'utf8'), /^#!\/usr\/bin\/env node\n/, 'the bin starts with its interpreter line');
+  const first = readFileSync(join(ROOT, 'dist/server/cli.js'), 'utf8').split('\n')[0];
+  t.equal(first, `#!/usr/bin/env -S node ${SERVER_NODE_FLAGS.join(' ')}`, 'the bin starts with its interpreter line and the runtime flags');
 });
 
 t.test('npm install -g: slipway on PATH; serve prints only JSON lines from start to stop', async (t) => {
