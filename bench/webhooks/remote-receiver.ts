@@ -32,14 +32,19 @@ export class RemoteReceiver {
     return new RemoteReceiver(url, child);
   }
 
-  /** Appends the requests received since the last refresh. @throws Error when the process is gone */
+  /** Appends the requests received since the last refresh. @throws Error when the process is gone or ends before it answers */
   async refresh(): Promise<void> {
     if (!this.child.connected) throw new Error('receiver process is gone');
-    const got = await new Promise<Received[]>((resolve) => {
+    let onExit = (): void => {};
+    const got = await new Promise<Received[]>((resolve, reject) => {
+      onExit = () => reject(new Error('receiver process ended before it answered'));
+      this.child.once('exit', onExit);
       this.#waiting = resolve;
       this.child.send({ since: this.received.length });
+    }).finally(() => {
+      this.child.off('exit', onExit);
+      this.#waiting = undefined;
     });
-    this.#waiting = undefined;
     this.received.push(...got);
   }
 

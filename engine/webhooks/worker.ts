@@ -64,11 +64,13 @@ export const PRUNE_EVERY_MS = 60_000;
 /**
  * Default least time between the starts of two passes (ms). Every pass commits (fan-out, then
  * outcomes and claims), and the node's metadata writes are one at a time (LMDB has one writer), so
- * passes run back to back put a worker commit in front of nearly every request's: measured on
- * one node with releases made one at a time (bench/webhooks), a hooked app's release p50 rose by
- * half. With passes at most every 20 ms, a burst of events shares a pass; an event waits at most
- * this long more before its attempt starts, and an app's deliveries are bounded by `perGroup`
- * attempts per pass (2 per 20 ms: 100 a second to a receiver that answers at once).
+ * passes run back to back put a worker commit in front of nearly every request's. With passes at
+ * most every 20 ms, events made one at a time share passes (test/webhooks/batching: 45 worker
+ * transactions for 60 events against 83 back to back). It did not bring a hooked app's release
+ * p50 back to that of an app without webhooks (docs/webhooks.md "Release latency with webhooks"):
+ * the attempts' CPU still runs on the event loop. An event waits at most this long more before
+ * its attempt starts, and an app's deliveries are bounded by `perGroup` attempts per pass (2 per
+ * 20 ms: 100 a second to a receiver that answers at once).
  */
 export const PASS_GAP_MS = 20;
 
