@@ -18,9 +18,9 @@ import { randomUUID } from 'node:crypto';
 import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import type { SubscriberSource } from './sources.js';
-import { DEFAULT_RETRY, dueDeliveries, settleAndClaim, type Claimed, type ClaimRequest, type Completion, type RetryPolicy } from './deliveries.js';
+import { DEFAULT_RETRY, dueDeliveries, settleAndClaim, type AttemptOutcome, type Claimed, type ClaimRequest, type Completion, type RetryPolicy } from './deliveries.js';
 import { fanOut, onEventRecorded } from './outbox.js';
-import { send } from './sender.js';
+import { send, type Sender } from './sender.js';
 import { DEFAULT_RETENTION_MS, PRUNE_BATCH, pruneExpired } from './retention.js';
 import { NOTHING_ALLOWED, type AllowedHosts } from './destination.js';
 import type { DeliveryRecord } from './records.js';
@@ -52,6 +52,12 @@ export interface WorkerOptions {
   retentionMs?: number;
   /** The operator's allowance (SLIPWAY_WEBHOOK_ALLOWED_HOSTS). */
   allowed?: AllowedHosts;
+  /**
+   * What makes the attempts' HTTP exchanges. Default: `send` on this thread; the server uses the
+   * sender thread (workers/sender-thread.ts), so a burst of deliveries does not run beside the
+   * requests that made their events.
+   */
+  send?: Sender;
   /** Called after each recorded outcome (metrics, logs: never with secrets). */
   onOutcome?: (delivery: DeliveryRecord) => void;
   /** Called with errors of a pass (store unavailable, …); the worker keeps going. */
@@ -86,6 +92,7 @@ export class DeliveryWorker {
   readonly #maxInFlight: number;
   readonly #retry: RetryPolicy;
   readonly #allowed: AllowedHosts;
+  readonly #send: Sender;
   readonly #inFlight = new Map<string, number>();
   readonly #attempts = new Set<Promise<void>>();
   #total = 0;
@@ -111,6 +118,7 @@ export class DeliveryWorker {
     this.#maxInFlight = options.maxInFlight ?? 32;
     this.#retry = options.retry ?? DEFAULT_RETRY;
     this.#allowed = options.allowed ?? NOTHING_ALLOWED;
+    this.#send = options.send ?? send;
   }
 
   /** Starts passes (every pollMs, and soon after a local event). */
@@ -244,11 +252,11 @@ export class DeliveryWorker {
   /** Makes one claimed attempt and has the next pass record its outcome. */
   async #attempt(claimed: Claimed, token: string): Promise<void> {
     const source = this.options.sources.find((s) => s.kind === claimed.delivery.source);
-    let outcome: Awaited<ReturnType<typeof send>> | 'skipped';
+    let outcome: AttemptOutcome | 'skipped';
     const started = performance.now();
     try {
       const req = source ? await source.request(claimed.event, claimed.delivery) : null;
-      outcome = req === null ? 'skipped' : await send(req, Math.min(req.timeoutMs ?? this.timeoutMs, this.timeoutMs), req.allowed ?? this.#allowed);
+      outcome = req === null ? 'skipped' : await this.#send(req, Math.min(req.timeoutMs ?? this.timeoutMs, this.timeoutMs), req.allowed ?? this.#allowed);
     } catch (e) {
       outcome = { ok: false, code: null, cause: 'error', detail: e instanceof Error ? e.message.slice(0, 200) : 'request could not be built' };
     }
