@@ -1,20 +1,28 @@
 /**
- * The sender thread's task (workers/sender-thread.ts): one delivery attempt's HTTP exchange, made
- * by engine/webhooks/sender.ts `send` with this thread's keep-alive connections. The destination
- * policy crosses the thread boundary as its text and is parsed here once per distinct text.
+ * The sender thread (workers/sender-thread.ts): each message is one delivery attempt's HTTP
+ * exchange, made by engine/webhooks/sender.ts `send` with this thread's keep-alive connections;
+ * the reply carries its outcome. The destination policy crosses the thread boundary as its text
+ * and is parsed here once per distinct text.
  */
+import { parentPort } from 'node:worker_threads';
 import { send } from '../engine/webhooks/sender.js';
 import { parseAllowedHosts, type AllowedHosts } from '../engine/webhooks/destination.js';
 import type { AttemptOutcome } from '../engine/webhooks/deliveries.js';
-import type { OutboundRequest } from '../engine/webhooks/sources.js';
 
 /** One attempt: the request as the source built it, its deadline (ms) and its policy's text (`AllowedHosts.text`). */
 export interface SendTask {
+  id: number;
   url: string;
   headers: Record<string, string>;
   body: string | Uint8Array;
   timeoutMs: number;
   allowed: string;
+}
+
+/** The outcome of attempt `id`. */
+export interface SendReply {
+  id: number;
+  outcome: AttemptOutcome;
 }
 
 /**
@@ -35,8 +43,8 @@ function policyOf(text: string): AllowedHosts {
   return p;
 }
 
-/** Makes the attempt; resolves with its outcome within `task.timeoutMs` (never rejects). */
-export default function sendAttempt(task: SendTask): Promise<AttemptOutcome> {
-  const req: OutboundRequest = { url: task.url, headers: task.headers, body: task.body };
-  return send(req, task.timeoutMs, policyOf(task.allowed));
-}
+parentPort?.on('message', (task: SendTask) => {
+  void send({ url: task.url, headers: task.headers, body: task.body }, task.timeoutMs, policyOf(task.allowed))
+    .catch((e: unknown): AttemptOutcome => ({ ok: false, code: null, cause: 'error', detail: e instanceof Error ? e.message.slice(0, 200) : 'request failed' }))
+    .then((outcome) => parentPort!.postMessage({ id: task.id, outcome } satisfies SendReply));
+});
