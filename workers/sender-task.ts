@@ -1,29 +1,14 @@
 /**
- * The sender thread (workers/sender-thread.ts): each message is one delivery attempt's HTTP
- * exchange, made by engine/webhooks/sender.ts `send` with this thread's keep-alive connections;
- * the reply carries its outcome. The destination policy crosses the thread boundary as its text
+ * The sender thread (workers/sender-thread.ts): each message is a batch of delivery attempts, each
+ * an HTTP exchange made by engine/webhooks/sender.ts `send` with this thread's keep-alive
+ * connections; outcomes go back batched the same way. The destination policy crosses the thread boundary as its text
  * and is parsed here once per distinct text.
  */
 import { parentPort } from 'node:worker_threads';
 import { send } from '../engine/webhooks/sender.js';
 import { parseAllowedHosts, type AllowedHosts } from '../engine/webhooks/destination.js';
 import type { AttemptOutcome } from '../engine/webhooks/deliveries.js';
-
-/** One attempt: the request as the source built it, its deadline (ms) and its policy's text (`AllowedHosts.text`). */
-export interface SendTask {
-  id: number;
-  url: string;
-  headers: Record<string, string>;
-  body: string | Uint8Array;
-  timeoutMs: number;
-  allowed: string;
-}
-
-/** The outcome of attempt `id`. */
-export interface SendReply {
-  id: number;
-  outcome: AttemptOutcome;
-}
+import { SENDER_READY, type SendReply, type SendTask } from './sender-task-protocol.js';
 
 /**
  * Policies parsed so far, by text: the operator's allowance and one per configured notification
@@ -43,8 +28,19 @@ function policyOf(text: string): AllowedHosts {
   return p;
 }
 
-parentPort?.on('message', (task: SendTask) => {
-  void send({ url: task.url, headers: task.headers, body: task.body }, task.timeoutMs, policyOf(task.allowed))
-    .catch((e: unknown): AttemptOutcome => ({ ok: false, code: null, cause: 'error', detail: e instanceof Error ? e.message.slice(0, 200) : 'request failed' }))
-    .then((outcome) => parentPort!.postMessage({ id: task.id, outcome } satisfies SendReply));
+/** Outcomes to post back at the end of this turn of the event loop (one message for all). */
+const replies: SendReply[] = [];
+
+function reply(r: SendReply): void {
+  replies.push(r);
+  if (replies.length === 1) setImmediate(() => parentPort!.postMessage(replies.splice(0)));
+}
+
+parentPort?.on('message', (tasks: SendTask[]) => {
+  for (const task of tasks) {
+    void send({ url: task.url, headers: task.headers, body: task.body }, task.timeoutMs, policyOf(task.allowed))
+      .catch((e: unknown): AttemptOutcome => ({ ok: false, code: null, cause: 'error', detail: e instanceof Error ? e.message.slice(0, 200) : 'request failed' }))
+      .then((outcome) => reply({ id: task.id, outcome }));
+  }
 });
+parentPort?.postMessage(SENDER_READY);
