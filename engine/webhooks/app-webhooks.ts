@@ -15,7 +15,8 @@ import type { ServerKeys } from '../identity/keys.js';
 import { NOTHING_ALLOWED, urlProblem, type AllowedHosts } from './destination.js';
 import type { DeliveryRecord, EventRecord, Level, WebhookRecord } from './records.js';
 import type { OutboundRequest, Subscriber, SubscriberSource } from './sources.js';
-import { appWebhooks, events } from './keyspaces.js';
+import { appWebhooks, deliveries, deliveriesByGroup, events, eventsByApp } from './keyspaces.js';
+import { readWindow, type LogWindow, type WindowRead } from './log-window.js';
 import { deliveriesOf, eventsOf, getDelivery, getEvent } from './deliveries.js';
 
 /** Entities an app webhook may include: the platform's that Slipway emits, and its registry extension. */
@@ -170,6 +171,21 @@ export class AppWebhooks implements SubscriberSource {
   /** The app's events, oldest first (at most 1000). */
   events(appId: string): Promise<EventRecord[]> {
     return eventsOf(this.metadata, appId);
+  }
+
+  /**
+   * A window of the app's deliveries in creation order (log-window.ts), whatever the log's
+   * length, with their events; `status`: only deliveries in that status.
+   */
+  async deliveryWindow(appId: string, w: LogWindow, status: string | null): Promise<{ items: Array<{ seq: string; delivery: DeliveryRecord; event: EventRecord | undefined }>; resumeAfter: string | null }> {
+    const read = await readWindow(this.metadata, deliveriesByGroup, deliveries, appId, w, (d) => status === null || d.status === status);
+    const withEvents = await this.#withEvents(read.items.map((i) => i.value));
+    return { items: withEvents.map((d, i) => ({ seq: read.items[i]!.seq, ...d })), resumeAfter: read.resumeAfter };
+  }
+
+  /** A window of the app's events in creation order (log-window.ts), whatever the log's length. */
+  eventWindow(appId: string, w: LogWindow): Promise<WindowRead<EventRecord>> {
+    return readWindow(this.metadata, eventsByApp, events, appId, w);
   }
 
   /** One event of the app. @throws NOT_FOUND (resource `webhook-event`). */

@@ -106,12 +106,13 @@ async function fanOutOne(tx: MetadataTransaction, sources: readonly SubscriberSo
       const id = deliveryIdOf(event.id, source.kind, s.id);
       const d: DeliveryRecord = {
         id, eventId: event.id, source: source.kind, subscriberId: s.id, group: s.group, level: s.level, status: 'pending',
-        numAttempts: 0, nextAttemptAt: now, lease: null, attempts: [], createdAt: now, updatedAt: now,
+        numAttempts: 0, nextAttemptAt: now, lease: null, attempts: [], createdAt: event.createdAt, updatedAt: now,
       };
       const dueKey = key(timeKey(now), id);
       tx.put(deliveries, id, d);
       tx.put(due, dueKey, s.group);
-      tx.put(deliveriesByGroup, key(s.group, timeKey(now), id), id);
+      // Listed in the order of their events (a batch fanned out at once would otherwise tie).
+      tx.put(deliveriesByGroup, key(s.group, timeKey(event.createdAt), id), id);
       tx.put(deliveriesByEvent, key(event.id, id), id);
       made.push({ dueKey, id, group: s.group });
     }

@@ -93,6 +93,10 @@ export interface DeliveryRecord {
   lease: { node: string; token: string; until: number } | null;
   /** The latest attempts, oldest first (at most MAX_ATTEMPTS_KEPT). */
   attempts: AttemptRecord[];
+  /**
+   * Its event's time (ms), whenever it was fanned out: deliveries are listed in their events'
+   * order, and the retry horizon counts from the event.
+   */
   createdAt: number;
   updatedAt: number;
 }

@@ -96,12 +96,21 @@ export function paginate<T>(items: readonly T[], spec: RangeSpec, allowed: reado
   });
   const page = inRange.slice(0, spec.max);
   const more = inRange.length > spec.max;
+  return { status: more ? 206 : 200, items: page.map((p) => p.item), headers: rangeHeaders(spec, allowed, page.map((p) => p.k), more ? page[page.length - 1]!.k : null) };
+}
+
+/**
+ * The headers of a page (`Accept-Ranges`, `Content-Range`, `Next-Range`) whose items have the
+ * sort keys `keys`, in order; `resumeAfter`: the key the next page starts after, or null when the
+ * list is complete (the status is then 200, else 206).
+ */
+export function rangeHeaders(spec: RangeSpec, allowed: readonly string[], keys: readonly string[], resumeAfter: string | null): Record<string, string> {
   const suffix = `; max=${spec.max}${spec.order === 'desc' ? ', order=desc' : ''}`;
   const headers: Record<string, string> = { 'accept-ranges': allowed.join(', ') };
-  if (page.length > 0) headers['content-range'] = `${spec.property} ${page[0]!.k}..${page[page.length - 1]!.k}${suffix}`;
-  if (more) {
+  if (keys.length > 0) headers['content-range'] = `${spec.property} ${keys[0]}..${keys[keys.length - 1]}${suffix}`;
+  if (resumeAfter !== null) {
     const end = spec.end === null ? '' : spec.end + (spec.endExclusive ? '[' : '');
-    headers['next-range'] = `${spec.property} ]${page[page.length - 1]!.k}..${end}${suffix}`;
+    headers['next-range'] = `${spec.property} ]${resumeAfter}..${end}${suffix}`;
   }
-  return { status: more ? 206 : 200, items: page.map((p) => p.item), headers };
+  return headers;
 }

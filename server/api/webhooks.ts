@@ -9,11 +9,13 @@ import type { ApiCall, ApiContext } from './context.js';
 import { principalOf } from './authenticate.js';
 import { readJson, reply } from './respond.js';
 import { visibleApp } from './apps.js';
-import { paginate, parseRange } from './range.js';
+import { paginate, parseRange, rangeHeaders, type RangeSpec } from './range.js';
 import { deliveryJson, eventJson, webhookJson } from './serialize-webhooks.js';
 import { timeKey } from '../../engine/webhooks/outbox.js';
 import { fail } from '../../engine/errors.js';
 import type { WebhookInput } from '../../engine/webhooks/app-webhooks.js';
+import type { LogWindow } from '../../engine/webhooks/log-window.js';
+import type { EventRecord } from '../../engine/webhooks/records.js';
 
 /** Sortable properties of delivery and event lists: `seq` is creation order (what the CLI asks for). */
 const RANGES = ['seq', 'id', 'created_at'] as const;
@@ -51,16 +53,28 @@ export async function deleteWebhook(ctx: ApiContext, call: ApiCall): Promise<voi
   reply(ctx, call, 200, webhookJson(await ctx.webhooks.remove(app.id, call.params.webhook!), app));
 }
 
-/** The order key of a record: creation time, then id. */
-const seqOf = (createdAt: number, id: string) => `${timeKey(createdAt)}.${id}`;
+/** The window of a Range in `seq` order (the index's order: read from the store, not sorted here). */
+function windowOf(spec: RangeSpec): LogWindow {
+  return { from: spec.start, fromExclusive: spec.startExclusive, to: spec.end, toExclusive: spec.endExclusive, order: spec.order, limit: spec.max };
+}
 
+/**
+ * Lists the app's deliveries. In `seq` order (the default, and the CLI's `order=desc,max=1000`:
+ * the most recent ones) each page is a window of the log read from the store, however long the
+ * log; by `id` or `created_at`, the app's oldest 1000 deliveries are sorted and cut.
+ */
 export async function listDeliveries(ctx: ApiContext, call: ApiCall): Promise<void> {
   const app = await visibleApp(ctx, principalOf(call), call.params.app!);
   const spec = parseRange(call.ex.header('range'), RANGES);
   const status = call.ex.query.get('eq[status]');
   if (status !== null && !STATUSES.has(status)) throw fail('INVALID_PARAMS', `status must be one of ${[...STATUSES].join(', ')}`);
+  if (spec.property === 'seq') {
+    const { items, resumeAfter } = await ctx.webhooks.deliveryWindow(app.id, windowOf(spec), status);
+    reply(ctx, call, resumeAfter === null ? 200 : 206, items.map((d) => deliveryJson(d.delivery, d.event)), { headers: rangeHeaders(spec, RANGES, items.map((d) => d.seq), resumeAfter) });
+    return;
+  }
   const all = (await ctx.webhooks.deliveries(app.id)).filter((d) => status === null || d.delivery.status === status);
-  const page = paginate(all, spec, RANGES, ({ delivery: d }, prop) => (prop === 'id' ? d.id : prop === 'created_at' ? timeKey(d.createdAt) : seqOf(d.createdAt, d.id)));
+  const page = paginate(all, spec, RANGES, ({ delivery: d }, prop) => (prop === 'id' ? d.id : timeKey(d.createdAt)));
   reply(ctx, call, page.status, page.items.map((d) => deliveryJson(d.delivery, d.event)), { headers: page.headers });
 }
 
@@ -70,11 +84,21 @@ export async function getDelivery(ctx: ApiContext, call: ApiCall): Promise<void>
   reply(ctx, call, 200, deliveryJson(delivery, event));
 }
 
+/** Lists the app's events: in `seq` order a window of the log read from the store (as deliveries); by `id` or `created_at`, the oldest 1000 sorted and cut. */
 export async function listEvents(ctx: ApiContext, call: ApiCall): Promise<void> {
   const app = await visibleApp(ctx, principalOf(call), call.params.app!);
   const spec = parseRange(call.ex.header('range'), RANGES);
-  const page = paginate(await ctx.webhooks.events(app.id), spec, RANGES, (e, prop) => (prop === 'id' ? e.id : prop === 'created_at' ? timeKey(e.createdAt) : seqOf(e.createdAt, e.id)));
-  reply(ctx, call, page.status, await Promise.all(page.items.map(async (e) => eventJson(e, await ctx.webhooks.render(e)))), { headers: page.headers });
+  let list: EventRecord[], status: 200 | 206, headers: Record<string, string>;
+  if (spec.property === 'seq') {
+    const { items, resumeAfter } = await ctx.webhooks.eventWindow(app.id, windowOf(spec));
+    list = items.map((i) => i.value);
+    status = resumeAfter === null ? 200 : 206;
+    headers = rangeHeaders(spec, RANGES, items.map((i) => i.seq), resumeAfter);
+  } else {
+    const page = paginate(await ctx.webhooks.events(app.id), spec, RANGES, (e, prop) => (prop === 'id' ? e.id : timeKey(e.createdAt)));
+    ({ items: list, status, headers } = page);
+  }
+  reply(ctx, call, status, await Promise.all(list.map(async (e) => eventJson(e, await ctx.webhooks.render(e)))), { headers });
 }
 
 export async function getEvent(ctx: ApiContext, call: ApiCall): Promise<void> {
