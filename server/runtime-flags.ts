@@ -19,7 +19,7 @@
  * 2026-11-27: the main thread's old space 85 MB committed for 24 MB in use after 10,000 pushes).
  * `--heap-growing-percent=30` fixes the factor at 1.3 (what V8 itself uses under memory
  * pressure) for every isolate, with no hard limit: V8 still starts the next collection no sooner
- * than 16 MB (its minimum step) past the live size, so a collection frees at least that much.
+ * than 8 MB (its minimum step) plus the young generation's size past the live size.
  *
  * The main thread's sizes can only be set by flags given to `node` before it starts:
  * `SERVER_NODE_FLAGS`, passed by every launcher of the server (bin/shebang of server/cli.ts, the
