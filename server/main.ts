@@ -234,7 +234,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     notifications, sources: new SourceAddresses(config.trustedProxies) };
   const webUrl = webUrlOf(config.appUrlTemplate, config.apiUrl ?? 'http://localhost');
   // App webhooks and the delivery worker (docs/webhooks.md): deliveries run in the background, never on a request.
-  const { webhooks, worker: deliveryWorker } = webhooksOf(config, store.metadata, clock, keys, accounts, urls, webUrl, log,
+  const { webhooks, worker: deliveryWorker, sender: webhookSender } = webhooksOf(config, store.metadata, clock, keys, accounts, urls, webUrl, log,
     notifications ? { sources: [notifications.source], onOutcome: (d) => logOutcome(log, d) } : undefined);
   const actx: ApiContext = { store, clock, accounts, apps, registry, releases, dynos, settings, teams, webhooks, oauth, keys, rateLimiter, log, vendor: config.vendor, acceptVendors: config.acceptVendors, urls, webUrl };
   const authCtx: AuthContext = { ...actx, views, secureCookies: false, cliLoginPollMs: config.cliLoginPollSeconds * 1000, sources: new SourceAddresses(config.trustedProxies),
@@ -351,6 +351,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await graceRun;
     await resealRun;
     await deliveriesStopped;
+    await webhookSender.close();
     // Pulls still buffered go to the outbox (delivered after the next start).
     await notifications?.stop();
     for (const off of unsubscribeEvents) off();

@@ -25,8 +25,9 @@
  * `SERVER_NODE_FLAGS`, passed by every launcher of the server (bin/shebang of server/cli.ts, the
  * container's entry point, `npm start`, the benchmarks and test servers; test/ops/runtime-flags
  * checks they agree). V8 flags hold for every isolate of the process, the growing factor
- * included. Worker threads' young generations are sized by `WORKER_RESOURCE_LIMITS` and
- * `HASH_THREAD_RESOURCE_LIMITS` (node:worker_threads `resourceLimits`).
+ * included. Worker threads' young generations are sized by `WORKER_RESOURCE_LIMITS`,
+ * `HASH_THREAD_RESOURCE_LIMITS` and `SENDER_THREAD_RESOURCE_LIMITS` (node:worker_threads
+ * `resourceLimits`).
  */
 
 /**
@@ -51,3 +52,9 @@ export const WORKER_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 16 } as const;
  * hashes views of shared upload buffers in place and allocates little more than its replies.
  */
 export const HASH_THREAD_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 4 } as const;
+
+/**
+ * Limits of the webhook sender thread (workers/sender-thread.ts): a young generation of at most
+ * 8 MiB. It holds the HTTP exchanges of the attempts in flight (at most 64, each a few KiB).
+ */
+export const SENDER_THREAD_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 8 } as const;

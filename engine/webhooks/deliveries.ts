@@ -116,6 +116,12 @@ export interface Completion {
   random: number;
 }
 
+/** What `settleAndClaimIn` did: per completion, the delivery after it (null: lease lost); the claims made, each with its token. */
+export interface PassResult {
+  settled: Array<DeliveryRecord | null>;
+  claims: Array<{ claimed: Claimed; token: string }>;
+}
+
 /**
  * One commit of a worker pass: records `completions` (all at `now`), then claims the deliveries
  * of `requests`, in one transaction instead of one each. The caller bounds both lists (the worker: its attempts in flight, at most 32).
@@ -123,19 +129,21 @@ export interface Completion {
  * lost; and the claims made, in request order, each with its token (requests another node
  * claimed or finished first are left out).
  */
-export async function settleAndClaim(metadata: MetadataStore, completions: readonly Completion[], requests: readonly ClaimRequest[], node: string, now: number, leaseMs: number):
-  Promise<{ settled: Array<DeliveryRecord | null>; claims: Array<{ claimed: Claimed; token: string }> }> {
+export async function settleAndClaim(metadata: MetadataStore, completions: readonly Completion[], requests: readonly ClaimRequest[], node: string, now: number, leaseMs: number): Promise<PassResult> {
   if (completions.length === 0 && requests.length === 0) return { settled: [], claims: [] };
-  return metadata.transact(async (tx) => {
-    const settled: Array<DeliveryRecord | null> = [];
-    for (const c of completions) settled.push(await completeIn(tx, c, now));
-    const claims: Array<{ claimed: Claimed; token: string }> = [];
-    for (const r of requests) {
-      const claimed = await claimIn(tx, r, node, now, leaseMs);
-      if (claimed) claims.push({ claimed, token: r.token });
-    }
-    return { settled, claims };
-  });
+  return metadata.transact((tx) => settleAndClaimIn(tx, completions, requests, node, now, leaseMs));
+}
+
+/** `settleAndClaim` inside `tx` (the worker's pass transaction, which may also fan out: outbox.ts `fanOutIn`). */
+export async function settleAndClaimIn(tx: MetadataTransaction, completions: readonly Completion[], requests: readonly ClaimRequest[], node: string, now: number, leaseMs: number): Promise<PassResult> {
+  const settled: Array<DeliveryRecord | null> = [];
+  for (const c of completions) settled.push(await completeIn(tx, c, now));
+  const claims: Array<{ claimed: Claimed; token: string }> = [];
+  for (const r of requests) {
+    const claimed = await claimIn(tx, r, node, now, leaseMs);
+    if (claimed) claims.push({ claimed, token: r.token });
+  }
+  return { settled, claims };
 }
 
 /**

@@ -49,6 +49,8 @@ export interface AllowedHosts {
   cidrs: BlockList;
   /** True when nothing is allowed beyond the defaults. */
   empty: boolean;
+  /** The text it was parsed from: parsing it again gives the same allowance (how it crosses to the sender thread). */
+  text: string;
 }
 
 /**
@@ -57,7 +59,7 @@ export interface AllowedHosts {
  * @throws Error naming the malformed item.
  */
 export function parseAllowedHosts(text: string): AllowedHosts {
-  const out: AllowedHosts = { hosts: new Set(), hostPorts: new Set(), cidrs: new BlockList(), empty: true };
+  const out: AllowedHosts = { hosts: new Set(), hostPorts: new Set(), cidrs: new BlockList(), empty: true, text };
   for (const raw of text.split(',')) {
     const item = raw.trim().toLowerCase();
     if (item === '') continue;

@@ -1,13 +1,12 @@
 /**
  * The transactional outbox (docs/webhooks.md "Engine"): `recordEvent` writes an event inside
  * the caller's metadata transaction, so the event exists exactly when the change it describes
- * committed (a rolled-back change records nothing, on LMDB and PostgreSQL alike). `fanOut`
- * (run by the delivery worker, never on a request path) turns each recorded event into one
- * delivery per subscriber, in a transaction (one per batch of events) that also takes the events
- * off the outbox.
+ * committed (a rolled-back change records nothing, on LMDB and PostgreSQL alike). `fanOutIn`
+ * (run by the delivery worker's pass, never on a request path) turns each recorded event into one
+ * delivery per subscriber, in the pass's transaction, which also takes the events off the outbox.
  */
 import { createHash } from 'node:crypto';
-import { key, keyParts, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
+import { key, keyParts, type Entry, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
 import type { DeliveryRecord, EventRecord } from './records.js';
 import type { SubscriberSource } from './sources.js';
 import { deliveries, deliveriesByEvent, deliveriesByGroup, due, events, eventsByApp, eventsByTime, outbox } from './keyspaces.js';
@@ -66,37 +65,42 @@ export function derivedId(...parts: string[]): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-/** Events fanned out per transaction: bounds one commit's size (≤ 10 webhooks per app, 3 writes each). */
+/** Events fanned out per pass transaction: bounds one commit's size (≤ 10 webhooks per app, 4 writes each). */
 export const FAN_OUT_BATCH = 100;
 
-/**
- * Fans out up to `limit` events of the outbox, oldest first, `batch` events per transaction (one
- * commit for a pass's events, not one each): one delivery per subscriber of every source (due at
- * once, status `pending`), and each event leaves the outbox. Subscribers created after the event
- * do not receive it. Safe on several nodes at once: the transaction re-reads each outbox entry, so
- * an event is fanned out once.
- * @returns the number of events fanned out by this call.
- */
-export async function fanOut(metadata: MetadataStore, sources: readonly SubscriberSource[], now: number, limit = 100, batch = FAN_OUT_BATCH): Promise<number> {
-  const entries = await metadata.range(outbox, { limit });
-  let done = 0;
-  for (let i = 0; i < entries.length; i += batch) {
-    const slice = entries.slice(i, i + batch);
-    done += await metadata.transact(async (tx) => {
-      let n = 0;
-      for (const entry of slice) if (await fanOutOne(tx, sources, entry.key, entry.value, now)) n++;
-      return n;
-    });
-  }
-  return done;
+/** A delivery a fan-out made: its due entry's key, id and group (so the same transaction may claim it). */
+export interface NewDelivery {
+  dueKey: string;
+  id: string;
+  group: string;
 }
 
-/** Fans out one outbox entry inside `tx`. @returns false when it already left the outbox. */
-async function fanOutOne(tx: MetadataTransaction, sources: readonly SubscriberSource[], outboxKey: string, eventId: string, now: number): Promise<boolean> {
-  if (await tx.get(outbox, outboxKey) === undefined) return false;
+/** Outbox entries waiting, oldest first (at most `limit`): what `fanOutIn` takes. */
+export function outboxEntries(metadata: MetadataStore, limit = FAN_OUT_BATCH): Promise<Array<Entry<string>>> {
+  return metadata.range(outbox, { limit });
+}
+
+/**
+ * Fans out the outbox `entries` inside `tx` (the delivery worker's pass transaction, which also
+ * records outcomes and claims: one commit a pass): one delivery per subscriber of every source
+ * (due at once, status `pending`), and each event leaves the outbox. Subscribers created after
+ * the event do not receive it. Safe on several nodes at once: each entry is re-read in `tx`, so
+ * an event is fanned out once.
+ * @returns the deliveries made (none for an entry another pass took first).
+ */
+export async function fanOutIn(tx: MetadataTransaction, sources: readonly SubscriberSource[], entries: ReadonlyArray<Entry<string>>, now: number): Promise<NewDelivery[]> {
+  const made: NewDelivery[] = [];
+  for (const entry of entries) made.push(...await fanOutOne(tx, sources, entry.key, entry.value, now));
+  return made;
+}
+
+/** Fans out one outbox entry inside `tx`. @returns the deliveries made (none when it already left the outbox). */
+async function fanOutOne(tx: MetadataTransaction, sources: readonly SubscriberSource[], outboxKey: string, eventId: string, now: number): Promise<NewDelivery[]> {
+  if (await tx.get(outbox, outboxKey) === undefined) return [];
   tx.remove(outbox, outboxKey);
   const event = await tx.get(events, eventId);
-  if (!event) return true;
+  if (!event) return [];
+  const made: NewDelivery[] = [];
   for (const source of sources) {
     for (const s of await source.subscribers(tx, event)) {
       const id = deliveryIdOf(event.id, source.kind, s.id);
@@ -104,13 +108,15 @@ async function fanOutOne(tx: MetadataTransaction, sources: readonly SubscriberSo
         id, eventId: event.id, source: source.kind, subscriberId: s.id, group: s.group, level: s.level, status: 'pending',
         numAttempts: 0, nextAttemptAt: now, lease: null, attempts: [], createdAt: now, updatedAt: now,
       };
+      const dueKey = key(timeKey(now), id);
       tx.put(deliveries, id, d);
-      tx.put(due, key(timeKey(now), id), s.group);
+      tx.put(due, dueKey, s.group);
       tx.put(deliveriesByGroup, key(s.group, timeKey(now), id), id);
       tx.put(deliveriesByEvent, key(event.id, id), id);
+      made.push({ dueKey, id, group: s.group });
     }
   }
-  return true;
+  return made;
 }
 
 /** Events waiting in the outbox (metrics, tests). */

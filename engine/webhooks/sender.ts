@@ -78,6 +78,13 @@ function causeOf(e: NodeJS.ErrnoException): Pick<AttemptOutcome, 'cause' | 'deta
 }
 
 /**
+ * What makes an attempt's HTTP exchange: `send` below, on the event loop, or the sender thread's
+ * (workers/sender-thread.ts), which runs the same `send` off it. Reports the outcome within
+ * `timeoutMs` (ms) and never rejects.
+ */
+export type Sender = (req: OutboundRequest, timeoutMs: number, allowed: AllowedHosts) => Promise<AttemptOutcome>;
+
+/**
  * POSTs `req` and reports the outcome within `timeoutMs` (never rejects).
  * @param allowed the operator's allowance (SLIPWAY_WEBHOOK_ALLOWED_HOSTS)
  */

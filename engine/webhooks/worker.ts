@@ -1,14 +1,14 @@
 /**
  * The delivery worker (docs/webhooks.md "Engine"): one per node, in the background, never on a
- * request path. Each pass fans the outbox out (outbox.ts, a batch of events per transaction),
- * prunes events past their retention (retention.ts, a bounded batch at most once a minute), then
- * in one more transaction (deliveries.ts `settleAndClaim`) records the outcomes of the attempts
- * finished since the last pass and claims the due deliveries that fit in the slots, and starts
- * their attempts concurrently: at most `perGroup` at a time per group (app) and `maxInFlight` in
+ * request path. Each pass prunes events past their retention (retention.ts, a bounded batch at
+ * most once a minute), then in one transaction fans a batch of the outbox out (outbox.ts
+ * `fanOutIn`), records the outcomes of the attempts finished since the last pass and claims the
+ * due deliveries that fit in the slots (deliveries.ts `settleAndClaimIn`), and starts their
+ * attempts concurrently: at most `perGroup` at a time per group (app) and `maxInFlight` in
  * all on this node, so a slow receiver holds back only its own app. A slot is free once its
  * attempt's outcome is recorded. Passes run every `pollMs`, sooner after a local `recordEvent` or
- * a finished attempt, but at most one per `gapMs`; a busy worker thus makes a pass's commits for a
- * burst of deliveries, not three per delivery.
+ * a finished attempt, but at most one per `gapMs`; a busy worker thus makes one commit for a burst
+ * of events and outcomes, not three per delivery.
  *
  * Bounds: an attempt ends within `timeoutMs`; its lease lasts `timeoutMs + LEASE_MARGIN_MS`; a
  * dead node's deliveries fall due when their leases end and are claimed by another node's next
@@ -18,9 +18,9 @@ import { randomUUID } from 'node:crypto';
 import type { MetadataStore } from '../storage/metadata.js';
 import type { Clock } from '../clock.js';
 import type { SubscriberSource } from './sources.js';
-import { DEFAULT_RETRY, dueDeliveries, settleAndClaim, type Claimed, type ClaimRequest, type Completion, type RetryPolicy } from './deliveries.js';
-import { fanOut, onEventRecorded } from './outbox.js';
-import { send } from './sender.js';
+import { DEFAULT_RETRY, dueDeliveries, settleAndClaim, settleAndClaimIn, type AttemptOutcome, type Claimed, type ClaimRequest, type Completion, type PassResult, type RetryPolicy } from './deliveries.js';
+import { FAN_OUT_BATCH, fanOutIn, onEventRecorded, outboxEntries } from './outbox.js';
+import { send, type Sender } from './sender.js';
 import { DEFAULT_RETENTION_MS, PRUNE_BATCH, pruneExpired } from './retention.js';
 import { NOTHING_ALLOWED, type AllowedHosts } from './destination.js';
 import type { DeliveryRecord } from './records.js';
@@ -43,7 +43,7 @@ export interface WorkerOptions {
    * finished attempts shares one pass's commits instead of each making its own.
    */
   gapMs?: number;
-  /** Concurrent attempts per group (app) on this node. Default 2. */
+  /** Concurrent attempts per group (app) on this node. Default 4. */
   perGroup?: number;
   /** Concurrent attempts on this node. Default 32. */
   maxInFlight?: number;
@@ -52,6 +52,12 @@ export interface WorkerOptions {
   retentionMs?: number;
   /** The operator's allowance (SLIPWAY_WEBHOOK_ALLOWED_HOSTS). */
   allowed?: AllowedHosts;
+  /**
+   * What makes the attempts' HTTP exchanges. Default: `send` on this thread; the server uses the
+   * sender thread (workers/sender-thread.ts), so a burst of deliveries does not run beside the
+   * requests that made their events.
+   */
+  send?: Sender;
   /** Called after each recorded outcome (metrics, logs: never with secrets). */
   onOutcome?: (delivery: DeliveryRecord) => void;
   /** Called with errors of a pass (store unavailable, …); the worker keeps going. */
@@ -62,17 +68,17 @@ export interface WorkerOptions {
 export const PRUNE_EVERY_MS = 60_000;
 
 /**
- * Default least time between the starts of two passes (ms). Every pass commits (fan-out, then
- * outcomes and claims), and the node's metadata writes are one at a time (LMDB has one writer), so
- * passes run back to back put a worker commit in front of nearly every request's. With passes at
- * most every 20 ms, events made one at a time share passes (test/webhooks/batching: 45 worker
- * transactions for 60 events against 83 back to back). It did not bring a hooked app's release
- * p50 back to that of an app without webhooks (docs/webhooks.md "Release latency with webhooks"):
- * the attempts' CPU still runs on the event loop. An event waits at most this long more before
- * its attempt starts, and an app's deliveries are bounded by `perGroup` attempts per pass (2 per
- * 20 ms: 100 a second to a receiver that answers at once).
+ * Default least time between the starts of two passes (ms). Every pass that has work commits once
+ * (fan-out, outcomes and claims together), and the node's metadata writes are one at a time (LMDB
+ * has one writer, each commit synced to disk), so passes run back to back put a worker commit in
+ * front of nearly every request's. Measured with `npm run bench:webhooks` on a loaded machine
+ * (docs/webhooks.md "Release latency with webhooks"): a hooked app's release p50 was 0.76 × that
+ * of an app without webhooks with passes 20 ms apart, 0.86–0.90 at 50 ms and 1.00 at 100 ms, where
+ * deliveries no longer kept up with releases (4 attempts per app per pass). An event waits at most
+ * this long more before its attempt starts, and an app's deliveries are bounded by `perGroup`
+ * attempts per pass (4 per 50 ms: 80 a second to a receiver that answers at once).
  */
-export const PASS_GAP_MS = 20;
+export const PASS_GAP_MS = 50;
 
 /** Due entries looked at per pass: bounds one pass's reads when many deliveries wait. */
 const SCAN_LIMIT = 500;
@@ -82,10 +88,12 @@ export class DeliveryWorker {
   readonly pollMs: number;
   readonly gapMs: number;
   readonly leaseMs: number;
-  readonly #perGroup: number;
+  /** Concurrent attempts per group (app) on this node. */
+  readonly perGroup: number;
   readonly #maxInFlight: number;
   readonly #retry: RetryPolicy;
   readonly #allowed: AllowedHosts;
+  readonly #send: Sender;
   readonly #inFlight = new Map<string, number>();
   readonly #attempts = new Set<Promise<void>>();
   #total = 0;
@@ -107,10 +115,11 @@ export class DeliveryWorker {
     this.pollMs = options.pollMs ?? 500;
     this.gapMs = options.gapMs ?? PASS_GAP_MS;
     this.leaseMs = this.timeoutMs + LEASE_MARGIN_MS;
-    this.#perGroup = options.perGroup ?? 2;
+    this.perGroup = options.perGroup ?? 4;
     this.#maxInFlight = options.maxInFlight ?? 32;
     this.#retry = options.retry ?? DEFAULT_RETRY;
     this.#allowed = options.allowed ?? NOTHING_ALLOWED;
+    this.#send = options.send ?? send;
   }
 
   /** Starts passes (every pollMs, and soon after a local event). */
@@ -170,22 +179,44 @@ export class DeliveryWorker {
   }
 
   /**
-   * One pass: fan out the outbox (FAN_OUT_BATCH events per transaction), prune expired events
-   * (retention.ts), then, in one transaction, record the finished attempts' outcomes and claim the
-   * due deliveries that fit within the bounds, and start their attempts. Once stopped: only the
-   * outcomes.
+   * One pass: prune expired events (retention.ts), then, in one transaction, fan out the oldest
+   * FAN_OUT_BATCH events of the outbox, record the finished attempts' outcomes and claim the due
+   * deliveries that fit within the bounds (the ones just made included), and start their
+   * attempts: one commit a pass, so the worker's commits stay few beside the requests' (the node's
+   * metadata writes are one at a time). Once stopped: only the outcomes. If that transaction
+   * fails while fanning out, the outcomes and claims are committed without the fan-out, which the
+   * next pass tries again.
    */
   async pass(): Promise<void> {
-    // A failed fan-out or prune is retried by the next pass; the outcomes waiting are recorded regardless.
-    if (!this.#stopped) {
-      await fanOut(this.metadata, this.options.sources, this.clock.now()).catch((e) => this.options.onError?.(e));
-      await this.#prune().catch((e) => this.options.onError?.(e));
-    }
+    // A failed prune is retried by the next pass; the outcomes waiting are recorded regardless.
+    if (!this.#stopped) await this.#prune().catch((e) => this.options.onError?.(e));
+    const entries = this.#stopped ? [] : await outboxEntries(this.metadata).catch((e) => {
+      this.options.onError?.(e);
+      return [];
+    });
     const finished = this.#finished.splice(0);
-    let result: Awaited<ReturnType<typeof settleAndClaim>>;
+    const completions = finished.map((f) => f.completion);
+    let result: PassResult;
     try {
-      const requests = this.#stopped ? [] : await this.#claimsFor(finished);
-      result = await settleAndClaim(this.metadata, finished.map((f) => f.completion), requests, this.options.node, this.clock.now(), this.leaseMs);
+      const slots = this.#slotsAfter(finished);
+      const requests = this.#stopped ? [] : await this.#dueClaims(slots);
+      if (entries.length === 0 && completions.length === 0 && requests.length === 0) return;
+      const now = this.clock.now();
+      // Lease tokens and attempt ids for the deliveries the fan-out makes, chosen before the
+      // transaction so a body that runs again names them alike.
+      const ids = entries.length === 0 ? [] : Array.from({ length: slots.free }, () => ({ token: randomUUID(), attemptId: randomUUID() }));
+      try {
+        result = await this.metadata.transact(async (tx) => {
+          const made = await fanOutIn(tx, this.options.sources, entries, now);
+          const more = slots.copy().take(made, ids);
+          return settleAndClaimIn(tx, completions, [...requests, ...more], this.options.node, now, this.leaseMs);
+        });
+        if (entries.length === FAN_OUT_BATCH) this.#again = true; // more events wait: another pass soon
+      } catch (e) {
+        if (entries.length === 0) throw e;
+        this.options.onError?.(e);
+        result = await settleAndClaim(this.metadata, completions, requests, this.options.node, now, this.leaseMs);
+      }
     } catch (e) {
       for (const f of finished) f.reject(e); // their deliveries fall due again when their leases end
       throw e;
@@ -202,23 +233,18 @@ export class DeliveryWorker {
     }
   }
 
-  /** The due deliveries to claim: as many as fit in the slots, counting those `finished` frees (freed once recorded, in the same commit). */
-  async #claimsFor(finished: ReadonlyArray<{ completion: Completion }>): Promise<ClaimRequest[]> {
+  /** The slots free once `finished`'s outcomes are recorded (freed in the same commit). */
+  #slotsAfter(finished: ReadonlyArray<{ completion: Completion }>): Slots {
     const planned = new Map(this.#inFlight);
     for (const { completion: { claimed } } of finished) planned.set(claimed.delivery.group, (planned.get(claimed.delivery.group) ?? 1) - 1);
-    let total = this.#total - finished.length;
-    const requests: ClaimRequest[] = [];
-    if (total >= this.#maxInFlight) return requests;
-    const seen = new Set<string>();
-    for (const { dueKey, id, group } of await dueDeliveries(this.metadata, this.clock.now(), SCAN_LIMIT)) {
-      if (total >= this.#maxInFlight) break;
-      if ((planned.get(group) ?? 0) >= this.#perGroup || seen.has(id)) continue;
-      planned.set(group, (planned.get(group) ?? 0) + 1);
-      seen.add(id);
-      total++;
-      requests.push({ dueKey, id, token: randomUUID(), attemptId: randomUUID() });
-    }
-    return requests;
+    return new Slots(planned, this.#total - finished.length, this.perGroup, this.#maxInFlight);
+  }
+
+  /** The due deliveries to claim, oldest first: as many as fit in `slots` (which they take). */
+  async #dueClaims(slots: Slots): Promise<ClaimRequest[]> {
+    if (slots.free === 0) return [];
+    const due = await dueDeliveries(this.metadata, this.clock.now(), SCAN_LIMIT);
+    return slots.take(due, due.map(() => ({ token: randomUUID(), attemptId: randomUUID() })));
   }
 
   /** Prunes expired events (retention.ts): at most PRUNE_BATCH per pass, every PRUNE_EVERY_MS unless a backlog remains. */
@@ -244,11 +270,11 @@ export class DeliveryWorker {
   /** Makes one claimed attempt and has the next pass record its outcome. */
   async #attempt(claimed: Claimed, token: string): Promise<void> {
     const source = this.options.sources.find((s) => s.kind === claimed.delivery.source);
-    let outcome: Awaited<ReturnType<typeof send>> | 'skipped';
+    let outcome: AttemptOutcome | 'skipped';
     const started = performance.now();
     try {
       const req = source ? await source.request(claimed.event, claimed.delivery) : null;
-      outcome = req === null ? 'skipped' : await send(req, Math.min(req.timeoutMs ?? this.timeoutMs, this.timeoutMs), req.allowed ?? this.#allowed);
+      outcome = req === null ? 'skipped' : await this.#send(req, Math.min(req.timeoutMs ?? this.timeoutMs, this.timeoutMs), req.allowed ?? this.#allowed);
     } catch (e) {
       outcome = { ok: false, code: null, cause: 'error', detail: e instanceof Error ? e.message.slice(0, 200) : 'request could not be built' };
     }
@@ -258,5 +284,43 @@ export class DeliveryWorker {
     this.kick();
     const after = await recorded;
     if (after) this.options.onOutcome?.(after);
+  }
+}
+
+/**
+ * The attempt slots of one pass: attempts planned per group (app) and in all, against the
+ * worker's bounds (`perGroup`, `maxInFlight`). `take` fills them in the order given.
+ */
+class Slots {
+  readonly #seen = new Set<string>();
+  constructor(readonly planned: Map<string, number>, public total: number, readonly perGroup: number, readonly maxInFlight: number) {}
+
+  /** Attempts that may still start in this pass. */
+  get free(): number {
+    return Math.max(0, this.maxInFlight - this.total);
+  }
+
+  /** A copy to plan on (a transaction body may run more than once). */
+  copy(): Slots {
+    const c = new Slots(new Map(this.planned), this.total, this.perGroup, this.maxInFlight);
+    for (const id of this.#seen) c.#seen.add(id);
+    return c;
+  }
+
+  /**
+   * Claim requests for the deliveries of `found` that fit, in order, using `ids[i]` for the i-th
+   * one taken (at least as many ids as free slots).
+   */
+  take(found: ReadonlyArray<{ dueKey: string; id: string; group: string }>, ids: ReadonlyArray<{ token: string; attemptId: string }>): ClaimRequest[] {
+    const out: ClaimRequest[] = [];
+    for (const { dueKey, id, group } of found) {
+      if (this.free === 0) break;
+      if ((this.planned.get(group) ?? 0) >= this.perGroup || this.#seen.has(id)) continue;
+      this.planned.set(group, (this.planned.get(group) ?? 0) + 1);
+      this.#seen.add(id);
+      this.total++;
+      out.push({ dueKey, id, ...ids[out.length]! });
+    }
+    return out;
   }
 }

@@ -97,7 +97,9 @@ t.test('a release of a skopeo push is delivered as api:release naming the image'
     },
     webhook_metadata: { webhook: { id: webhookId }, event: { include: 'api:release' } },
   });
-  t.ok(receiver.received.slice(before).some((x) => x.json?.webhook_metadata?.event?.include === 'api:formation'), 'and the formation change as api:formation');
+  // Both events are attempted at once (two per app), so they may arrive in either order.
+  await waitFor('the formation change as api:formation', () => receiver.received.slice(before).some((x) => x.json?.webhook_metadata?.event?.include === 'api:formation'));
+  t.pass('and the formation change as api:formation');
 });
 
 t.test('update, then remove', async (t) => {
