@@ -45,5 +45,5 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "/opt/slipway/deploy/container/healthcheck.mjs"]
 # SIGTERM drains (SLIPWAY_DRAIN_SECONDS, 30 s): stop with `docker stop -t 45`.
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["node", "--enable-source-maps", "--max-semi-space-size=16", "/opt/slipway/dist/server/cli.js"]
+ENTRYPOINT ["node", "--enable-source-maps", "--max-semi-space-size=16", "--heap-growing-percent=30", "/opt/slipway/dist/server/cli.js"]
 CMD ["serve"]

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=16
+#!/usr/bin/env -S node --max-semi-space-size=16 --heap-growing-percent=30
 /**
  * `slipway` command line.
  *   slipway serve [--data DIR] [--host H] [--registry-port N] [--api-port N] [--auth-port N] [--upload-port N] …

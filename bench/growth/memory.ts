@@ -18,6 +18,29 @@ export interface MemoryReading {
   heap_used_mib: number | null;
   external_mib: number | null;
   array_buffers_mib: number | null;
+  /** Anonymous resident memory by kind of mapping (/proc/<pid>/smaps), see `anonParts`. */
+  anon_v8_pages_mib: number;
+  anon_malloc_mib: number;
+  anon_other_mib: number;
+}
+
+/**
+ * Anonymous resident memory of `pid` by kind of mapping, bytes: `v8Pages`, V8's heap pages (its
+ * 256 KiB anonymous chunks, every isolate's); `malloc`, glibc's arenas and `[heap]` (anonymous
+ * maps of 1–64 MiB, thread stacks included: their resident part is small); `other`, the rest.
+ */
+export function anonParts(pid: number): { v8Pages: number; malloc: number; other: number } {
+  const parts = { v8Pages: 0, malloc: 0, other: 0 };
+  let kind: keyof typeof parts | null = null;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const map = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (map) {
+      const name = map[3]!.trim();
+      const kib = (parseInt(map[2]!, 16) - parseInt(map[1]!, 16)) / 1024;
+      kind = name === '[heap]' ? 'malloc' : name !== '' ? null : kib === 256 ? 'v8Pages' : kib >= 1024 && kib <= 65536 ? 'malloc' : 'other';
+    } else if (kind && line.startsWith('Anonymous:')) parts[kind] += Number(line.split(/\s+/)[1]) * 1024;
+  }
+  return parts;
 }
 
 const mib = (bytes: number): number => Math.round((bytes / 1048576) * 10) / 10;
@@ -46,7 +69,9 @@ export async function readMemory(pid: number, admin?: string): Promise<MemoryRea
     external = gauge(text, 'nodejs_external_memory_bytes');
     buffers = gauge(text, 'slipway_array_buffers_bytes');
   }
+  const anon = anonParts(pid);
   return {
+    anon_v8_pages_mib: mib(anon.v8Pages), anon_malloc_mib: mib(anon.malloc), anon_other_mib: mib(anon.other),
     rss_mib: mib((s.VmRSS ?? NaN) * 1024), rss_anon_mib: mib((s.RssAnon ?? NaN) * 1024), rss_file_mib: mib((s.RssFile ?? NaN) * 1024),
     rss_shmem_mib: mib((s.RssShmem ?? NaN) * 1024), rss_peak_mib: mib((s.VmHWM ?? NaN) * 1024),
     heap_used_mib: heap === null ? null : mib(heap), external_mib: external === null ? null : mib(external), array_buffers_mib: buffers === null ? null : mib(buffers),

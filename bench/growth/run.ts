@@ -4,7 +4,7 @@
  *
  *   npm run bench:growth -- [--sizes 1000,10000,100000] [--backend embedded|cluster]
  *                           [--only slipway|reference] [--seed N] [--gets 4000]
- *                           [--heap-snapshots DIR] [--restart each|never] [--base CHECKOUT]
+ *                           [--heap-snapshots DIR] [--restart each|never] [--base CHECKOUT[,…]]
  *
  * Each size step pushes images until the registry holds that many (1 config + 2 small layers
  * each, over 100 repositories `bench/r00`…`bench/r99`, 8 at a time, plain HTTP), then measures
@@ -18,8 +18,9 @@
  * `docker-registry garbage-collect`, on the stopped registry), and every remaining image is
  * checked (manifest GET, HEAD of each blob). Prints JSON lines on stdout and a table on stderr,
  * with the machine's load, other processes' CPU and steal over each step.
- * `--base CHECKOUT` runs another build (its dist/server/cli.js) as a third server,
- * `slipway@base`, on a data directory and through steps of its own: a before/after in one run.
+ * `--base CHECKOUT[,CHECKOUT…]` runs other builds (each one's dist/server/cli.js) as servers of
+ * their own, `slipway@base`, `slipway@base2`…, each on a data directory and through steps of its
+ * own: a before/after in one run.
  */
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -194,12 +195,14 @@ async function main(): Promise<void> {
       const server = await startGrowthSlipway(backend, env);
       stops.unshift(() => server.stop());
       sides.push({ server, client: newClient(server), images: [], pushesSinceStart: 0 });
-      if (values.base) {
-        const cli = resolve(values.base, 'dist/server/cli.js');
+      // --base A[,B…]: each checkout's build is a server of its own, `slipway@base`, `slipway@base2`…
+      const bases = values.base ? values.base.split(',').map((b) => b.trim()).filter(Boolean) : [];
+      for (const [i, dir] of bases.entries()) {
+        const cli = resolve(dir, 'dist/server/cli.js');
         if (!existsSync(cli)) throw new Error(`--base: ${cli} not found (build that checkout first)`);
         // On the cluster backend both builds would share one database and bucket: embedded only.
         if (backend !== 'embedded') throw new Error('--base runs on the embedded backend only');
-        const base = await startGrowthSlipway(backend, {}, { name: 'slipway@base', cli });
+        const base = await startGrowthSlipway(backend, {}, { name: i === 0 ? 'slipway@base' : `slipway@base${i + 1}`, cli });
         stops.unshift(() => base.stop());
         sides.push({ server: base, client: newClient(base), images: [], pushesSinceStart: 0 });
       }

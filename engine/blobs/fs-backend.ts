@@ -40,6 +40,9 @@ import { FsReader, PullHeat } from './fs-reader.js';
 import type { BlobBackendSpec } from './backend-spec.js';
 import { inlineHash, lostHash, type HashFactory } from './running-hash.js';
 
+/** Largest read of a blob stream (`read`), bytes: the default chunk of Node's file streams. */
+const READ_CHUNK = 64 * 1024;
+
 /** Options of the filesystem backend. */
 export interface FsBackendOptions {
   /**
@@ -161,9 +164,15 @@ export class FsBlobBackend implements BlobBackend {
   async read(digest: Digest, range?: ByteRange): Promise<Readable> {
     const h = await this.#openBlob(digest);
     try {
-      const r = resolveRange((await h.stat()).size, range);
-      // The open handle keeps the bytes readable even if GC unlinks the name meanwhile.
-      return h.createReadStream(r ? { start: r.start, end: r.end } : {});
+      const size = (await h.stat()).size;
+      const { start, end } = resolveRange(size, range) ?? { start: 0, end: size - 1 };
+      // The open handle keeps the bytes readable even if GC unlinks the name meanwhile. Reads of
+      // at most READ_CHUNK, and of the bytes left when fewer: a 300-byte config costs one
+      // 300-byte Buffer, not two of 64 KiB (a stream with no end allocates a full chunk for each
+      // read, the one that meets end-of-file too). Those Buffers live until the thread's next
+      // garbage collection, and inspection threads read every pushed config and layer.
+      if (end < start) return h.createReadStream({ start: 0 });
+      return h.createReadStream({ start, end, highWaterMark: Math.min(READ_CHUNK, end - start + 1) });
     } catch (e) {
       await h.close();
       throw e;

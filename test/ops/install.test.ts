@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/server.js';
 import { logLine, waitFor } from '../helpers/harness.js';
-import { SERVER_NODE_FLAGS } from '../../server/runtime-flags.js';
+import { SERVER_SHEBANG } from '../../server/runtime-flags.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const PORTS = ['--registry-port', '0', '--api-port', '0', '--auth-port', '0', '--upload-port', '0', '--admin-port', '0'];
@@ -53,7 +53,7 @@ t.test('npm pack: the built CLI, engine, workers and views; no tests', async (t)
   for (const f of ['dist/server/cli.js', 'dist/server/main.js', 'dist/workers/tasks.js', 'dist/engine/store.js', 'server/auth-host/views/layout.eta', 'package.json']) t.ok(files.includes(f), `holds ${f}`);
   t.same(files.filter((f) => f.startsWith('dist/test/') || f.startsWith('dist/bench/') || f.endsWith('.ts')), [], 'no tests, benchmarks or sources');
   const first = readFileSync(join(ROOT, 'dist/server/cli.js'), 'utf8').split('\n')[0];
-  t.equal(first, `#!/usr/bin/env -S node ${SERVER_NODE_FLAGS.join(' ')}`, 'the bin starts with its interpreter line and the runtime flags');
+  t.equal(first, SERVER_SHEBANG, 'the bin starts with its interpreter line and the runtime flags');
 });
 
 t.test('npm install -g: slipway on PATH; serve prints only JSON lines from start to stop', async (t) => {
