@@ -5,7 +5,7 @@
  * answers each request after a random delay (seeded; SLIPWAY_TEST_SEED replays one). Checked:
  * - every event is delivered exactly once (no failure, so no retry), with its own event and
  *   delivery ids, and every delivery is recorded `succeeded`;
- * - at most `perGroup` (4) attempts at once per app and 32 in all, as the receiver saw them;
+ * - at most `perGroup` (8) attempts at once per app and 32 in all, as the receiver saw them;
  * - the whole burst takes fewer than 2 committed transactions per delivery (one commit each for
  *   fan-out, claim and outcome would be 3): the transactions are counted on the real store;
  * - events recorded one at a time, a few ms apart (releases made one after the other), share
