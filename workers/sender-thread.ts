@@ -94,8 +94,7 @@ export class SenderThread {
       const worker = this.#worker;
       this.#idle = setTimeout(() => {
         if (this.#worker === worker && this.#waiting.size === 0) {
-          this.#worker = null;
-          this.#online = false;
+          this.#detach(null);
           void worker.terminate();
         }
       }, this.#idleTimeoutMs);
@@ -119,12 +118,7 @@ export class SenderThread {
     const lost = (e?: unknown) => {
       clearTimeout(starting);
       if (this.#worker !== worker) return;
-      this.#worker = null;
-      this.#online = false;
-      this.#arming = [];
-      this.#queue.length = 0; // never posted: recorded as failed below
-      const detail = `sender thread ended${e instanceof Error ? `: ${e.message.slice(0, 160)}` : ''}`;
-      for (const id of [...this.#waiting.keys()]) this.#settle(id, { ok: false, code: null, cause: 'error', detail });
+      this.#detach(`sender thread ended${e instanceof Error ? `: ${e.message.slice(0, 160)}` : ''}`);
     };
     const starting = setTimeout(() => {
       lost(new Error(`it did not start within ${SENDER_START_MS} ms`));
@@ -143,11 +137,20 @@ export class SenderThread {
     const worker = this.#worker;
     if (!worker) return;
     const stopped = worker.terminate();
+    this.#detach('the node is stopping');
+    await stopped;
+  }
+
+  /**
+   * Forgets the current thread: attempts queued for it are never posted, and every attempt
+   * waiting is recorded as `error` with `detail` (none wait when the thread ends idle: null).
+   */
+  #detach(detail: string | null): void {
     this.#worker = null;
     this.#online = false;
     this.#arming = [];
     this.#queue.length = 0;
-    for (const id of [...this.#waiting.keys()]) this.#settle(id, { ok: false, code: null, cause: 'error', detail: 'the node is stopping' });
-    await stopped;
+    if (detail === null) return;
+    for (const id of [...this.#waiting.keys()]) this.#settle(id, { ok: false, code: null, cause: 'error', detail });
   }
 }

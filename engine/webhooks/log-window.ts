@@ -6,7 +6,6 @@
  * or oldest first, however long the log is.
  */
 import { key, keyParts, type Keyspace, type MetadataReader } from '../storage/metadata.js';
-import { timeKey } from './outbox.js';
 
 /** A window in `seq` order: bounds (inclusive unless marked), direction and size. */
 export interface LogWindow {
@@ -36,11 +35,6 @@ const CHUNK = 500;
  * to resume: bounds the work of one request whatever the filter.
  */
 export const MAX_SCANNED = 20_000;
-
-/** The API's sort key of a log record: "<15-digit ms time>.<id>". */
-export function seqOf(createdAt: number, id: string): string {
-  return `${timeKey(createdAt)}.${id}`;
-}
 
 /** The index key that sorts as `seq` does, under `prefix` (the time and id parts split at the first "."). */
 function indexKey(prefix: string, seq: string): string {

@@ -245,7 +245,8 @@ export class DeliveryWorker {
   async #dueClaims(slots: Slots): Promise<ClaimRequest[]> {
     if (slots.free === 0) return [];
     const due = await dueDeliveries(this.metadata, this.clock.now(), SCAN_LIMIT);
-    return slots.take(due, due.map(() => ({ token: randomUUID(), attemptId: randomUUID() })));
+    // Ids for as many claims as can be taken, not one per due entry scanned (up to SCAN_LIMIT).
+    return slots.take(due, Array.from({ length: Math.min(slots.free, due.length) }, () => ({ token: randomUUID(), attemptId: randomUUID() })));
   }
 
   /** Prunes expired events (retention.ts): at most PRUNE_BATCH per pass, every PRUNE_EVERY_MS unless a backlog remains. */
@@ -310,7 +311,7 @@ class Slots {
 
   /**
    * Claim requests for the deliveries of `found` that fit, in order, using `ids[i]` for the i-th
-   * one taken (at least as many ids as free slots).
+   * one taken (at least as many ids as it can take: the free slots, or `found` if fewer).
    */
   take(found: ReadonlyArray<{ dueKey: string; id: string; group: string }>, ids: ReadonlyArray<{ token: string; attemptId: string }>): ClaimRequest[] {
     const out: ClaimRequest[] = [];

@@ -58,6 +58,11 @@ function windowOf(spec: RangeSpec): LogWindow {
   return { from: spec.start, fromExclusive: spec.startExclusive, to: spec.end, toExclusive: spec.endExclusive, order: spec.order, limit: spec.max };
 }
 
+/** The status and Range headers of a page read as a window: its items' `seq`s, and where the next page resumes (null: none). */
+function windowPage(spec: RangeSpec, seqs: readonly string[], resumeAfter: string | null): { status: 200 | 206; headers: Record<string, string> } {
+  return { status: resumeAfter === null ? 200 : 206, headers: rangeHeaders(spec, RANGES, seqs, resumeAfter) };
+}
+
 /**
  * Lists the app's deliveries. In `seq` order (the default, and the CLI's `order=desc,max=1000`:
  * the most recent ones) each page is a window of the log read from the store, however long the
@@ -70,7 +75,8 @@ export async function listDeliveries(ctx: ApiContext, call: ApiCall): Promise<vo
   if (status !== null && !STATUSES.has(status)) throw fail('INVALID_PARAMS', `status must be one of ${[...STATUSES].join(', ')}`);
   if (spec.property === 'seq') {
     const { items, resumeAfter } = await ctx.webhooks.deliveryWindow(app.id, windowOf(spec), status);
-    reply(ctx, call, resumeAfter === null ? 200 : 206, items.map((d) => deliveryJson(d.delivery, d.event)), { headers: rangeHeaders(spec, RANGES, items.map((d) => d.seq), resumeAfter) });
+    const page = windowPage(spec, items.map((d) => d.seq), resumeAfter);
+    reply(ctx, call, page.status, items.map((d) => deliveryJson(d.delivery, d.event)), { headers: page.headers });
     return;
   }
   const all = (await ctx.webhooks.deliveries(app.id)).filter((d) => status === null || d.delivery.status === status);
@@ -92,8 +98,7 @@ export async function listEvents(ctx: ApiContext, call: ApiCall): Promise<void> 
   if (spec.property === 'seq') {
     const { items, resumeAfter } = await ctx.webhooks.eventWindow(app.id, windowOf(spec));
     list = items.map((i) => i.value);
-    status = resumeAfter === null ? 200 : 206;
-    headers = rangeHeaders(spec, RANGES, items.map((i) => i.seq), resumeAfter);
+    ({ status, headers } = windowPage(spec, items.map((i) => i.seq), resumeAfter));
   } else {
     const page = paginate(await ctx.webhooks.events(app.id), spec, RANGES, (e, prop) => (prop === 'id' ? e.id : timeKey(e.createdAt)));
     ({ items: list, status, headers } = page);
