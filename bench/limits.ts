@@ -58,12 +58,12 @@ async function timed(bench: string, bytes: number, note: string, fn: () => Promi
   return { bench, value: mbPerSecond(bytes, ms), unit: 'MB/s', cpu_seconds_per_gib: per(c.user + c.system), system_seconds_per_gib: per(c.system), note };
 }
 
-/** Writes `bytes` of `block` repeated to `path` through a handle opened with `flags`, then fdatasync. */
-async function writeFile(path: string, flags: number, block: Buffer, bytes: number): Promise<void> {
+/** Writes `bytes` of `block` repeated to `path` through a handle opened with `flags`, then fdatasync (unless `sync` is false). */
+async function writeFile(path: string, flags: number, block: Buffer, bytes: number, sync = true): Promise<void> {
   const h = await fsp.open(path, flags, 0o600);
   try {
     for (let pos = 0; pos < bytes; pos += block.length) await h.write(block, 0, block.length, pos);
-    await h.datasync();
+    if (sync) await h.datasync();
   } finally {
     await h.close();
   }
@@ -180,4 +180,25 @@ export async function measureLimits(bytes: number, concurrent?: ConcurrentFiles)
     await fsp.rm(dir, { recursive: true, force: true });
   }
   return out;
+}
+
+/**
+ * Writes `bytes` (rounded up to 4 MiB) through the page cache into a file in the temp dir (the
+ * servers' file system) and deletes it, so the push that follows takes page-cache memory the
+ * guest has touched lately, whichever server runs it. Why: this VM hands freed guest memory back
+ * to the hypervisor (virtio-balloon free page reporting), and the first touch of such memory
+ * costs the guest kernel 1.2–1.9 s of CPU per GiB in the copy into the page cache, against
+ * 0.4–0.7 s for memory freed moments before (bench/README.md, "Chunked pushes and the disk's
+ * queue"). Without it, a server running after the other's data was deleted pushed into warm
+ * memory and the first into cold. The returned figure's CPU per GiB shows which this write met.
+ */
+export async function primeGuestMemory(bytes: number): Promise<Limit> {
+  const dir = await fsp.mkdtemp(join(tmpdir(), 'slipway-bench-prime-'));
+  const block = sharedBuffer(BLOCK);
+  const rounded = Math.ceil(bytes / BLOCK) * BLOCK;
+  try {
+    return await timed('memory_prime', rounded, 'written through the page cache without a sync, then deleted: the push after it reuses that memory', () => writeFile(join(dir, 'prime'), fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC, block, rounded, false));
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
 }

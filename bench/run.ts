@@ -8,7 +8,7 @@
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { installCleanup } from './cleanup.js';
-import { measureLimits, type Limit } from './limits.js';
+import { measureLimits, primeGuestMemory, type Limit } from './limits.js';
 import { measureLoadLimit } from './load-limit.js';
 import { measurePullLimit, type PullLimit } from './pull-limit.js';
 import { printFeasibility } from './feasibility.js';
@@ -72,6 +72,14 @@ function tmpFilesystem(): string {
   }
 }
 
+/** Bytes the push workload `name` writes (0 for the others): what primeGuestMemory writes before it. */
+function pushedBytes(name: string, base: Omit<WorkloadContext, 'target' | 'client'>): number {
+  if (name === 'push_1gib_single_patch') return base.big.single.size;
+  if (name === 'push_1gib_chunked_16mib') return base.big.chunked.size;
+  if (name === 'push_concurrent') return base.many.reduce((n, b) => n + b.size, 0);
+  return 0;
+}
+
 /** Starts one server, runs every workload against it, stops it. Returns the number of failed workloads. */
 async function runServer(name: 'slipway' | 'reference', base: Omit<WorkloadContext, 'target' | 'client'>): Promise<number> {
   progress(name, 'starting');
@@ -84,6 +92,12 @@ async function runServer(name: 'slipway' | 'reference', base: Omit<WorkloadConte
     for (const [wname, fn] of WORKLOADS) {
       if (!selected(wname)) continue;
       try {
+        const written = pushedBytes(wname, base);
+        if (written > 0) {
+          const prime = await primeGuestMemory(written);
+          base.report.note({ ...prime, server: name, before: wname });
+          progress(name, `before ${wname}: ${Math.round(written / 1024 ** 2)} MiB written and deleted (${prime.system_seconds_per_gib} s of system CPU per GiB)`);
+        }
         await fn(ctx);
       } catch (e) {
         failed++;

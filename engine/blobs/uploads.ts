@@ -32,7 +32,17 @@ import { discardedByOutage, discardedByStall, discardedForSpace, isStorageFull, 
 import { UploadSessions } from './upload-sessions.js';
 import { SessionEndings } from './upload-endings.js';
 import type { Digest } from '../digest.js';
-import { SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
+import { UploadWriter } from './writer.js';
+
+/**
+ * Bytes of a chunked upload's PATCHes between background fdatasync calls (within one PATCH body
+ * the writer syncs every SYNC_EVERY_BYTES, writer.ts). Small enough that the sync ends while the
+ * next 16 MiB PATCH streams: the disk takes queued writes in order, so the next PATCH's session
+ * record (an LMDB commit and its sync) waits for the data sync ahead of it. At 64 MiB every fourth
+ * 16 MiB PATCH waited 100–130 ms for it on the development disk, against ~1 ms otherwise
+ * (bench/README.md, "Chunked pushes and the disk's queue").
+ */
+const CHUNKED_SYNC_BYTES = 16 * 1024 * 1024;
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
 import type { BlobBackend } from './contract.js';
 import type { UploadRecord } from './records.js';
@@ -253,11 +263,11 @@ export class Uploads {
       throw e;
     }
     live.unrecorded = undefined;
-    // Chunked uploads: sync every SYNC_EVERY_BYTES in the background, overlapping the next
+    // Chunked uploads: sync every CHUNKED_SYNC_BYTES in the background, overlapping the next
     // chunk, so the commit's final sync has little left (the writer syncs within one chunk).
     // Errors are left to the commit's own sync (or the session was cancelled meanwhile).
     live.unsynced += writer.unsyncedBytes;
-    if (live.unsynced >= SYNC_EVERY_BYTES && !live.syncing) {
+    if (live.unsynced >= CHUNKED_SYNC_BYTES && !live.syncing) {
       live.unsynced = 0;
       const syncing = blob.sync().catch(() => {});
       live.syncing = syncing;
