@@ -8,7 +8,7 @@
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { installCleanup } from './cleanup.js';
-import { measureLimits, primeGuestMemory, type Limit } from './limits.js';
+import { measureLimits, measureSyncLatency, primeGuestMemory, type Limit } from './limits.js';
 import { measureLoadLimit } from './load-limit.js';
 import { measurePullLimit, type PullLimit } from './pull-limit.js';
 import { printFeasibility } from './feasibility.js';
@@ -194,6 +194,12 @@ async function main(): Promise<number> {
     for (const p of pullLimits) report.note({ ...p, note: 'the pull client against servers/trivial-blob.ts (serves from memory): the most this client pulls here; raw = bench/rawpull.ts (the pull workloads\' client), undici = bench/client.ts fetchCount' });
   }
   setLimits(report, limits, pullLimits, sha256Rate);
+  if (selected('warm_push') && process.env.BENCH_LIMITS !== '0') {
+    const sync = await measureSyncLatency();
+    report.note({ ...sync });
+    report.limit('warm_push_p50', sync.value, 'disk sync');
+    progress('setup', `a durable 4 KiB commit (write + fdatasync) takes ${sync.value} ms here (p99 ${sync.p99} ms)`);
+  }
   await loadLimit(opts, report);
   const pullBlobs = Array.from({ length: opts.pullBlobs }, (_, i) => payloads.blob(opts.pullBlobBytes, `pull-${i}`));
   const image = await buildSmallImage();

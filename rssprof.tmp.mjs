@@ -1,0 +1,27 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { request } from 'undici';
+const dir = process.argv[2];
+const { startSlipway } = await import(dir + '/dist/bench/servers/slipway.js');
+const MIB = 1 << 20, N = 1024;
+const chunk16 = randomBytes(16 * MIB);
+const h = createHash('sha256'); for (let i = 0; i < N / 16; i++) h.update(chunk16);
+const digest = 'sha256:' + h.digest('hex');
+const t = await startSlipway();
+const roll = () => Object.fromEntries(readFileSync(`/proc/${t.pid}/smaps_rollup`, 'utf8').split('\n').filter((l) => /^(Rss|Anonymous|Private_Dirty|Shared_Clean|Private_Clean):/.test(l)).map((l) => [l.split(':')[0], Math.round(Number(l.split(/\s+/)[1]) / 102.4) / 10]));
+const threads = () => readFileSync(`/proc/${t.pid}/status`, 'utf8').match(/Threads:\s+(\d+)/)[1];
+console.log('idle', JSON.stringify(roll()), 'threads', threads()); console.log(execFileSync('python3', ['/work/runs/smaps.py', String(t.pid)], { encoding: 'utf8' }));
+let peak = { Rss: 0 }, peakSmaps = '';
+const iv = setInterval(() => { const r = roll(); if (r.Rss > peak.Rss) { peak = r; peakSmaps = execFileSync('python3', ['/work/runs/smaps.py', String(t.pid)], { encoding: 'utf8' }); } }, 50);
+const r = await request(`${t.urls.registry}/v2/bench/web/blobs/uploads/`, { method: 'POST', headers: { authorization: t.authorization } });
+await r.body.dump(); let loc = String(r.headers.location);
+async function* body() { for (let k = 0; k < N / 16; k++) yield chunk16; }
+const p = await request(loc, { method: 'PATCH', headers: { 'content-type': 'application/octet-stream', 'content-length': String(N * MIB) }, body: body() });
+await p.body.dump(); loc = String(p.headers.location);
+const u = new URL(loc); u.searchParams.set('digest', digest);
+const c = await request(u, { method: 'PUT' }); await c.body.dump();
+clearInterval(iv);
+console.log('peak', JSON.stringify(peak), 'threads', threads(), 'VmHWM', readFileSync(`/proc/${t.pid}/status`, 'utf8').match(/VmHWM:\s+(\d+)/)[1] / 1024);
+console.log(peakSmaps);
+await t.stop(); process.exit(0);
