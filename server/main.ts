@@ -382,7 +382,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     lifecycle.info({ credentialsFile, node: config.nodeName, email: bootstrap.account.email }, `operator account ready: its credentials are in ${credentialsFile} (readable by this user only); they are not logged`);
   }
   if (config.webhookDeliver) deliveryWorker.start();
-  lifecycle.info({ urls, dataDir: config.dataDir, blobStore: blobs.kind, node: config.nodeName }, 'slipway listening');
+  // `ports`: the bound ports (their URLs above may be public ones behind a load balancer, and a
+  // configured port 0 is only known here).
+  const ports = { registry: registryPort, api: apiPort, auth: authPort, upload: uploadPort, admin: admin.port };
+  lifecycle.info({ urls, ports, dataDir: config.dataDir, blobStore: blobs.kind, node: config.nodeName }, 'slipway listening');
   return {
     config, urls, store, accounts, apps, oauth, blobs, bootstrap, credentialsFile,
     collectGarbage: async () => { const o = await collect(); return o.ran ? o.value : null; },

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { cephSkip } from '../helpers/ceph-rgw.js';
 import { postgresSkip } from '../helpers/postgres.js';
 import { startSharedStores } from '../helpers/cluster.js';
-import { startSpawned, type HostPort, type SpawnedSlipway } from '../helpers/harness.js';
+import { logLine, startSpawned, type HostPort, type SpawnedSlipway } from '../helpers/harness.js';
 import { freePort, startDaemon, stopDaemon, tail, waitFor } from '../helpers/daemons.js';
 import { tempDir } from '../helpers/server.js';
 import { createApp, http } from '../helpers/http.js';
@@ -93,22 +93,27 @@ t.test('three nodes behind the HAProxy example', { skip }, async (t) => {
   t.teardown(() => work.cleanup());
   const lb = await freePort();
   const origin = `127.0.0.1:${lb}`;
-  const ports: Array<Record<HostPort, number>> = [];
-  for (let i = 0; i < 3; i++) {
-    const p = {} as Record<HostPort, number>;
-    for (const h of ['registry', 'api', 'auth', 'upload', 'admin'] as const) p[h] = await freePort();
-    ports.push(p);
-  }
   // Each node as the example's header says, on this machine's loopback.
   const env = { ...s3.env('lb/'), SLIPWAY_SERVER_KEY: randomBytes(32).toString('base64'), SLIPWAY_DATABASE_URL: db.connectionString,
     SLIPWAY_REGISTRY_TLS: 'off', SLIPWAY_REGISTRY_URL: `https://${origin}`, SLIPWAY_GC_INTERVAL: '0' };
-  const dirs = ports.map(() => tempDir());
+  const dirs = [0, 1, 2].map(() => tempDir());
   t.teardown(() => { for (const d of dirs) d.cleanup(); });
-  const nodes = await Promise.all(ports.map((p, i) => startSpawned({
-    dataDir: dirs[i]!.dir, listen: Object.fromEntries(Object.entries(p).map(([h, n]) => [`${h}-port`, String(n)])), startTimeoutMs: 120_000,
+  // Every listener on port 0 (the helper's default), so no port is reserved and released before a
+  // node binds it; HAProxy's configuration is written from the ports the nodes report.
+  const started = await Promise.allSettled(dirs.map((d, i) => startSpawned({
+    dataDir: d.dir, startTimeoutMs: 120_000,
     env: { ...env, SLIPWAY_NODE_NAME: `node${i + 1}`, SLIPWAY_UPLOAD_URL: `https://${origin}/_upload/node${i + 1}` },
   })));
+  const nodes = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   t.teardown(() => Promise.all(nodes.map((n) => n.stop())));
+  const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  // The bound ports, from each node's "slipway listening" line (its URLs are the balancer's).
+  const ports = nodes.map((n) => {
+    const line = n.output().split('\n').map(logLine).find((e) => e?.msg === 'slipway listening');
+    if (!line?.ports) throw new Error(`no bound ports in the node's "slipway listening" line:\n${n.output()}`);
+    return line.ports as Record<HostPort, number>;
+  });
   const key = nodes.find((n) => n.apiKey)?.apiKey;
   if (!key) throw new Error('no node printed the operator\'s API key');
   t.equal((await createApp(nodes[0]!.urls.api, key, 'balanced')).status, 201);
