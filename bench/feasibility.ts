@@ -10,7 +10,8 @@
  * server, one Node thread writing 4 MiB buffers, can be the slower side). The disk's `O_DIRECT`
  * read is shown beside them: the pace of a pull of a blob that is not in the cache. Each line
  * also sets the push's CPU per GiB (which pays for caching the pushed bytes) against its target,
- * half the reference's in the same run.
+ * half the reference's in the same run. For each push target, `<figure>_feasibility` says
+ * whether the disk's write-and-sync speed measured in the run leaves room for it.
  */
 import type { Limit } from './limits.js';
 import type { PullLimit } from './pull-limit.js';
@@ -40,6 +41,23 @@ function printTable({ limits, pullLimits, sha256Rate, hashSecondsPerGiB }: RunLi
       process.stderr.write(`  ${p.bench.padEnd(28)} ${String(p.value).padStart(8)} MB/s  client ${p.client_cpu_s_per_gib.toFixed(2)} CPU-s/GiB, trivial server ${p.server_cpu_s_per_gib.toFixed(2)}  (${p.blobs} x ${p.blob_bytes / 2 ** 20} MiB, fastest of rounds ${p.rounds_mb_s?.join(', ') ?? '-'} MB/s; other ${p.other_cpu_pct}%, steal ${p.steal_cpu_pct}%)\n`);
     }
   }
+}
+
+/**
+ * One feasibility line for push figure `bench` (needs `ratio` × the reference): reachable when
+ * the disk's buffered write with fdatasync (`buffered_write_sync`, how Slipway stores pushed
+ * bytes before it acknowledges them) is at least that fast in this run. The reference does not
+ * sync, so its pushes are not bounded by that figure.
+ */
+function pushFeasibility(run: RunLimits, report: Report, bench: string, ratio: number): void {
+  const ref = report.figures.find((f) => f.bench === bench && f.server === 'reference');
+  const mine = report.figures.find((f) => f.bench === bench && f.server === 'slipway');
+  const disk = run.limits.find((l) => l.bench === 'buffered_write_sync');
+  if (!ref || !disk) return;
+  const needs = r2(ratio * ref.value);
+  const reachable = needs <= disk.value;
+  report.note({ bench: `${bench}_feasibility`, needs_mb_s: needs, ratio, reference_mb_s: ref.value, disk_write_sync_mb_s: disk.value, slipway_mb_s: mine?.value, reachable });
+  process.stderr.write(`${bench}_feasibility: ${ratio} × the reference needs ${needs} MB/s; the disk takes ${disk.value} MB/s written and synced in this run: ${reachable ? 'reachable' : 'NOT reachable while every blob is synced before it is acknowledged (the reference does not sync)'}${mine ? `; Slipway ran at ${mine.value} MB/s (${r2(mine.value / disk.value)} of the disk)` : ''}\n`);
 }
 
 /**
@@ -79,6 +97,7 @@ function pullFeasibility(run: RunLimits, report: Report, line: { name: string; b
 export function printFeasibility(run: RunLimits, report: Report): void {
   printTable(run);
   process.stderr.write('\n');
+  for (const [bench, ratio] of [['push_1gib_single_patch', 3], ['push_1gib_chunked_16mib', 3], ['push_concurrent', 2.5]] as const) pushFeasibility(run, report, bench, ratio);
   pullFeasibility(run, report, { name: 'pull_after_push_feasibility', bench: 'pull_1gib', ratio: 1.2, diskBench: 'disk_read_direct', clientBench: 'pull_limit_raw_single', sameShape: ['pull_1gib', 'pull_1gib_second', 'pull_1gib_cached'] });
   pullFeasibility(run, report, { name: 'pull_concurrent_feasibility', bench: 'pull_concurrent', ratio: 1.2, diskBench: 'disk_read_direct_concurrent', clientBench: 'pull_limit_raw_concurrent', sameShape: ['pull_concurrent'] });
 }
