@@ -15,12 +15,15 @@
  */
 import type { Limit } from './limits.js';
 import type { PullLimit } from './pull-limit.js';
+import type { PushLimit } from './push-limit.js';
 import type { Report } from './report.js';
 
 /** What the feasibility lines read from the run. */
 export interface RunLimits {
   limits: Limit[];
   pullLimits: PullLimit[];
+  /** The concurrent push client against a sink (bench/push-limit.ts), when measured. */
+  pushLimit?: PushLimit;
   sha256Rate: number;
   /** CPU seconds per GiB of sha256 in this run (the floor under the push CPU). */
   hashSecondsPerGiB: number;
@@ -55,9 +58,15 @@ function pushFeasibility(run: RunLimits, report: Report, bench: string, ratio: n
   const disk = run.limits.find((l) => l.bench === 'buffered_write_sync');
   if (!ref || !disk) return;
   const needs = r2(ratio * ref.value);
-  const reachable = needs <= disk.value;
-  report.note({ bench: `${bench}_feasibility`, needs_mb_s: needs, ratio, reference_mb_s: ref.value, disk_write_sync_mb_s: disk.value, slipway_mb_s: mine?.value, reachable });
-  process.stderr.write(`${bench}_feasibility: ${ratio} × the reference needs ${needs} MB/s; the disk takes ${disk.value} MB/s written and synced in this run: ${reachable ? 'reachable' : 'NOT reachable while every blob is synced before it is acknowledged (the reference does not sync)'}${mine ? `; Slipway ran at ${mine.value} MB/s (${r2(mine.value / disk.value)} of the disk)` : ''}\n`);
+  const client = bench === 'push_concurrent' ? run.pushLimit?.value : undefined;
+  const diskOk = needs <= disk.value;
+  const clientOk = client === undefined || needs <= client;
+  report.note({ bench: `${bench}_feasibility`, needs_mb_s: needs, ratio, reference_mb_s: ref.value, disk_write_sync_mb_s: disk.value, push_client_mb_s: client, slipway_mb_s: mine?.value, reachable: diskOk && clientOk });
+  const verdicts = [
+    `the disk takes ${disk.value} MB/s written and synced: ${diskOk ? 'enough' : 'NOT enough while every blob is synced before it is acknowledged (the reference does not sync)'}`,
+    ...(client === undefined ? [] : [`the client pushes ${client} MB/s to a server that discards the bytes: ${clientOk ? 'enough' : 'NOT enough'}`]),
+  ];
+  process.stderr.write(`${bench}_feasibility: ${ratio} × the reference needs ${needs} MB/s; in this run ${verdicts.join('; ')}${mine ? `; Slipway ran at ${mine.value} MB/s (${r2(mine.value / disk.value)} of the disk${client ? `, ${r2(mine.value / client)} of the client` : ''})` : ''}\n`);
 }
 
 /**

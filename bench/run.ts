@@ -8,6 +8,7 @@
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { installCleanup } from './cleanup.js';
+import { measurePushLimit, type PushLimit } from './push-limit.js';
 import { measureLimits, measureSyncLatency, primeGuestMemory, type Limit } from './limits.js';
 import { measureLoadLimit } from './load-limit.js';
 import { measurePullLimit, type PullLimit } from './pull-limit.js';
@@ -120,7 +121,7 @@ async function runServer(name: 'slipway' | 'reference', base: Omit<WorkloadConte
  * (Slipway's pushed bytes are in the page cache, as the reference's are), loopback and the pull
  * client's own limit (at the pull's concurrency).
  */
-function setLimits(report: Report, limits: Limit[], pullLimits: PullLimit[], sha256Rate: number): void {
+function setLimits(report: Report, limits: Limit[], pullLimits: PullLimit[], sha256Rate: number, pushLimit?: PushLimit): void {
   const get = (b: string) => limits.find((l) => l.bench === b)?.value;
   const lowest = (parts: Array<[string, number | undefined]>) => {
     const known = parts.filter((p): p is [string, number] => p[1] !== undefined).sort((a, b) => a[1] - b[1]);
@@ -132,7 +133,9 @@ function setLimits(report: Report, limits: Limit[], pullLimits: PullLimit[], sha
   const cache: [string, number | undefined] = ['page cache', get('page_cache_read')];
   const single = lowest([cache, loop, client('single')]);
   const many = lowest([cache, loop, client('concurrent')]);
-  if (push) for (const b of ['push_1gib_single_patch', 'push_1gib_chunked_16mib', 'push_concurrent']) report.limit(b, push[1], push[0]);
+  if (push) for (const b of ['push_1gib_single_patch', 'push_1gib_chunked_16mib']) report.limit(b, push[1], push[0]);
+  const concurrent = lowest([...(push ? [push] : []), ['push client', pushLimit?.value]]);
+  if (concurrent) report.limit('push_concurrent', concurrent[1], concurrent[0]);
   if (single) for (const b of ['pull_1gib', 'pull_1gib_second', 'pull_1gib_cached']) report.limit(b, single[1], single[0]);
   if (many) report.limit('pull_concurrent', many[1], many[0]);
 }
@@ -193,7 +196,13 @@ async function main(): Promise<number> {
     pullLimits = await measurePullLimit(opts.bigBytes, opts.pullBlobs, opts.pullBlobBytes);
     for (const p of pullLimits) report.note({ ...p, note: 'the pull client against servers/trivial-blob.ts (serves from memory): the most this client pulls here; raw = bench/rawpull.ts (the pull workloads\' client), undici = bench/client.ts fetchCount' });
   }
-  setLimits(report, limits, pullLimits, sha256Rate);
+  let pushLimit: PushLimit | undefined;
+  if (selected('push_concurrent') && process.env.BENCH_LIMITS !== '0') {
+    progress('setup', `measuring the push client against a server that discards the bytes (${opts.concurrentBlobs} x ${opts.concurrentBlobBytes / 1024 ** 2} MiB, ${opts.concurrentInFlight} at a time)`);
+    pushLimit = await measurePushLimit(many, opts.concurrentInFlight, opts.transferTimeoutMs);
+    report.note({ ...pushLimit });
+  }
+  setLimits(report, limits, pullLimits, sha256Rate, pushLimit);
   if (selected('warm_push') && process.env.BENCH_LIMITS !== '0') {
     const sync = await measureSyncLatency();
     report.note({ ...sync });
@@ -223,7 +232,7 @@ async function main(): Promise<number> {
   const rows = report.compare();
   report.table(rows);
   report.threadTable();
-  printFeasibility({ limits, pullLimits, sha256Rate, hashSecondsPerGiB }, report);
+  printFeasibility({ limits, pullLimits, pushLimit, sha256Rate, hashSecondsPerGiB }, report);
   process.stderr.write(`machine: sha256 ${sha256Rate} MB/s (wall clock) in this run, and hashing alone costs ${hashSecondsPerGiB} s of CPU per GiB pushed (plus receiving and writing the bytes)\n`);
   process.stderr.write(`\nbench: finished in ${Math.round((performance.now() - started) / 1000)} s${failed ? `, ${failed} failure(s)` : ''}\n`);
   return failed ? 1 : 0;

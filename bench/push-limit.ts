@@ -1,0 +1,81 @@
+/**
+ * The push client's own limit, measured in the same run as the push workloads: the concurrent
+ * push (`push_concurrent`'s blobs, POST + PUT with body, the same number in flight, the same
+ * client code) against a server that discards what it receives (servers/trivial-sink.ts, its own
+ * process). What the client reaches there is the most it pushes this way on this machine at that
+ * moment, whatever the registry; its CPU per GiB is its own cost, which shares the two CPUs with
+ * the server under test. Fastest of three rounds, as bench/pull-limit.ts.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { trackChild, stopChild } from './cleanup.js';
+import { RegistryClient } from './client.js';
+import type { Blob } from './payload.js';
+import { CpuWindow, cpuSeconds } from './procstat.js';
+import { mbPerSecond, round } from './stats.js';
+import { pushPostPut } from './workloads/upload.js';
+
+const SERVER = fileURLToPath(new URL('./servers/trivial-sink.js', import.meta.url));
+const GiB = 1024 ** 3;
+const ROUNDS = 3;
+
+/** The concurrent push against the sink: MB/s of the fastest round, with every round's. */
+export interface PushLimit {
+  bench: 'push_limit_concurrent';
+  value: number;
+  unit: 'MB/s';
+  blobs: number;
+  in_flight: number;
+  client_cpu_s_per_gib: number;
+  server_cpu_s_per_gib: number;
+  other_cpu_pct: number;
+  steal_cpu_pct: number;
+  rounds_mb_s: number[];
+  note: string;
+}
+
+/**
+ * Pushes `blobs` with `inFlight` at a time to a freshly started sink, `ROUNDS` times.
+ * @throws Error when the sink does not start or a push is not answered as a registry would
+ */
+export async function measurePushLimit(blobs: Blob[], inFlight: number, timeoutMs: number): Promise<PushLimit> {
+  const child = spawn(process.execPath, [SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
+  trackChild(child);
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      child.once('exit', (code) => reject(new Error(`trivial sink exited (${code})`)));
+      child.stdout!.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
+    });
+    const sink = new RegistryClient(`http://127.0.0.1:${port}`, undefined, inFlight);
+    const rounds: Array<Omit<PushLimit, 'rounds_mb_s'>> = [];
+    try {
+      for (let i = 0; i < ROUNDS; i++) {
+        const window = new CpuWindow(child.pid!);
+        const server0 = cpuSeconds(child.pid!);
+        const client0 = process.cpuUsage();
+        const t0 = performance.now();
+        let next = 0;
+        await Promise.all(Array.from({ length: inFlight }, async () => {
+          while (next < blobs.length) await pushPostPut(sink, 'sink/web', blobs[next++]!, timeoutMs);
+        }));
+        const ms = performance.now() - t0;
+        const c = process.cpuUsage(client0);
+        const bytes = blobs.reduce((n, b) => n + b.size, 0);
+        const use = window.end();
+        rounds.push({
+          bench: 'push_limit_concurrent', value: mbPerSecond(bytes, ms), unit: 'MB/s', blobs: blobs.length, in_flight: inFlight,
+          client_cpu_s_per_gib: round((c.user + c.system) / 1e6 / (bytes / GiB), 2),
+          server_cpu_s_per_gib: round((cpuSeconds(child.pid!) - server0) / (bytes / GiB), 2),
+          other_cpu_pct: use.other_cpu_pct, steal_cpu_pct: use.steal_cpu_pct,
+          note: 'the push_concurrent client (POST + PUT with body) against servers/trivial-sink.ts, which discards the bytes: the most this client pushes here',
+        });
+      }
+    } finally {
+      await sink.close();
+    }
+    const best = rounds.reduce((a, b) => (b.value > a.value ? b : a));
+    return { ...best, rounds_mb_s: rounds.map((r) => r.value) };
+  } finally {
+    await stopChild(child);
+  }
+}
