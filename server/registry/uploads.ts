@@ -44,8 +44,10 @@ function blobCreated(ctx: RegistryContext, ex: Exchange, repository: string, dig
 /**
  * Streams the request body into a session under `lease`. A body the client breaks off discards
  * the session; one cut off for arriving too slowly keeps what was received (receive-rate.ts).
+ * `commitNext`: the same request commits the session next (a PUT or monolithic POST with a body),
+ * so the bytes' sync starts beside the session record's commit (Uploads.finishAppend).
  */
-async function append(ctx: RegistryContext, ex: Exchange, lease: Lease, rec: UploadRecord, start: number | undefined): Promise<UploadRecord> {
+async function append(ctx: RegistryContext, ex: Exchange, lease: Lease, rec: UploadRecord, start: number | undefined, commitNext = false): Promise<UploadRecord> {
   const writer = ctx.uploads.beginAppend(rec, start, lease);
   let keep: boolean | 'received' = true;
   let cutOff: unknown;
@@ -62,7 +64,7 @@ async function append(ctx: RegistryContext, ex: Exchange, lease: Lease, rec: Upl
     keep = isSlipwayError(e) && e.code === 'TOO_SLOW' ? 'received' : false;
     cutOff = e;
   }
-  const updated = await ctx.uploads.finishAppend(rec, writer, keep, cutOff);
+  const updated = await ctx.uploads.finishAppend(rec, writer, keep, cutOff, commitNext);
   if (keep === 'received') throw fail('TOO_SLOW', (cutOff as Error).message, { offset: updated.offset });
   return updated;
 }
@@ -88,7 +90,7 @@ export async function startUpload(ctx: RegistryContext, ex: Exchange, admitted: 
   const rec = await ctx.uploads.create(repository, caller.principal.accountId, admitted.app?.id);
   if (!digest) return ex.send(202, sessionHeaders(ctx, rec));
   try {
-    await owning(ctx, rec, 'PUT', async (lease) => ctx.uploads.commit(await append(ctx, ex, lease, rec, undefined), digest, lease));
+    await owning(ctx, rec, 'PUT', async (lease) => ctx.uploads.commit(await append(ctx, ex, lease, rec, undefined, true), digest, lease));
   } catch (e) {
     // Nobody else knows this session's id: end it (when still open) so it stops counting.
     await ctx.uploads.cancel(rec).catch(() => {});
@@ -161,7 +163,7 @@ export async function completeUpload(ctx: RegistryContext, ex: Exchange, _admitt
   const digest = parseDigest(digestParam);
   const hasBody = ex.header('transfer-encoding') !== '' || Number(ex.header('content-length') || '0') > 0;
   // One lease from the body's first byte through the commit: nothing can come in between.
-  await owning(ctx, rec, 'PUT', async (lease) => ctx.uploads.commit(hasBody ? await append(ctx, ex, lease, rec, undefined) : rec, digest, lease));
+  await owning(ctx, rec, 'PUT', async (lease) => ctx.uploads.commit(hasBody ? await append(ctx, ex, lease, rec, undefined, true) : rec, digest, lease));
   blobCreated(ctx, ex, params.name, digest);
 }
 
