@@ -7,9 +7,9 @@
  * server under test. A registry at a given fraction of this limit cannot be more than
  * 1/fraction times faster here, however little it spends per request.
  */
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { trackChild, stopChild } from './cleanup.js';
+import { stopChild } from './cleanup.js';
+import { spawnTrivial } from './servers/spawn-trivial.js';
 import { CpuWindow, cpuSeconds } from './procstat.js';
 import { buildRequest, RawConnection } from './rawhttp.js';
 import { round } from './stats.js';
@@ -34,13 +34,8 @@ export interface LoadLimit {
  * @throws Error when the server does not start or answers wrongly
  */
 export async function measureLoadLimit(connections: number, durationMs: number, warmupMs: number, maxRequests: number): Promise<LoadLimit> {
-  const child = spawn(process.execPath, [SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
-  trackChild(child);
+  const { child, port } = await spawnTrivial(SERVER, 'trivial server');
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      child.once('exit', (code) => reject(new Error(`trivial server exited (${code})`)));
-      child.stdout!.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
-    });
     const url = new URL(`http://127.0.0.1:${port}/v2/bench/api/blobs/sha256:${'0'.repeat(64)}`);
     const request = buildRequest('HEAD', url, { authorization: `Basic ${Buffer.from('_:' + 'x'.repeat(40)).toString('base64')}` });
     const conns = Array.from({ length: connections }, () => new RawConnection(url));

@@ -12,9 +12,9 @@
  * (bench/client.ts `fetchCount`, what they used before 2026-11-24), so the README can show what
  * the switch changed.
  */
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { trackChild, stopChild } from './cleanup.js';
+import { stopChild } from './cleanup.js';
+import { spawnTrivial } from './servers/spawn-trivial.js';
 import { RegistryClient } from './client.js';
 import { CpuWindow, cpuSeconds } from './procstat.js';
 import { pullCount } from './rawpull.js';
@@ -95,13 +95,8 @@ async function round1(pid: number, client: 'raw' | 'undici', blobs: number, size
  * @throws Error when the server does not start or answers wrongly
  */
 export async function measurePullLimit(bigBytes: number, count: number, size: number): Promise<PullLimit[]> {
-  const child = spawn(process.execPath, [SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
-  trackChild(child);
+  const { child, port } = await spawnTrivial(SERVER, 'trivial blob server');
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      child.once('exit', (code) => reject(new Error(`trivial blob server exited (${code})`)));
-      child.stdout!.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
-    });
     const out: PullLimit[] = [];
     for (const client of ['raw', 'undici'] as const) {
       out.push(await measure(port, child.pid!, client, 1, bigBytes, 'single'));

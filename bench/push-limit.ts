@@ -6,9 +6,9 @@
  * moment, whatever the registry; its CPU per GiB is its own cost, which shares the two CPUs with
  * the server under test. Fastest of three rounds, as bench/pull-limit.ts.
  */
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { trackChild, stopChild } from './cleanup.js';
+import { stopChild } from './cleanup.js';
+import { spawnTrivial } from './servers/spawn-trivial.js';
 import { RegistryClient } from './client.js';
 import type { Blob } from './payload.js';
 import { CpuWindow, cpuSeconds } from './procstat.js';
@@ -39,13 +39,8 @@ export interface PushLimit {
  * @throws Error when the sink does not start or a push is not answered as a registry would
  */
 export async function measurePushLimit(blobs: Blob[], inFlight: number, timeoutMs: number): Promise<PushLimit> {
-  const child = spawn(process.execPath, [SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
-  trackChild(child);
+  const { child, port } = await spawnTrivial(SERVER, 'trivial sink');
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      child.once('exit', (code) => reject(new Error(`trivial sink exited (${code})`)));
-      child.stdout!.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
-    });
     const sink = new RegistryClient(`http://127.0.0.1:${port}`, undefined, inFlight);
     const rounds: Array<Omit<PushLimit, 'rounds_mb_s'>> = [];
     try {
