@@ -9,6 +9,7 @@
 import { S3Client, CreateBucketCommand, ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
 import { S3BlobBackend, s3ClientConfig } from '../../engine/blobs/s3-backend.js';
 import { startCephRgw, type CephRgw } from './ceph-rgw.js';
+import { waitFor } from './daemons.js';
 
 /** A running RGW with a bucket for one test file. */
 export interface S3Store {
@@ -25,8 +26,9 @@ export interface S3Store {
 }
 
 /**
- * Starts RGW, creates the bucket `slipway`, and exports the S3 user's keys as
- * AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in this process.
+ * Starts RGW, creates the bucket `slipway` (retried for up to 30 s while radosgw comes up), and
+ * exports the S3 user's keys as AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in this process.
+ * @throws Error when the bucket cannot be created; RGW is stopped first
  */
 export async function startS3Store(opts: { memstoreBytes?: number } = {}): Promise<S3Store> {
   const rgw = await startCephRgw(opts);
@@ -34,7 +36,24 @@ export async function startS3Store(opts: { memstoreBytes?: number } = {}): Promi
   process.env.AWS_SECRET_ACCESS_KEY = rgw.secretAccessKey;
   const client = new S3Client(s3ClientConfig({ endpoint: rgw.endpoint, credentials: { accessKeyId: rgw.accessKeyId, secretAccessKey: rgw.secretAccessKey } }));
   const bucket = 'slipway';
-  await client.send(new CreateBucketCommand({ Bucket: bucket }));
+  try {
+    // radosgw may answer HTTP before it serves S3: a CreateBucket then got a 404 with a body that
+    // is not S3's XML. Retried until it takes (an attempt whose answer was lost may have created it).
+    await waitFor('radosgw to create the bucket', async () => {
+      try {
+        await client.send(new CreateBucketCommand({ Bucket: bucket }));
+      } catch (e) {
+        if ((e as { name?: string }).name !== 'BucketAlreadyOwnedByYou') throw e;
+      }
+      return true;
+    }, { timeoutMs: 30_000, intervalMs: 200 });
+  } catch (e) {
+    // The caller has no handle to stop what started: left running, the daemons would hold the
+    // test process open until tap's timeout.
+    client.destroy();
+    await rgw.stop();
+    throw e;
+  }
   return {
     rgw, client, bucket,
     env: (prefix, extra = {}) => ({
