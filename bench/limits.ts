@@ -187,8 +187,8 @@ export async function measureLimits(bytes: number, concurrent?: ConcurrentFiles)
  * servers' file system) and deletes it, so the push that follows takes page-cache memory the
  * guest has touched lately, whichever server runs it. Why: this VM hands freed guest memory back
  * to the hypervisor (virtio-balloon free page reporting), and the first touch of such memory
- * costs the guest kernel 1.2–1.9 s of CPU per GiB in the copy into the page cache, against
- * 0.4–0.7 s for memory freed moments before (bench/README.md, "Chunked pushes and the disk's
+ * costs the guest kernel 1.5–2.3 s of CPU per GiB in the copy into the page cache, against
+ * 0.38–0.44 s for memory freed moments before (1 GiB with `dd`, no sync) (bench/README.md, "Chunked pushes and the disk's
  * queue"). Without it, a server running after the other's data was deleted pushed into warm
  * memory and the first into cold. The returned figure's CPU per GiB shows which this write met.
  */

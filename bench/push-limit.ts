@@ -13,7 +13,7 @@ import { RegistryClient } from './client.js';
 import type { Blob } from './payload.js';
 import { CpuWindow, cpuSeconds } from './procstat.js';
 import { mbPerSecond, round } from './stats.js';
-import { pushPostPut } from './workloads/upload.js';
+import { pushEach } from './workloads/upload.js';
 
 const SERVER = fileURLToPath(new URL('./servers/trivial-sink.js', import.meta.url));
 const GiB = 1024 ** 3;
@@ -43,19 +43,16 @@ export async function measurePushLimit(blobs: Blob[], inFlight: number, timeoutM
   try {
     const sink = new RegistryClient(`http://127.0.0.1:${port}`, undefined, inFlight);
     const rounds: Array<Omit<PushLimit, 'rounds_mb_s'>> = [];
+    const bytes = blobs.reduce((n, b) => n + b.size, 0);
     try {
       for (let i = 0; i < ROUNDS; i++) {
         const window = new CpuWindow(child.pid!);
         const server0 = cpuSeconds(child.pid!);
         const client0 = process.cpuUsage();
         const t0 = performance.now();
-        let next = 0;
-        await Promise.all(Array.from({ length: inFlight }, async () => {
-          while (next < blobs.length) await pushPostPut(sink, 'sink/web', blobs[next++]!, timeoutMs);
-        }));
+        await pushEach(sink, 'sink/web', blobs, inFlight, timeoutMs);
         const ms = performance.now() - t0;
         const c = process.cpuUsage(client0);
-        const bytes = blobs.reduce((n, b) => n + b.size, 0);
         const use = window.end();
         rounds.push({
           bench: 'push_limit_concurrent', value: mbPerSecond(bytes, ms), unit: 'MB/s', blobs: blobs.length, in_flight: inFlight,

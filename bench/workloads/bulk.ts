@@ -6,7 +6,7 @@ import { CpuWindow, cpuSeconds, RssSampler, statusKb, ThreadWindow } from '../pr
 import { mbPerSecond, round } from '../stats.js';
 import { progress, REPO, type WorkloadContext } from './context.js';
 import { MANIFEST_V2 } from '../image.js';
-import { pushChunked, pushPostPut, pushSinglePatch } from './upload.js';
+import { pushChunked, pushEach, pushPostPut, pushSinglePatch } from './upload.js';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
@@ -68,16 +68,9 @@ export async function pushChunks(ctx: WorkloadContext): Promise<void> {
 export async function pushConcurrent(ctx: WorkloadContext): Promise<void> {
   const { target, client, many, opts, report } = ctx;
   progress(target.name, `push ${many.length} x ${sizeLabel(opts.concurrentBlobBytes)}, ${opts.concurrentInFlight} at a time`);
-  let next = 0;
   const window = new CpuWindow(target.pid);
   const t0 = performance.now();
-  const worker = async () => {
-    while (next < many.length) {
-      const blob = many[next++]!;
-      await pushPostPut(client, REPO.many, blob, opts.transferTimeoutMs);
-    }
-  };
-  await Promise.all(Array.from({ length: opts.concurrentInFlight }, worker));
+  await pushEach(client, REPO.many, many, opts.concurrentInFlight, opts.transferTimeoutMs);
   const ms = performance.now() - t0;
   const bytes = many.reduce((n, b) => n + b.size, 0);
   report.add({ bench: 'push_concurrent', server: target.name, value: mbPerSecond(bytes, ms), unit: 'MB/s', blobs: many.length, blob_size: sizeLabel(opts.concurrentBlobBytes), in_flight: opts.concurrentInFlight, method: 'POST+PUT', seconds: round(ms / 1000, 2), ...window.end() });

@@ -58,3 +58,11 @@ export async function pushPostPut(client: RegistryClient, repo: string, blob: Bl
   });
   checkCreated(done.status, done.headers, blob.digest, `POST+PUT push to ${repo}: ${done.body.toString().slice(0, 300)}`);
 }
+
+/** Pushes every blob of `blobs` with POST + PUT (pushPostPut), `inFlight` at a time, in order. */
+export async function pushEach(client: RegistryClient, repo: string, blobs: readonly Blob[], inFlight: number, timeoutMs: number): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: inFlight }, async () => {
+    while (next < blobs.length) await pushPostPut(client, repo, blobs[next++]!, timeoutMs);
+  }));
+}

@@ -33,6 +33,19 @@ import { UploadSessions } from './upload-sessions.js';
 import { SessionEndings } from './upload-endings.js';
 import type { Digest } from '../digest.js';
 import { UploadWriter } from './writer.js';
+import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
+import type { BlobBackend, BlobWriter } from './contract.js';
+import type { UploadRecord } from './records.js';
+import { newLive, type Lease, type LiveState } from './session-book.js';
+
+export type { Lease } from './session-book.js';
+export { DEFAULT_SESSIONS_PER_ACCOUNT, type UploadOptions } from './upload-options.js';
+import { linkBlobInTransaction } from '../registry/links.js';
+import { uploads as uploadRecords } from './keyspaces.js';
+import { blobRecord, recordVerifiedBlobInTransaction } from './refs.js';
+import { PeerSessions } from './peer-sessions.js';
+import { DEFAULT_SESSIONS_PER_ACCOUNT, type UploadOptions } from './upload-options.js';
+import { reapOrphanBytes, reapStale } from './upload-reaping.js';
 
 /**
  * Bytes of a chunked upload's PATCHes between background fdatasync calls (within one PATCH body
@@ -49,25 +62,12 @@ const CHUNKED_SYNC_BYTES = 16 * 1024 * 1024;
  * commit awaits). Its error is left to the commit's own sync (FsWriter remembers a failed one),
  * or the session was cancelled meanwhile.
  */
-function syncInBackground(live: { unsynced: number; syncing: Promise<void> | null }, blob: { sync(): Promise<void> }): void {
+function syncInBackground(live: LiveState, blob: BlobWriter): void {
   live.unsynced = 0;
   const syncing = blob.sync().catch(() => {});
   live.syncing = syncing;
   void syncing.then(() => { if (live.syncing === syncing) live.syncing = null; });
 }
-import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
-import type { BlobBackend } from './contract.js';
-import type { UploadRecord } from './records.js';
-import { newLive, type Lease } from './session-book.js';
-
-export type { Lease } from './session-book.js';
-export { DEFAULT_SESSIONS_PER_ACCOUNT, type UploadOptions } from './upload-options.js';
-import { linkBlobInTransaction } from '../registry/links.js';
-import { uploads as uploadRecords } from './keyspaces.js';
-import { blobRecord, recordVerifiedBlobInTransaction } from './refs.js';
-import { PeerSessions } from './peer-sessions.js';
-import { DEFAULT_SESSIONS_PER_ACCOUNT, type UploadOptions } from './upload-options.js';
-import { reapOrphanBytes, reapStale } from './upload-reaping.js';
 
 /** The upload sessions of one server (see the file header). */
 export class Uploads {
