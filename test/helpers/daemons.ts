@@ -116,7 +116,7 @@ function alive(pid: number): boolean {
 
 /**
  * Creates `<tmp>/<prefix>XXXXXX` with an owner.pid file, after sweeping directories of the same
- * prefix whose owner is dead: `pidsOf(dir)` lists the daemon pids to SIGKILL there (only pids
+ * prefix whose owner is dead (test files run side by side, so the file appears atomically): `pidsOf(dir)` lists the daemon pids to SIGKILL there (only pids
  * whose command line mentions the directory are killed, so a recycled pid is left alone);
  * `beforeRemove(dir)` then undoes what the daemons left outside the directory tree (mounts).
  */
@@ -133,7 +133,9 @@ export async function makeRunDir(
     } catch {
       continue; // being created right now, or not ours
     }
-    if (owner && alive(owner)) continue;
+    // owner.pid appears by rename, so it is never seen half written; anything but a pid is
+    // left alone rather than swept from under whoever wrote it.
+    if (!Number.isInteger(owner) || owner <= 0 || alive(owner)) continue;
     for (const pid of pidsOf(dir)) {
       try {
         if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dir)) process.kill(pid, 'SIGKILL');
@@ -143,7 +145,10 @@ export async function makeRunDir(
     await fsp.rm(dir, { recursive: true, force: true });
   }
   const dir = await fsp.mkdtemp(join(base, prefix));
-  await fsp.writeFile(join(dir, 'owner.pid'), String(process.pid));
+  // Written aside and renamed: another test process sweeping this prefix reads either no file
+  // (skips the directory) or the whole pid, never an empty file it would take for a dead owner.
+  await fsp.writeFile(join(dir, 'owner.pid.new'), String(process.pid));
+  await fsp.rename(join(dir, 'owner.pid.new'), join(dir, 'owner.pid'));
   return dir;
 }
 
