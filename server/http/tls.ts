@@ -7,11 +7,35 @@
  *
  * Without a configured certificate, a self-signed one (EC P-256, SANs for the listen host,
  * localhost, 127.0.0.1, ::1 and the host names of the public registry and API URLs) is generated
- * once with the `selfsigned` library and kept in `<data>/keys/tls.crt` and `tls.key` (mode 0600).
+ * once with the `selfsigned` library, in a child process, and kept in `<data>/keys/tls.crt` and
+ * `tls.key` (mode 0600).
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+type GenerateArgs = Parameters<typeof import('selfsigned').generate>;
+
+/** How long the certificate's child process may take, milliseconds (it takes ~0.3 s here). */
+const GENERATE_TIMEOUT_MS = 30_000;
+
+/**
+ * Writes `keyFile` and `certFile` from selfsigned's `generate(attrs, options)`, run in a child
+ * process (tls-generate.ts says why).
+ * @throws Error with the child's stderr when it fails or takes more than 30 s.
+ */
+function generateInChild(attrs: GenerateArgs[0], options: GenerateArgs[1], keyFile: string, certFile: string): Promise<void> {
+  const script = fileURLToPath(new URL('./tls-generate.js', import.meta.url));
+  const job = JSON.stringify({ attrs, options, keyFile, certFile });
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [script, job], { timeout: GENERATE_TIMEOUT_MS }, (err, _stdout, stderr) => {
+      if (err) reject(new Error(`generating the self-signed TLS certificate failed: ${err.message}\n${stderr}`));
+      else resolve();
+    });
+  });
+}
 
 export interface TlsFiles {
   certFile: string;
@@ -38,8 +62,7 @@ export async function ensureTlsFiles(dataDir: string, host: string, cert?: strin
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const sans = new Set(['localhost', '127.0.0.1', '::1', host, ...names.map((n) => n.replace(/^\[(.*)\]$/, '$1'))]);
   const altNames = [...sans].filter((n) => n !== '0.0.0.0' && n !== '::').map((n) => (isIP(n) ? { type: 7 as const, ip: n } : { type: 2 as const, value: n }));
-  const { generate } = await import('selfsigned'); // loaded only when a certificate is made
-  const pems = await generate([{ name: 'commonName', value: host === '0.0.0.0' ? 'localhost' : host }], {
+  await generateInChild([{ name: 'commonName', value: host === '0.0.0.0' ? 'localhost' : host }], {
     keyType: 'ec',
     algorithm: 'sha256',
     notAfterDate: new Date(Date.now() + 3 * 365 * 24 * 3600_000),
@@ -49,8 +72,6 @@ export async function ensureTlsFiles(dataDir: string, host: string, cert?: strin
       { name: 'extKeyUsage', serverAuth: true },
       { name: 'subjectAltName', altNames },
     ],
-  } as Parameters<typeof import('selfsigned').generate>[1]);
-  writeFileSync(keyFile, pems.private, { mode: 0o600 });
-  writeFileSync(certFile, pems.cert, { mode: 0o644 });
+  } as GenerateArgs[1], keyFile, certFile);
   return { certFile, keyFile, generated: true };
 }
