@@ -32,7 +32,7 @@ import { discardedByOutage, discardedByStall, discardedForSpace, isStorageFull, 
 import { UploadSessions } from './upload-sessions.js';
 import { SessionEndings } from './upload-endings.js';
 import type { Digest } from '../digest.js';
-import { UploadWriter } from './writer.js';
+import { COMMITTING_SYNC_EVERY_BYTES, SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
 import type { BlobBackend, BlobWriter } from './contract.js';
 import type { UploadRecord } from './records.js';
@@ -188,11 +188,13 @@ export class Uploads {
    * Starts appending to a session at `start` bytes (the Content-Range start, or the current
    * offset when the client sent none). The caller streams the body into the returned writer
    * and then calls `finishAppend`. Without `lease`, the session is claimed until finishAppend.
+   * `commitNext`: the same request commits the session right after this body, so the writer
+   * syncs in the background every `COMMITTING_SYNC_EVERY_BYTES` (writer.ts says why).
    * @throws CHUNK_RANGE_MISMATCH when `start` is not the current offset (the client gets 416);
    *         UPLOAD_BUSY when another request holds the session; UNAVAILABLE (503) when the
    *         upload buffer memory is spent.
    */
-  beginAppend(rec: UploadRecord, start: number | undefined, lease?: Lease): UploadWriter {
+  beginAppend(rec: UploadRecord, start: number | undefined, lease?: Lease, commitNext = false): UploadWriter {
     if (start !== undefined && start !== rec.offset) {
       throw fail('CHUNK_RANGE_MISMATCH', `upload chunk must start at offset ${rec.offset}, not ${start}`, { offset: rec.offset });
     }
@@ -210,7 +212,7 @@ export class Uploads {
       this.#sessions.done(own);
       throw fail('UNAVAILABLE', 'the registry is buffering as many upload bytes as it can; retry shortly', { retryAfter: 2 });
     }
-    const writer = new UploadWriter(blob, this.memory);
+    const writer = new UploadWriter(blob, this.memory, commitNext ? COMMITTING_SYNC_EVERY_BYTES : SYNC_EVERY_BYTES);
     this.#writerLeases.set(writer, own);
     return writer;
   }

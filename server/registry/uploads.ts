@@ -45,10 +45,11 @@ function blobCreated(ctx: RegistryContext, ex: Exchange, repository: string, dig
  * Streams the request body into a session under `lease`. A body the client breaks off discards
  * the session; one cut off for arriving too slowly keeps what was received (receive-rate.ts).
  * `commitNext`: the same request commits the session next (a PUT or monolithic POST with a body),
- * so the bytes' sync starts beside the session record's commit (Uploads.finishAppend).
+ * so its bytes are synced while they stream (Uploads.beginAppend) and the last sync starts beside
+ * the session record's commit (Uploads.finishAppend).
  */
 async function append(ctx: RegistryContext, ex: Exchange, lease: Lease, rec: UploadRecord, start: number | undefined, commitNext = false): Promise<UploadRecord> {
-  const writer = ctx.uploads.beginAppend(rec, start, lease);
+  const writer = ctx.uploads.beginAppend(rec, start, lease, commitNext);
   let keep: boolean | 'received' = true;
   let cutOff: unknown;
   try {

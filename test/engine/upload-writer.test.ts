@@ -10,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BUFFER_BYTES, POOL_BUFFERS, UploadWriter } from '../../engine/blobs/writer.js';
+import { BUFFER_BYTES, COMMITTING_SYNC_EVERY_BYTES, POOL_BUFFERS, UploadWriter } from '../../engine/blobs/writer.js';
 import { MIN_BUFFER_BYTES, UploadMemory } from '../../engine/blobs/upload-memory.js';
 import { inlineHash, type RunningHash } from '../../engine/blobs/running-hash.js';
 import { HashThread } from '../../workers/hash-thread.js';
@@ -143,4 +143,28 @@ t.test('a hash thread that stops reports lost, never a wrong digest', async (t) 
   const plain = thread.create();
   await new Promise<void>((resolve) => plain.update(Buffer.from(data), resolve));
   t.equal(await plain.digest(), null, 'a buffer that cannot be shared makes the hash lost');
+});
+
+t.test('background syncs: every 64 MiB by default; from 4 MiB, doubling, for a body that commits next', async (t) => {
+  /** Feeds `mib` MiB through a writer over a session whose sync() records the bytes written by then. */
+  const run = async (mib: number, syncEveryBytes?: number): Promise<number[]> => {
+    const { blob } = await session(inlineHash());
+    const at: number[] = [];
+    const sync = blob.sync.bind(blob);
+    blob.sync = async () => { at.push(blob.size / MIB); await sync(); };
+    const writer = new UploadWriter(blob, undefined, syncEveryBytes);
+    await feed(writer, randomBytes(mib * MIB));
+    await writer.end();
+    return at;
+  };
+  const MIB = 1024 * 1024;
+  t.same(await run(20), [], 'a 20 MiB PATCH body starts no sync of its own (the commit syncs)');
+  const committing = await run(40, COMMITTING_SYNC_EVERY_BYTES);
+  // At most 4, 12 and 28 MiB; a sync that starts while the previous one still runs waits for the
+  // next write after it, so a slow disk may give fewer.
+  t.ok(committing.length >= 1 && committing.length <= 3, `a 40 MiB body that commits next syncs while it streams (at ${committing.map((m) => m.toFixed(1)).join(', ')} MiB)`);
+  t.ok(committing[0]! >= 4 && committing[0]! < 4 + 2 * BUFFER_BYTES / MIB, 'the first sync starts after about 4 MiB');
+  for (let i = 1; i < committing.length; i++) {
+    t.ok(committing[i]! - committing[i - 1]! >= 4 * 2 ** i, `sync ${i + 1} comes at least ${4 * 2 ** i} MiB after the one before (the interval doubles)`);
+  }
 });
