@@ -18,6 +18,7 @@ import { memImage, pushWithRetry } from '../helpers/cluster.js';
 import { basic, createApp, http } from '../helpers/http.js';
 import { putManifest } from '../helpers/registry.js';
 import { sha256 } from '../helpers/image.js';
+import { currentReadScope } from '../../engine/storage/read-scope.js';
 
 const skip = postgresSkip();
 
@@ -46,10 +47,16 @@ t.test('a warm push costs one write transaction of four statements', { skip }, a
   const seen: string[] = [];
   const query = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    seen.push(kindOf(args));
+    // Only what a request sends: background work (the GC grace setting's poll every 10 s reads
+    // two records) runs outside any request's read scope, and a slow run once put it inside a
+    // HEAD's window. The read barrier runs on the listener's own connection, outside scopes too.
+    const kind = kindOf(args);
+    if (kind === 'barrier' || currentReadScope() !== undefined) seen.push(kind);
+    else background.push(kind);
     return (query as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof query;
   t.teardown(() => { pg.Client.prototype.query = query; });
+  const background: string[] = [];
   const counted = async (what: () => Promise<{ status: number }>, status: number) => {
     seen.length = 0;
     t.equal((await what()).status, status);
@@ -63,6 +70,7 @@ t.test('a warm push costs one write transaction of four statements', { skip }, a
     for (const blob of img.blobs) {
       const head = await counted(() => http('HEAD', `${node.urls.registry}/v2/${repo}/blobs/${sha256(blob)}`, { headers: auth }), 200);
       if (round > 0) t.same(head.statements, [], `round ${round}: a blob HEAD sends no statement (read cache)`);
+      else t.comment(`round 0: blob HEAD statements ${JSON.stringify(head.statements)}`);
       t.ok(head.barriers <= 2, 'at most its read barrier (and a heartbeat)');
     }
     const put = await counted(() => putManifest({ registry: node.urls.registry, auth }, repo, `v${round + 1}`, img.manifest), 201);
@@ -71,4 +79,5 @@ t.test('a warm push costs one write transaction of four statements', { skip }, a
     t.same(transaction, ['BEGIN ISOLATION LEVEL', 'slipway-get-many', 'slipway-apply-pn', 'COMMIT'], `round ${round}: the manifest PUT's transaction`);
     if (round > 0) t.equal(put.statements.length, transaction.length, `round ${round}: and nothing else (the checks before it read the cache)`);
   }
+  t.comment(`statements of background work meanwhile: ${JSON.stringify(background)}`);
 });
