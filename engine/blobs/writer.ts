@@ -41,8 +41,9 @@ export const SYNC_EVERY_BYTES = 64 * 1024 * 1024;
  * page cache held all of a small blob's bytes until the commit (this machine starts writeback
  * only at gigabytes of dirty memory), and 16 concurrent 16 MiB pushes left the disk 37–80 % busy
  * second by second, queueing each blob's whole sync behind the others' at its end. Measured with
- * `push_concurrent` (16 × 16 MiB in flight, `/proc/diskstats` sampled): 308–314 MB/s with 64 MiB,
- * 334–350 with 8 MiB, 342–366 with 4 MiB (disk 63–86 % busy). A PATCH keeps 64 MiB: its `end`
+ * `push_concurrent` (16 × 16 MiB in flight, `/proc/diskstats` sampled), interleaved runs: 308–397
+ * MB/s (median 354) with 64 MiB; 334–350 with 8 MiB and 342–366 with 4 MiB for every body (disk
+ * 63–86 % busy); 349–396 (median 377) with this setting. A PATCH keeps 64 MiB: its `end`
  * waits for its own syncs, and at 4 MiB a 1 GiB push in 16 MiB PATCHes fell from 391–446 to
  * 333–394 MB/s. The interval doubles after each sync up to `SYNC_EVERY_BYTES`, so a large blob
  * pushed in one request still takes a handful of syncs per GiB, not 256.

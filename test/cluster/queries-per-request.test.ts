@@ -45,6 +45,7 @@ t.test('a warm push costs one write transaction of four statements', { skip }, a
   t.ok(first.acked, `first push ${first.last}`);
 
   const seen: string[] = [];
+  const background: string[] = [];
   const query = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
     // Only what a request sends: background work (the GC grace setting's poll every 10 s reads
@@ -56,7 +57,6 @@ t.test('a warm push costs one write transaction of four statements', { skip }, a
     return (query as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof query;
   t.teardown(() => { pg.Client.prototype.query = query; });
-  const background: string[] = [];
   const counted = async (what: () => Promise<{ status: number }>, status: number) => {
     seen.length = 0;
     t.equal((await what()).status, status);

@@ -116,8 +116,9 @@ function alive(pid: number): boolean {
 
 /**
  * Creates `<tmp>/<prefix>XXXXXX` with an owner.pid file, after sweeping directories of the same
- * prefix whose owner is dead (test files run side by side, so the file appears atomically): `pidsOf(dir)` lists the daemon pids to SIGKILL there (only pids
- * whose command line mentions the directory are killed, so a recycled pid is left alone);
+ * prefix whose owner is dead (test files run side by side, so the file appears atomically):
+ * `pidsOf(dir)` lists the daemon pids to SIGKILL there (only pids whose command line mentions
+ * the directory are killed, so a recycled pid is left alone);
  * `beforeRemove(dir)` then undoes what the daemons left outside the directory tree (mounts).
  */
 export async function makeRunDir(
