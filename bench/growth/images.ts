@@ -56,10 +56,24 @@ function layerTar(rand: () => number): Buffer {
   return Buffer.concat([HEADER, data, Buffer.alloc(1024)]);
 }
 
-/** The blobs and manifest of image `index` of a run seeded with `seed` (config first, then the two layers). */
-export function makeImage(seed: number, index: number): { blobs: GrowthBlob[]; manifest: Buffer } {
+/** A layer's tar (`raw`) beside the gzip blob pushed. */
+export interface GrowthLayer { raw: Buffer; blob: GrowthBlob }
+
+/** A layer of its own for sharing between images (`makeImage`'s `base`), seeded with `seed`. */
+export function sharedLayer(seed: number): GrowthLayer {
+  const raw = layerTar(prng(seed >>> 0));
+  const gz = gzipSync(raw);
+  return { raw, blob: { digest: sha256(gz), bytes: gz } };
+}
+
+/**
+ * The blobs and manifest of image `index` of a run seeded with `seed` (config first, then the two
+ * layers). With `base`, the first layer is that shared one (a base image's layer every image of an
+ * app carries) and only the second is the image's own.
+ */
+export function makeImage(seed: number, index: number, base?: GrowthLayer): { blobs: GrowthBlob[]; manifest: Buffer } {
   const rand = prng((seed + Math.imul(index, 0x9e3779b1)) >>> 0);
-  const raws = [layerTar(rand), layerTar(rand)];
+  const raws = [base ? base.raw : layerTar(rand), layerTar(rand)];
   const layers = raws.map((r) => { const gz = gzipSync(r); return { digest: sha256(gz), bytes: gz }; });
   const configBytes = Buffer.from(JSON.stringify({
     architecture: 'amd64', os: 'linux',
@@ -77,7 +91,7 @@ export function makeImage(seed: number, index: number): { blobs: GrowthBlob[]; m
 }
 
 /** Uploads one blob: POST a session, PUT its Location with `digest=` and the bytes (201 expected). */
-async function pushBlob(client: RegistryClient, repo: string, blob: GrowthBlob): Promise<void> {
+export async function pushBlob(client: RegistryClient, repo: string, blob: GrowthBlob): Promise<void> {
   const loc = await client.startUpload(repo);
   await client.expect([201], 'PUT', client.withDigest(loc, blob.digest), {
     headers: { 'content-type': 'application/octet-stream', 'content-length': String(blob.bytes.length) },

@@ -58,10 +58,10 @@ function duBytes(dir: string): number {
  * Starts Slipway on a fresh data directory with `env` (the cluster's database and S3 settings,
  * or none), no online GC schedule and a GC grace of 0 (so the GC step frees what was deleted),
  * and creates the app `bench` with the operator's key. `build`: another build's server/cli.js
- * and the name its figures carry (default this checkout's, `slipway`).
+ * (default this checkout's) and the name its figures carry (default `slipway`).
  * @throws Error when the node does not start or the app cannot be created.
  */
-export async function startGrowthSlipway(backend: Backend, env: Record<string, string>, build?: { name: string; cli: string }): Promise<GrowthServer> {
+export async function startGrowthSlipway(backend: Backend, env: Record<string, string>, build?: { name: string; cli?: string }): Promise<GrowthServer> {
   const cli = build?.cli ?? CLI;
   const dataDir = mkdtempSync(join(tmpdir(), 'slipway-growth-'));
   trackDir(dataDir);

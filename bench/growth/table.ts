@@ -39,13 +39,20 @@ const COLUMNS: Array<[string, (r: StepRow) => unknown]> = [
   ['load1', (r) => r.load1], ['other% push/read', (r) => `${r.push_other_cpu_pct}/${r.read_other_cpu_pct}`], ['steal% push/read', (r) => `${r.push_steal_cpu_pct}/${r.read_steal_cpu_pct}`],
 ];
 
+/**
+ * `rows` as a plain-text table, one line each: a header of the column titles, a rule, then each
+ * row's cells (`-` for null or undefined), every column padded to its widest cell.
+ */
+export function formatTable<R>(columns: Array<[string, (r: R) => unknown]>, rows: R[]): string {
+  const cells = rows.map((r) => columns.map(([, f]) => { const v = f(r); return v === null || v === undefined ? '-' : String(v); }));
+  const widths = columns.map(([t], i) => Math.max(t.length, ...cells.map((c) => c[i]!.length)));
+  const fmt = (row: string[]) => row.map((v, i) => v.padEnd(widths[i]!)).join('  ');
+  return [fmt(columns.map(([t]) => t)), fmt(widths.map((w) => '-'.repeat(w))), ...cells.map(fmt)].join('\n') + '\n';
+}
+
 /** Prints the step rows (latencies in ms, memory in MiB) and the GC rows. */
 export function printTable(rows: StepRow[], gcRows: Array<Record<string, unknown>>): void {
-  const cells = rows.map((r) => COLUMNS.map(([, f]) => { const v = f(r); return v === null || v === undefined ? '-' : String(v); }));
-  const widths = COLUMNS.map(([t], i) => Math.max(t.length, ...cells.map((c) => c[i]!.length)));
-  const fmt = (row: string[]) => row.map((v, i) => v.padEnd(widths[i]!)).join('  ');
-  process.stderr.write('\n' + fmt(COLUMNS.map(([t]) => t)) + '\n' + fmt(widths.map((w) => '-'.repeat(w))) + '\n');
-  for (const c of cells) process.stderr.write(fmt(c) + '\n');
+  process.stderr.write('\n' + formatTable(COLUMNS, rows));
   process.stderr.write('latencies ms (tags 1000: full list of a 1,000-tag repository; n=100: one page), memory MiB at the end of the step before the restart; other%: CPU % of one core used by other processes; steal%: the hypervisor\'s\n');
   for (const g of gcRows) {
     process.stderr.write(`gc ${g.server}: ${g.deleted_images} of ${g.images} images deleted in ${g.delete_ms} ms; gc ${g.gc_wall_ms} ms wall, ${g.gc_blobs_freed} blobs and ${g.gc_kib_freed} KiB freed; ${g.images_verified} images checked (load ${g.load1}; whole machine busy ${g.busy_cpu_pct} % of one core incl. both servers and gc, steal ${g.steal_cpu_pct} %)\n`);
