@@ -1,5 +1,6 @@
 /**
- * A byte-bounded LRU of manifest content by digest. Content addressing makes it never stale: the
+ * A byte-bounded cache of manifest content by digest that keeps what was used lately (two
+ * generations, below). Content addressing makes it never stale: the
  * bytes of a digest cannot change, and callers check that the repository still holds the
  * manifest (tag or link record, one small read) before serving from it, so a manifest deleted by
  * another process (`slipway gc`) is never served. What it saves is decoding the full manifest
@@ -32,41 +33,72 @@ export interface ManifestContent {
   bytes: Buffer;
 }
 
-export class ManifestContentCache {
-  readonly #entries = new Map<string, ManifestContent>();
-  #bytes = 0;
+/** Bytes `content` counts against the bound. */
+function cost(content: ManifestContent): number {
+  return content.bytes.length + ENTRY_OVERHEAD;
+}
 
-  /** @param maxBytes bound on the bytes of cached manifests (default 8 MiB) */
+/**
+ * Two generations, each a Map holding at most half the bound: entries go into the young one, a
+ * hit in the old one moves there, and when the young one would pass half the bound it becomes
+ * the old one (the old one's entries not used since are dropped whole). Every operation is O(1):
+ * an exact LRU on one Map evicted by iterating from its oldest entry, which V8 reaches by
+ * stepping over the slots of every entry deleted since the table was last rebuilt; with GETs
+ * spread over more manifests than the cache holds that walk cost ~5 µs per miss (profile of
+ * the growth benchmark at 20,000 images, docs/performance.md "Growth").
+ */
+export class ManifestContentCache {
+  #young = new Map<string, ManifestContent>();
+  #old = new Map<string, ManifestContent>();
+  #youngBytes = 0;
+  #oldBytes = 0;
+
+  /** @param maxBytes bound on the bytes of cached manifests plus ENTRY_OVERHEAD each (default 8 MiB) */
   constructor(readonly maxBytes = 8 * 1024 * 1024) {}
 
-  /** The cached content of `digest`, marked recently used. */
+  /** The cached content of `digest`, kept in the young generation. */
   get(digest: string): ManifestContent | undefined {
-    const hit = this.#entries.get(digest);
-    if (hit) {
-      this.#entries.delete(digest);
-      this.#entries.set(digest, hit);
+    const young = this.#young.get(digest);
+    if (young) return young;
+    const old = this.#old.get(digest);
+    if (old) {
+      this.#old.delete(digest);
+      this.#oldBytes -= cost(old);
+      this.#add(digest, old);
     }
-    return hit;
+    return old;
+  }
+
+  /** True when `digest` is cached (not a use: nothing moves). */
+  has(digest: string): boolean {
+    return this.#young.has(digest) || this.#old.has(digest);
   }
 
   /**
-   * Caches `content` (its bytes in memory of their own: a view on a larger buffer is copied),
-   * evicting the least recently used entries past the bound. Callers keep using the `content`
+   * Caches `content` (its bytes in memory of their own: a view on a larger buffer is copied)
+   * unless it is over a quarter of the bound or already cached. Callers keep using the `content`
    * they passed; `get` returns the cached one.
    */
   set(digest: string, content: ManifestContent): void {
-    if (content.bytes.length > this.maxBytes / 4 || this.#entries.has(digest)) return;
-    this.#entries.set(digest, { mediaType: content.mediaType, bytes: ownMemory(content.bytes) });
-    this.#bytes += content.bytes.length + ENTRY_OVERHEAD;
-    for (const [d, c] of this.#entries) {
-      if (this.#bytes <= this.maxBytes) break;
-      this.#entries.delete(d);
-      this.#bytes -= c.bytes.length + ENTRY_OVERHEAD;
-    }
+    if (content.bytes.length > this.maxBytes / 4 || this.has(digest)) return;
+    this.#add(digest, { mediaType: content.mediaType, bytes: ownMemory(content.bytes) });
   }
 
-  /** Bytes the cache counts now (manifest bytes plus ENTRY_OVERHEAD per entry), at most `maxBytes`. */
+  /** Puts an entry into the young generation, which first becomes the old one when the entry would take it past half the bound. */
+  #add(digest: string, content: ManifestContent): void {
+    const c = cost(content);
+    if (this.#youngBytes + c > this.maxBytes / 2) {
+      this.#old = this.#young;
+      this.#oldBytes = this.#youngBytes;
+      this.#young = new Map();
+      this.#youngBytes = 0;
+    }
+    this.#young.set(digest, content);
+    this.#youngBytes += c;
+  }
+
+  /** Bytes the cache counts now (manifest bytes plus ENTRY_OVERHEAD per entry), at most `maxBytes` (each generation holds at most half). */
   get bytes(): number {
-    return this.#bytes;
+    return this.#youngBytes + this.#oldBytes;
   }
 }

@@ -26,8 +26,9 @@
  * another process, can never present a generation this process saw for different contents.
  *
  * ## What is kept
- * Only the keyspaces in `CACHED_KEYSPACES` (read-cache.ts: the records hot request paths read by
- * key, which change far less often than they are read). Absence is kept too. Values are deeply
+ * Only the keyspaces in `MEMO_KEYSPACES`: read-cache.ts's `CACHED_KEYSPACES` (the records hot
+ * request paths read by key, which change far less often than they are read) but `manifests`.
+ * Absence is kept too. Values are deeply
  * frozen and shared by every reader until the next commit: callers of `getNow` never modify what
  * it returns (metadata.ts `getNow`). Bounded: a value over `MAX_VALUE_BYTES` encoded is not
  * kept, and everything is dropped once the kept values' encoded bytes exceed `MAX_BYTES` or a
@@ -58,6 +59,18 @@ export const MAX_BYTES = 16 * 1024 * 1024;
 
 const ABSENT = Symbol('absent');
 
+/**
+ * The keyspaces memoized: `CACHED_KEYSPACES` but `manifests`. A hot path reads a manifest record
+ * by key only when a manifest GET or HEAD misses the content cache (engine/registry/content-cache.ts),
+ * which then keeps the bytes it serves; keeping the decoded record too cost a deep freeze per
+ * miss, and with GETs spread over more manifests than the content cache holds, the records
+ * filled the memo to `MAX_BYTES`, which empties it whole: the token, repository and tag records
+ * the same requests need went with them, again and again. Measured in the growth benchmark
+ * (bench/README.md "Growth"), manifest GETs over 20,000 images spent about a tenth of their
+ * server time in `deepFreeze`.
+ */
+export const MEMO_KEYSPACES: ReadonlySet<string> = new Set([...CACHED_KEYSPACES].filter((k) => k !== 'manifests'));
+
 /** One keyspace's kept records (key → frozen value, or ABSENT). */
 export type MemoEntries = Map<string, unknown>;
 
@@ -79,7 +92,7 @@ export class LmdbReadMemo {
 
   /** A new memo for keyspace `name`, or undefined when that keyspace is not memoized. */
   entriesFor(name: string): MemoEntries | undefined {
-    if (!CACHED_KEYSPACES.has(name)) return undefined;
+    if (!MEMO_KEYSPACES.has(name)) return undefined;
     const m: MemoEntries = new Map();
     this.#all.push(m);
     return m;

@@ -6,18 +6,52 @@ const entry = (n: number) => ({ mediaType: 'm', bytes: Buffer.alloc(n) });
 /** Bound of five entries of 200 bytes. */
 const FIVE = 5 * (200 + ENTRY_OVERHEAD);
 
-t.test('evicts least recently used past the bound', async (t) => {
-  const c = new ManifestContentCache(FIVE);
+t.test('keeps what was used lately: a hit in the old generation moves to the young one', async (t) => {
+  const c = new ManifestContentCache(FIVE); // each generation holds two entries (2.5 × 456 bytes)
   c.set('a', entry(200));
   c.set('b', entry(200));
-  c.set('c', entry(200));
-  t.ok(c.get('a'), 'a used again');
-  c.set('d', entry(200));
-  c.set('e', entry(200)); // five entries: all fit
-  t.ok(c.get('b'));
-  c.set('f', entry(200)); // over: evicts the least recently used (c)
-  t.notOk(c.get('c'), 'c evicted');
-  t.ok(c.get('a') && c.get('b') && c.get('d') && c.get('e') && c.get('f'));
+  c.set('c', entry(200)); // the young generation {a, b} becomes the old one
+  t.ok(c.get('a'), 'a used again: moved to the young generation {c, a}');
+  c.set('d', entry(200)); // {c, a} becomes old: b, not used since, is dropped
+  t.notOk(c.get('b'), 'b evicted');
+  t.ok(c.get('a') && c.get('c') && c.get('d'), 'a, c and d kept');
+  t.ok(c.bytes <= FIVE);
+});
+
+t.test('random use: never over the bound, and what was used within the last half of the bound is kept', async (t) => {
+  let seed = 0x5eed;
+  const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const max = 64 * 1024;
+  const c = new ManifestContentCache(max);
+  const sizes = new Map<string, number>();
+  /** Keys in order of last use (most recent last). */
+  const used: string[] = [];
+  const use = (k: string) => { const i = used.indexOf(k); if (i >= 0) used.splice(i, 1); used.push(k); };
+  let checked = 0;
+  for (let op = 0; op < 20_000; op++) {
+    const k = `k${Math.floor(rand() * 400)}`;
+    if (rand() < 0.5) {
+      const hit = c.get(k);
+      if (hit) { t.equal(hit.bytes.length, sizes.get(k)); use(k); }
+    } else if (c.get(k) === undefined) {
+      const n = 1 + Math.floor(rand() * 2000);
+      sizes.set(k, n);
+      c.set(k, entry(n));
+      use(k);
+    } else use(k);
+    if (c.bytes > max) { t.fail(`${c.bytes} bytes counted, over the ${max}-byte bound`); return; }
+    // Walking back from the most recent use: every entry whose own cost and the costs of all
+    // entries used after it fit in half the bound is still cached.
+    let after = 0;
+    for (let i = used.length - 1; i >= 0; i--) {
+      const cost = sizes.get(used[i]!)! + ENTRY_OVERHEAD;
+      if (after + cost > max / 2) break;
+      if (!c.has(used[i]!)) { t.fail(`${used[i]} used within the last ${after + cost} bytes but evicted`); return; }
+      after += cost;
+      checked++;
+    }
+  }
+  t.ok(checked > 100_000, `${checked} recent entries found cached`);
 });
 
 t.test('does not cache entries over a quarter of the bound', async (t) => {

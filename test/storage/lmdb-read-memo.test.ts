@@ -156,5 +156,13 @@ t.test('kept records are frozen and a commit in this process is seen at once', a
   await db.transact((tx) => tx.put(apps, 'a1', { name: 'two', tags: [] }));
   t.same(db.getNow!(apps, 'a1'), { name: 'two', tags: [] });
   t.notOk(Object.isFrozen(db.getNow!(scratch, 'k')), 'keyspaces not kept are read afresh');
+  // Manifest records are read by key only on a content-cache miss (engine/registry/content-cache.ts
+  // keeps the bytes served): kept here too they churned the memo (MEMO_KEYSPACES).
+  const manifests = keyspace<{ text: string }>('registry', 'manifests');
+  await db.transact((tx) => tx.put(manifests, 'sha256:m', { text: '{}' }));
+  const m = db.getNow!(manifests, 'sha256:m');
+  t.same(m, { text: '{}' });
+  t.notOk(Object.isFrozen(m), 'manifest records are not kept');
+  t.not(db.getNow!(manifests, 'sha256:m'), m, 'each read decodes afresh');
   t.same(await db.get(apps, 'a1'), { name: 'two', tags: [] }, 'get is unchanged');
 });
