@@ -10,7 +10,7 @@
  * Each case pushes `--images` images' blobs first (untimed), then times every manifest PUT with
  * `width` in flight, checks that each image answers a manifest HEAD by digest, times every DELETE
  * with `width` in flight, and checks that each is gone (404). Servers run one after the other,
- * each on a fresh data directory. Prints a JSON line per case on stdout and a table on stderr:
+ * each on a fresh data directory and first warmed up by 16 untimed image pushes. Prints a JSON line per case on stdout and a table on stderr:
  * p50/p99/max (ms) and the count of 5xx and of other unexpected answers, with the other
  * processes' CPU and the steal over each case.
  */
@@ -23,7 +23,7 @@ import { MANIFEST_V2 } from './image.js';
 import { CpuWindow } from './procstat.js';
 import { referenceAvailable } from './servers/reference.js';
 import { percentile, round } from './stats.js';
-import { makeImage, pushBlob, sharedLayer } from './growth/images.js';
+import { makeImage, pushBlob, pushImage, sharedLayer } from './growth/images.js';
 import { clusterEnv, startGrowthReference, startGrowthSlipway, type GrowthServer } from './growth/servers.js';
 import { formatTable } from './growth/table.js';
 import { postgresAvailable, startPostgres } from '../test/helpers/postgres.js';
@@ -119,6 +119,19 @@ async function runCase(server: GrowthServer, width: number, spread: number, case
   }
 }
 
+/**
+ * Pushes a few images untimed, 8 at a time, before the first case: a server in service has run
+ * its first requests (worker threads started, code paths compiled) long before a burst of PUTs.
+ */
+async function warmUp(server: GrowthServer): Promise<void> {
+  const client = new RegistryClient(server.registry, server.authorization, SETUP_CONCURRENCY);
+  try {
+    await each(16, SETUP_CONCURRENCY, async (i) => { await pushImage(client, seed, 1_000_000 + i, 'bench/warm', `w${i}`); });
+  } finally {
+    await client.close();
+  }
+}
+
 const COLUMNS: Array<[string, (r: CaseRow) => unknown]> = [
   ['server', (r) => r.server], ['width', (r) => r.width], ['repos', (r) => r.repositories],
   ['PUT p50/p99/max ms', (r) => `${r.put_p50_ms} / ${r.put_p99_ms} / ${r.put_max_ms}`], ['PUT 5xx/other', (r) => `${r.put_5xx}/${r.put_other_errors}`],
@@ -156,6 +169,7 @@ async function main(): Promise<void> {
     process.stderr.write(`contention: ${name}\n`);
     const { server, stop } = await start();
     try {
+      await warmUp(server);
       let caseIndex = 0;
       for (const width of WIDTHS) {
         for (const spread of SPREADS) {
