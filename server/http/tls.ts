@@ -10,7 +10,9 @@
  * once with the `selfsigned` library, in a child process, and kept in `<data>/keys/tls.crt` and
  * `tls.key` (mode 0600).
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
@@ -62,7 +64,39 @@ export async function ensureTlsFiles(dataDir: string, host: string, cert?: strin
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const sans = new Set(['localhost', '127.0.0.1', '::1', host, ...names.map((n) => n.replace(/^\[(.*)\]$/, '$1'))]);
   const altNames = [...sans].filter((n) => n !== '0.0.0.0' && n !== '::').map((n) => (isIP(n) ? { type: 7 as const, ip: n } : { type: 2 as const, value: n }));
-  await generateInChild([{ name: 'commonName', value: host === '0.0.0.0' ? 'localhost' : host }], {
+  // Written under names of this call's own, then claimed: the first call to link its key in as
+  // `tls.key` wins and moves its certificate in beside it; the others (nodes sharing the data
+  // directory, started together) drop theirs and use the winner's pair once both are in place.
+  // Each call writing the two files in place could leave one node's key beside another's
+  // certificate ("key values mismatch" at listen).
+  const tmp = join(dir, `.tls-${process.pid}-${randomBytes(6).toString('hex')}`);
+  const tmpKey = `${tmp}.key`;
+  const tmpCert = `${tmp}.crt`;
+  try {
+    await generateInChild(subject(host), certificateOptions(altNames), tmpKey, tmpCert);
+    try {
+      linkSync(tmpKey, keyFile);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      await waitForPair(certFile, keyFile);
+      return { certFile, keyFile, generated: false };
+    }
+    renameSync(tmpCert, certFile);
+    return { certFile, keyFile, generated: true };
+  } finally {
+    // What is left of this call's own files; a failure here must not hide the call's outcome.
+    for (const f of [tmpKey, tmpCert]) try { rmSync(f, { force: true }); } catch { /* left for the operator; named .tls-* */ }
+  }
+}
+
+/** The certificate's subject: the listen host, or localhost for a wildcard address. */
+function subject(host: string): GenerateArgs[0] {
+  return [{ name: 'commonName', value: host === '0.0.0.0' ? 'localhost' : host }];
+}
+
+/** selfsigned's options: EC P-256, SHA-256, three years, a server certificate for `altNames`. */
+function certificateOptions(altNames: Array<{ type: 7; ip: string } | { type: 2; value: string }>): GenerateArgs[1] {
+  return {
     keyType: 'ec',
     algorithm: 'sha256',
     notAfterDate: new Date(Date.now() + 3 * 365 * 24 * 3600_000),
@@ -72,6 +106,18 @@ export async function ensureTlsFiles(dataDir: string, host: string, cert?: strin
       { name: 'extKeyUsage', serverAuth: true },
       { name: 'subjectAltName', altNames },
     ],
-  } as GenerateArgs[1], keyFile, certFile);
-  return { certFile, keyFile, generated: true };
+  } as GenerateArgs[1];
+}
+
+/**
+ * Waits for another process's pair: its key is in place, its certificate follows at once.
+ * @throws Error after GENERATE_TIMEOUT_MS without the certificate (a process that stopped between
+ *         the two steps left the key alone: deleting it lets the next start make a new pair).
+ */
+async function waitForPair(certFile: string, keyFile: string): Promise<void> {
+  const deadline = Date.now() + GENERATE_TIMEOUT_MS;
+  while (!existsSync(certFile)) {
+    if (Date.now() > deadline) throw new Error(`${keyFile} exists without ${certFile} after ${GENERATE_TIMEOUT_MS / 1000} s: a start that generated the pair stopped half way; delete ${keyFile} and start again`);
+    await sleep(20);
+  }
 }

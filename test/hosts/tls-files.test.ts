@@ -4,8 +4,9 @@
  * of a start that hangs or goes on without a certificate.
  */
 import t from 'tap';
-import { X509Certificate } from 'node:crypto';
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureTlsFiles } from '../../server/http/tls.js';
 import { tempDir } from '../helpers/server.js';
@@ -29,9 +30,30 @@ t.test('a first start makes an EC P-256 certificate for its names; a later one k
 t.test('a generation that fails rejects with the cause, in time', async (t) => {
   const tmp = tempDir();
   t.teardown(() => tmp.cleanup());
-  // The key's path is taken by a directory: the child process cannot write it and exits 1.
-  mkdirSync(join(tmp.dir, 'keys', 'tls.key'), { recursive: true });
+  // A data directory whose keys/ path leaves room for tls.key and tls.crt but not for the longer
+  // names the child process writes first: its write fails with ENAMETOOLONG and it exits 1.
+  const keysLength = 4080;
+  let dataDir = tmp.dir;
+  while (dataDir.length + '/keys'.length < keysLength) dataDir = join(dataDir, 'd'.repeat(Math.min(200, keysLength - '/keys'.length - dataDir.length - 1)));
+  mkdirSync(dataDir, { recursive: true });
   const t0 = Date.now();
-  await t.rejects(ensureTlsFiles(tmp.dir, '127.0.0.1'), /generating the self-signed TLS certificate failed[\s\S]*EISDIR/);
+  await t.rejects(ensureTlsFiles(dataDir, '127.0.0.1'), /generating the self-signed TLS certificate failed[\s\S]*ENAMETOOLONG/);
   t.ok(Date.now() - t0 < 30_000, `answered in ${Date.now() - t0} ms (bound 30 s)`);
+  t.notOk(existsSync(join(dataDir, 'keys', 'tls.key')) || existsSync(join(dataDir, 'keys', 'tls.crt')), 'no half pair left behind');
+});
+
+t.test('race: nodes sharing a data directory start together; all use one pair whose key matches its certificate', async (t) => {
+  for (let round = 0; round < 3; round++) {
+    const tmp = tempDir();
+    t.teardown(() => tmp.cleanup());
+    const starts = await Promise.all(Array.from({ length: 6 }, async () => {
+      await sleep(Math.random() * 60);
+      return ensureTlsFiles(tmp.dir, '127.0.0.1');
+    }));
+    t.equal(starts.filter((s) => s.generated).length, 1, `round ${round}: one start made the pair`);
+    const cert = new X509Certificate(readFileSync(starts[0]!.certFile));
+    t.ok(cert.checkPrivateKey(createPrivateKey(readFileSync(starts[0]!.keyFile))), `round ${round}: the key matches the certificate`);
+    t.ok(starts.every((s) => s.certFile === starts[0]!.certFile && s.keyFile === starts[0]!.keyFile), 'every start uses the same files');
+    t.same(readdirSync(join(tmp.dir, 'keys')).sort(), ['tls.crt', 'tls.key'], 'no temporary files left');
+  }
 });
