@@ -26,10 +26,16 @@ export interface TcpProxy {
    * closed since (it gave up waiting).
    */
   stats(): { accepted: number; swallowed: number; open: number; requestsDropped: number };
+  /**
+   * The first line of each dropped request counted in `requestsDropped`, in the order their
+   * clients gave up (e.g. `POST /bucket/key?uploads HTTP/1.1`): tells a test's own requests from
+   * whatever else the client sent into the silence meanwhile.
+   */
+  droppedRequests(): string[];
   close(): Promise<void>;
 }
 
-interface Pair { client: Socket; upstream: Socket; swallowed: boolean; dropped: number }
+interface Pair { client: Socket; upstream: Socket; swallowed: boolean; dropped: number; /** The first line of what was dropped (a request line when a request began after the switch). */ firstLine?: string }
 
 /**
  * Starts a proxy to `target` (`host:port`) on a free loopback port.
@@ -43,13 +49,17 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
   let accepted = 0;
   let swallowed = 0;
   let requestsDropped = 0;
+  const droppedLines: string[] = [];
   const swallow = (p: Pair) => {
     if (p.swallowed) return;
     p.swallowed = true;
     swallowed++;
     p.upstream.destroy(); // the store's answers never come; the client's bytes go nowhere
     p.client.removeAllListeners('data');
-    p.client.on('data', (b: Buffer) => { p.dropped += b.length; });
+    p.client.on('data', (b: Buffer) => {
+      if (p.dropped === 0) p.firstLine = b.subarray(0, Math.min(b.length, 512)).toString('latin1').split('\r\n', 1)[0];
+      p.dropped += b.length;
+    });
   };
   const server: Server = createServer((client) => {
     accepted++;
@@ -57,7 +67,10 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
     const pair: Pair = { client, upstream, swallowed: false, dropped: 0 };
     pairs.add(pair);
     const end = () => {
-      if (pairs.delete(pair) && pair.dropped > 0) requestsDropped++;
+      if (pairs.delete(pair) && pair.dropped > 0) {
+        requestsDropped++;
+        droppedLines.push(pair.firstLine ?? '');
+      }
       client.destroy();
       upstream.destroy();
     };
@@ -82,6 +95,7 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
       if (m === 'swallow') for (const p of pairs) swallow(p);
     },
     stats: () => ({ accepted, swallowed, open: pairs.size, requestsDropped }),
+    droppedRequests: () => [...droppedLines],
     close: async () => {
       for (const p of pairs) { p.client.destroy(); p.upstream.destroy(); }
       await new Promise<void>((resolve) => server.close(() => resolve()));
