@@ -25,6 +25,7 @@ import { referenceAvailable } from './servers/reference.js';
 import { percentile, round } from './stats.js';
 import { makeImage, pushBlob, pushImage, sharedLayer } from './growth/images.js';
 import { clusterEnv, startGrowthReference, startGrowthSlipway, type GrowthServer } from './growth/servers.js';
+import { each } from './growth/gc-step.js';
 import { formatTable } from './growth/table.js';
 import { postgresAvailable, startPostgres } from '../test/helpers/postgres.js';
 
@@ -52,18 +53,10 @@ interface CaseRow {
   load1: number; server_cpu_pct: number; other_cpu_pct: number; steal_cpu_pct: number;
 }
 
-/** Runs `fn(i)` for i in 0…count-1, `width` at a time. */
-async function each(count: number, width: number, fn: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < count) await fn(next++);
-  }));
-}
-
 /** Sends `count` requests made by `req(i)` `width` at a time, timing each and counting the answers other than `ok`. */
 async function timed(client: RegistryClient, count: number, width: number, ok: number, req: (i: number) => [string, string, Record<string, string>, Buffer?]): Promise<Timed> {
   const out: Timed = { ms: new Float64Array(count), n: 0, errors5xx: 0, otherErrors: 0, ok: new Array<boolean>(count).fill(false) };
-  await each(count, width, async (i) => {
+  await each(Array.from({ length: count }, (_, i) => i), width, async (i) => {
     const [method, path, headers, body] = req(i);
     const t0 = performance.now();
     const r = await client.call(method, path, { headers, body });
@@ -78,8 +71,7 @@ async function timed(client: RegistryClient, count: number, width: number, ok: n
 
 /** Every image's manifest answers HEAD by digest with `status`. @throws Error naming the first that does not. */
 async function expectAll(client: RegistryClient, images: Array<{ repo: string; digest: string }>, status: number): Promise<void> {
-  await each(images.length, SETUP_CONCURRENCY, async (i) => {
-    const { repo, digest } = images[i]!;
+  await each(images, SETUP_CONCURRENCY, async ({ repo, digest }) => {
     await client.expect([status], 'HEAD', `/v2/${repo}/manifests/${digest}`, { headers: { accept: MANIFEST_V2 } });
   });
 }
@@ -95,8 +87,7 @@ async function runCase(server: GrowthServer, width: number, spread: number, case
       const { blobs, manifest } = makeImage(seed + caseIndex, i, base);
       return { repo: repos[i % spread]!, blobs, manifest, digest: 'sha256:' + createHash('sha256').update(manifest).digest('hex') };
     });
-    await each(images.length, SETUP_CONCURRENCY, async (i) => {
-      const img = images[i]!;
+    await each(images, SETUP_CONCURRENCY, async (img) => {
       for (const b of img.blobs) if (b.digest !== base.blob.digest) await pushBlob(client, img.repo, b);
     });
     const load1 = round(loadavg()[0]!, 1);
@@ -127,7 +118,7 @@ async function runCase(server: GrowthServer, width: number, spread: number, case
 async function warmUp(server: GrowthServer): Promise<void> {
   const client = new RegistryClient(server.registry, server.authorization, SETUP_CONCURRENCY);
   try {
-    await each(16, SETUP_CONCURRENCY, async (i) => { await pushImage(client, seed, 1_000_000 + i, 'bench/warm', `w${i}`); });
+    await each(Array.from({ length: 16 }, (_, i) => i), SETUP_CONCURRENCY, async (i) => { await pushImage(client, seed, 1_000_000 + i, 'bench/warm', `w${i}`); });
   } finally {
     await client.close();
   }

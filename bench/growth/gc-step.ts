@@ -12,8 +12,8 @@ function deleted(i: number, percent: number): boolean {
   return i % Math.round(100 / percent) === 0;
 }
 
-/** Runs `fn` over `items`, `concurrency` at a time. */
-async function each<T>(items: T[], concurrency: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
+/** Runs `fn` over `items`, `concurrency` at a time (index order of starts). */
+export async function each<T>(items: T[], concurrency: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (next < items.length) {

@@ -107,7 +107,7 @@ rgw gc obj min wait = 0
 [client.rgw.a]
 # tcp_nodelay: without it beast writes a response's head and body as two small segments, and
 # Nagle holds the body until the client's delayed ACK (40 ms): every GetObject of a small
-# object took ~48 ms against ~5 ms for a HeadObject (docs/cluster.md "Object store").
+# object took ~48 ms against ~5 ms for a HeadObject (docs/operator-guide.md "Storage backends").
 rgw frontends = beast endpoint=127.0.0.1:${rgwPort} tcp_nodelay=1
 rgw data = ${dir}/rgw
 `;

@@ -48,7 +48,7 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
   let mode: ProxyMode = 'pass';
   let accepted = 0;
   let swallowed = 0;
-  let requestsDropped = 0;
+  /** First lines of the dropped requests: their count is `requestsDropped`. */
   const droppedLines: string[] = [];
   const swallow = (p: Pair) => {
     if (p.swallowed) return;
@@ -67,10 +67,7 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
     const pair: Pair = { client, upstream, swallowed: false, dropped: 0 };
     pairs.add(pair);
     const end = () => {
-      if (pairs.delete(pair) && pair.dropped > 0) {
-        requestsDropped++;
-        droppedLines.push(pair.firstLine ?? '');
-      }
+      if (pairs.delete(pair) && pair.dropped > 0) droppedLines.push(pair.firstLine ?? '');
       client.destroy();
       upstream.destroy();
     };
@@ -94,7 +91,7 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
       mode = m;
       if (m === 'swallow') for (const p of pairs) swallow(p);
     },
-    stats: () => ({ accepted, swallowed, open: pairs.size, requestsDropped }),
+    stats: () => ({ accepted, swallowed, open: pairs.size, requestsDropped: droppedLines.length }),
     droppedRequests: () => [...droppedLines],
     close: async () => {
       for (const p of pairs) { p.client.destroy(); p.upstream.destroy(); }
