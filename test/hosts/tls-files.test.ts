@@ -6,7 +6,7 @@
 import t from 'tap';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureTlsFiles } from '../../server/http/tls.js';
 import { tempDir } from '../helpers/server.js';
@@ -56,4 +56,16 @@ t.test('race: nodes sharing a data directory start together; all use one pair wh
     t.ok(starts.every((s) => s.certFile === starts[0]!.certFile && s.keyFile === starts[0]!.keyFile), 'every start uses the same files');
     t.same(readdirSync(join(tmp.dir, 'keys')).sort(), ['tls.crt', 'tls.key'], 'no temporary files left');
   }
+});
+
+t.test('a key left alone by a start that stopped half way: the next start says what to delete, within its bound', { timeout: 90_000 }, async (t) => {
+  const tmp = tempDir();
+  t.teardown(() => tmp.cleanup());
+  mkdirSync(join(tmp.dir, 'keys'), { recursive: true });
+  writeFileSync(join(tmp.dir, 'keys', 'tls.key'), 'left by a start that stopped\n', { mode: 0o600 });
+  const t0 = Date.now();
+  await t.rejects(ensureTlsFiles(tmp.dir, '127.0.0.1'), /tls\.key exists without .*tls\.crt after 30 s[\s\S]*delete .*tls\.key/);
+  const ms = Date.now() - t0;
+  t.ok(ms >= 30_000 && ms < 40_000, `answered after ${ms} ms (bound: 30 s of waiting plus the generation)`);
+  t.same(readdirSync(join(tmp.dir, 'keys')), ['tls.key'], 'nothing else left behind; the stray key untouched');
 });
