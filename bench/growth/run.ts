@@ -3,6 +3,7 @@
  * (distribution 2.8.2, filesystem driver) in the same run (bench/README.md "Growth").
  *
  *   npm run bench:growth -- [--sizes 1000,10000,100000] [--backend embedded|cluster]
+ *                           [--reference-storage filesystem|s3]
  *                           [--only slipway|reference] [--seed N] [--gets 4000]
  *                           [--heap-snapshots DIR] [--restart each|never] [--base CHECKOUT[,…]]
  *
@@ -18,6 +19,9 @@
  * `docker-registry garbage-collect`, on the stopped registry), and every remaining image is
  * checked (manifest GET, HEAD of each blob). Prints JSON lines on stdout and a table on stderr,
  * with the machine's load, other processes' CPU and steal over each step.
+ * On `--backend cluster` the reference stores on its S3 driver, in a bucket of its own on the same
+ * RGW as Slipway (`--reference-storage s3`, the default there: both on one object store, each
+ * with its own metadata), or on its filesystem (`filesystem`, the default on `embedded`).
  * `--base CHECKOUT[,CHECKOUT…]` runs other builds (each one's dist/server/cli.js) as servers of
  * their own, `slipway@base`, `slipway@base2`…, each on a data directory and through steps of its
  * own: a before/after in one run.
@@ -35,7 +39,8 @@ import { round } from '../stats.js';
 import { makeImage, pushImage, tagMany, type GrowthImage } from './images.js';
 import { readMemory } from './memory.js';
 import { fullTagList, manifestGets, median, page } from './reads.js';
-import { clusterEnv, startGrowthReference, startGrowthSlipway, type Backend, type GrowthServer } from './servers.js';
+import { clusterEnv, startGrowthReference, startGrowthSlipway, type Backend, type GrowthReferenceS3, type GrowthServer } from './servers.js';
+import type { S3Store } from '../../test/helpers/s3-store.js';
 import { printTable, type StepRow } from './table.js';
 import { verifyAfterGc, deleteShare } from './gc-step.js';
 
@@ -48,6 +53,7 @@ const { values } = parseArgs({
   options: {
     sizes: { type: 'string', default: '1000,10000,100000' },
     backend: { type: 'string', default: 'embedded' },
+    'reference-storage': { type: 'string' },
     only: { type: 'string' },
     seed: { type: 'string' },
     gets: { type: 'string', default: '4000' },
@@ -60,6 +66,8 @@ const sizes = values.sizes!.split(',').map((s) => Number(s.trim()));
 if (sizes.some((s, i) => !Number.isInteger(s) || s < 100 || (i > 0 && s <= sizes[i - 1]!))) throw new Error(`--sizes: increasing whole numbers ≥ 100, not "${values.sizes}"`);
 const backend = values.backend as Backend;
 if (backend !== 'embedded' && backend !== 'cluster') throw new Error(`--backend: embedded or cluster, not "${values.backend}"`);
+const referenceStorage = values['reference-storage'] ?? (backend === 'cluster' ? 's3' : 'filesystem');
+if (referenceStorage !== 'filesystem' && referenceStorage !== 's3') throw new Error(`--reference-storage: filesystem or s3, not "${referenceStorage}"`);
 if (values.restart !== 'each' && values.restart !== 'never') throw new Error(`--restart: each or never, not "${values.restart}"`);
 const seed = values.seed ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
 const gets = Number(values.gets);
@@ -147,7 +155,7 @@ async function step(side: Side, size: number): Promise<StepRow> {
   const memory = await readMemory(s.pid, s.admin);
   await heapSnapshot(side, `${size}`);
   const row: StepRow = {
-    bench: 'growth', server: s.name, backend: s.slipway ? backend : 'filesystem', images: size, pushes_since_start: side.pushesSinceStart,
+    bench: 'growth', server: s.name, backend: s.slipway ? backend : referenceStorage, images: size, pushes_since_start: side.pushesSinceStart,
     push_images_per_s: pushRate, manifest_get_p50_ms: mget.p50, manifest_get_p99_ms: mget.p99, manifest_get_rps: mget.rps,
     tag_list_1000_ms: tagListMs, catalog_page_ms: catalogMs, tag_page_ms: tagPageMs, tag_page_entries: tagPageEntries, ...memory,
     startup_ms: null, rss_after_restart_mib: null, data_mib: null,
@@ -177,20 +185,27 @@ async function main(): Promise<void> {
     process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshotDir}`.trim();
   }
   const wanted = values.only ? [values.only] : ['slipway', 'reference'];
-  emit({ bench: 'growth_environment', seed, sizes, backend, gets, concurrency: CONCURRENCY, repositories: REPOSITORIES, restart: values.restart, load: loadavg().map((l) => round(l, 2)), node: process.version });
+  emit({ bench: 'growth_environment', seed, sizes, backend, reference_storage: referenceStorage, gets, concurrency: CONCURRENCY, repositories: REPOSITORIES, restart: values.restart, load: loadavg().map((l) => round(l, 2)), node: process.version });
   const stops: Array<() => Promise<void>> = [];
   const sides: Side[] = [];
+  // One RGW for every server that stores on S3 (started on first use).
+  let s3: S3Store | undefined;
+  const s3Store = async (): Promise<S3Store> => {
+    if (s3) return s3;
+    const { startS3Store } = await import('../../test/helpers/s3-store.js');
+    const started = await startS3Store();
+    stops.push(() => started.stop());
+    return (s3 = started);
+  };
   try {
     if (wanted.includes('slipway')) {
       let env: Record<string, string> = {};
       if (backend === 'cluster') {
         const { startPostgres } = await import('../../test/helpers/postgres.js');
-        const { startS3Store } = await import('../../test/helpers/s3-store.js');
         const db = await startPostgres({ durable: true });
         stops.push(() => db.stop());
-        const s3 = await startS3Store();
-        stops.push(() => s3.stop());
-        env = clusterEnv(db.connectionString, s3.env('growth/', { SLIPWAY_S3_PART_SIZE: '16', SLIPWAY_S3_PUT_LIMIT: '' }));
+        const store = await s3Store();
+        env = clusterEnv(db.connectionString, store.env('growth/', { SLIPWAY_S3_PART_SIZE: '16', SLIPWAY_S3_PUT_LIMIT: '' }));
       }
       const server = await startGrowthSlipway(backend, env);
       stops.unshift(() => server.stop());
@@ -210,7 +225,12 @@ async function main(): Promise<void> {
     if (wanted.includes('reference')) {
       if (!referenceAvailable()) process.stderr.write('growth: docker-registry not installed (apt-get install docker-registry): reference skipped\n');
       else {
-        const server = await startGrowthReference();
+        let onS3: GrowthReferenceS3 | undefined;
+        if (referenceStorage === 's3') {
+          const { rgw, client } = await s3Store();
+          onS3 = { client, store: { endpoint: rgw.endpoint, region: rgw.region, bucket: 'reference', accessKeyId: rgw.accessKeyId, secretAccessKey: rgw.secretAccessKey } };
+        }
+        const server = await startGrowthReference(onS3);
         stops.unshift(() => server.stop());
         sides.push({ server, client: newClient(server), images: [], pushesSinceStart: 0 });
       }

@@ -2,7 +2,8 @@
  * The servers of the growth benchmark (bench/growth/run.ts), each on a data directory kept for
  * the whole run so that it can be restarted on its data (start-up time) and garbage-collected:
  * Slipway on the embedded store (LMDB + files) or on PostgreSQL + S3 (Ceph RGW), and the
- * reference (distribution 2.8.2 on its filesystem driver, bench/servers/reference.ts).
+ * reference (distribution 2.8.2, bench/servers/reference.ts) on its filesystem driver or on its
+ * S3 driver (a bucket of its own on the same RGW).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -11,8 +12,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
+import { CreateBucketCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { startNode, type BenchNode } from '../cluster-nodes.js';
-import { REFERENCE_BIN, startReference, type ReferenceTarget } from '../servers/reference.js';
+import { REFERENCE_BIN, referenceEnv, startReference, type ReferenceS3, type ReferenceTarget } from '../servers/reference.js';
 import { basicAuth } from '../client.js';
 import { trackDir } from '../cleanup.js';
 
@@ -23,7 +25,7 @@ export interface GcResult { wallMs: number; blobs: number; bytes: number }
 
 /** A server under test that can be restarted on its data. */
 export interface GrowthServer {
-  /** `slipway`, `slipway@base` (another build, `--base`) or `reference`. */
+  /** `slipway`, `slipway@base` (another build, `--base`), `reference` or `reference (s3)`. */
   readonly name: string;
   /** Whether it is a Slipway build (V8 figures, heap snapshots). */
   readonly slipway: boolean;
@@ -105,18 +107,49 @@ export async function startGrowthSlipway(backend: Backend, env: Record<string, s
   return server;
 }
 
-/** Starts the reference on a directory kept for the run. */
-export async function startGrowthReference(): Promise<GrowthServer> {
+/**
+ * Total size (bytes) of the objects of `bucket` under `prefix` (ListObjectsV2, 1,000 a page).
+ * @throws the SDK's errors.
+ */
+async function bucketBytes(client: S3Client, bucket: string, prefix: string): Promise<number> {
+  let bytes = 0;
+  let token: string | undefined;
+  do {
+    const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+    for (const o of page.Contents ?? []) bytes += o.Size ?? 0;
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+  return bytes;
+}
+
+/** An S3 store for the reference: where (`store`, whose bucket this creates) and a client to measure it with. */
+export interface GrowthReferenceS3 { store: ReferenceS3; client: S3Client }
+
+/**
+ * Starts the reference on a directory kept for the run: on its filesystem driver, or with `s3`
+ * on its S3 driver (the bucket is created first; `dataBytes` and GC's bytes freed are then the
+ * objects' sizes under the driver's root, `reference/`).
+ * @throws Error when the server does not start, or the SDK's errors creating the bucket.
+ */
+export async function startGrowthReference(s3?: GrowthReferenceS3): Promise<GrowthServer> {
   const dir = mkdtempSync(join(tmpdir(), 'reference-growth-'));
   trackDir(dir);
+  if (s3) {
+    try {
+      await s3.client.send(new CreateBucketCommand({ Bucket: s3.store.bucket }));
+    } catch (e) {
+      if ((e as { name?: string }).name !== 'BucketAlreadyOwnedByYou') throw e;
+    }
+  }
   const start = async (): Promise<[ReferenceTarget, number]> => {
     const t0 = performance.now();
-    const t = await startReference(dir);
+    const t = await startReference(dir, s3?.store);
     return [t, performance.now() - t0];
   };
   let [target, ms] = await start();
+  const stored = (): Promise<number> => (s3 ? bucketBytes(s3.client, s3.store.bucket, 'reference/') : Promise.resolve(duBytes(target.root)));
   const server: GrowthServer = {
-    name: 'reference', slipway: false,
+    name: s3 ? 'reference (s3)' : 'reference', slipway: false,
     registry: target.registry, pid: target.pid, startupMs: ms,
     async restart() {
       await target.stop();
@@ -126,17 +159,17 @@ export async function startGrowthReference(): Promise<GrowthServer> {
     async gc() {
       // distribution's garbage-collect runs on a stopped (or read-only) registry.
       await target.stop();
-      const before = duBytes(target.root);
+      const before = await stored();
       const t0 = performance.now();
-      const out = await run(REFERENCE_BIN, ['garbage-collect', target.config], process.env);
+      const out = await run(REFERENCE_BIN, ['garbage-collect', target.config], referenceEnv(s3 !== undefined));
       const wallMs = performance.now() - t0;
-      const bytes = before - duBytes(target.root);
+      const bytes = before - await stored();
       const blobs = out.split('\n').filter((l) => l.includes('blob eligible for deletion')).length;
       [target, ms] = await start();
       Object.assign(server, { registry: target.registry, pid: target.pid, startupMs: ms });
       return { wallMs, blobs, bytes };
     },
-    dataBytes: () => duBytes(target.root),
+    dataBytes: () => (s3 ? null : duBytes(target.root)),
     stop: () => target.stop(),
   };
   return server;
