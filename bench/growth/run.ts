@@ -38,7 +38,7 @@ import { referenceAvailable } from '../servers/reference.js';
 import { round } from '../stats.js';
 import { makeImage, pushImage, tagMany, type GrowthImage } from './images.js';
 import { readMemory } from './memory.js';
-import { fullTagList, manifestGets, median, page } from './reads.js';
+import { fullTagList, manifestGets, page, timedRuns } from './reads.js';
 import { clusterEnv, startGrowthReference, startGrowthSlipway, type Backend, type GrowthReferenceS3, type GrowthServer } from './servers.js';
 import type { S3Store } from '../../test/helpers/s3-store.js';
 import { printTable, type StepRow } from './table.js';
@@ -144,12 +144,12 @@ async function step(side: Side, size: number): Promise<StepRow> {
   const readCpu = new CpuWindow(s.pid);
   const mget = await manifestGets(s.registry, s.authorization, side.images, gets, CONCURRENCY, seed + size);
   let tagCount = 0;
-  const tagListMs = await median(10, async () => { tagCount = await fullTagList(side.client, TAG_REPO); });
+  const tagList = await timedRuns(10, async () => { tagCount = await fullTagList(side.client, TAG_REPO); });
   if (tagCount !== TAGS) throw new Error(`${s.name}: the tag list of ${TAG_REPO} holds ${tagCount} tags, not ${TAGS}`);
-  const catalogMs = await median(20, async () => { if ((await page(side.client, '/v2/_catalog?n=100&last=bench/r49', 'repositories')) !== 51) throw new Error(`${s.name}: catalog page after bench/r49 is not the 51 repositories r50…r99, tags`); });
+  const catalog = await timedRuns(20, async () => { if ((await page(side.client, '/v2/_catalog?n=100&last=bench/r49', 'repositories')) !== 51) throw new Error(`${s.name}: catalog page after bench/r49 is not the 51 repositories r50…r99, tags`); });
   // distribution 2.8 ignores n and last on tag lists (it answers every tag): the entries are printed.
   let tagPageEntries = 0;
-  const tagPageMs = await median(20, async () => { tagPageEntries = await page(side.client, `/v2/${TAG_REPO}/tags/list?n=100&last=t0499`, 'tags'); });
+  const tagPage = await timedRuns(20, async () => { tagPageEntries = await page(side.client, `/v2/${TAG_REPO}/tags/list?n=100&last=t0499`, 'tags'); });
   if (s.slipway && tagPageEntries !== 100) throw new Error(`${s.name}: tag page of ${TAG_REPO} holds ${tagPageEntries} tags, not 100`);
   const reads = readCpu.end();
   const memory = await readMemory(s.pid, s.admin);
@@ -157,7 +157,7 @@ async function step(side: Side, size: number): Promise<StepRow> {
   const row: StepRow = {
     bench: 'growth', server: s.name, backend: s.slipway ? backend : referenceStorage, images: size, pushes_since_start: side.pushesSinceStart,
     push_images_per_s: pushRate, manifest_get_p50_ms: mget.p50, manifest_get_p99_ms: mget.p99, manifest_get_rps: mget.rps,
-    tag_list_1000_ms: tagListMs, catalog_page_ms: catalogMs, tag_page_ms: tagPageMs, tag_page_entries: tagPageEntries, ...memory,
+    tag_list_1000_ms: tagList.median, tag_list_1000_first_ms: tagList.first, catalog_page_ms: catalog.median, tag_page_ms: tagPage.median, tag_page_entries: tagPageEntries, ...memory,
     startup_ms: null, rss_after_restart_mib: null, data_mib: null,
     load1, push_other_cpu_pct: pushCpu.other_cpu_pct, push_steal_cpu_pct: pushCpu.steal_cpu_pct, push_server_cpu_pct: pushCpu.server_cpu_pct,
     read_other_cpu_pct: reads.other_cpu_pct, read_steal_cpu_pct: reads.steal_cpu_pct,
