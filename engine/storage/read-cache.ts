@@ -23,6 +23,12 @@
  * invalidation generations are remembered only while fills are in flight (bounded by
  * `MAX_TRACKED_INVALIDATIONS`, past which every fill in flight is refused).
  *
+ * A read may also learn its key only from its own answer: one statement that reads a record and
+ * the record it names (a tag and its manifest: postgres-reads.ts `cachedGetWithNamed`). Its
+ * ticket (`beginUnkeyedFill`) takes the generation before the statement is sent and counts as a
+ * fill in flight from then on, so every per-key invalidation delivered meanwhile is remembered,
+ * whatever key it names; `fillKeyed` then applies the same rule to the key the answer named.
+ *
  * ## Memory
  * Least recently used entries are dropped once the entries' JSON text exceeds `maxBytes`
  * (default 64 MiB, counted as UTF-16 code units × 2) or their count exceeds `maxEntries`
@@ -64,6 +70,14 @@ export interface ReadCacheLimits {
 /** A ticket for one read that missed: pass it back to `fill`. */
 export interface FillTicket {
   readonly id: string;
+  readonly gen: number;
+}
+
+/**
+ * A ticket for one read whose key is not known when it starts (it is named by another record the
+ * same statement reads): pass it back to `fillKeyed` with the key, or to `abandon`.
+ */
+export interface UnkeyedFillTicket {
   readonly gen: number;
 }
 
@@ -125,6 +139,27 @@ export class ReadCache {
   beginFill(keyspace: string, key: string): FillTicket {
     this.#fills++;
     return { id: idOf(keyspace, key), gen: this.#gen };
+  }
+
+  /**
+   * Starts a read whose key is learnt only from its answer; call `fillKeyed` or `abandon` with
+   * the ticket when it ends. Rule (see the top of this file): the ticket carries the generation
+   * of this moment, before the statement is sent, and keeps per-key invalidations tracked until
+   * it ends, so a fill of whichever key the answer names is refused when that key, or the whole
+   * cache, was invalidated after this call — exactly as if `beginFill` had been called with that
+   * key now.
+   */
+  beginUnkeyedFill(): UnkeyedFillTicket {
+    this.#fills++;
+    return { gen: this.#gen };
+  }
+
+  /**
+   * Ends a read started with `beginUnkeyedFill`, whose answer named `keyspace`/`key`: `fill` with
+   * that key and the ticket's generation (stores `text` unless refused).
+   */
+  fillKeyed(ticket: UnkeyedFillTicket, keyspace: string, key: string, text: string | null): void {
+    this.fill({ id: idOf(keyspace, key), gen: ticket.gen }, text);
   }
 
   /**
