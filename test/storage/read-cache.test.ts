@@ -4,7 +4,8 @@
  * everything is refused (many rounds, random interleavings, checked against a model), and the
  * byte and entry bounds hold. A read that learns its key from its answer (`beginUnkeyedFill`,
  * `fillKeyed`) obeys the same rule for whichever key it names, also when no other fill is in
- * flight (random interleavings against the same model).
+ * flight (random interleavings against the same model). Recency is exact LRU under the byte
+ * and entry bounds (random operations against a model of the list).
  */
 import t from 'tap';
 import { ReadCache, MAX_TRACKED_INVALIDATIONS } from '../../engine/storage/read-cache.js';
@@ -144,4 +145,49 @@ t.test('bounds: bytes and entries, least recently used first; too many tracked i
   e.invalidate(Array.from({ length: MAX_TRACKED_INVALIDATIONS + 1 }, (_, i) => ['tags', `n${i}`] as const));
   e.fill(ticket, '1');
   t.equal(e.lookup('tags', 'z'), null, 'refused once the tracking bound was passed');
+});
+
+t.test('exact LRU within both bounds: random hits, fills, replacements, invalidations and clears against a model', async (t) => {
+  for (let round = 0; round < 300; round++) {
+    const maxEntries = 1 + Math.floor(Math.random() * 12);
+    const maxBytes = 16 * (20 + Math.floor(Math.random() * 200));
+    const c = new ReadCache({ maxEntries, maxBytes });
+    /** The model: ids least recent first, each with its text. */
+    let model: Array<[string, string | null]> = [];
+    const bytes = () => model.reduce((n, [, text]) => n + (text === null ? 0 : text.length * 2), 0);
+    const keys = Array.from({ length: 16 }, (_, i) => `k${i}`);
+    for (let step = 0; step < 200; step++) {
+      const r = Math.random();
+      const k = keys[Math.floor(Math.random() * keys.length)]!;
+      const at = model.findIndex(([id]) => id === k);
+      if (r < 0.4) {
+        const hit = c.lookup<string>('tags', k);
+        if ((hit !== null) !== (at >= 0)) t.fail(`round ${round} step ${step}: ${k} ${hit ? 'held' : 'missing'} against the model`);
+        if (at >= 0) {
+          const [entry] = model.splice(at, 1);
+          model.push(entry!);
+          const expected = entry![1] === null ? undefined : JSON.parse(entry![1]);
+          if (hit && hit.value !== expected) t.fail(`round ${round} step ${step}: ${k} held ${hit.value} against ${expected}`);
+        }
+      } else if (r < 0.85) {
+        const text = Math.random() < 0.2 ? null : JSON.stringify('v'.repeat(Math.floor(Math.random() * maxBytes / 20)));
+        c.fill(c.beginFill('tags', k), text);
+        if (text === null || text.length * 2 <= maxBytes / 16) {
+          if (at >= 0) model.splice(at, 1);
+          model.push([k, text]);
+          while (model.length > maxEntries || bytes() > maxBytes) model.shift();
+        }
+      } else if (r < 0.97) {
+        c.invalidate([['tags', k]]);
+        if (at >= 0) model.splice(at, 1);
+      } else {
+        c.clear();
+        model = [];
+      }
+      if (c.size !== model.length || c.bytes !== bytes()) t.fail(`round ${round} step ${step}: size ${c.size} bytes ${c.bytes}, model ${model.length} ${bytes()}`);
+      if (c.size > maxEntries || c.bytes > maxBytes) t.fail(`round ${round} step ${step}: over a bound`);
+    }
+    for (const [id] of [...model]) if (!c.lookup('tags', id)) t.fail(`round ${round}: ${id} dropped early`);
+  }
+  t.pass('the cache matched the model in 300 rounds of 200 operations');
 });
