@@ -24,7 +24,7 @@ import { parseManifest } from './manifest-parse.js';
 import { MANIFEST_V2S2 } from './media-types.js';
 import { parseReference } from './names.js';
 import { linkedBlob, linkedBlobRefs, linkedBlobs, linkedFrom, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
-import { putTagInTransaction, removeTagInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest, taggedManifest, tagRef } from './tags.js';
+import { putTagInTransaction, removeTagInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest, taggedManifest, tagRef, type TaggedManifest } from './tags.js';
 import { manifestBytes, type ImageInfo, type ManifestRecord, type RepositoryRecord } from './records.js';
 import { images, manifests, repositories, repositoryManifests } from './keyspaces.js';
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
@@ -239,16 +239,16 @@ export class Registry {
    * reads it in the same round trip (tags.ts `taggedManifest`; `manifest` left out otherwise).
    * @throws as `resolveManifest`
    */
-  #resolve(repository: string, reference: string, withManifest: boolean): MaybePromise<{ digest: Digest; manifest?: { value: ManifestRecord | undefined } }> {
+  #resolve(repository: string, reference: string, withManifest: boolean): MaybePromise<TaggedManifest & { digest: Digest }> {
     const ref = parseReference(reference);
-    const found: MaybePromise<{ digest: Digest | undefined; manifest?: { value: ManifestRecord | undefined } }> = 'digest' in ref
+    const found: MaybePromise<TaggedManifest> = 'digest' in ref
       ? andThen(holdsManifest(this.metadata, repository, ref.digest), (held) => ({ digest: held ? ref.digest : undefined }))
       : withManifest
         ? taggedManifest(this.metadata, repository, ref.tag)
         : andThen(taggedDigest(this.metadata, repository, ref.tag), (digest) => ({ digest }));
     return andThen(found, (f) => {
       if (!f.digest) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
-      return f as { digest: Digest; manifest?: { value: ManifestRecord | undefined } };
+      return f as TaggedManifest & { digest: Digest };
     });
   }
 

@@ -85,6 +85,14 @@ export function taggedDigest(reader: MetadataReader, repository: string, tag: st
   return andThen(readMaybe(reader, tags, key(repository, tag)), (t) => t?.digest);
 }
 
+/** A tag's digest, and the manifest record of that digest when it was read together (`taggedManifest`). */
+export interface TaggedManifest {
+  /** undefined when no such tag. */
+  digest: Digest | undefined;
+  /** The manifest record (its value undefined when absent); left out when not read with the tag. */
+  manifest?: { value: ManifestRecord | undefined };
+}
+
 /**
  * The digest `repository:tag` points at (undefined when no such tag) and, when the store read
  * it in the same round trip (`readWithNamed`: PostgreSQL, the tag not in its read cache), the
@@ -92,7 +100,7 @@ export function taggedDigest(reader: MetadataReader, repository: string, tag: st
  * `manifest` is left out and the caller reads it as after `taggedDigest`. Synchronous when the
  * store reads synchronously.
  */
-export function taggedManifest(reader: MetadataReader, repository: string, tag: string): MaybePromise<{ digest: Digest | undefined; manifest?: { value: ManifestRecord | undefined } }> {
+export function taggedManifest(reader: MetadataReader, repository: string, tag: string): MaybePromise<TaggedManifest> {
   return andThen(readWithNamed(reader, tags, key(repository, tag), 'digest', manifests), (r) => (r.named ? { digest: r.value?.digest, manifest: r.named } : { digest: r.value?.digest }));
 }
 
