@@ -29,6 +29,8 @@
  *
  * An embedded store also offers `getNow`, the same read returned synchronously; hot paths read
  * through `readMaybe`, which uses it when present and falls back to `get` (see `getNow`).
+ * A networked store may offer `getWithNamed`: a record and the record one of its fields names,
+ * in one round trip (a manifest GET by tag); callers read through `readWithNamed`.
  *
  * ## Transactions: serializable, retried by the contract
  * `transact(body)` runs `body` against a transaction and commits what it wrote atomically, all or
