@@ -24,7 +24,7 @@ import { parseManifest } from './manifest-parse.js';
 import { MANIFEST_V2S2 } from './media-types.js';
 import { parseReference } from './names.js';
 import { linkedBlob, linkedBlobRefs, linkedBlobs, linkedFrom, linkBlobInTransaction, unlinkBlobInTransaction, unlinkRangeInTransaction } from './links.js';
-import { putTagInTransaction, removeTagInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest, tagRef } from './tags.js';
+import { putTagInTransaction, removeTagInTransaction, removeTagsOfRepositoryInTransaction, tagPage, taggedDigest, taggedManifest, tagRef, type TaggedManifest } from './tags.js';
 import { manifestBytes, type ImageInfo, type ManifestRecord, type RepositoryRecord } from './records.js';
 import { images, manifests, repositories, repositoryManifests } from './keyspaces.js';
 import { ManifestContentCache, type ManifestContent } from './content-cache.js';
@@ -231,27 +231,40 @@ export class Registry {
    * @throws MANIFEST_INVALID for a reference that is neither (at once); MANIFEST_UNKNOWN
    */
   resolveManifest(repository: string, reference: string): MaybePromise<Digest> {
+    return andThen(this.#resolve(repository, reference, false), (found) => found.digest);
+  }
+
+  /**
+   * `resolveManifest`, and with `withManifest` for a tag, the manifest record too where the store
+   * reads it in the same round trip (tags.ts `taggedManifest`; `manifest` left out otherwise).
+   * @throws as `resolveManifest`
+   */
+  #resolve(repository: string, reference: string, withManifest: boolean): MaybePromise<TaggedManifest & { digest: Digest }> {
     const ref = parseReference(reference);
-    const found = 'digest' in ref
-      ? andThen(holdsManifest(this.metadata, repository, ref.digest), (held) => held ? ref.digest : undefined)
-      : taggedDigest(this.metadata, repository, ref.tag);
-    return andThen(found, (digest) => {
-      if (!digest) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
-      return digest;
+    const found: MaybePromise<TaggedManifest> = 'digest' in ref
+      ? andThen(holdsManifest(this.metadata, repository, ref.digest), (held) => ({ digest: held ? ref.digest : undefined }))
+      : withManifest
+        ? taggedManifest(this.metadata, repository, ref.tag)
+        : andThen(taggedDigest(this.metadata, repository, ref.tag), (digest) => ({ digest }));
+    return andThen(found, (f) => {
+      if (!f.digest) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
+      return f as TaggedManifest & { digest: Digest };
     });
   }
 
   /**
    * What a manifest GET/HEAD serves: digest, media type and the exact bytes pushed. The content
-   * comes from a digest-keyed cache (content-cache.ts) once the repository is known to hold it.
+   * comes from a digest-keyed cache (content-cache.ts) once the repository is known to hold it,
+   * else from the manifest record: read with the tag in one round trip where the store can
+   * (PostgreSQL, the tag not in its read cache: `#resolve`), else on its own.
    * Synchronous when the store reads synchronously (the pull hot path, engine/maybe-sync.ts).
    * @throws MANIFEST_INVALID for a reference that is neither tag nor digest (at once); MANIFEST_UNKNOWN
    */
   manifestContent(repository: string, reference: string): MaybePromise<ManifestContent & { digest: Digest }> {
-    return andThen(this.resolveManifest(repository, reference), (digest) => {
+    return andThen(this.#resolve(repository, reference, true), ({ digest, manifest }) => {
       const cached = this.#contents.get(digest);
       if (cached) return { digest, ...cached };
-      return andThen(readMaybe(this.metadata, manifests, digest), (record) => {
+      return andThen(manifest ? manifest.value : readMaybe(this.metadata, manifests, digest), (record) => {
         if (!record) throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${repository}:${reference}`, { name: repository, reference });
         const content = { mediaType: record.mediaType, bytes: manifestBytes(record) };
         this.#contents.set(digest, content);

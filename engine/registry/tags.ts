@@ -10,11 +10,11 @@
  * what follows the last separator. Re-tagging (a PUT of `repository:tag` naming another digest)
  * moves the index entry from the old digest to the new one.
  */
-import { key, KEY_SEPARATOR, readMaybe, type MetadataReader, type MetadataTransaction, type RecordRef } from '../storage/metadata.js';
+import { key, KEY_SEPARATOR, readMaybe, readWithNamed, type MetadataReader, type MetadataTransaction, type RecordRef } from '../storage/metadata.js';
 import { andThen, type MaybePromise } from '../maybe-sync.js';
 import type { Digest } from '../digest.js';
-import { manifestTags, tags } from './keyspaces.js';
-import type { TagRecord } from './records.js';
+import { manifests, manifestTags, tags } from './keyspaces.js';
+import type { ManifestRecord, TagRecord } from './records.js';
 
 /** The address of the tag `repository:tag`, for a `getMany` (what `putTagInTransaction` reads). */
 export function tagRef(repository: string, tag: string): RecordRef<TagRecord> {
@@ -83,6 +83,25 @@ export async function tagsOfManifest(reader: MetadataReader, repository: string,
 /** The digest `repository:tag` points at, or undefined (one read). */
 export function taggedDigest(reader: MetadataReader, repository: string, tag: string): MaybePromise<Digest | undefined> {
   return andThen(readMaybe(reader, tags, key(repository, tag)), (t) => t?.digest);
+}
+
+/** A tag's digest, and the manifest record of that digest when it was read together (`taggedManifest`). */
+export interface TaggedManifest {
+  /** undefined when no such tag. */
+  digest: Digest | undefined;
+  /** The manifest record (its value undefined when absent); left out when not read with the tag. */
+  manifest?: { value: ManifestRecord | undefined };
+}
+
+/**
+ * The digest `repository:tag` points at (undefined when no such tag) and, when the store read
+ * it in the same round trip (`readWithNamed`: PostgreSQL, the tag not in its read cache), the
+ * manifest record of that digest (`manifest.value` undefined when absent); otherwise
+ * `manifest` is left out and the caller reads it as after `taggedDigest`. Synchronous when the
+ * store reads synchronously.
+ */
+export function taggedManifest(reader: MetadataReader, repository: string, tag: string): MaybePromise<TaggedManifest> {
+  return andThen(readWithNamed(reader, tags, key(repository, tag), 'digest', manifests), (r) => (r.named ? { digest: r.value?.digest, manifest: r.named } : { digest: r.value?.digest }));
 }
 
 /**

@@ -29,6 +29,8 @@
  *
  * An embedded store also offers `getNow`, the same read returned synchronously; hot paths read
  * through `readMaybe`, which uses it when present and falls back to `get` (see `getNow`).
+ * A networked store may offer `getWithNamed`: a record and the record one of its fields names,
+ * in one round trip (a manifest GET by tag); callers read through `readWithNamed`.
  *
  * ## Transactions: serializable, retried by the contract
  * `transact(body)` runs `body` against a transaction and commits what it wrote atomically, all or
@@ -59,7 +61,7 @@
  */
 
 import { SlipwayError } from '../errors.js';
-import type { MaybePromise } from '../maybe-sync.js';
+import { andThen, type MaybePromise } from '../maybe-sync.js';
 
 /** The domains that own keyspaces. */
 export type Domain = 'meta' | 'identity' | 'oauth' | 'platform' | 'registry' | 'blobs' | 'webhooks';
@@ -196,6 +198,32 @@ export interface MetadataReader {
   getNow?<V>(ks: Keyspace<V>, k: string): V | undefined;
   /** The entries selected by `opts`, in key order (see RangeOptions). */
   range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>>;
+  /**
+   * Optional fast path outside transactions for a read whose second key is a field of the first
+   * record (a manifest GET by tag: the tag, then the manifest its `digest` names): the record at
+   * `k` — what `get` returns — and, when the store can read it in the same round trip, the record
+   * of `next` whose key is the string `value[field]` (`named`, what `get(next, value[field])`
+   * returns). `named` is left out when the first record is absent, its field is not a valid key
+   * (see `checkKey`), or reading both together would save no round trip (PostgreSQL: the first
+   * came from its read cache); callers then read the named record themselves, as without this
+   * method. Like two gets outside a transaction, the two answers need not come from one
+   * snapshot (on PostgreSQL they do: one statement). A networked store implements it (PostgreSQL:
+   * one statement); an embedded one leaves it out (two local reads cost no round trip, and stay
+   * synchronous through `getNow`). Callers read through `readWithNamed` below.
+   * @throws RangeError (rejected) for a bad `k`.
+   */
+  getWithNamed?<V, W>(ks: Keyspace<V>, k: string, field: StringField<V>, next: Keyspace<W>): Promise<WithNamed<V, W>>;
+}
+
+/** The names of the properties of `V` whose values are strings (`getWithNamed`'s `field`). */
+export type StringField<V> = { [F in keyof V]-?: V[F] extends string ? F : never }[keyof V] & string;
+
+/** What `getWithNamed` returns: the record read, and the record it names when that was read with it. */
+export interface WithNamed<V, W> {
+  /** The record at the key asked for, or undefined. */
+  value: V | undefined;
+  /** The record named by `value`'s field (its value undefined when absent); left out when not read. */
+  named?: { value: W | undefined };
 }
 
 /**
@@ -204,6 +232,16 @@ export interface MetadataReader {
  */
 export function readMaybe<V>(reader: MetadataReader, ks: Keyspace<V>, k: string): MaybePromise<V | undefined> {
   return reader.getNow ? reader.getNow(ks, k) : reader.get(ks, k);
+}
+
+/**
+ * The record at `k` and, where the store reads it in the same round trip, the record of `next`
+ * named by its string `field` (`getWithNamed`); on a store without that method, only the first
+ * record (`readMaybe`: synchronous on the embedded store), and the caller reads the named one as
+ * it would have. A bad `k` throws on the fast path and rejects otherwise (RangeError).
+ */
+export function readWithNamed<V, W>(reader: MetadataReader, ks: Keyspace<V>, k: string, field: StringField<V>, next: Keyspace<W>): MaybePromise<WithNamed<V, W>> {
+  return reader.getWithNamed ? reader.getWithNamed(ks, k, field, next) : andThen(readMaybe(reader, ks, k), (value) => ({ value }));
 }
 
 /**

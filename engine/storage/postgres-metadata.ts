@@ -41,14 +41,14 @@ import pg from 'pg';
 import {
   checkKey, TransactionConflictError,
   type Entry, type ExclusiveOptions, type ExclusiveOutcome, type Keyspace, type MetadataStore, type MetadataTransaction,
-  type RangeOptions, type RecordRef, type RecordValues, type TransactOptions,
+  type RangeOptions, type RecordRef, type RecordValues, type StringField, type TransactOptions, type WithNamed,
 } from './metadata.js';
 import { Attempt } from './postgres-attempt.js';
 import { ContentionGate } from './contention-gate.js';
 import { isRetryable, translate } from './postgres-errors.js';
 import { runExclusive, type LockConnection } from './postgres-exclusive.js';
 import { Invalidation, type Notice } from './postgres-invalidation.js';
-import { cachedGet, cachedGetMany, getOn, rangeOn } from './postgres-reads.js';
+import { cachedGet, cachedGetMany, cachedGetWithNamed, getOn, rangeOn } from './postgres-reads.js';
 import { ReadCache, type ReadCacheLimits } from './read-cache.js';
 import { currentReadScope, enableReadScopes } from './read-scope.js';
 
@@ -221,6 +221,22 @@ export class PostgresMetadataStore implements MetadataStore {
       for (const [ks, k] of refs) checkKey(ks, k);
       const cached = inv.usable && refs.some(([ks]) => ReadCache.caches(ks.name)) && (await this.#fresh(inv));
       return (await cachedGetMany(this.pool, cached ? inv.cache : null, refs)) as RecordValues<R>;
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+
+  /**
+   * The record and the record it names in one statement (postgres-reads.ts `cachedGetWithNamed`),
+   * through the cache when `ks` is cached and the cache usable and fresh (the read barrier, as
+   * for `get`).
+   */
+  async getWithNamed<V, W>(ks: Keyspace<V>, k: string, field: StringField<V>, next: Keyspace<W>): Promise<WithNamed<V, W>> {
+    const inv = this.#inv;
+    try {
+      checkKey(ks, k);
+      const cached = ReadCache.caches(ks.name) && inv.usable && (await this.#fresh(inv));
+      return await cachedGetWithNamed(this.pool, cached ? inv.cache : null, ks, k, field, next);
     } catch (e) {
       throw translate(e);
     }

@@ -7,10 +7,12 @@
  * table: under SERIALIZABLE, PostgreSQL's predicate locks follow the plan, and a sequential scan
  * would lock the whole relation, making every concurrent writer conflict with the reader. The
  * multi-key read therefore looks each key up in a correlated subquery (one probe per key)
- * rather than joining the key list to the table, which the planner may answer with a scan.
+ * rather than joining the key list to the table, which the planner may answer with a scan. The
+ * read of a record with the record it names (`getWithNamed`) likewise looks the named key up
+ * in a correlated subquery on the first record's field: two probes, one statement.
  */
 import type pg from 'pg';
-import { checkKey, resolveRange, type Entry, type Keyspace, type RangeOptions, type RecordRef } from './metadata.js';
+import { checkKey, resolveRange, type Entry, type Keyspace, type RangeOptions, type RecordRef, type StringField, type WithNamed } from './metadata.js';
 import { ReadCache } from './read-cache.js';
 
 /** What reads need of a connection or the pool. */
@@ -104,6 +106,64 @@ export async function cachedGetMany(db: Queryable, cache: ReadCache | null, refs
     out[i] = text === null ? undefined : JSON.parse(text);
   });
   return out;
+}
+
+/**
+ * The JSON texts of the record `ks`/`k` (`v`) and of the record of `next` whose key is the
+ * first one's `field` (`nv`), null where absent, in one statement: the named record is found by a
+ * correlated subquery probing the primary key with `value->>field` (see the top of this file).
+ */
+async function getWithNamedTextsOn(db: Queryable, ks: Keyspace<unknown>, k: string, field: string, next: Keyspace<unknown>): Promise<{ v: string | null; nv: string | null }> {
+  const res = await db.query({
+    name: 'slipway-get-named',
+    text: `SELECT t.value::text AS v,
+                  (SELECT n.value::text FROM slipway_kv n WHERE n.keyspace = $3 AND n.key = t.value->>$4) AS nv
+           FROM slipway_kv t WHERE t.keyspace = $1 AND t.key = $2`,
+    values: [ks.name, k, next.name, field],
+  });
+  return res.rows.length === 0 ? { v: null, nv: null } : (res.rows[0] as { v: string; nv: string | null });
+}
+
+/** True when `k` is a key `checkKey` accepts for `ks`. */
+function isKey(ks: Keyspace<unknown>, k: unknown): k is string {
+  try {
+    checkKey(ks, k as string);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `getWithNamed` outside a transaction (`k` checked; metadata.ts states the contract), through
+ * `cache` when given (the caller passed the read barrier and `ks` is cached): a hit answers the
+ * first record alone (the named one is the caller's to read: as today, its own cache first);
+ * otherwise one statement reads both, and each answer fills the cache under its fill-race rule —
+ * the named record's with a ticket taken before the statement (`ReadCache.beginUnkeyedFill`), as
+ * its key is known only from the answer.
+ */
+export async function cachedGetWithNamed<V, W>(db: Queryable, cache: ReadCache | null, ks: Keyspace<V>, k: string, field: StringField<V>, next: Keyspace<W>): Promise<WithNamed<V, W>> {
+  const hit = cache ? cache.lookup<V>(ks.name, k) : null;
+  if (hit) return { value: hit.value };
+  const ticket = cache ? cache.beginFill(ks.name, k) : null;
+  const nextTicket = cache && ReadCache.caches(next.name) ? cache.beginUnkeyedFill() : null;
+  let texts: { v: string | null; nv: string | null };
+  try {
+    texts = await getWithNamedTextsOn(db, ks, k, field, next);
+  } catch (e) {
+    if (ticket) cache!.abandon();
+    if (nextTicket) cache!.abandon();
+    throw e;
+  }
+  if (ticket) cache!.fill(ticket, texts.v);
+  const value = texts.v === null ? undefined : (JSON.parse(texts.v) as V);
+  const nextKey = value === undefined ? undefined : (value as Record<string, unknown>)[field];
+  if (!isKey(next, nextKey)) {
+    if (nextTicket) cache!.abandon();
+    return { value };
+  }
+  if (nextTicket) cache!.fillKeyed(nextTicket, next.name, nextKey, texts.nv);
+  return { value, named: { value: texts.nv === null ? undefined : (JSON.parse(texts.nv) as W) } };
 }
 
 /** The entries of a range (one statement). */

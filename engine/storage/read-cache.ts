@@ -23,10 +23,23 @@
  * invalidation generations are remembered only while fills are in flight (bounded by
  * `MAX_TRACKED_INVALIDATIONS`, past which every fill in flight is refused).
  *
+ * A read may also learn its key only from its own answer: one statement that reads a record and
+ * the record it names (a tag and its manifest: postgres-reads.ts `cachedGetWithNamed`). Its
+ * ticket (`beginUnkeyedFill`) takes the generation before the statement is sent and counts as a
+ * fill in flight from then on, so every per-key invalidation delivered meanwhile is remembered,
+ * whatever key it names; `fillKeyed` then applies the same rule to the key the answer named.
+ *
  * ## Memory
  * Least recently used entries are dropped once the entries' JSON text exceeds `maxBytes`
  * (default 64 MiB, counted as UTF-16 code units × 2) or their count exceeds `maxEntries`
  * (default 100,000); a single value larger than `maxBytes / 16` is not cached.
+ *
+ * Recency is a doubly linked list through the entries (most recent first), so a hit, a fill, an
+ * invalidation and each eviction are O(1). Not `Map.delete` + `Map.set` on every hit with eviction
+ * by iterating the Map from its oldest entry: V8's ordered hash table keeps the slot of every
+ * deleted entry until it rehashes, and that iteration steps over all of them — at 80,000 entries
+ * under a hit-heavy random workload, tens of µs per fill (engine/registry/content-cache.ts met the
+ * same cost).
  */
 
 /**
@@ -53,6 +66,19 @@ export const MAX_TRACKED_INVALIDATIONS = 10_000;
 /** One cached record: its JSON text, or null for "no record". */
 type Cached = string | null;
 
+/** An entry of the recency list (a ring through a sentinel: `next` is less recent). */
+interface Node {
+  readonly id: string;
+  text: Cached;
+  prev: Node;
+  next: Node;
+}
+
+/** Bytes `text` counts against `maxBytes` (UTF-16 code units × 2; none for absence). */
+function sizeOf(text: Cached): number {
+  return text === null ? 0 : text.length * 2;
+}
+
 /** Limits of a ReadCache. */
 export interface ReadCacheLimits {
   /** Upper bound of the cached JSON text, bytes (default 64 MiB). */
@@ -67,6 +93,14 @@ export interface FillTicket {
   readonly gen: number;
 }
 
+/**
+ * A ticket for one read whose key is not known when it starts (it is named by another record the
+ * same statement reads): pass it back to `fillKeyed` with the key, or to `abandon`.
+ */
+export interface UnkeyedFillTicket {
+  readonly gen: number;
+}
+
 /** The cache id of a record. */
 function idOf(keyspace: string, key: string): string {
   return keyspace + '\0' + key;
@@ -76,8 +110,10 @@ function idOf(keyspace: string, key: string): string {
 export class ReadCache {
   readonly maxBytes: number;
   readonly maxEntries: number;
-  /** id → JSON text or null; Map order is recency (oldest first). */
-  readonly #entries = new Map<string, Cached>();
+  /** id → entry (its JSON text or null), each on the recency ring. */
+  readonly #entries = new Map<string, Node>();
+  /** Sentinel of the recency ring: `next` is the most recent entry, `prev` the least recent. */
+  readonly #ring: Node = ReadCache.#sentinel();
   #bytes = 0;
   /** Advanced by every invalidation. */
   #gen = 0;
@@ -104,20 +140,25 @@ export class ReadCache {
     return this.#entries.size;
   }
 
+  /** Bytes counted against `maxBytes` now (the entries' JSON text, UTF-16 code units × 2). */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
   /**
    * The cached record: `{ value }` (value undefined when the record is known absent; parsed
    * afresh on each call), or null on a miss.
    */
   lookup<V>(keyspace: string, key: string): { value: V | undefined } | null {
-    const id = idOf(keyspace, key);
-    const text = this.#entries.get(id);
-    if (text === undefined) {
+    const node = this.#entries.get(idOf(keyspace, key));
+    if (node === undefined) {
       this.stats.misses++;
       return null;
     }
     this.stats.hits++;
-    this.#entries.delete(id);
-    this.#entries.set(id, text);
+    this.#unlink(node);
+    this.#pushFront(node);
+    const text = node.text;
     return { value: text === null ? undefined : (JSON.parse(text) as V) };
   }
 
@@ -125,6 +166,27 @@ export class ReadCache {
   beginFill(keyspace: string, key: string): FillTicket {
     this.#fills++;
     return { id: idOf(keyspace, key), gen: this.#gen };
+  }
+
+  /**
+   * Starts a read whose key is learnt only from its answer; call `fillKeyed` or `abandon` with
+   * the ticket when it ends. Rule (see the top of this file): the ticket carries the generation
+   * of this moment, before the statement is sent, and keeps per-key invalidations tracked until
+   * it ends, so a fill of whichever key the answer names is refused when that key, or the whole
+   * cache, was invalidated after this call — exactly as if `beginFill` had been called with that
+   * key now.
+   */
+  beginUnkeyedFill(): UnkeyedFillTicket {
+    this.#fills++;
+    return { gen: this.#gen };
+  }
+
+  /**
+   * Ends a read started with `beginUnkeyedFill`, whose answer named `keyspace`/`key`: `fill` with
+   * that key and the ticket's generation (stores `text` unless refused).
+   */
+  fillKeyed(ticket: UnkeyedFillTicket, keyspace: string, key: string, text: string | null): void {
+    this.fill({ id: idOf(keyspace, key), gen: ticket.gen }, text);
   }
 
   /**
@@ -138,15 +200,20 @@ export class ReadCache {
       this.stats.refused++;
       return;
     }
-    const size = text === null ? 0 : text.length * 2;
+    const size = sizeOf(text);
     if (size > this.maxBytes / 16) return;
-    this.#drop(ticket.id);
-    this.#entries.set(ticket.id, text);
-    this.#bytes += size;
-    for (const [id] of this.#entries) {
-      if (this.#bytes <= this.maxBytes && this.#entries.size <= this.maxEntries) break;
-      this.#drop(id);
+    let node = this.#entries.get(ticket.id);
+    if (node) {
+      this.#bytes -= sizeOf(node.text);
+      node.text = text;
+      this.#unlink(node);
+    } else {
+      node = { id: ticket.id, text, prev: this.#ring, next: this.#ring };
+      this.#entries.set(ticket.id, node);
     }
+    this.#pushFront(node);
+    this.#bytes += size;
+    while ((this.#bytes > this.maxBytes || this.#entries.size > this.maxEntries) && this.#ring.prev !== this.#ring) this.#remove(this.#ring.prev);
   }
 
   /** Ends a read without storing anything (it failed). */
@@ -169,14 +236,42 @@ export class ReadCache {
   clear(): void {
     this.#allGen = ++this.#gen;
     this.#entries.clear();
+    this.#ring.next = this.#ring.prev = this.#ring;
     this.#keyGen.clear();
     this.#bytes = 0;
   }
 
+  /** Forgets the entry `id` when held. */
   #drop(id: string): void {
-    const old = this.#entries.get(id);
-    if (old === undefined) return;
-    this.#entries.delete(id);
-    if (old !== null) this.#bytes -= old.length * 2;
+    const node = this.#entries.get(id);
+    if (node !== undefined) this.#remove(node);
+  }
+
+  /** Forgets a held entry. */
+  #remove(node: Node): void {
+    this.#entries.delete(node.id);
+    this.#unlink(node);
+    this.#bytes -= sizeOf(node.text);
+  }
+
+  /** Takes `node` off the recency ring. */
+  #unlink(node: Node): void {
+    node.prev.next = node.next;
+    node.next.prev = node.prev;
+  }
+
+  /** Puts `node` on the recency ring as the most recent entry. */
+  #pushFront(node: Node): void {
+    node.prev = this.#ring;
+    node.next = this.#ring.next;
+    this.#ring.next.prev = node;
+    this.#ring.next = node;
+  }
+
+  /** An empty ring's sentinel (its own neighbour both ways). */
+  static #sentinel(): Node {
+    const ring = { id: '', text: null } as Node;
+    ring.prev = ring.next = ring;
+    return ring;
   }
 }

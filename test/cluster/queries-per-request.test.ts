@@ -6,7 +6,9 @@
  * The blob HEADs are answered by the read cache (only the read barrier's round trip on the
  * listening connection, engine/storage/postgres-invalidation.ts); the manifest PUT's checks too,
  * and its transaction costs BEGIN, one read of every record it needs (`getMany`), one write
- * statement and COMMIT: four statements, whatever the number of layers.
+ * statement and COMMIT: four statements, whatever the number of layers. A manifest GET by a tag
+ * the read cache does not hold costs one statement, which reads the tag and the manifest it
+ * names (engine/storage/postgres-reads.ts `cachedGetWithNamed`); read again, none.
  */
 import t from 'tap';
 import pg from 'pg';
@@ -80,4 +82,45 @@ t.test('a warm push costs one write transaction of four statements', { skip }, a
     if (round > 0) t.equal(put.statements.length, transaction.length, `round ${round}: and nothing else (the checks before it read the cache)`);
   }
   t.comment(`statements of background work meanwhile: ${JSON.stringify(background)}`);
+});
+
+t.test('a first read of a manifest by tag costs one statement; the next none', { skip }, async (t) => {
+  const db = await startPostgres();
+  t.teardown(() => db.stop());
+  const node = await startInProcess({ env: { SLIPWAY_WEBHOOK_DELIVER: 'off' }, metadata: () => PostgresMetadataStore.open({ connectionString: db.connectionString }) });
+  t.teardown(() => node.stop());
+  const auth = basic('_', node.operator.apiKey);
+  await createApp(node.api, node.operator.apiKey, 'reads');
+  const repo = 'reads/web';
+  const seen: string[] = [];
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const kind = kindOf(args);
+    if (kind !== 'barrier' && currentReadScope() !== undefined) seen.push(kind);
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+  t.teardown(() => { pg.Client.prototype.query = query; });
+  const get = async (ref: string) => {
+    seen.length = 0;
+    const r = await http('GET', `${node.urls.registry}/v2/${repo}/manifests/${ref}`, { headers: { ...auth, accept: 'application/vnd.docker.distribution.manifest.v2+json' } });
+    // The reads only: a request may also start the once-a-minute "last used" stamp of its
+    // token (engine/identity/usage.ts: BEGIN, a write, COMMIT, not awaited), which is not the GET's.
+    return { status: r.status, digest: r.headers['docker-content-digest'], statements: seen.filter((k) => !/^(BEGIN|COMMIT|ROLLBACK|slipway-apply)/.test(k)) };
+  };
+  for (let round = 0; round < 3; round++) {
+    const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config: { Env: [`N=${round}`] }, rootfs: { type: 'layers', diff_ids: [] } }));
+    const img = memImage(config, [randomBytes(1000)]);
+    const pushed = await pushWithRetry({ registry: node.urls.registry, auth }, repo, `r${round}`, img);
+    t.ok(pushed.acked, `round ${round}: push ${pushed.last}`);
+    // The records a GET checks besides the tag and the manifest (token, app, repository) are
+    // cached by a GET of an unknown tag; the push's commit evicted the new tag and manifest, and
+    // neither was ever served (the registry's content cache does not hold the manifest either).
+    const unknown = await get(`nothing-${round}`);
+    t.equal(unknown.status, 404, `round ${round}: an unknown tag: 404`);
+    t.equal(unknown.statements.filter((s) => s === 'slipway-get-named').length, 1, `round ${round}: its tag read in one statement (statements ${JSON.stringify(unknown.statements)})`);
+    const first = await get(`r${round}`);
+    t.same(first, { status: 200, digest: img.digest, statements: ['slipway-get-named'] }, `round ${round}: a first read of the manifest by its tag sends one statement`);
+    const again = await get(`r${round}`);
+    t.same(again, { status: 200, digest: img.digest, statements: [] }, `round ${round}: read again, none`);
+  }
 });

@@ -1,6 +1,7 @@
 /**
  * The metadata contract's test suite (engine/storage/metadata.ts), one function run against
- * every implementation: records, ordered ranges, multi-key reads (`getMany`), read-your-writes, atomicity, serializable
+ * every implementation: records, ordered ranges, multi-key reads (`getMany`), a record with the record it
+ * names (`readWithNamed`), read-your-writes, atomicity, serializable
  * isolation under concurrent transactions (lost updates, write skew, phantoms), retries and
  * their limit, durability across a reopen, key limits, exclusive locks, and the refusal of values
  * that are not plain JSON-representable data (so no domain can store what one backend could not hold).
@@ -8,7 +9,7 @@
 import { isSlipwayError } from '../../engine/errors.js';
 import type { Test } from 'tap';
 import {
-  keyspace, key, MAX_KEY_BYTES, prefetch, readMaybe, TransactionConflictError,
+  keyspace, key, MAX_KEY_BYTES, prefetch, readMaybe, readWithNamed, TransactionConflictError,
   type Keyspace, type MetadataReader, type MetadataStore, type MetadataTransaction,
 } from '../../engine/storage/metadata.js';
 import { isPromise } from '../../engine/maybe-sync.js';
@@ -25,6 +26,7 @@ export interface ContractTarget {
 const things = keyspace<{ n: number; tags?: string[]; nested?: { ok: boolean | null } }>('meta', 'contract-things');
 const counters = keyspace<number>('meta', 'contract-counters');
 const rows = keyspace<string>('meta', 'contract-rows');
+const pointers = keyspace<{ to: string; other?: number }>('meta', 'contract-pointers');
 
 /** A seeded PRNG so a failing interleaving can be replayed (seed printed by the caller). */
 export function prng(seed: number): () => number {
@@ -153,6 +155,31 @@ export function metadataContractSuite(t: Test, target: ContractTarget): void {
     const tooLong = 'é'.repeat(MAX_KEY_BYTES / 2 + 1);
     if (store.getNow) t.throws(() => store.getNow!(rows, tooLong), RangeError, 'getNow throws for a bad key');
     await t.rejects(async () => readMaybe(store, rows, tooLong), RangeError, 'readMaybe refuses a bad key');
+  });
+
+  t.test('readWithNamed gives what two gets give: first absent, named absent, both present, a field that is no key', async (t) => {
+    await store.transact((tx) => {
+      tx.put(pointers, 'named-both', { to: 'named-target' });
+      tx.put(pointers, 'named-dangling', { to: 'named-nothing' });
+      tx.put(pointers, 'named-empty', { to: '' });
+      tx.put(things, 'named-target', { n: 7, tags: ['a'] });
+    });
+    /** What readWithNamed returns for `k`, checked against two gets and the answer's timing. */
+    const check = async (k: string, what: string) => {
+      const maybe = readWithNamed(store, pointers, k, 'to', things);
+      t.equal(isPromise(maybe), !target.syncReads, `${what}: at once exactly when the store reads synchronously`);
+      const got = await maybe;
+      const first = await store.get(pointers, k);
+      t.same(got.value, first, `${what}: the first record is what get returns`);
+      if (got.named) t.same(got.named.value, await store.get(things, first!.to), `${what}: the named record is what get returns`);
+      t.equal(got.named !== undefined, store.getWithNamed !== undefined && first !== undefined && first.to !== '', `${what}: the named record read exactly when the store reads both together and the first names a key`);
+      return got;
+    };
+    t.same((await check('named-absent', 'first absent')).value, undefined);
+    t.same(await check('named-dangling', 'named absent'), store.getWithNamed ? { value: { to: 'named-nothing' }, named: { value: undefined } } : { value: { to: 'named-nothing' } });
+    t.same(await check('named-both', 'both present'), store.getWithNamed ? { value: { to: 'named-target' }, named: { value: { n: 7, tags: ['a'] } } } : { value: { to: 'named-target' } });
+    await check('named-empty', 'a field that is no key');
+    await t.rejects(async () => readWithNamed(store, pointers, '', 'to', things), RangeError, 'a bad key refuses');
   });
 
   t.test('getMany: several keyspaces in one read, in order, absent and repeated keys, own writes', async (t) => {

@@ -2,7 +2,10 @@
  * The read cache's data structure (engine/storage/read-cache.ts): hits parse afresh (no shared
  * mutable values), absence is cached, a fill that raced an invalidation of its key or of
  * everything is refused (many rounds, random interleavings, checked against a model), and the
- * byte and entry bounds hold.
+ * byte and entry bounds hold. A read that learns its key from its answer (`beginUnkeyedFill`,
+ * `fillKeyed`) obeys the same rule for whichever key it names, also when no other fill is in
+ * flight (random interleavings against the same model). Recency is exact LRU under the byte
+ * and entry bounds (random operations against a model of the list).
  */
 import t from 'tap';
 import { ReadCache, MAX_TRACKED_INVALIDATIONS } from '../../engine/storage/read-cache.js';
@@ -58,6 +61,72 @@ t.test('a fill that started before an invalidation is refused; one after is kept
   t.pass('no stale value kept in 2000 rounds');
 });
 
+t.test('an unkeyed fill: refused for a key (or everything) invalidated after it began, even alone in flight; kept otherwise', async (t) => {
+  const c = new ReadCache();
+  const alone = c.beginUnkeyedFill();
+  c.invalidate([['manifests', 'm1']]);
+  c.fillKeyed(alone, 'manifests', 'm1', '"old"');
+  t.equal(c.lookup('manifests', 'm1'), null, 'the key its answer named was invalidated meanwhile: refused');
+  t.equal(c.stats.refused, 1);
+  const other = c.beginUnkeyedFill();
+  c.invalidate([['manifests', 'm1']]);
+  c.fillKeyed(other, 'manifests', 'm2', '"fresh"');
+  t.same(c.lookup('manifests', 'm2'), { value: 'fresh' }, 'another key invalidated meanwhile: kept');
+  const before = c.beginUnkeyedFill();
+  c.clear();
+  c.fillKeyed(before, 'manifests', 'm3', '"old"');
+  t.equal(c.lookup('manifests', 'm3'), null, 'everything invalidated meanwhile: refused');
+  c.invalidate([['manifests', 'm4']]);
+  const after = c.beginUnkeyedFill();
+  c.fillKeyed(after, 'manifests', 'm4', '"new"');
+  t.same(c.lookup('manifests', 'm4'), { value: 'new' }, 'invalidated before it began: kept');
+  c.beginUnkeyedFill();
+  c.abandon();
+  const keyed = c.beginFill('manifests', 'm5');
+  c.invalidate([['manifests', 'm5']]);
+  c.fill(keyed, '"old"');
+  t.equal(c.lookup('manifests', 'm5'), null, 'an abandoned unkeyed ticket leaves the tracking of other fills intact');
+});
+
+t.test('keyed and unkeyed fills against invalidations: no stale value kept (random interleavings)', async (t) => {
+  for (let round = 0; round < 2000; round++) {
+    const c = new ReadCache();
+    const keys = ['a', 'b', 'c'];
+    const version: Record<string, number> = { a: 0, b: 0, c: 0 };
+    /** A read in flight: keyed (its key and the version it saw), or unkeyed (every version it saw: its answer names a key later). */
+    const inFlight: Array<{ keyed: ReturnType<ReadCache['beginFill']>; key: string; saw: number } | { unkeyed: ReturnType<ReadCache['beginUnkeyedFill']>; saw: Record<string, number> }> = [];
+    const check = (k: string) => {
+      const hit = c.lookup<number>('tags', k);
+      if (hit && hit.value !== version[k]) t.fail(`round ${round}: cached ${hit.value} for ${k} at version ${version[k]}`);
+    };
+    const end = (f: (typeof inFlight)[number]) => {
+      if ('keyed' in f) c.fill(f.keyed, String(f.saw));
+      else if (Math.random() < 0.1) c.abandon();
+      else {
+        const k = keys[Math.floor(Math.random() * keys.length)]!;
+        c.fillKeyed(f.unkeyed, 'tags', k, String(f.saw[k]));
+      }
+    };
+    for (let step = 0; step < 30; step++) {
+      const r = Math.random();
+      const key = keys[Math.floor(Math.random() * keys.length)]!;
+      if (r < 0.15) inFlight.push({ keyed: c.beginFill('tags', key), key, saw: version[key]! });
+      else if (r < 0.35) inFlight.push({ unkeyed: c.beginUnkeyedFill(), saw: { ...version } });
+      else if (r < 0.6 && inFlight.length > 0) end(inFlight.splice(Math.floor(Math.random() * inFlight.length), 1)[0]!);
+      else if (r < 0.85) {
+        version[key]!++;
+        c.invalidate([['tags', key]]);
+      } else if (r < 0.9) {
+        for (const k of keys) version[k]!++;
+        c.clear();
+      } else check(key);
+    }
+    for (const f of inFlight) end(f);
+    for (const k of keys) check(k);
+  }
+  t.pass('no stale value kept in 2000 rounds');
+});
+
 t.test('bounds: bytes and entries, least recently used first; too many tracked invalidations refuse every fill', async (t) => {
   const c = new ReadCache({ maxEntries: 3, maxBytes: 16 * 1024 });
   for (const k of ['a', 'b', 'c']) c.fill(c.beginFill('tags', k), '1');
@@ -76,4 +145,49 @@ t.test('bounds: bytes and entries, least recently used first; too many tracked i
   e.invalidate(Array.from({ length: MAX_TRACKED_INVALIDATIONS + 1 }, (_, i) => ['tags', `n${i}`] as const));
   e.fill(ticket, '1');
   t.equal(e.lookup('tags', 'z'), null, 'refused once the tracking bound was passed');
+});
+
+t.test('exact LRU within both bounds: random hits, fills, replacements, invalidations and clears against a model', async (t) => {
+  for (let round = 0; round < 300; round++) {
+    const maxEntries = 1 + Math.floor(Math.random() * 12);
+    const maxBytes = 16 * (20 + Math.floor(Math.random() * 200));
+    const c = new ReadCache({ maxEntries, maxBytes });
+    /** The model: ids least recent first, each with its text. */
+    let model: Array<[string, string | null]> = [];
+    const bytes = () => model.reduce((n, [, text]) => n + (text === null ? 0 : text.length * 2), 0);
+    const keys = Array.from({ length: 16 }, (_, i) => `k${i}`);
+    for (let step = 0; step < 200; step++) {
+      const r = Math.random();
+      const k = keys[Math.floor(Math.random() * keys.length)]!;
+      const at = model.findIndex(([id]) => id === k);
+      if (r < 0.4) {
+        const hit = c.lookup<string>('tags', k);
+        if ((hit !== null) !== (at >= 0)) t.fail(`round ${round} step ${step}: ${k} ${hit ? 'held' : 'missing'} against the model`);
+        if (at >= 0) {
+          const [entry] = model.splice(at, 1);
+          model.push(entry!);
+          const expected = entry![1] === null ? undefined : JSON.parse(entry![1]);
+          if (hit && hit.value !== expected) t.fail(`round ${round} step ${step}: ${k} held ${hit.value} against ${expected}`);
+        }
+      } else if (r < 0.85) {
+        const text = Math.random() < 0.2 ? null : JSON.stringify('v'.repeat(Math.floor(Math.random() * maxBytes / 20)));
+        c.fill(c.beginFill('tags', k), text);
+        if (text === null || text.length * 2 <= maxBytes / 16) {
+          if (at >= 0) model.splice(at, 1);
+          model.push([k, text]);
+          while (model.length > maxEntries || bytes() > maxBytes) model.shift();
+        }
+      } else if (r < 0.97) {
+        c.invalidate([['tags', k]]);
+        if (at >= 0) model.splice(at, 1);
+      } else {
+        c.clear();
+        model = [];
+      }
+      if (c.size !== model.length || c.bytes !== bytes()) t.fail(`round ${round} step ${step}: size ${c.size} bytes ${c.bytes}, model ${model.length} ${bytes()}`);
+      if (c.size > maxEntries || c.bytes > maxBytes) t.fail(`round ${round} step ${step}: over a bound`);
+    }
+    for (const [id] of [...model]) if (!c.lookup('tags', id)) t.fail(`round ${round}: ${id} dropped early`);
+  }
+  t.pass('the cache matched the model in 300 rounds of 200 operations');
 });

@@ -1,0 +1,149 @@
+/**
+ * `getWithNamed` of the PostgreSQL store (engine/storage/postgres-reads.ts `cachedGetWithNamed`)
+ * on a real PostgreSQL 15, through the cached keyspaces a manifest GET by tag reads (`tags`,
+ * `manifests`): it returns what two gets return (tag absent, manifest absent, both present) in
+ * one statement and fills the read cache with both answers; a tag the cache holds answers alone.
+ * And a race with random timing: node A commits changes and deletions of the tag and of the
+ * manifests it may name while node B reads them joined; whatever B's reads return, and whatever
+ * B's cache holds once the invalidations of A's acknowledged commits were delivered (B's read
+ * barrier), is never older than those commits — also for the manifest whose key B learnt only
+ * from its answer (read-cache.ts `beginUnkeyedFill`).
+ */
+import t from 'tap';
+import pg from 'pg';
+import { isDeepStrictEqual } from 'node:util';
+import { startPostgres, postgresSkip } from '../helpers/postgres.js';
+import { PostgresMetadataStore } from '../../engine/storage/postgres-metadata.js';
+import { storedKeyspace, type Keyspace } from '../../engine/storage/metadata.js';
+import { prng } from '../helpers/metadata-contract-suite.js';
+
+const skip = postgresSkip();
+/** The keyspaces a manifest GET by tag reads, both cached (read-cache.ts CACHED_KEYSPACES). */
+const tags = storedKeyspace('tags') as Keyspace<{ digest: string; seq: number }>;
+const manifests = storedKeyspace('manifests') as Keyspace<{ seq: number }>;
+
+/** Statements sent by any pg client while `fn` runs (the read barrier's notifications excluded). */
+async function statementsOf<T>(fn: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
+  const statements: string[] = [];
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const q = args[0] as string | { name?: string; text?: string };
+    const text = typeof q === 'string' ? q : q.name ?? q.text ?? '?';
+    if (!text.startsWith('SELECT pg_notify')) statements.push(text);
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+  try {
+    return { result: await fn(), statements };
+  } finally {
+    pg.Client.prototype.query = query;
+  }
+}
+
+t.test('getWithNamed on PostgreSQL', { skip }, async (t) => {
+  const db = await startPostgres();
+  t.teardown(() => db.stop());
+  const a = await PostgresMetadataStore.open({ connectionString: db.connectionString });
+  const b = await PostgresMetadataStore.open({ connectionString: db.connectionString });
+  t.teardown(async () => { await a.close(); await b.close(); });
+  const cacheOf = (s: PostgresMetadataStore) => s.invalidation.cache;
+  const cached = (s: PostgresMetadataStore, ks: Keyspace<unknown>, k: string) => cacheOf(s).lookup(ks.name, k);
+
+  await t.test('one statement answers what two gets answer, and fills the cache with both', async (t) => {
+    await a.transact((tx) => {
+      tx.put(tags, 'r\x1fboth', { digest: 'd-both', seq: 1 });
+      tx.put(manifests, 'd-both', { seq: 2 });
+      tx.put(tags, 'r\x1fdangling', { digest: 'd-missing', seq: 3 });
+    });
+    const cases: Array<[string, string]> = [['r\x1fabsent', 'tag absent'], ['r\x1fdangling', 'manifest absent'], ['r\x1fboth', 'both present']];
+    for (const [k, what] of cases) {
+      const { result, statements } = await statementsOf(() => b.getWithNamed(tags, k, 'digest', manifests));
+      t.same(statements, ['slipway-get-named'], `${what}: one statement`);
+      const tag = await a.get(tags, k);
+      t.same(result.value, tag, `${what}: the tag is what get returns`);
+      if (tag) {
+        t.same(result.named, { value: await a.get(manifests, tag.digest) }, `${what}: the manifest is what get returns`);
+        t.same(cached(b, manifests, tag.digest), { value: result.named!.value }, `${what}: the manifest filled the cache`);
+      } else t.equal(result.named, undefined, `${what}: nothing named`);
+      t.same(cached(b, tags, k), { value: tag }, `${what}: the tag (or its absence) filled the cache`);
+      const again = await statementsOf(() => b.getWithNamed(tags, k, 'digest', manifests));
+      t.same(again.statements, [], `${what}: read again, no statement (the cache)`);
+      t.same(again.result, { value: tag }, `${what}: read again, the tag alone (the caller reads the manifest: its own cache first)`);
+    }
+    await t.rejects(b.getWithNamed(tags, '', 'digest', manifests), RangeError, 'a bad key refuses');
+  });
+
+  await t.test("race: B's joined reads and B's cache are never older than A's acknowledged, delivered commits (random timing)", async (t) => {
+    const seed = Number(process.env.SLIPWAY_TEST_SEED ?? Date.now() % 1e9);
+    t.comment(`seed ${seed} (set SLIPWAY_TEST_SEED to replay)`);
+    const random = prng(seed);
+    const tagKey = 'race\x1flatest';
+    const digests = ['d0', 'd1', 'd2'];
+    /** A committed state: the tag's value and each manifest's (undefined: absent). */
+    type State = { tag?: { digest: string; seq: number }; m: Record<string, { seq: number } | undefined> };
+    /** states[i]: the state after A's i-th commit; states past `acked` may be committing. */
+    const states: State[] = [{ m: { d0: undefined, d1: undefined, d2: undefined } }];
+    let acked = 0;
+    let writing = true;
+    const problems: string[] = [];
+    const same = isDeepStrictEqual;
+    const writer = (async () => {
+      try {
+        for (let seq = 1; seq <= 150; seq++) {
+          const prev = states[states.length - 1]!;
+          const next: State = { tag: prev.tag, m: { ...prev.m } };
+          const r = random();
+          const d = digests[Math.floor(random() * digests.length)]!;
+          if (r < 0.35) next.tag = { digest: d, seq };
+          else if (r < 0.45) next.tag = undefined;
+          else if (r < 0.9) next.m[d] = { seq };
+          else next.m[d] = undefined;
+          states.push(next);
+          await a.transact((tx) => {
+            if (next.tag) tx.put(tags, tagKey, next.tag);
+            else tx.remove(tags, tagKey);
+            if (next.m[d]) tx.put(manifests, d, next.m[d]!);
+            else tx.remove(manifests, d);
+          });
+          acked = seq;
+          if (random() < 0.5) await new Promise((r) => setTimeout(r, random() * 4));
+        }
+      } finally {
+        writing = false;
+      }
+    })();
+    let reads = 0, joined = 0;
+    const reader = async () => {
+      while (writing) {
+        const floor = acked;
+        const got = await b.getWithNamed(tags, tagKey, 'digest', manifests);
+        reads++;
+        const later = states.slice(floor);
+        if (got.named) {
+          joined++;
+          // One statement, one snapshot: a state at or after the floor had both answers.
+          if (!later.some((s) => same(s.tag, got.value) && same(s.m[got.value!.digest], got.named!.value))) {
+            problems.push(`read after commit ${floor}: tag ${JSON.stringify(got.value)} with manifest ${JSON.stringify(got.named.value)} is no state since`);
+          }
+        } else if (!later.some((s) => same(s.tag, got.value))) problems.push(`read after commit ${floor}: tag ${JSON.stringify(got.value)} from the cache is older`);
+        // Every invalidation of commits acknowledged before the barrier is delivered after it: what B holds is no older.
+        const before = acked;
+        if (await b.invalidation.sync()) {
+          const since = states.slice(before);
+          const tag = cached(b, tags, tagKey);
+          if (tag && !since.some((s) => same(s.tag, tag.value))) problems.push(`cache after commit ${before}: tag ${JSON.stringify(tag.value)} is older`);
+          for (const d of digests) {
+            const m = cached(b, manifests, d);
+            if (m && !since.some((s) => same(s.m[d], m.value))) problems.push(`cache after commit ${before}: manifest ${d} ${JSON.stringify(m.value)} is older`);
+          }
+        }
+        // Forget the tag now and then, so that the next read is a joined one again.
+        if (random() < 0.7) cacheOf(b).invalidate([[tags.name, tagKey]]);
+        if (random() < 0.3) await new Promise((r) => setTimeout(r, random() * 3));
+      }
+    };
+    await Promise.all([writer, reader(), reader(), reader(), reader()]);
+    t.same(problems, [], `no stale answer or cache entry in ${reads} reads (${joined} joined) over 150 commits`);
+    t.ok(joined > 50, 'the reads were mostly joined ones, racing the commits');
+    t.comment(`fills refused by a racing invalidation: ${cacheOf(b).stats.refused}`);
+  });
+});
