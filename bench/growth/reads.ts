@@ -15,7 +15,8 @@ import { prng } from './images.js';
  * Untimed requests before the timed ones. A path the step did not run (its pushes do no GETs and
  * no listings) starts in V8's interpreter, and after minutes of other work its functions were
  * flushed (bytecode unused for 6 major collections is dropped): measured on one 100,000-image
- * store, the full tag list's first ten runs after such a pause took 17.7 → 2.4 ms, then 1.1–1.8.
+ * store, the full tag list's first eleven runs after a start took 17.7 → 2.4–8.8 ms (median 5.5),
+ * and 0.9–1.8 ms once the path had run a while.
  * Timing only the first runs measured the JIT's state, which varies with the work done before,
  * not the cost of the data. The first run's time is reported apart (`first`).
  */
