@@ -30,6 +30,17 @@ export function cpuSeconds(pid: number): number {
   return t.user + t.system;
 }
 
+/**
+ * Page faults so far of process `pid` (all threads): minor (the page was in memory: the page
+ * cache, or a fresh anonymous page) and major (read from disk).
+ */
+export function pageFaults(pid: number): { minor: number; major: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after "(comm)": minflt is field 10, majflt field 12.
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { minor: Number(rest[7]), major: Number(rest[9]) };
+}
+
 /** A field of /proc/<pid>/status in kB (VmRSS, VmHWM), or NaN. */
 export function statusKb(pid: number, field: string): number {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8');

@@ -80,6 +80,8 @@ export interface Config {
   accessLogLevel: 'info' | 'debug' | 'trace' | 'silent'; // log.access_level
   minFreeDiskMb: number; // min_free_disk_mb
   diskTimeoutSeconds: number; // disk_timeout
+  /** Bytes of hot records the embedded store reads once after a start (engine/storage/lmdb-prewarm.ts), MiB; 0 = none. */
+  prewarmMiB: number; // prewarm_mib
   /** Where blob bytes live: blob_store and the s3.* settings (server/blob-store-settings.ts). */
   blobStore: BlobStoreSettings;
   /** PostgreSQL URL (cluster mode), with the password of database.password_file filled in; unset = embedded LMDB. */
@@ -105,7 +107,7 @@ export interface Config {
 /** The Config field of each setting that maps one to one (the others are combined below). */
 const FIELDS: Readonly<Record<string, keyof Config>> = {
   'data': 'dataDir', 'host': 'host', 'node_name': 'nodeName', 'listener': 'listener', 'drain_seconds': 'drainSeconds',
-  'min_free_disk_mb': 'minFreeDiskMb', 'disk_timeout': 'diskTimeoutSeconds', 'registry.port': 'registryPort', 'registry.url': 'registryUrl',
+  'min_free_disk_mb': 'minFreeDiskMb', 'disk_timeout': 'diskTimeoutSeconds', 'prewarm_mib': 'prewarmMiB', 'registry.port': 'registryPort', 'registry.url': 'registryUrl',
   'registry.tls': 'registryTls', 'upload.port': 'uploadPort', 'upload.url': 'uploadUrl', 'upload.tls': 'uploadTls',
   'upload.ttl': 'uploadTtlSeconds', 'upload.memory': 'uploadMemoryMiB', 'upload.sessions': 'uploadSessionsPerAccount',
   'upload.min_rate': 'uploadMinRateKiB', 'upload.rate_window': 'uploadRateWindowSeconds',

@@ -13,6 +13,7 @@ import { databaseOf, inspectLimitsOf, type Config } from './config.js';
 import { createLogger, lifecycleLogger, type Logger } from './log.js';
 import { systemClock, type Clock } from '../engine/clock.js';
 import { openStore, storeOver, type Store } from '../engine/store.js';
+import { LmdbMetadataStore } from '../engine/storage/lmdb-metadata.js';
 import type { MetadataStore } from '../engine/storage/metadata.js';
 import { ServerKeys } from '../engine/identity/keys.js';
 import { checkServerKey, resealSecrets } from '../engine/identity/key-check.js';
@@ -386,6 +387,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // configured port 0 is only known here).
   const ports = { registry: registryPort, api: apiPort, auth: authPort, upload: uploadPort, admin: admin.port };
   lifecycle.info({ urls, ports, dataDir: config.dataDir, blobStore: blobs.kind, node: config.nodeName }, 'slipway listening');
+  if (store.metadata instanceof LmdbMetadataStore && config.prewarmMiB > 0) {
+    store.metadata.prewarm(config.prewarmMiB * 1024 * 1024).then(
+      (r) => lifecycle.info({ entries: r.entries, mib: Math.round(r.bytes / 1048576), ms: r.ms, complete: r.complete }, 'embedded store prewarmed: hot records read once'),
+      (e) => log.warn({ err: e }, 'prewarm of the embedded store stopped'));
+  }
   return {
     config, urls, store, accounts, apps, oauth, blobs, bootstrap, credentialsFile,
     collectGarbage: async () => { const o = await collect(); return o.ran ? o.value : null; },

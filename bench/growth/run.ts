@@ -33,12 +33,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { installCleanup } from '../cleanup.js';
 import { RegistryClient } from '../client.js';
-import { CpuWindow, systemSeconds } from '../procstat.js';
+import { CpuWindow, cpuSeconds, pageFaults, systemSeconds } from '../procstat.js';
 import { referenceAvailable } from '../servers/reference.js';
 import { round } from '../stats.js';
 import { makeImage, pushImage, tagMany, type GrowthImage } from './images.js';
 import { readMemory } from './memory.js';
-import { fullTagList, manifestGets, page, timedRuns } from './reads.js';
+import { fullTagList, manifestGets, page, timedRuns, WARMUP_GETS } from './reads.js';
 import { clusterEnv, startGrowthReference, startGrowthSlipway, type Backend, type GrowthReferenceS3, type GrowthServer } from './servers.js';
 import type { S3Store } from '../../test/helpers/s3-store.js';
 import { printTable, type StepRow } from './table.js';
@@ -142,7 +142,12 @@ async function step(side: Side, size: number): Promise<StepRow> {
   const pushRate = await pushUpTo(side, size);
   const pushCpu = cpu.end();
   const readCpu = new CpuWindow(s.pid);
+  const faults0 = pageFaults(s.pid);
+  const cpu0 = cpuSeconds(s.pid);
   const mget = await manifestGets(s.registry, s.authorization, side.images, gets, CONCURRENCY, seed + size);
+  const getCount = gets + WARMUP_GETS;
+  const getFaults = round((pageFaults(s.pid).minor - faults0.minor) / getCount, 2);
+  const getCpuUs = round(((cpuSeconds(s.pid) - cpu0) * 1e6) / getCount, 1);
   let tagCount = 0;
   const tagList = await timedRuns(10, async () => { tagCount = await fullTagList(side.client, TAG_REPO); });
   if (tagCount !== TAGS) throw new Error(`${s.name}: the tag list of ${TAG_REPO} holds ${tagCount} tags, not ${TAGS}`);
@@ -161,6 +166,7 @@ async function step(side: Side, size: number): Promise<StepRow> {
     startup_ms: null, rss_after_restart_mib: null, data_mib: null,
     load1, push_other_cpu_pct: pushCpu.other_cpu_pct, push_steal_cpu_pct: pushCpu.steal_cpu_pct, push_server_cpu_pct: pushCpu.server_cpu_pct,
     read_other_cpu_pct: reads.other_cpu_pct, read_steal_cpu_pct: reads.steal_cpu_pct,
+    get_minor_faults_per_request: getFaults, get_server_cpu_us_per_request: getCpuUs,
   };
   const bytes = s.dataBytes();
   row.data_mib = bytes === null ? null : round(bytes / 1048576, 1);

@@ -28,11 +28,15 @@ export interface StepRow extends MemoryReading {
   push_server_cpu_pct: number;
   read_other_cpu_pct: number;
   read_steal_cpu_pct: number;
+  /** Over the manifest GETs (warm-up and timed): the server's minor page faults and CPU µs per GET. */
+  get_minor_faults_per_request: number;
+  get_server_cpu_us_per_request: number;
 }
 
 const COLUMNS: Array<[string, (r: StepRow) => unknown]> = [
   ['server', (r) => r.server], ['images', (r) => r.images], ['push/s', (r) => r.push_images_per_s],
   ['get p50', (r) => r.manifest_get_p50_ms], ['get p99', (r) => r.manifest_get_p99_ms],
+  ['get faults/cpu µs', (r) => `${r.get_minor_faults_per_request}/${r.get_server_cpu_us_per_request}`],
   ['tags 1000', (r) => r.tag_list_1000_ms], ['first', (r) => r.tag_list_1000_first_ms], ['catalog n=100', (r) => r.catalog_page_ms], ['tags n=100', (r) => (r.tag_page_entries === 100 ? r.tag_page_ms : `${r.tag_page_ms} (${r.tag_page_entries})`)],
   ['start ms', (r) => r.startup_ms], ['RSS', (r) => r.rss_mib], ['anon', (r) => r.rss_anon_mib], ['file', (r) => r.rss_file_mib],
   ['anon v8/malloc/other', (r) => `${r.anon_v8_pages_mib}/${r.anon_malloc_mib}/${r.anon_other_mib}`],

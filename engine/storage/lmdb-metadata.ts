@@ -33,6 +33,8 @@ import { BufferedWrites, REMOVED } from './pending-writes.js';
 import { asStorageFull } from './storage-full.js';
 import { ContentionGate } from './contention-gate.js';
 import { GENERATION_DB, LmdbReadMemo, type MemoEntries } from './lmdb-read-memo.js';
+import { prewarmDatabases, type PrewarmResult } from './lmdb-prewarm.js';
+import { CACHED_KEYSPACES } from './read-cache.js';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -228,6 +230,7 @@ export class LmdbMetadataStore implements MetadataStore {
   readonly #memo: LmdbReadMemo;
   /** Queues transactions that conflicted (contention-gate.ts). */
   readonly #gate = new ContentionGate();
+  #closed = false;
 
   /** @param env an environment opened with msgpack encoding and `overlappingSync: false`. */
   constructor(readonly env: RootDatabase) {
@@ -391,7 +394,22 @@ export class LmdbMetadataStore implements MetadataStore {
     }
   }
 
+  /**
+   * Reads the records of the hot keyspaces (read-cache.ts `CACHED_KEYSPACES`, in that order)
+   * once, in slices, so their pages are mapped before requests need them (lmdb-prewarm.ts); at
+   * most `budgetBytes` of keys and values. Stops when the store closes.
+   */
+  prewarm(budgetBytes: number): Promise<PrewarmResult> {
+    const hot = declaredKeyspaces().filter((ks) => CACHED_KEYSPACES.has(ks.name));
+    hot.sort((a, b) => ORDER.indexOf(a.name) - ORDER.indexOf(b.name));
+    return prewarmDatabases(hot.map((ks) => this.handles(ks).raw), budgetBytes, () => this.#closed);
+  }
+
   async close(): Promise<void> {
+    this.#closed = true;
     await this.env.close();
   }
 }
+
+/** The hot keyspaces in the order a prewarm reads them. */
+const ORDER = [...CACHED_KEYSPACES];

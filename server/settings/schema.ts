@@ -116,6 +116,7 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'drain_seconds', env: 'SLIPWAY_DRAIN_SECONDS', kind: decimal('seconds', false), default: 30, help: 'After SIGTERM/SIGINT, how long requests in flight may take before they are cut.' },
   { path: 'min_free_disk_mb', env: 'SLIPWAY_MIN_FREE_DISK_MB', kind: integer(1, undefined, 'MiB'), default: 512, help: 'Readiness (/readyz) fails below this much free space in the data directory.' },
   { path: 'disk_timeout', env: 'SLIPWAY_DISK_TIMEOUT', kind: decimal('seconds', true), default: 30, help: 'Longest wait for one write, fsync or metadata commit on the data disk; past it the request answers 503 and /readyz reports the disk stuck.' },
+  { path: 'prewarm_mib', env: 'SLIPWAY_PREWARM_MIB', kind: integer(0, undefined, 'MiB'), default: 1024, help: 'After a start, how many MiB of the embedded store\'s pages holding hot records (tags, manifests, blob and token records) to read once in the background, so the first requests after a restart do not each pay for mapping them; 0 = off. Not used on PostgreSQL.' },
   // Registry host
   { path: 'registry.port', env: 'SLIPWAY_REGISTRY_PORT', kind: port(), default: 5000, help: 'Registry host port (Docker Registry HTTP API V2); 0 = any free port.' },
   { path: 'registry.url', env: 'SLIPWAY_REGISTRY_URL', kind: httpUrl(), defaultText: 'http(s)://<host>:<bound port>', help: 'Public base URL of the registry host.' },

@@ -10,7 +10,7 @@
  * the read cache does not hold costs one statement, which reads the tag and the manifest it
  * names (engine/storage/postgres-reads.ts `cachedGetWithNamed`); read again, none.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { PostgresMetadataStore } from '../../engine/storage/postgres-metadata.js';
@@ -31,34 +31,47 @@ function kindOf(args: unknown[]): string {
   return text.startsWith('SELECT pg_notify') ? 'barrier' : text.split(/\s+/).slice(0, 3).join(' ');
 }
 
-t.test('a warm push costs one write transaction of four statements', { skip }, async (t) => {
+/** A node on a fresh PostgreSQL (delivery worker off) with an app `app`; stopped at the end of `t`. */
+async function startNode(t: Test, app: string) {
   const db = await startPostgres();
   t.teardown(() => db.stop());
   // The delivery worker off: its passes (the outbox fan-out of the push's registry:image event, the
   // poll for due deliveries) run in the background on the same pool and are not the request's.
   const node = await startInProcess({ env: { SLIPWAY_WEBHOOK_DELIVER: 'off' }, metadata: () => PostgresMetadataStore.open({ connectionString: db.connectionString }) });
   t.teardown(() => node.stop());
-  const auth = basic('_', node.operator.apiKey);
-  await createApp(node.api, node.operator.apiKey, 'queries');
-  const repo = 'queries/web';
-  const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config: { Env: ['N=1'] }, rootfs: { type: 'layers', diff_ids: [] } }));
-  const img = memImage(config, [randomBytes(2000), randomBytes(3000), randomBytes(4000)]);
-  const first = await pushWithRetry({ registry: node.urls.registry, auth }, repo, 'v0', img);
-  t.ok(first.acked, `first push ${first.last}`);
+  await createApp(node.api, node.operator.apiKey, app);
+  return { node, auth: basic('_', node.operator.apiKey) };
+}
 
+/**
+ * Counts every statement the process sends from now to the end of `t`, by wrapping the driver's
+ * `query`: `seen` gets what requests send (inside a read scope) and the read barriers (which run
+ * on the listener's own connection, outside scopes); `background` the rest (the GC grace
+ * setting's poll every 10 s reads two records, and a slow run once put it inside a HEAD's window).
+ */
+function countStatements(t: Test): { seen: string[]; background: string[] } {
   const seen: string[] = [];
   const background: string[] = [];
   const query = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    // Only what a request sends: background work (the GC grace setting's poll every 10 s reads
-    // two records) runs outside any request's read scope, and a slow run once put it inside a
-    // HEAD's window. The read barrier runs on the listener's own connection, outside scopes too.
     const kind = kindOf(args);
     if (kind === 'barrier' || currentReadScope() !== undefined) seen.push(kind);
     else background.push(kind);
     return (query as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof query;
   t.teardown(() => { pg.Client.prototype.query = query; });
+  return { seen, background };
+}
+
+t.test('a warm push costs one write transaction of four statements', { skip }, async (t) => {
+  const { node, auth } = await startNode(t, 'queries');
+  const repo = 'queries/web';
+  const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config: { Env: ['N=1'] }, rootfs: { type: 'layers', diff_ids: [] } }));
+  const img = memImage(config, [randomBytes(2000), randomBytes(3000), randomBytes(4000)]);
+  const first = await pushWithRetry({ registry: node.urls.registry, auth }, repo, 'v0', img);
+  t.ok(first.acked, `first push ${first.last}`);
+
+  const { seen, background } = countStatements(t);
   const counted = async (what: () => Promise<{ status: number }>, status: number) => {
     seen.length = 0;
     t.equal((await what()).status, status);
@@ -85,21 +98,9 @@ t.test('a warm push costs one write transaction of four statements', { skip }, a
 });
 
 t.test('a first read of a manifest by tag costs one statement; the next none', { skip }, async (t) => {
-  const db = await startPostgres();
-  t.teardown(() => db.stop());
-  const node = await startInProcess({ env: { SLIPWAY_WEBHOOK_DELIVER: 'off' }, metadata: () => PostgresMetadataStore.open({ connectionString: db.connectionString }) });
-  t.teardown(() => node.stop());
-  const auth = basic('_', node.operator.apiKey);
-  await createApp(node.api, node.operator.apiKey, 'reads');
+  const { node, auth } = await startNode(t, 'reads');
   const repo = 'reads/web';
-  const seen: string[] = [];
-  const query = pg.Client.prototype.query;
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const kind = kindOf(args);
-    if (kind !== 'barrier' && currentReadScope() !== undefined) seen.push(kind);
-    return (query as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof query;
-  t.teardown(() => { pg.Client.prototype.query = query; });
+  const { seen } = countStatements(t);
   const get = async (ref: string) => {
     seen.length = 0;
     const r = await http('GET', `${node.urls.registry}/v2/${repo}/manifests/${ref}`, { headers: { ...auth, accept: 'application/vnd.docker.distribution.manifest.v2+json' } });
