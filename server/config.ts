@@ -80,7 +80,7 @@ export interface Config {
   accessLogLevel: 'info' | 'debug' | 'trace' | 'silent'; // log.access_level
   minFreeDiskMb: number; // min_free_disk_mb
   diskTimeoutSeconds: number; // disk_timeout
-  /** Bytes of hot records the embedded store reads once after a start (engine/storage/lmdb-prewarm.ts), MiB; 0 = none. */
+  /** MiB of the embedded store's pages of hot records read once after a start (engine/storage/lmdb-prewarm.ts); 0 = none. */
   prewarmMiB: number; // prewarm_mib
   /** Where blob bytes live: blob_store and the s3.* settings (server/blob-store-settings.ts). */
   blobStore: BlobStoreSettings;

@@ -395,9 +395,9 @@ export class LmdbMetadataStore implements MetadataStore {
   }
 
   /**
-   * Reads the records of the hot keyspaces (read-cache.ts `CACHED_KEYSPACES`, in that order)
-   * once, in slices, so their pages are mapped before requests need them (lmdb-prewarm.ts); at
-   * most `budgetBytes` of keys and values. Stops when the store closes.
+   * Reads the keys of the hot keyspaces (read-cache.ts `CACHED_KEYSPACES`, in that order) once,
+   * in slices, so their pages are mapped before requests need them (lmdb-prewarm.ts), until
+   * about `budgetBytes` of pages were read. Stops when the store closes.
    */
   prewarm(budgetBytes: number): Promise<PrewarmResult> {
     const hot = declaredKeyspaces().filter((ks) => CACHED_KEYSPACES.has(ks.name));

@@ -1,7 +1,7 @@
 /**
  * Prewarm of the embedded store after a start: the records of the keyspaces that hot request
- * paths read by key are read once, in the background, so their pages are mapped into this process
- * before requests need them (what PostgreSQL's `pg_prewarm` does for its buffer cache).
+ * paths read by key are visited once, in the background, so their pages are mapped into this
+ * process before requests need them (what PostgreSQL's `pg_prewarm` does for its buffer cache).
  *
  * Why: LMDB serves reads from its memory map, and the first read of a page by a process costs a
  * page fault even when the page is in the page cache. On this project's development VM a fault
