@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { collectLines, exitError } from './servers/target.js';
 import { slipwayOutput, type SlipwayUrls } from './servers/slipway-output.js';
 import { stopChild, trackChild } from './cleanup.js';
-import { clockTicks } from './procstat.js';
+import { clockTicks, statFields } from './procstat.js';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -74,9 +74,8 @@ export async function startNode(dataDir: string, env: Record<string, string>, cl
 /** utime+stime (and, with `children`, cutime+cstime of reaped children) of a process, seconds. */
 function procSeconds(pid: number, children: boolean): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
-    // After "(comm)": utime is field 14 of the file (index 11 here), stime 15, cutime 16, cstime 17.
+    const f = statFields(`/proc/${pid}/stat`).map(Number);
+    // utime is field 14 of the file (index 11 here), stime 15, cutime 16, cstime 17.
     return (f[11]! + f[12]! + (children ? f[13]! + f[14]! : 0)) / clockTicks();
   } catch {
     return 0;
@@ -93,8 +92,7 @@ export function postgresSeconds(postmasterPid: number): number {
   for (const e of readdirSync('/proc')) {
     if (!/^\d+$/.test(e)) continue;
     try {
-      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const ppid = Number(statFields(`/proc/${e}/stat`)[1]); // field 4
       if (ppid === postmasterPid) total += procSeconds(Number(e), false);
     } catch { /* process ended between the listing and the read */ }
   }

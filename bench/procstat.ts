@@ -16,12 +16,19 @@ export function clockTicks(): number {
   return ticks;
 }
 
+/**
+ * The fields of a /proc stat file after "(comm)": index 0 is field 3 (state), so field N of
+ * proc(5) is at index N - 3 (the command name may hold spaces and parentheses).
+ */
+export function statFields(path: string): string[] {
+  const stat = readFileSync(path, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 /** User and system CPU seconds from a /proc stat file (of a process or of one of its threads). */
 function statTimes(path: string): { user: number; system: number } {
-  const stat = readFileSync(path, 'utf8');
-  // Fields after "(comm)": state is field 3, utime field 14, stime field 15.
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { user: Number(rest[11]) / clockTicks(), system: Number(rest[12]) / clockTicks() };
+  const f = statFields(path); // utime field 14, stime field 15
+  return { user: Number(f[11]) / clockTicks(), system: Number(f[12]) / clockTicks() };
 }
 
 /** CPU seconds (user + system, all threads) used so far by process `pid`. */
@@ -35,10 +42,8 @@ export function cpuSeconds(pid: number): number {
  * cache, or a fresh anonymous page) and major (read from disk).
  */
 export function pageFaults(pid: number): { minor: number; major: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after "(comm)": minflt is field 10, majflt field 12.
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { minor: Number(rest[7]), major: Number(rest[9]) };
+  const f = statFields(`/proc/${pid}/stat`); // minflt field 10, majflt field 12
+  return { minor: Number(f[7]), major: Number(f[9]) };
 }
 
 /** A field of /proc/<pid>/status in kB (VmRSS, VmHWM), or NaN. */

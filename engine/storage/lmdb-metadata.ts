@@ -400,8 +400,8 @@ export class LmdbMetadataStore implements MetadataStore {
    * about `budgetBytes` of pages were read. Stops when the store closes.
    */
   prewarm(budgetBytes: number): Promise<PrewarmResult> {
-    const hot = declaredKeyspaces().filter((ks) => CACHED_KEYSPACES.has(ks.name));
-    hot.sort((a, b) => ORDER.indexOf(a.name) - ORDER.indexOf(b.name));
+    const declared = new Map(declaredKeyspaces().map((ks) => [ks.name, ks]));
+    const hot = [...CACHED_KEYSPACES].flatMap((name) => declared.get(name) ?? []);
     return prewarmDatabases(hot.map((ks) => this.handles(ks).raw), budgetBytes, () => this.#closed);
   }
 
@@ -410,6 +410,3 @@ export class LmdbMetadataStore implements MetadataStore {
     await this.env.close();
   }
 }
-
-/** The hot keyspaces in the order a prewarm reads them. */
-const ORDER = [...CACHED_KEYSPACES];
