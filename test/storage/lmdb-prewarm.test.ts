@@ -5,7 +5,8 @@
  * /proc/self/smaps, grow from the few a start touches to most of the file; every hot record is
  * read and nothing else; the event loop turns between slices (a timer fires before it ends); a
  * byte budget stops it early; closing the store stops it without an error. And a server started
- * on the store logs its prewarm once listening, or none with `prewarm_mib` 0.
+ * on the store logs its prewarm once listening, or none with `prewarm_mib` 0. Commits at random
+ * moments beside a prewarm all land and it still finishes.
  */
 import t from 'tap';
 import { readFileSync, statSync } from 'node:fs';
@@ -117,4 +118,42 @@ t.test('a server prewarms its store once listening, unless prewarm_mib is 0', as
   await off.stop();
   // A prewarm that ran would have logged, even one cut short by the stop.
   t.equal(prewarmLine(off.output()), undefined, 'prewarm_mib 0: none');
+});
+
+t.test('a prewarm beside commits: every commit lands, the prewarm finishes, nothing it read is changed', async (t) => {
+  const store = await openStore(tmp.dir);
+  t.teardown(() => store.close());
+  const metadata = store.metadata as LmdbMetadataStore;
+  const before = new Map<string, unknown>();
+  for (const { key, value } of await store.metadata.range(tags, { prefix: 'app/web\u001f' })) before.set(key, value);
+  // Writers at random moments while the prewarm reads: new tags, moved tags, removed tags.
+  const added: string[] = [];
+  const removed: string[] = [];
+  const running = metadata.prewarm(1024 ** 3);
+  let settled = false;
+  let duringPrewarm = 0;
+  void running.finally(() => { settled = true; });
+  const writers = Array.from({ length: 4 }, async (_, w) => {
+    for (let i = 0; i < 25; i++) {
+      await new Promise((r) => setTimeout(r, Math.random() * 4));
+      const k = `app/race\u001fw${w}-${i}`;
+      await store.metadata.transact((tx) => tx.put(tags, k, { digest: `sha256:${'a'.repeat(64)}` as Digest, updatedAt: i }));
+      added.push(k);
+      if (!settled) duringPrewarm++;
+      if (i % 5 === 0) {
+        const gone = `app/web\u001fv${w * 100 + i}`;
+        await store.metadata.transact((tx) => tx.remove(tags, gone));
+        removed.push(gone);
+      }
+    }
+  });
+  await Promise.all(writers);
+  const result = await running;
+  t.comment(`${duringPrewarm} commits landed while the prewarm ran; ${result.entries} records in ${result.ms} ms`);
+  t.ok(duringPrewarm > 0, 'commits landed while it ran');
+  t.equal(result.complete, true, 'the prewarm finished');
+  t.ok(result.entries >= TAGS + MANIFESTS + LINKS - removed.length, 'and read every record that stayed');
+  for (const k of added) t.ok(await store.metadata.get(tags, k), `${k} committed`);
+  for (const k of removed) t.equal(await store.metadata.get(tags, k), undefined, `${k} removed`);
+  for (const [k, v] of before) if (!removed.includes(k)) t.same(await store.metadata.get(tags, k), v, `${k} unchanged`);
 });
