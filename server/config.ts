@@ -56,6 +56,8 @@ export interface Config {
   rateLimitPerMinute: number; // rate_limit.per_minute
   gcIntervalSeconds: number; // gc.interval
   uploadMemoryMiB: number; // upload.memory
+  /** Upload bodies read at full speed at once (engine/blobs/body-lanes.ts); 0 = no lanes. */
+  uploadLanes: number; // upload.lanes
   uploadSessionsPerAccount: number; // upload.sessions
   uploadMinRateKiB: number; // upload.min_rate
   uploadRateWindowSeconds: number; // upload.rate_window
@@ -109,7 +111,7 @@ const FIELDS: Readonly<Record<string, keyof Config>> = {
   'data': 'dataDir', 'host': 'host', 'node_name': 'nodeName', 'listener': 'listener', 'drain_seconds': 'drainSeconds',
   'min_free_disk_mb': 'minFreeDiskMb', 'disk_timeout': 'diskTimeoutSeconds', 'prewarm_mib': 'prewarmMiB', 'registry.port': 'registryPort', 'registry.url': 'registryUrl',
   'registry.tls': 'registryTls', 'upload.port': 'uploadPort', 'upload.url': 'uploadUrl', 'upload.tls': 'uploadTls',
-  'upload.ttl': 'uploadTtlSeconds', 'upload.memory': 'uploadMemoryMiB', 'upload.sessions': 'uploadSessionsPerAccount',
+  'upload.ttl': 'uploadTtlSeconds', 'upload.memory': 'uploadMemoryMiB', 'upload.lanes': 'uploadLanes', 'upload.sessions': 'uploadSessionsPerAccount',
   'upload.min_rate': 'uploadMinRateKiB', 'upload.rate_window': 'uploadRateWindowSeconds',
   'upload.reap_interval': 'uploadReapIntervalSeconds', 'api.port': 'apiPort', 'api.url': 'apiUrl', 'api.vendor': 'vendor',
   'api.accept_vendors': 'acceptVendors', 'api.app_url_template': 'appUrlTemplate', 'rate_limit.pool': 'rateLimitPool',

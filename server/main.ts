@@ -27,6 +27,7 @@ import { blobHasher } from '../engine/blobs/hash-blob.js';
 import { EVENT_KINDS, subscribeEvent } from '../engine/events.js';
 import { Uploads } from '../engine/blobs/uploads.js';
 import { UploadMemory } from '../engine/blobs/upload-memory.js';
+import { BodyLanes } from '../engine/blobs/body-lanes.js';
 import { setSharedPoolLimit } from '../engine/blobs/aligned-buffer.js';
 import { LegacyBlobCheck } from '../engine/blobs/quarantine.js';
 import { Registry } from '../engine/registry/registry.js';
@@ -184,6 +185,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     staleAfterMs: config.uploadTtlSeconds * 1000,
     maxSessionsPerAccount: config.uploadSessionsPerAccount,
     memory: uploadMemory,
+    lanes: new BodyLanes(config.uploadLanes),
     node: config.nodeName,
     appNameRef, // a blob of a session started before its app's rename is not linked under the old name
   });

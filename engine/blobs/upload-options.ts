@@ -1,5 +1,6 @@
 /** Options of the upload service (uploads.ts `Uploads`), set by the server from its settings. */
 import type { UploadMemory } from './upload-memory.js';
+import type { BodyLanes } from './body-lanes.js';
 import type { AppNameRef } from '../registry/rename.js';
 
 /** Options of the upload service. */
@@ -10,6 +11,8 @@ export interface UploadOptions {
   maxSessionsPerAccount?: number;
   /** Global budget of upload buffer memory; default unlimited (the server passes SLIPWAY_UPLOAD_MEMORY). */
   memory?: UploadMemory;
+  /** How many bodies are read at full speed at once (body-lanes.ts; the server's upload.lanes); default: no lanes. */
+  lanes?: BodyLanes;
   /** This node's name (node-name.ts; the server's SLIPWAY_NODE_NAME, as its S3 backend's); default '' (none). */
   node?: string;
   /** Other nodes' sessions idle this long are reaped by `peers.reap` (ms); default 2 × `staleAfterMs`. */

@@ -212,7 +212,7 @@ export class Uploads {
       this.#sessions.done(own);
       throw fail('UNAVAILABLE', 'the registry is buffering as many upload bytes as it can; retry shortly', { retryAfter: 2 });
     }
-    const writer = new UploadWriter(blob, this.memory, commitNext ? COMMITTING_SYNC_EVERY_BYTES : SYNC_EVERY_BYTES);
+    const writer = new UploadWriter(blob, this.memory, commitNext ? COMMITTING_SYNC_EVERY_BYTES : SYNC_EVERY_BYTES, this.options.lanes);
     this.#writerLeases.set(writer, own);
     return writer;
   }

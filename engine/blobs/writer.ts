@@ -28,6 +28,7 @@
 import type { BlobWriter } from './contract.js';
 import { unlimitedMemory, type UploadMemory } from './upload-memory.js';
 import { RESUME_IN_FLIGHT, WriterBuffers } from './writer-buffers.js';
+import type { BodyLanes, LaneTicket } from './body-lanes.js';
 
 export { BUFFER_BYTES, POOL_BUFFERS, RESUME_IN_FLIGHT, STASH_LIMIT_BYTES, STASH_MS } from './writer-buffers.js';
 
@@ -83,6 +84,9 @@ export class UploadWriter {
   #error: Error | null = null;
   #drainWaiter: (() => void) | null = null;
   #idleWaiters: Array<(e: Error | null) => void> = [];
+  /** The server's body lanes and this body's place in them (none: the body never waits for a lane). */
+  readonly #lanes: BodyLanes | undefined;
+  readonly #ticket: LaneTicket | undefined;
 
   /**
    * @param blob the session's writer; bytes go after its current `size`
@@ -90,9 +94,13 @@ export class UploadWriter {
    * @param syncEveryBytes bytes before the first background sync (`SYNC_EVERY_BYTES`, or
    *   `COMMITTING_SYNC_EVERY_BYTES` for a body whose request commits next); the interval doubles
    *   after each sync, up to `SYNC_EVERY_BYTES`
+   * @param lanes the server's body lanes (body-lanes.ts): past their bulk size, this body reads
+   *   only while it holds a lane or has waited for one long enough; none = never waits for one
    */
-  constructor(blob: BlobWriter, memory: UploadMemory = unlimitedMemory(), syncEveryBytes = SYNC_EVERY_BYTES) {
+  constructor(blob: BlobWriter, memory: UploadMemory = unlimitedMemory(), syncEveryBytes = SYNC_EVERY_BYTES, lanes?: BodyLanes) {
     this.#syncEvery = syncEveryBytes;
+    this.#lanes = lanes;
+    this.#ticket = lanes?.ticket(() => this.#wake());
     const position = blob.size;
     this.#blob = blob;
     this.#start = position;
@@ -118,8 +126,12 @@ export class UploadWriter {
     return this.#unsynced;
   }
 
-  /** Whether another byte can be taken without exceeding the pool or the budget (overflow does not count). */
+  /**
+   * Whether another byte can be taken without exceeding the pool or the budget (overflow does not
+   * count), and, past the lanes' bulk size, while this body may read (body-lanes.ts).
+   */
   get #ready(): boolean {
+    if (this.#ticket && !this.#lanes!.mayRead(this.#ticket, this.#accepted - this.#start)) return false;
     return (this.#current !== null && this.#currentPooled) || this.#buffers.canTake();
   }
 
@@ -204,6 +216,8 @@ export class UploadWriter {
 
   #wake(): void {
     if (!this.#drainWaiter) return;
+    // Waiting for a lane: the lanes call this again when the wait ends.
+    if (this.#ticket?.state === 'waiting' && !this.#error && !this.#ended) return;
     if (this.#error || this.#ended || (this.#ready && this.#inFlight <= RESUME_IN_FLIGHT)) {
       const d = this.#drainWaiter;
       this.#drainWaiter = null;
@@ -230,6 +244,7 @@ export class UploadWriter {
    * @throws the first write error, or an Error when the bytes accepted, hashed and written differ.
    */
   async end(): Promise<void> {
+    if (this.#ticket) this.#lanes!.leave(this.#ticket); // the body's bytes are all here
     try {
       await this.flush();
       this.#ended = true;
