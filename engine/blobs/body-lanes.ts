@@ -77,6 +77,10 @@ export class BodyLanes {
   /** Waiting tickets, oldest first. */
   #queue: LaneTicket[] = [];
   #timer: NodeJS.Timeout | null = null;
+  /** Bodies that waited `maxWaitMs` and then read without a lane, since the start (a sign of too few lanes or a stuck one). */
+  waitsExpired = 0;
+  /** Bodies that held a lane `maxHoldMs` while others waited and then read on without it, since the start. */
+  holdsExpired = 0;
 
   /**
    * @param lanes bodies read at full speed at once; 0 = no lanes
@@ -182,12 +186,14 @@ export class BodyLanes {
         if (now - h.since >= this.maxHoldMs) {
           this.#holders.delete(h);
           h.state = 'free';
+          this.holdsExpired++;
         }
       }
     }
     while (this.#queue.length > 0 && now - this.#queue[0]!.since >= this.maxWaitMs) {
       const t = this.#queue.shift()!;
       t.state = 'free';
+      this.waitsExpired++;
       queueMicrotask(t.wake);
     }
     this.#fill();
@@ -203,7 +209,7 @@ export class BodyLanes {
     if (this.#timer) return;
     let due = this.#queue[0]!.since + this.maxWaitMs;
     for (const h of this.#holders) due = Math.min(due, h.since + this.maxHoldMs);
+    // Not unref'd: it runs only while bodies wait, and each wait ends by it at the latest.
     this.#timer = setTimeout(() => this.#expire(), Math.max(1, due - this.#now()));
-    this.#timer.unref();
   }
 }

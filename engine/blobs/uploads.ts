@@ -34,6 +34,7 @@ import { SessionEndings } from './upload-endings.js';
 import type { Digest } from '../digest.js';
 import { COMMITTING_SYNC_EVERY_BYTES, SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
+import type { BodyLanes } from './body-lanes.js';
 import type { BlobBackend, BlobWriter } from './contract.js';
 import type { UploadRecord } from './records.js';
 import { newLive, type Lease, type LiveState } from './session-book.js';
@@ -72,6 +73,8 @@ function syncInBackground(live: LiveState, blob: BlobWriter): void {
 /** The upload sessions of one server (see the file header). */
 export class Uploads {
   readonly memory: UploadMemory;
+  /** The body lanes (`UploadOptions.lanes`), when the server has them. */
+  readonly lanes: BodyLanes | undefined;
   /** The open sessions, their leases and the tombstones of ended ones. */
   readonly #sessions = new UploadSessions();
   /** How sessions end: cancelled, or after a failure (upload-endings.ts). */
@@ -94,6 +97,7 @@ export class Uploads {
     readonly options: UploadOptions = { staleAfterMs: 24 * 3600_000 },
   ) {
     this.memory = options.memory ?? unlimitedMemory();
+    this.lanes = options.lanes;
     this.#endings = new SessionEndings(this.#sessions, store, blobs);
     this.node = options.node ?? '';
     this.peers = new PeerSessions(store.metadata, blobs, clock, this.node, options.peerStaleAfterMs ?? 2 * options.staleAfterMs);
@@ -212,7 +216,7 @@ export class Uploads {
       this.#sessions.done(own);
       throw fail('UNAVAILABLE', 'the registry is buffering as many upload bytes as it can; retry shortly', { retryAfter: 2 });
     }
-    const writer = new UploadWriter(blob, this.memory, commitNext ? COMMITTING_SYNC_EVERY_BYTES : SYNC_EVERY_BYTES, this.options.lanes);
+    const writer = new UploadWriter(blob, this.memory, commitNext ? COMMITTING_SYNC_EVERY_BYTES : SYNC_EVERY_BYTES, this.lanes);
     this.#writerLeases.set(writer, own);
     return writer;
   }

@@ -32,6 +32,16 @@ export interface PoolProbe {
   readonly queueSize: number;
 }
 
+/** What the metrics read of the upload body lanes (engine/blobs/body-lanes.ts `BodyLanes`). */
+export interface LaneProbe {
+  /** Bodies holding a lane now. */
+  readonly holding: number;
+  /** Bodies waiting for a lane now. */
+  readonly waiting: number;
+  /** Bodies that waited the longest wait and read without a lane, since the start. */
+  readonly waitsExpired: number;
+}
+
 /** Every Slipway metric, registered in `registry`. */
 export class Metrics {
   readonly registry = new Registry();
@@ -90,8 +100,11 @@ export class Metrics {
   });
   readonly #unsubscribe: () => void;
 
-  /** @param uploads the server's upload sessions: the open-session gauge is read from their memory (no store read per scrape). */
-  constructor(store: Store, pool: PoolProbe, uploads: { readonly recordedSessions: number }) {
+  /**
+   * @param uploads the server's upload sessions: the open-session gauge is read from their memory
+   *   (no store read per scrape), the body-lane figures from their lanes (engine/blobs/body-lanes.ts)
+   */
+  constructor(store: Store, pool: PoolProbe, uploads: { readonly recordedSessions: number; readonly lanes?: LaneProbe | undefined }) {
     collectDefaultMetrics({ register: this.registry, prefix: '' });
     // prom-client names these gauges `_total`, which Prometheus reserves for counters (promtool
     // rejects them); the handle and request counts are of little use to an operator anyway.
@@ -116,6 +129,15 @@ export class Metrics {
     // external, shown apart because it is what a leak of request or store buffers grows.
     gauge('slipway_array_buffers_bytes', 'Bytes of ArrayBuffers and Buffers held by this process (part of nodejs_external_memory_bytes).', () => process.memoryUsage().arrayBuffers);
     gauge('slipway_upload_sessions_open', 'Upload sessions with at least one acknowledged chunk.', () => uploads.recordedSessions);
+    const lanes = uploads.lanes;
+    if (lanes) {
+      gauge('slipway_upload_bodies_in_lanes', 'Upload bodies holding a lane now (at most upload.lanes).', () => lanes.holding);
+      gauge('slipway_upload_bodies_waiting', 'Upload bodies waiting for a lane now (upload.lanes).', () => lanes.waiting);
+      new Counter({
+        name: 'slipway_upload_lane_waits_expired_total', help: 'Upload bodies that waited the longest wait for a lane and then read without one.', registers: [this.registry],
+        collect() { this.reset(); this.inc(lanes.waitsExpired); },
+      });
+    }
     gauge('slipway_worker_pool_queue_size', 'Worker-pool tasks waiting for a thread.', () => pool.queueSize);
     this.#unsubscribe = subscribeEvent('gc', (e: GcEvent) => {
       this.gcRuns.inc();
