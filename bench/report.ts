@@ -52,7 +52,7 @@ const TARGETS: Record<string, Target> = {
 
 /** Row order of the comparison (figures not listed come last). */
 const ORDER = [
-  'push_1gib_single_patch', 'push_1gib_chunked_16mib', 'push_concurrent', 'pull_1gib', 'pull_1gib_second', 'pull_1gib_cached', 'pull_concurrent',
+  'push_1gib_single_patch', 'push_1gib_chunked_16mib', 'push_concurrent', 'push_concurrent_again', 'pull_1gib', 'pull_1gib_second', 'pull_1gib_cached', 'pull_concurrent',
   'server_cpu_per_gib_push', 'server_cpu_per_gib_push_chunked', 'server_peak_rss_push_1gib',
   'server_cpu_per_gib_pull', 'server_cpu_per_gib_pull_second', 'server_cpu_per_gib_pull_cached', 'server_cpu_per_gib_pull_concurrent',
   'manifest_get_64c_rps', 'manifest_get_64c_p50', 'manifest_get_64c_p99', 'manifest_get_64c_server_cpu',

@@ -22,7 +22,7 @@ import { referenceAvailable, REFERENCE_BIN, startReference } from './servers/ref
 import { startSlipway } from './servers/slipway.js';
 import type { Target } from './servers/target.js';
 import { progress, type WorkloadContext } from './workloads/context.js';
-import { pushChunks, pushConcurrent, pushImage, pushSingle } from './workloads/bulk.js';
+import { pushChunks, pushConcurrent, pushConcurrentAgain, pushImage, pushSingle } from './workloads/bulk.js';
 import { pull, pullAgain, pullConcurrent } from './workloads/pulls.js';
 import { blobHead, manifestGet, manifestGetRaw } from './workloads/load.js';
 import { manifestPut, warmPush } from './workloads/sequential.js';
@@ -32,6 +32,7 @@ const WORKLOADS: Array<[string, (ctx: WorkloadContext) => Promise<void>]> = [
   ['push_1gib_single_patch', pushSingle],
   ['push_1gib_chunked_16mib', pushChunks],
   ['push_concurrent', pushConcurrent],
+  ['push_concurrent_again', pushConcurrentAgain],
   ['pull_1gib', pull],
   ['pull_1gib_again', pullAgain],
   ['pull_concurrent', pullConcurrent],
@@ -78,6 +79,7 @@ function pushedBytes(name: string, base: Omit<WorkloadContext, 'target' | 'clien
   if (name === 'push_1gib_single_patch') return base.big.single.size;
   if (name === 'push_1gib_chunked_16mib') return base.big.chunked.size;
   if (name === 'push_concurrent') return base.many.reduce((n, b) => n + b.size, 0);
+  if (name === 'push_concurrent_again') return base.manyAgain.reduce((n, b) => n + b.size, 0);
   return 0;
 }
 
@@ -143,7 +145,7 @@ function setLimits(report: Report, limits: Limit[], pullLimits: PullLimit[], sha
   const many = pullBound('concurrent');
   if (push) for (const b of ['push_1gib_single_patch', 'push_1gib_chunked_16mib']) report.limit(b, push[1], push[0]);
   const concurrent = lowest([...(push ? [push] : []), ['push client', pushLimit?.value]]);
-  if (concurrent) report.limit('push_concurrent', concurrent[1], concurrent[0]);
+  if (concurrent) for (const b of ['push_concurrent', 'push_concurrent_again']) report.limit(b, concurrent[1], concurrent[0]);
   if (single) for (const b of ['pull_1gib', 'pull_1gib_second', 'pull_1gib_cached']) report.limit(b, single[1], single[0]);
   if (many) report.limit('pull_concurrent', many[1], many[0]);
 }
@@ -194,6 +196,7 @@ async function main(): Promise<number> {
   report.note({ bench: 'client_sha256', value: sha256Rate, unit: 'MB/s', cpu_seconds_per_gib: hashSecondsPerGiB, note: 'node:crypto sha256 on this machine (hashing the big blob once): wall-clock speed and CPU seconds per GiB; a registry must hash every pushed byte' });
   const big = { single, chunked: payloads.blob(opts.bigBytes, 'chunked') };
   const many = Array.from({ length: opts.concurrentBlobs }, (_, i) => payloads.blob(opts.concurrentBlobBytes, `concurrent-${i}`));
+  const manyAgain = Array.from({ length: opts.concurrentBlobs }, (_, i) => payloads.blob(opts.concurrentBlobBytes, `concurrent-again-${i}`));
   progress('setup', `measuring the machine's limits (${opts.bigBytes / 1024 ** 2} MiB: disk writes and reads, page cache, loopback)`);
   const pulls = ['pull_1gib', 'pull_concurrent'].some(selected);
   const limits = process.env.BENCH_LIMITS === '0' ? [] : await measureLimits(opts.bigBytes, pulls ? { count: opts.pullBlobs, size: opts.pullBlobBytes } : undefined);
@@ -220,7 +223,7 @@ async function main(): Promise<number> {
   await loadLimit(opts, report);
   const pullBlobs = Array.from({ length: opts.pullBlobs }, (_, i) => payloads.blob(opts.pullBlobBytes, `pull-${i}`));
   const image = await buildSmallImage();
-  const base = { opts, payloads, report, big, many, pullBlobs, image };
+  const base = { opts, payloads, report, big, many, manyAgain, pullBlobs, image };
   let failed = 0;
   for (const name of opts.servers) {
     if (name === 'reference' && !referenceAvailable()) {

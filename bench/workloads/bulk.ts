@@ -7,6 +7,7 @@ import { mbPerSecond, round } from '../stats.js';
 import { progress, REPO, type WorkloadContext } from './context.js';
 import { MANIFEST_V2 } from '../image.js';
 import { pushChunked, pushEach, pushPostPut, pushSinglePatch } from './upload.js';
+import type { Blob } from '../payload.js';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
@@ -66,14 +67,29 @@ export async function pushChunks(ctx: WorkloadContext): Promise<void> {
 
 /** Many distinct 16 MiB blobs, a bounded number in flight, POST + PUT each; aggregate MB/s. */
 export async function pushConcurrent(ctx: WorkloadContext): Promise<void> {
-  const { target, client, many, opts, report } = ctx;
-  progress(target.name, `push ${many.length} x ${sizeLabel(opts.concurrentBlobBytes)}, ${opts.concurrentInFlight} at a time`);
+  await concurrentBurst(ctx, 'push_concurrent', ctx.many);
+}
+
+/**
+ * The same burst again on the same server, other bytes: what a server that has taken pushes
+ * before does (the first burst after a start also pays for the server's fresh buffer memory:
+ * bench/README.md "Body lanes").
+ */
+export async function pushConcurrentAgain(ctx: WorkloadContext): Promise<void> {
+  await concurrentBurst(ctx, 'push_concurrent_again', ctx.manyAgain);
+}
+
+async function concurrentBurst(ctx: WorkloadContext, bench: string, blobs: Blob[]): Promise<void> {
+  const { target, client, opts, report } = ctx;
+  progress(target.name, `${bench}: push ${blobs.length} x ${sizeLabel(opts.concurrentBlobBytes)}, ${opts.concurrentInFlight} at a time`);
   const window = new CpuWindow(target.pid);
+  const cpu0 = cpuSeconds(target.pid);
   const t0 = performance.now();
-  await pushEach(client, REPO.many, many, opts.concurrentInFlight, opts.transferTimeoutMs);
+  await pushEach(client, REPO.many, blobs, opts.concurrentInFlight, opts.transferTimeoutMs);
   const ms = performance.now() - t0;
-  const bytes = many.reduce((n, b) => n + b.size, 0);
-  report.add({ bench: 'push_concurrent', server: target.name, value: mbPerSecond(bytes, ms), unit: 'MB/s', blobs: many.length, blob_size: sizeLabel(opts.concurrentBlobBytes), in_flight: opts.concurrentInFlight, method: 'POST+PUT', seconds: round(ms / 1000, 2), ...window.end() });
+  const bytes = blobs.reduce((n, b) => n + b.size, 0);
+  const cpu = cpuSeconds(target.pid) - cpu0;
+  report.add({ bench, server: target.name, value: mbPerSecond(bytes, ms), unit: 'MB/s', blobs: blobs.length, blob_size: sizeLabel(opts.concurrentBlobBytes), in_flight: opts.concurrentInFlight, method: 'POST+PUT', seconds: round(ms / 1000, 2), server_cpu_s_per_gib: round(cpu / (bytes / GiB), 2), ...window.end() });
 }
 
 /** Pushes the small image (config, layer, manifest by tag `latest`). */

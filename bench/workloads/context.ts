@@ -17,6 +17,8 @@ export interface WorkloadContext {
   big: { single: Blob; chunked: Blob };
   /** Concurrent-push blobs, digests precomputed. */
   many: Blob[];
+  /** A second set like `many` (other bytes), pushed by `push_concurrent_again` on the same server. */
+  manyAgain: Blob[];
   /** Blobs pushed and then pulled all at once (pull_concurrent), digests precomputed. */
   pullBlobs: Blob[];
   /** The small image, pushed by the first workload that needs it. */
