@@ -9,8 +9,10 @@
  * own four receive buffers (engine/blobs/writer-buffers.ts), 128 MiB of fresh memory for
  * sixteen, and a fresh page costs 15–40 µs of CPU in this VM. With a few lanes the bodies in them
  * run at full speed and finish early, their commits overlap the next bodies' bytes, and only the
- * lanes' bodies hold full-size buffers. Measured there (bench/README.md "Body lanes"): the first
- * burst after a start 393–480 → 476–629 MB/s, later bursts 647–810 → 754–908 MB/s.
+ * lanes' bodies hold full-size buffers. Measured there (bench/README.md "Body lanes"), lanes off
+ * and on in the same minutes: the first burst after a start 444–446 → 478–513 MB/s, later
+ * bursts 747–775 → 833–868 MB/s; in full `npm run bench` runs the first burst went from
+ * 1.53–2.19 × the reference to 2.07–2.28 ×.
  *
  * Rules (a body is one request's bytes into an upload session, `UploadWriter`):
  * - a body needs a lane only once it has brought `bulkBytes` (small bodies, and the first bytes
