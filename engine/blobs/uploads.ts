@@ -216,7 +216,7 @@ export class Uploads {
       this.#sessions.done(own);
       throw fail('UNAVAILABLE', 'the registry is buffering as many upload bytes as it can; retry shortly', { retryAfter: 2 });
     }
-    const writer = new UploadWriter(blob, this.memory, commitNext ? COMMITTING_SYNC_EVERY_BYTES : SYNC_EVERY_BYTES, this.lanes);
+    const writer = new UploadWriter(blob, this.memory, commitNext ? COMMITTING_SYNC_EVERY_BYTES : SYNC_EVERY_BYTES, this.lanes, commitNext);
     this.#writerLeases.set(writer, own);
     return writer;
   }

@@ -154,6 +154,17 @@ export class WriterBuffers {
   }
 
   /**
+   * For a body whose request commits the blob next (a monolithic POST, a PUT with a body): the
+   * session ends there, so no next writer of it would take a stash. Every free buffer goes back
+   * to the budget and to the process's pool at once (the last region's excepted, as in
+   * `stashFree`), where the next body in a lane takes it instead of faulting in fresh pages;
+   * buffers the hash or a write release later follow (no stash is open).
+   */
+  recycleFree(): void {
+    for (const b of this.#free.splice(0)) this.dropUnused(b, true);
+  }
+
+  /**
    * Gives every free buffer back to the budget, keeping it (outside the budget, for `STASH_MS`)
    * for the session's next writer: the next PATCH of a chunked upload then fills memory that is
    * already mapped instead of faulting in fresh pages (measured: most of the extra CPU of a

@@ -87,6 +87,7 @@ export class UploadWriter {
   /** The server's body lanes and this body's place in them (none: the body never waits for a lane). */
   readonly #lanes: BodyLanes | undefined;
   readonly #ticket: LaneTicket | undefined;
+  readonly #commitsNext: boolean;
 
   /**
    * @param blob the session's writer; bytes go after its current `size`
@@ -96,9 +97,12 @@ export class UploadWriter {
    *   after each sync, up to `SYNC_EVERY_BYTES`
    * @param lanes the server's body lanes (body-lanes.ts): past their bulk size, this body reads
    *   only while it holds a lane or has waited for one long enough; none = never waits for one
+   * @param commitsNext the request commits the blob right after this body: its free buffers go
+   *   to the process's pool at `end`, not to a stash for the session's next request
    */
-  constructor(blob: BlobWriter, memory: UploadMemory = unlimitedMemory(), syncEveryBytes = SYNC_EVERY_BYTES, lanes?: BodyLanes) {
+  constructor(blob: BlobWriter, memory: UploadMemory = unlimitedMemory(), syncEveryBytes = SYNC_EVERY_BYTES, lanes?: BodyLanes, commitsNext = false) {
     this.#syncEvery = syncEveryBytes;
+    this.#commitsNext = commitsNext;
     this.#lanes = lanes;
     this.#ticket = lanes?.ticket(() => this.#wake());
     const position = blob.size;
@@ -258,7 +262,8 @@ export class UploadWriter {
         this.#buffers.dropUnused(this.#current, this.#currentPooled);
         this.#current = null;
       }
-      this.#buffers.stashFree();
+      if (this.#commitsNext) this.#buffers.recycleFree();
+      else this.#buffers.stashFree();
       this.#blob.suspend();
     }
   }

@@ -127,7 +127,7 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'upload.tls', env: 'SLIPWAY_UPLOAD_TLS', kind: onOff(), default: false, help: 'Serve the upload host over TLS.' },
   { path: 'upload.ttl', env: 'SLIPWAY_UPLOAD_TTL', aliases: ['upload-ttl-seconds'], kind: integer(1, undefined, 'seconds'), default: 24 * 3600, help: 'Upload sessions idle this long are reaped.' },
   { path: 'upload.memory', env: 'SLIPWAY_UPLOAD_MEMORY', aliases: ['upload-memory-mi-b'], kind: integer(1, undefined, 'MiB'), default: 192, help: 'Most upload buffer memory, all sessions together; past it bodies wait and new appends get 503.' },
-  { path: 'upload.lanes', env: 'SLIPWAY_UPLOAD_LANES', kind: integer(0, 1024, 'bodies'), default: 4, help: 'Upload bodies read at full speed at once; more wait their turn, at most 0.25 s each; 0 = all at once.' },
+  { path: 'upload.lanes', env: 'SLIPWAY_UPLOAD_LANES', kind: integer(0, 1024, 'bodies'), default: 4, help: 'Upload bodies read at full speed at once; more wait their turn, at most 0.5 s each; 0 = all at once.' },
   { path: 'upload.sessions', env: 'SLIPWAY_UPLOAD_SESSIONS', aliases: ['upload-sessions-per-account'], kind: integer(1), default: 64, help: 'Open upload sessions one account may have at once.' },
   { path: 'upload.min_rate', env: 'SLIPWAY_UPLOAD_MIN_RATE', aliases: ['upload-min-rate-ki-b'], kind: decimal('KiB/s', false), default: 1, help: 'Minimum receive rate of an upload body; 0 = no minimum.' },
   { path: 'upload.rate_window', env: 'SLIPWAY_UPLOAD_RATE_WINDOW', aliases: ['upload-rate-window-seconds'], kind: decimal('seconds', true), default: 30, help: 'Window over which upload.min_rate is measured.' },

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { BUFFER_BYTES, COMMITTING_SYNC_EVERY_BYTES, POOL_BUFFERS, UploadWriter } from '../../engine/blobs/writer.js';
 import { MIN_BUFFER_BYTES, UploadMemory } from '../../engine/blobs/upload-memory.js';
 import { inlineHash, type RunningHash } from '../../engine/blobs/running-hash.js';
+import { sharedPooledBytes } from '../../engine/blobs/aligned-buffer.js';
 import { HashThread } from '../../workers/hash-thread.js';
 import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
 import type { BlobWriter } from '../../engine/blobs/contract.js';
@@ -89,6 +90,26 @@ t.test('a second request on a suspended session appends after the earlier bytes'
   const all = Buffer.concat([first, second]);
   t.equal(sha(readFileSync(file)), sha(all));
   t.same(await blob.commit(`sha256:${sha(all)}` as Digest), { digest: `sha256:${sha(all)}`, size: all.length, created: true }, 'committed by the running hash');
+});
+
+t.test('a body that commits next gives its buffers to the process pool at its end; another body keeps them for its session', async (t) => {
+  const gains: number[] = [];
+  for (const commitsNext of [true, false]) {
+    const hash = thread.create();
+    const { blob } = await session(hash);
+    const w = new UploadWriter(blob, new UploadMemory(64 * 1024 * 1024), COMMITTING_SYNC_EVERY_BYTES, undefined, commitsNext);
+    const before = sharedPooledBytes();
+    let more = true;
+    for (let i = 0; i < 12; i++) { // copies only: no region a socket could still hold
+      if (!more) await new Promise<void>((resolve) => w.onDrain(resolve));
+      more = w.write(randomBytes(BUFFER_BYTES));
+    }
+    await w.end();
+    await hash.digest(); // every update answered: the hash holds are released
+    gains.push(sharedPooledBytes() - before);
+  }
+  t.ok(gains[0]! >= 3 * BUFFER_BYTES, `committing body: ${gains[0]} bytes of buffers in the pool at once`);
+  t.ok(gains[1]! < BUFFER_BYTES * 2, `a PATCH body: its full-size buffers stay in its session's stash (${gains[1]} bytes to the pool)`);
 });
 
 t.test('the pool asks for a pause when every buffer is busy; buffers grow with the bytes received', async (t) => {
