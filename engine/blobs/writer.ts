@@ -14,6 +14,10 @@
  *
  * Memory: the writer's buffers, their sizes and their reuse are writer-buffers.ts's.
  *
+ * Lanes: with the server's body lanes (body-lanes.ts), a body past their bulk size reads only
+ * while it holds a lane or has waited its longest wait: meanwhile `write`/`commit` return false
+ * and the `onDrain` callback runs when the wait ends. `end` gives the lane back.
+ *
  * Failure: once the session failed (the blob store away, a disk error: its `write` rejected, or
  * its `feedHash` threw, as an S3 session's does once a part failed), `write` and `commit` throw
  * that error, so the transport stops reading the body and the request ends with it; a paused
