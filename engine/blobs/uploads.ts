@@ -32,7 +32,7 @@ import { discardedByOutage, discardedByStall, discardedForSpace, isStorageFull, 
 import { UploadSessions } from './upload-sessions.js';
 import { SessionEndings } from './upload-endings.js';
 import type { Digest } from '../digest.js';
-import { COMMITTING_SYNC_EVERY_BYTES, SYNC_EVERY_BYTES, UploadWriter } from './writer.js';
+import { UploadWriter } from './writer.js';
 import { MIN_BUFFER_BYTES, unlimitedMemory, type UploadMemory } from './upload-memory.js';
 import type { BodyLanes } from './body-lanes.js';
 import type { BlobBackend, BlobWriter } from './contract.js';
@@ -216,7 +216,7 @@ export class Uploads {
       this.#sessions.done(own);
       throw fail('UNAVAILABLE', 'the registry is buffering as many upload bytes as it can; retry shortly', { retryAfter: 2 });
     }
-    const writer = new UploadWriter(blob, this.memory, commitNext ? COMMITTING_SYNC_EVERY_BYTES : SYNC_EVERY_BYTES, this.lanes, commitNext);
+    const writer = new UploadWriter(blob, this.memory, commitNext, this.lanes);
     this.#writerLeases.set(writer, own);
     return writer;
   }

@@ -96,16 +96,15 @@ export class UploadWriter {
   /**
    * @param blob the session's writer; bytes go after its current `size`
    * @param memory the global upload buffer budget
-   * @param syncEveryBytes bytes before the first background sync (`SYNC_EVERY_BYTES`, or
-   *   `COMMITTING_SYNC_EVERY_BYTES` for a body whose request commits next); the interval doubles
-   *   after each sync, up to `SYNC_EVERY_BYTES`
+   * @param commitsNext the request commits the blob right after this body: the first background
+   *   sync comes after `COMMITTING_SYNC_EVERY_BYTES` (else `SYNC_EVERY_BYTES`; the interval
+   *   doubles after each sync, up to `SYNC_EVERY_BYTES`), and at `end` its free buffers go to
+   *   the process's pool, not to a stash for the session's next request
    * @param lanes the server's body lanes (body-lanes.ts): past their bulk size, this body reads
    *   only while it holds a lane or has waited for one long enough; none = never waits for one
-   * @param commitsNext the request commits the blob right after this body: its free buffers go
-   *   to the process's pool at `end`, not to a stash for the session's next request
    */
-  constructor(blob: BlobWriter, memory: UploadMemory = unlimitedMemory(), syncEveryBytes = SYNC_EVERY_BYTES, lanes?: BodyLanes, commitsNext = false) {
-    this.#syncEvery = syncEveryBytes;
+  constructor(blob: BlobWriter, memory: UploadMemory = unlimitedMemory(), commitsNext = false, lanes?: BodyLanes) {
+    this.#syncEvery = commitsNext ? COMMITTING_SYNC_EVERY_BYTES : SYNC_EVERY_BYTES;
     this.#commitsNext = commitsNext;
     this.#lanes = lanes;
     this.#ticket = lanes?.ticket(() => this.#wake());

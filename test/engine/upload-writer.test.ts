@@ -10,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BUFFER_BYTES, COMMITTING_SYNC_EVERY_BYTES, POOL_BUFFERS, UploadWriter } from '../../engine/blobs/writer.js';
+import { BUFFER_BYTES, POOL_BUFFERS, UploadWriter } from '../../engine/blobs/writer.js';
 import { MIN_BUFFER_BYTES, UploadMemory } from '../../engine/blobs/upload-memory.js';
 import { inlineHash, type RunningHash } from '../../engine/blobs/running-hash.js';
 import { sharedPooledBytes } from '../../engine/blobs/aligned-buffer.js';
@@ -97,7 +97,7 @@ t.test('a body that commits next gives its buffers to the process pool at its en
   for (const commitsNext of [true, false]) {
     const hash = thread.create();
     const { blob } = await session(hash);
-    const w = new UploadWriter(blob, new UploadMemory(64 * 1024 * 1024), COMMITTING_SYNC_EVERY_BYTES, undefined, commitsNext);
+    const w = new UploadWriter(blob, new UploadMemory(64 * 1024 * 1024), commitsNext);
     const before = sharedPooledBytes();
     let more = true;
     for (let i = 0; i < 12; i++) { // copies only: no region a socket could still hold
@@ -168,19 +168,19 @@ t.test('a hash thread that stops reports lost, never a wrong digest', async (t) 
 
 t.test('background syncs: every 64 MiB by default; from 4 MiB, doubling, for a body that commits next', async (t) => {
   /** Feeds `mib` MiB through a writer over a session whose sync() records the bytes written by then. */
-  const run = async (mib: number, syncEveryBytes?: number): Promise<number[]> => {
+  const run = async (mib: number, commitsNext = false): Promise<number[]> => {
     const { blob } = await session(inlineHash());
     const at: number[] = [];
     const sync = blob.sync.bind(blob);
     blob.sync = async () => { at.push(blob.size / MIB); await sync(); };
-    const writer = new UploadWriter(blob, undefined, syncEveryBytes);
+    const writer = new UploadWriter(blob, undefined, commitsNext);
     await feed(writer, randomBytes(mib * MIB));
     await writer.end();
     return at;
   };
   const MIB = 1024 * 1024;
   t.same(await run(20), [], 'a 20 MiB PATCH body starts no sync of its own (the commit syncs)');
-  const committing = await run(40, COMMITTING_SYNC_EVERY_BYTES);
+  const committing = await run(40, true);
   // At most 4, 12 and 28 MiB; a sync that starts while the previous one still runs waits for the
   // next write after it, so a slow disk may give fewer.
   t.ok(committing.length >= 1 && committing.length <= 3, `a 40 MiB body that commits next syncs while it streams (at ${committing.map((m) => m.toFixed(1)).join(', ')} MiB)`);
