@@ -25,7 +25,7 @@
  *
  * A pull of at least `DIRECT_MIN_BYTES` reads ahead into the same 4 MiB pool buffers when it goes
  * through the page cache too (the next reads under way while the socket sends), in reads of
- * `CACHED_AHEAD_CHUNK`.
+ * `cachedAheadChunk` (larger when fewer pulls read ahead at once).
  *
  * Direct reads need the file offset, length and memory aligned: reads start at the 4 KiB
  * boundary at or before the wanted byte, and the caller is lent a view inside the aligned buffer.
@@ -42,14 +42,27 @@ export const DIRECT_MIN_BYTES = 8 * 1024 * 1024;
 /** Size of one direct read (bytes; a multiple of 64 KiB). 4 MiB measured best with 2–4 in flight. */
 export const DIRECT_CHUNK = 4 * 1024 * 1024;
 /**
- * Size of one read ahead through the page cache (bytes; a multiple of DIRECT_IO_ALIGN, at most
- * DIRECT_CHUNK: it reads into the same pool buffers). Smaller than a direct read: a read from the
- * cache is a memory copy, and 16 pulls at once each copying 4 MiB ahead moved more than the CPU's
- * caches hold. Measured 2026-11-27 (`pull_concurrent`, 16 × 64 MiB right after their push):
- * 4 MiB 1,258–1,515 MB/s with 0.63–0.77 s/GiB of kernel time in the pool threads; 1 MiB 2,108
- * MB/s and 0.18 s/GiB; 256 KiB 1,626 MB/s.
+ * Size of one read ahead through the page cache (bytes; multiples of DIRECT_IO_ALIGN, at most
+ * DIRECT_CHUNK: they read into the same pool buffers), by how many pulls read ahead at once.
+ * A read from the cache is a memory copy into a buffer the socket then copies from:
+ * - many pulls at once want small reads: 16 pulls each copying 4 MiB ahead moved more than the
+ *   CPU's caches hold. Measured 2026-11-27 (`pull_concurrent`, 16 × 64 MiB right after their
+ *   push): 4 MiB 1,258–1,515 MB/s with 0.63–0.77 s/GiB of kernel time in the pool threads;
+ *   1 MiB 2,108 MB/s and 0.18 s/GiB; 256 KiB 1,626 MB/s; 2026-11-28: 2 MiB 1,831–1,985 MB/s
+ *   and 0.69–0.72 server CPU-s/GiB against 1 MiB's 2,035–2,133 and 0.57–0.61;
+ * - a pull alone wants large ones: each read is a hand-off to a pool thread and back (a futex
+ *   wake of 35 µs on this VM), and each lent buffer one socket write. Measured 2026-11-28 (one
+ *   1 GiB pull from the cache, eight pulls a variant, two rounds interleaved): 1 MiB 0.39–0.48
+ *   server CPU-s/GiB, the main thread's system time 0.26–0.30 s; 2 MiB 0.31–0.45 and 0.18–0.34;
+ *   4 MiB 0.32–0.41 and 0.20–0.26.
  */
-export const CACHED_AHEAD_CHUNK = 1024 * 1024;
+export function cachedAheadChunk(pullsReadingAhead: number): number {
+  if (pullsReadingAhead <= 1) return 4 * 1024 * 1024;
+  if (pullsReadingAhead === 2) return 2 * 1024 * 1024;
+  return 1024 * 1024;
+}
+/** Pulls of this process reading ahead into pool buffers now (direct or through the cache). */
+let pullsReadingAhead = 0;
 /** Buffers a direct pull uses at most: one lent to the sender, the rest read ahead. */
 const DIRECT_DEPTH = 4;
 /** Buffers a direct pull needs at least (one lent, one read ahead). */
@@ -251,6 +264,7 @@ export class FsReader implements BlobReader {
     if (want < DIRECT_MIN_BYTES) return;
     this.#buffers = pool.take(DIRECT_DEPTH, DIRECT_MIN_DEPTH);
     this.#idle = [...this.#buffers];
+    if (this.#buffers.length > 0) pullsReadingAhead++;
     if (this.#buffers.length > 0 && !cached && directUsable) this.#mode = 'direct';
   }
 
@@ -292,7 +306,7 @@ export class FsReader implements BlobReader {
     while (this.#idle.length > 0 && this.#next < this.#stop) {
       const buffer = this.#idle.pop()!;
       const at = this.#next;
-      const len = Math.min(this.#mode === 'direct' ? DIRECT_CHUNK : CACHED_AHEAD_CHUNK, this.#stop - at);
+      const len = Math.min(this.#mode === 'direct' ? DIRECT_CHUNK : cachedAheadChunk(pullsReadingAhead), this.#stop - at);
       this.#next += len;
       const done = readAt(this.#fd, buffer, len, at);
       done.catch(() => {}); // awaited by lend or settle; never unhandled meanwhile
@@ -315,7 +329,10 @@ export class FsReader implements BlobReader {
   /** Ends direct reads: waits for reads in flight, returns the buffers, closes the descriptor. */
   async #stopDirect(): Promise<void> {
     await this.#settle();
-    if (this.#buffers.length) pool.give(this.#buffers);
+    if (this.#buffers.length) {
+      pool.give(this.#buffers);
+      pullsReadingAhead--;
+    }
     this.#buffers = [];
     this.#idle = [];
     const fd = this.#directFd;

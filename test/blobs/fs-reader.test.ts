@@ -116,6 +116,35 @@ t.test('the policy: small pulls, a second pull, pulls at once go through the pag
   await x.close();
 });
 
+t.test('reads ahead through the cache: 4 MiB while one pull does, 2 MiB while two do, 1 MiB while more do', async (t) => {
+  const MiB = 1024 * 1024;
+  const size = 3 * DIRECT_CHUNK + 12_345;
+  const bytes = randomBytes(size);
+  const path = join(tmp.dir, 'ahead');
+  writeFileSync(path, bytes);
+  const heat = new PullHeat();
+  heat.written('sha256:ahead' as Digest); // its push: every pull reads through the cache
+  const open = () => reader(path, 'sha256:ahead', heat);
+  const a = await open();
+  const first = await a.lend(0, size);
+  t.equal(a.mode, 'cached');
+  t.equal(first.byteLength, 4 * MiB, 'alone: 4 MiB reads');
+  t.ok(Buffer.from(first).equals(bytes.subarray(0, 4 * MiB)));
+  const b = await open();
+  const second = await b.lend(7, size - 7);
+  t.equal(second.byteLength, 2 * MiB - 7, 'with another pull: 2 MiB reads (from the 4 KiB boundary before the start)');
+  t.ok(Buffer.from(second).equals(bytes.subarray(7, 2 * MiB)));
+  const c = await open();
+  t.equal((await c.lend(0, size)).byteLength, MiB, 'with two others: 1 MiB reads');
+  // Every reader still lends the right bytes to the end while the sizes change under it.
+  const [ra, rb, rc] = await Promise.all([lendAll(a, 4 * MiB, size - 4 * MiB), lendAll(b, 2 * MiB, size - 2 * MiB), lendAll(c, 0, size)]);
+  t.ok(ra.equals(bytes.subarray(4 * MiB)) && rb.equals(bytes.subarray(2 * MiB)) && rc.equals(bytes), 'bytes intact');
+  await Promise.all([a.close(), b.close(), c.close()]);
+  const d = await open();
+  t.equal((await d.lend(0, size)).byteLength, 4 * MiB, 'the others closed: alone again, 4 MiB');
+  await d.close();
+});
+
 for (const listener of ['h1', 'uws']) t.test(`through HTTP (${listener}): unaligned ranges, odd sizes, concurrent pulls while the policy switches`, { skip: (listener === 'uws' && uwsUnavailable()) || false }, async (t) => {
   const dataDir = join(tmp.dir, `server-${listener}`);
   let server = await startInProcess({ dataDir, env: { SLIPWAY_LISTENER: listener } });
