@@ -25,7 +25,8 @@
  *
  * A pull of at least `DIRECT_MIN_BYTES` reads ahead into the same 4 MiB pool buffers when it goes
  * through the page cache too (the next reads under way while the socket sends), in reads of
- * `cachedAheadChunk` (larger when fewer pulls read ahead at once).
+ * `cachedAheadChunk` (larger when fewer pulls read ahead at once), into upload-sized buffers
+ * borrowed from the process's pool of shared buffers (their pages touched lately).
  *
  * Direct reads need the file offset, length and memory aligned: reads start at the 4 KiB
  * boundary at or before the wanted byte, and the caller is lent a view inside the aligned buffer.
@@ -35,16 +36,25 @@ import { close, constants as fsc, open, read } from 'node:fs';
 import type { promises as fsp } from 'node:fs';
 import type { Digest } from '../digest.js';
 import type { BlobReader } from './contract.js';
-import { DIRECT_IO_ALIGN, sharedBuffer } from './aligned-buffer.js';
+import { DIRECT_IO_ALIGN, recycleShared, sharedBuffer } from './aligned-buffer.js';
 
 /** Pulls shorter than this are always read through the page cache (bytes). */
 export const DIRECT_MIN_BYTES = 8 * 1024 * 1024;
 /** Size of one direct read (bytes; a multiple of 64 KiB). 4 MiB measured best with 2–4 in flight. */
 export const DIRECT_CHUNK = 4 * 1024 * 1024;
 /**
+ * Size of the buffers a pull through the page cache reads ahead into (bytes): the size of the
+ * upload buffers (writer-buffers.ts), so such a pull borrows free upload buffers from the
+ * process's pool (aligned-buffer.ts `sharedBuffer`) and gives them back there. Those pages were
+ * touched lately: a fresh page costs 15–40 µs on the project's VM, and the first large pull of a
+ * server spent 0.04–0.05 s per pool thread faulting in new 4 MiB buffers (2026-11-28).
+ */
+export const CACHED_BUFFER_BYTES = 2 * 1024 * 1024;
+
+/**
  * Size of one read ahead through the page cache (bytes; multiples of DIRECT_IO_ALIGN, at most
- * DIRECT_CHUNK: they read into the same pool buffers), by how many pulls read ahead at once.
- * A read from the cache is a memory copy into a buffer the socket then copies from:
+ * CACHED_BUFFER_BYTES), by how many pulls read ahead at once. A read from the cache is a memory
+ * copy into a buffer the socket then copies from:
  * - many pulls at once want small reads: 16 pulls each copying 4 MiB ahead moved more than the
  *   CPU's caches hold. Measured 2026-11-27 (`pull_concurrent`, 16 × 64 MiB right after their
  *   push): 4 MiB 1,258–1,515 MB/s with 0.63–0.77 s/GiB of kernel time in the pool threads;
@@ -57,9 +67,7 @@ export const DIRECT_CHUNK = 4 * 1024 * 1024;
  *   4 MiB 0.32–0.41 and 0.20–0.26.
  */
 export function cachedAheadChunk(pullsReadingAhead: number): number {
-  if (pullsReadingAhead <= 1) return 4 * 1024 * 1024;
-  if (pullsReadingAhead === 2) return 2 * 1024 * 1024;
-  return 1024 * 1024;
+  return pullsReadingAhead <= 2 ? CACHED_BUFFER_BYTES : 1024 * 1024;
 }
 /** Pulls of this process reading ahead into pool buffers now (direct or through the cache). */
 let pullsReadingAhead = 0;
@@ -124,31 +132,40 @@ export class PullHeat {
   }
 }
 
-/** The process's page-aligned read buffers: at most `POOL_MAX_BUFFERS` exist at once. */
-class AlignedPool {
+/**
+ * The pulls' read-ahead buffers: at most `POOL_MAX_BUFFERS` out at once. Direct reads get 4 MiB
+ * page-aligned buffers, kept here when free (up to `POOL_KEEP_FREE`); reads through the page
+ * cache get `CACHED_BUFFER_BYTES` buffers of the process's shared pool, given back there.
+ */
+class ReadBuffers {
   readonly #free: Buffer[] = [];
   #out = 0;
 
   /**
-   * Up to `want` buffers, fewer as the pool runs low (an eighth of what is left, so that many
-   * pulls at once each get some), none when fewer than `least` can be had.
+   * Up to `want` buffers for direct reads or reads through the cache, fewer as the pool runs low
+   * (an eighth of what is left, so that many pulls at once each get some), none when fewer than
+   * `least` can be had.
    */
-  take(want: number, least: number): Buffer[] {
+  take(want: number, least: number, direct: boolean): Buffer[] {
     const left = POOL_MAX_BUFFERS - this.#out;
     const n = Math.min(want, left, Math.max(least, Math.floor(left / 8)));
     if (n < least) return [];
     this.#out += n;
-    return Array.from({ length: n }, () => this.#free.pop() ?? sharedBuffer(DIRECT_CHUNK));
+    const one = direct ? () => this.#free.pop() ?? sharedBuffer(DIRECT_CHUNK) : () => sharedBuffer(CACHED_BUFFER_BYTES);
+    return Array.from({ length: n }, one);
   }
 
-  /** Returns buffers no read is writing into any more. */
+  /** Returns buffers no read is writing into and no socket holds any more. */
   give(buffers: Buffer[]): void {
     this.#out -= buffers.length;
-    for (const b of buffers) if (this.#free.length < POOL_KEEP_FREE) this.#free.push(b);
+    for (const b of buffers) {
+      if (b.length !== DIRECT_CHUNK) recycleShared(b);
+      else if (this.#free.length < POOL_KEEP_FREE) this.#free.push(b);
+    }
   }
 }
 
-const pool = new AlignedPool();
+const pool = new ReadBuffers();
 
 /** Whether the file system took `O_DIRECT` reads so far (false after the first EINVAL, and where Node has no `O_DIRECT`). */
 let directUsable = fsc.O_DIRECT !== undefined;
@@ -255,17 +272,19 @@ export class FsReader implements BlobReader {
   /**
    * Picks the page cache or direct reads for this pull (file header), once. A pull of at least
    * `DIRECT_MIN_BYTES` reads ahead into pool buffers either way (through the page cache, reads
-   * of 4 MiB in flight beside the socket send cost less and wait less than one 2 MiB read at a
-   * time); without pool buffers it reads one chunk at a time through the cache.
+   * in flight beside the socket send cost less and wait less than one read at a time); without
+   * pool buffers it reads one chunk at a time through the cache.
    */
   #decide(want: number): void {
     const cached = this.#heat!.begin(this.digest);
     this.#mode = 'cached';
     if (want < DIRECT_MIN_BYTES) return;
-    this.#buffers = pool.take(DIRECT_DEPTH, DIRECT_MIN_DEPTH);
+    const direct = !cached && directUsable;
+    this.#buffers = pool.take(DIRECT_DEPTH, DIRECT_MIN_DEPTH, direct);
     this.#idle = [...this.#buffers];
-    if (this.#buffers.length > 0) pullsReadingAhead++;
-    if (this.#buffers.length > 0 && !cached && directUsable) this.#mode = 'direct';
+    if (this.#buffers.length === 0) return;
+    pullsReadingAhead++;
+    if (direct) this.#mode = 'direct';
   }
 
   /** Lends from the reads ahead (direct or through the cache, by mode), starting them over on a jump. */
