@@ -13,8 +13,9 @@ import { join } from 'node:path';
 import { BUFFER_BYTES, POOL_BUFFERS, UploadWriter } from '../../engine/blobs/writer.js';
 import { MIN_BUFFER_BYTES, UploadMemory } from '../../engine/blobs/upload-memory.js';
 import { inlineHash, type RunningHash } from '../../engine/blobs/running-hash.js';
-import { sharedPooledBytes } from '../../engine/blobs/aligned-buffer.js';
+import { sharedBuffer, sharedPooled, sharedPooledBytes } from '../../engine/blobs/aligned-buffer.js';
 import { HashThread } from '../../workers/hash-thread.js';
+import { BodyLanes } from '../../engine/blobs/body-lanes.js';
 import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
 import type { BlobWriter } from '../../engine/blobs/contract.js';
 import type { Digest } from '../../engine/digest.js';
@@ -98,6 +99,10 @@ t.test('a body that commits next gives its buffers to the process pool at its en
     const hash = thread.create();
     const { blob } = await session(hash);
     const w = new UploadWriter(blob, new UploadMemory(64 * 1024 * 1024), commitsNext);
+    // Empty the pool first (earlier tests leave buffers there, some when their stash expires), so
+    // that every buffer the pool gains is one this writer gave back.
+    const held: Buffer[] = [];
+    for (const size of [4096, 16384, 65536, 262144, 1048576, BUFFER_BYTES]) while (sharedPooled(size)) held.push(sharedBuffer(size));
     const before = sharedPooledBytes();
     let more = true;
     for (let i = 0; i < 12; i++) { // copies only: no region a socket could still hold
@@ -110,6 +115,28 @@ t.test('a body that commits next gives its buffers to the process pool at its en
   }
   t.ok(gains[0]! >= 3 * BUFFER_BYTES, `committing body: ${gains[0]} bytes of buffers in the pool at once`);
   t.ok(gains[1]! < BUFFER_BYTES * 2, `a PATCH body: its full-size buffers stay in its session's stash (${gains[1]} bytes to the pool)`);
+});
+
+t.test('with one lane, the next body gets it only once the ending body\'s buffers are back in the pool', async (t) => {
+  const lanes = new BodyLanes(1, { bulkBytes: 64 * 1024, maxWaitMs: 60_000, maxHoldMs: 60_000 });
+  const writer = async (commitsNext: boolean) => new UploadWriter((await session(thread.create())).blob, new UploadMemory(64 * 1024 * 1024), commitsNext, lanes);
+  const a = await writer(true);
+  const b = await writer(true);
+  const held: Buffer[] = []; // the pool emptied of full-size buffers: A's are the only ones that can come back
+  while (sharedPooled(BUFFER_BYTES)) held.push(sharedBuffer(BUFFER_BYTES));
+  let more = true;
+  for (let i = 0; i < 8; i++) { // A takes the lane and grows full-size buffers
+    if (!more) await new Promise<void>((resolve) => a.onDrain(resolve));
+    more = a.write(randomBytes(BUFFER_BYTES));
+  }
+  t.notOk(b.write(randomBytes(128 * 1024)), 'B, past the bulk size, waits for the lane');
+  let atGrant = -1;
+  const granted = new Promise<void>((resolve) => b.onDrain(() => { atGrant = sharedPooledBytes(); resolve(); }));
+  const poolBefore = sharedPooledBytes();
+  await Promise.all([a.end(), granted]);
+  t.ok(atGrant - poolBefore >= 3 * BUFFER_BYTES, `when B got the lane, A's buffers were in the pool (${atGrant - poolBefore} bytes more)`);
+  t.ok(b.write(randomBytes(BUFFER_BYTES)), 'B reads in the lane');
+  await b.end();
 });
 
 t.test('the pool asks for a pause when every buffer is busy; buffers grow with the bytes received', async (t) => {
