@@ -203,6 +203,41 @@ export async function primeGuestMemory(bytes: number): Promise<Limit> {
   }
 }
 
+/** What the first touch of a page of new memory costs this machine's CPU. */
+export interface FirstTouch {
+  bench: 'limit_first_touch';
+  /** CPU microseconds per 4 KiB page (median of `rounds`). */
+  value: number;
+  unit: 'µs/page';
+  rounds_us_per_page: number[];
+  note: string;
+}
+
+/**
+ * Times the first write to each 4 KiB page of `mib` MiB of new shared buffers (how the servers'
+ * receive buffers are made, aligned-buffer.ts), as this process's CPU time per page, `rounds`
+ * times, each round in new buffers. A server that faults in fresh memory during a workload pays
+ * this per page: the bench prints each burst's minor page faults beside it, and their cost at
+ * this rate (bench/README.md "The first burst after a start").
+ */
+export function measureFirstTouch(mib = 64, rounds = 3): FirstTouch {
+  const page = 4096;
+  const per: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const c0 = process.cpuUsage();
+    const buffers: Buffer[] = [];
+    for (let i = 0; i < mib / 2; i++) {
+      const b = Buffer.from(new SharedArrayBuffer(2 * 1024 * 1024));
+      for (let o = 0; o < b.length; o += page) b[o] = 1;
+      buffers.push(b);
+    }
+    const c = process.cpuUsage(c0);
+    per.push(round((c.user + c.system) / ((mib * 1024 * 1024) / page), 2));
+  }
+  const sorted = [...per].sort((a, b) => a - b);
+  return { bench: 'limit_first_touch', value: sorted[Math.floor(sorted.length / 2)]!, unit: 'µs/page', rounds_us_per_page: per, note: `the first write to each page of ${mib} MiB of new shared buffers, CPU per page (median of ${rounds} rounds): what each of a server's minor page faults costs here` };
+}
+
 /** How long one durable commit of a few bytes takes on this disk: p50 and p99 over `rounds` (ms). */
 export interface SyncLatency {
   bench: 'limit_disk_sync_latency';

@@ -9,7 +9,7 @@ import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { installCleanup } from './cleanup.js';
 import { measurePushLimit, type PushLimit } from './push-limit.js';
-import { measureLimits, measureSyncLatency, primeGuestMemory, type Limit } from './limits.js';
+import { measureFirstTouch, measureLimits, measureSyncLatency, primeGuestMemory, type Limit } from './limits.js';
 import { measureLoadLimit } from './load-limit.js';
 import { measurePullLimit, type PullLimit } from './pull-limit.js';
 import { printFeasibility } from './feasibility.js';
@@ -220,10 +220,17 @@ async function main(): Promise<number> {
     report.limit('warm_push_p50', sync.value, 'disk sync');
     progress('setup', `a durable 4 KiB commit (write + fdatasync) takes ${sync.value} ms here (p99 ${sync.p99} ms)`);
   }
+  let firstTouchMicros: number | undefined;
+  if (selected('push_concurrent') && process.env.BENCH_LIMITS !== '0') {
+    const touch = measureFirstTouch();
+    report.note({ ...touch });
+    firstTouchMicros = touch.value;
+    progress('setup', `the first touch of a page of new memory costs ${touch.value} µs of CPU here (rounds: ${touch.rounds_us_per_page.join(', ')})`);
+  }
   await loadLimit(opts, report);
   const pullBlobs = Array.from({ length: opts.pullBlobs }, (_, i) => payloads.blob(opts.pullBlobBytes, `pull-${i}`));
   const image = await buildSmallImage();
-  const base = { opts, payloads, report, big, many, manyAgain, pullBlobs, image };
+  const base = { opts, payloads, report, big, many, manyAgain, pullBlobs, image, firstTouchMicros };
   let failed = 0;
   for (const name of opts.servers) {
     if (name === 'reference' && !referenceAvailable()) {

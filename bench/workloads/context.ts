@@ -23,6 +23,8 @@ export interface WorkloadContext {
   pullBlobs: Blob[];
   /** The small image, pushed by the first workload that needs it. */
   image: SmallImage;
+  /** CPU µs the first touch of a page of new memory costs here (limits.ts `measureFirstTouch`), when measured. */
+  firstTouchMicros?: number;
 }
 
 /** Repository names (`bench/<process-type>`). */
