@@ -30,7 +30,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomFillSync } from 'node:crypto';
 import { sharedBuffer } from '../engine/blobs/aligned-buffer.js';
-import { mbPerSecond, round } from './stats.js';
+import { mbPerSecond, percentile, round } from './stats.js';
 
 const BLOCK = 4 * 1024 * 1024;
 const GiB = 1024 ** 3;
@@ -234,8 +234,7 @@ export function measureFirstTouch(mib = 64, rounds = 3): FirstTouch {
     const c = process.cpuUsage(c0);
     per.push(round((c.user + c.system) / ((mib * 1024 * 1024) / page), 2));
   }
-  const sorted = [...per].sort((a, b) => a - b);
-  return { bench: 'limit_first_touch', value: sorted[Math.floor(sorted.length / 2)]!, unit: 'µs/page', rounds_us_per_page: per, note: `the first write to each page of ${mib} MiB of new shared buffers, CPU per page (median of ${rounds} rounds): what each of a server's minor page faults costs here` };
+  return { bench: 'limit_first_touch', value: percentile(Float64Array.from(per), per.length, 50), unit: 'µs/page', rounds_us_per_page: per, note: `the first write to each page of ${mib} MiB of new shared buffers, CPU per page (median of ${rounds} rounds): what each of a server's minor page faults costs here` };
 }
 
 /** How long one durable commit of a few bytes takes on this disk: p50 and p99 over `rounds` (ms). */

@@ -26,7 +26,8 @@
  * - a lane's body yields its lane while others wait: after `quantumBytes` it goes to the back of
  *   the queue; after holding it `maxHoldMs` (slower than quantumBytes per maxHoldMs: the client,
  *   not the server, sets its pace) it reads on without a lane;
- * - a body's lane is given back when its bytes end (`leave`), whatever the outcome.
+ * - a body's lane is given back when its body ends (`leave`), whatever the outcome: the upload
+ *   writer leaves once the body's last buffers are back (writer.ts `end`).
  *
  * With `lanes` 0 every body reads at once (no lanes).
  */

@@ -23,10 +23,10 @@
  *   `DIRECT_DEPTH` reads of `DIRECT_CHUNK` ahead of the socket, and leaves the cache alone; a
  *   second pull within the window then brings it in.
  *
- * A pull of at least `DIRECT_MIN_BYTES` reads ahead into the same 4 MiB pool buffers when it goes
- * through the page cache too (the next reads under way while the socket sends), in reads of
- * `cachedAheadChunk` (larger when fewer pulls read ahead at once), into upload-sized buffers
- * borrowed from the process's pool of shared buffers (their pages touched lately).
+ * A pull of at least `DIRECT_MIN_BYTES` reads ahead when it goes through the page cache too (the
+ * next reads under way while the socket sends), in reads of `cachedAheadChunk` (larger when fewer
+ * pulls read ahead at once), into upload-sized buffers borrowed from the process's pool of
+ * shared buffers (their pages touched lately).
  *
  * Direct reads need the file offset, length and memory aligned: reads start at the 4 KiB
  * boundary at or before the wanted byte, and the caller is lent a view inside the aligned buffer.
@@ -69,8 +69,6 @@ export const CACHED_BUFFER_BYTES = 2 * 1024 * 1024;
 export function cachedAheadChunk(pullsReadingAhead: number): number {
   return pullsReadingAhead <= 2 ? CACHED_BUFFER_BYTES : 1024 * 1024;
 }
-/** Pulls of this process reading ahead into pool buffers now (direct or through the cache). */
-let pullsReadingAhead = 0;
 /** Buffers a direct pull uses at most: one lent to the sender, the rest read ahead. */
 const DIRECT_DEPTH = 4;
 /** Buffers a direct pull needs at least (one lent, one read ahead). */
@@ -140,6 +138,12 @@ export class PullHeat {
 class ReadBuffers {
   readonly #free: Buffer[] = [];
   #out = 0;
+  #pulls = 0;
+
+  /** Pulls holding buffers now (each `take` that got some, until its `give`). */
+  get pulls(): number {
+    return this.#pulls;
+  }
 
   /**
    * Up to `want` buffers for direct reads or reads through the cache, fewer as the pool runs low
@@ -151,13 +155,15 @@ class ReadBuffers {
     const n = Math.min(want, left, Math.max(least, Math.floor(left / 8)));
     if (n < least) return [];
     this.#out += n;
+    this.#pulls++;
     const one = direct ? () => this.#free.pop() ?? sharedBuffer(DIRECT_CHUNK) : () => sharedBuffer(CACHED_BUFFER_BYTES);
     return Array.from({ length: n }, one);
   }
 
-  /** Returns buffers no read is writing into and no socket holds any more. */
+  /** Returns a pull's buffers (all that its `take` gave) once no read writes into them and no socket holds them. */
   give(buffers: Buffer[]): void {
     this.#out -= buffers.length;
+    this.#pulls--;
     for (const b of buffers) {
       if (b.length !== DIRECT_CHUNK) recycleShared(b);
       else if (this.#free.length < POOL_KEEP_FREE) this.#free.push(b);
@@ -282,9 +288,7 @@ export class FsReader implements BlobReader {
     const direct = !cached && directUsable;
     this.#buffers = pool.take(DIRECT_DEPTH, DIRECT_MIN_DEPTH, direct);
     this.#idle = [...this.#buffers];
-    if (this.#buffers.length === 0) return;
-    pullsReadingAhead++;
-    if (direct) this.#mode = 'direct';
+    if (this.#buffers.length > 0 && direct) this.#mode = 'direct';
   }
 
   /** Lends from the reads ahead (direct or through the cache, by mode), starting them over on a jump. */
@@ -325,7 +329,7 @@ export class FsReader implements BlobReader {
     while (this.#idle.length > 0 && this.#next < this.#stop) {
       const buffer = this.#idle.pop()!;
       const at = this.#next;
-      const len = Math.min(this.#mode === 'direct' ? DIRECT_CHUNK : cachedAheadChunk(pullsReadingAhead), this.#stop - at);
+      const len = Math.min(this.#mode === 'direct' ? DIRECT_CHUNK : cachedAheadChunk(pool.pulls), this.#stop - at);
       this.#next += len;
       const done = readAt(this.#fd, buffer, len, at);
       done.catch(() => {}); // awaited by lend or settle; never unhandled meanwhile
@@ -345,13 +349,10 @@ export class FsReader implements BlobReader {
     this.#lent = undefined;
   }
 
-  /** Ends direct reads: waits for reads in flight, returns the buffers, closes the descriptor. */
-  async #stopDirect(): Promise<void> {
+  /** Ends the reads ahead: waits for reads in flight, returns the buffers, closes the direct descriptor. */
+  async #stopReadingAhead(): Promise<void> {
     await this.#settle();
-    if (this.#buffers.length) {
-      pool.give(this.#buffers);
-      pullsReadingAhead--;
-    }
+    if (this.#buffers.length) pool.give(this.#buffers);
     this.#buffers = [];
     this.#idle = [];
     const fd = this.#directFd;
@@ -365,7 +366,7 @@ export class FsReader implements BlobReader {
     if (this.#mode !== undefined) this.#heat!.end(this.digest);
     this.#heat = undefined;
     try {
-      await this.#stopDirect();
+      await this.#stopReadingAhead();
     } finally {
       await this.handle.close();
     }

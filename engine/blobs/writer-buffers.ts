@@ -169,11 +169,11 @@ export class WriterBuffers {
    * for the session's next writer: the next PATCH of a chunked upload then fills memory that is
    * already mapped instead of faulting in fresh pages (measured: most of the extra CPU of a
    * chunked push over one PATCH). The last region's buffer is never kept, as a socket whose body
-   * was cut off may still read into it; buffers the hash or a write release later follow.
+   * was cut off may still read into it; buffers the hash or a write release later follow. A
+   * second call adds the buffers freed since to the same stash.
    */
   stashFree(): void {
-    const stash = stashes.open(this.#blob, this.#reuse);
-    this.#stash = stash;
+    const stash = (this.#stash ??= stashes.open(this.#blob, this.#reuse));
     for (const b of this.#free.splice(0)) {
       this.#drop(b, true);
       if (b !== this.lastRegion) stashes.offer(stash, b);

@@ -81,8 +81,6 @@ export class UploadWriter {
   #inFlight = 0;
   #writing = false;
   #ended = false;
-  /** Whether `#giveBack` stashed the free buffers already (a second stash would expire the first). */
-  #stashed = false;
   #unsynced = 0;
   #syncs: Array<Promise<void>> = [];
   #syncEvery: number;
@@ -287,10 +285,7 @@ export class UploadWriter {
       this.#current = null;
     }
     if (this.#commitsNext) this.#buffers.recycleFree();
-    else if (!this.#stashed) {
-      this.#stashed = true;
-      this.#buffers.stashFree();
-    }
+    else this.#buffers.stashFree();
     if (this.#ticket) this.#lanes!.leave(this.#ticket);
   }
 

@@ -143,11 +143,7 @@ t.test('with one lane, the next body gets it only once the ending body\'s buffer
   const b = await writer(true);
   const held: Buffer[] = []; // the pool emptied of full-size buffers: A's are the only ones that can come back
   while (sharedPooled(BUFFER_BYTES)) held.push(sharedBuffer(BUFFER_BYTES));
-  let more = true;
-  for (let i = 0; i < 8; i++) { // A takes the lane and grows full-size buffers
-    if (!more) await new Promise<void>((resolve) => a.onDrain(resolve));
-    more = a.write(randomBytes(BUFFER_BYTES));
-  }
+  await writeCopies(a, 8); // A takes the lane and grows full-size buffers
   t.notOk(b.write(randomBytes(128 * 1024)), 'B, past the bulk size, waits for the lane');
   let atGrant = -1;
   const granted = new Promise<void>((resolve) => b.onDrain(() => { atGrant = sharedPooledBytes(); resolve(); }));
