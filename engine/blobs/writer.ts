@@ -276,8 +276,9 @@ export class UploadWriter {
 
   /**
    * Gives the free buffers back (to the process's pool for a body that commits next, else to the
-   * session's stash) and the lane, if held. Buffers the hash or a write release later follow on
-   * their own (`#release` after `#ended`). Idempotent.
+   * session's stash), and the lane once no buffer is out. Buffers the hash or a write release
+   * later follow on their own (`#release` after `#ended`), the last one giving up the lane.
+   * Idempotent.
    */
   #giveBack(): void {
     if (this.#current) {
@@ -286,7 +287,7 @@ export class UploadWriter {
     }
     if (this.#commitsNext) this.#buffers.recycleFree();
     else this.#buffers.stashFree();
-    if (this.#ticket) this.#lanes!.leave(this.#ticket);
+    this.#leaveLaneWhenBuffersBack();
   }
 
   #enqueueCurrent(): void {
@@ -313,7 +314,13 @@ export class UploadWriter {
     if (--slot.holds > 0) return;
     this.#inFlight--;
     this.#buffers.release(slot.buf, slot.pooled, this.#ended);
+    if (this.#ended) this.#leaveLaneWhenBuffersBack();
     this.#wake();
+  }
+
+  /** After `end`: gives the lane up once no buffer is with the hash or a write any more. */
+  #leaveLaneWhenBuffersBack(): void {
+    if (this.#ticket && this.#inFlight === 0) this.#lanes!.leave(this.#ticket);
   }
 
   /**

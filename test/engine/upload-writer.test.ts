@@ -150,7 +150,26 @@ t.test('with one lane, the next body gets it only once the ending body\'s buffer
   const poolBefore = sharedPooledBytes();
   await Promise.all([a.end(), granted]);
   t.ok(atGrant - poolBefore >= 3 * BUFFER_BYTES, `when B got the lane, A's buffers were in the pool (${atGrant - poolBefore} bytes more)`);
-  t.ok(b.write(randomBytes(BUFFER_BYTES)), 'B reads in the lane');
+  t.ok(b.write(randomBytes(1024)), 'B reads in the lane');
+  await b.end();
+});
+
+t.test('a body whose end never finishes (its hash stalls) keeps the next body out of the lane for the longest wait only', async (t) => {
+  const maxWaitMs = 150;
+  const lanes = new BodyLanes(1, { bulkBytes: 64 * 1024, maxWaitMs, maxHoldMs: 60_000 });
+  const stalled: RunningHash = { update: () => {}, digest: async () => null, discard: () => {} }; // never releases a buffer
+  const a = new UploadWriter((await session(stalled)).blob, new UploadMemory(64 * 1024 * 1024), true, lanes);
+  const b = new UploadWriter((await session(thread.create())).blob, new UploadMemory(64 * 1024 * 1024), true, lanes);
+  while (a.write(randomBytes(256 * 1024))); // A holds the lane; its buffers stay with the hash
+  t.notOk(b.write(randomBytes(128 * 1024)), 'B, past the bulk size, waits for the lane');
+  const t0 = performance.now();
+  const woken = new Promise<void>((resolve) => b.onDrain(resolve));
+  void a.end().catch(() => {}); // never finishes: its flush waits for the stalled hash
+  await woken;
+  const waited = performance.now() - t0;
+  t.ok(waited >= maxWaitMs - 5 && waited < maxWaitMs + 2000, `B read on after ${waited.toFixed(0)} ms (the longest wait is ${maxWaitMs} ms)`);
+  t.equal(lanes.waitsExpired, 1, 'counted as a wait that expired');
+  t.ok(b.write(randomBytes(1024)), 'B reads without the lane');
   await b.end();
 });
 
