@@ -161,8 +161,8 @@ t.test('a body whose end never finishes (its hash stalls) keeps the next body ou
   const a = new UploadWriter((await session(stalled)).blob, new UploadMemory(64 * 1024 * 1024), true, lanes);
   const b = new UploadWriter((await session(thread.create())).blob, new UploadMemory(64 * 1024 * 1024), true, lanes);
   while (a.write(randomBytes(256 * 1024))); // A holds the lane; its buffers stay with the hash
+  const t0 = performance.now(); // before B's wait begins: the machine may stall the test between the two
   t.notOk(b.write(randomBytes(128 * 1024)), 'B, past the bulk size, waits for the lane');
-  const t0 = performance.now();
   const woken = new Promise<void>((resolve) => b.onDrain(resolve));
   void a.end().catch(() => {}); // never finishes: its flush waits for the stalled hash
   await woken;
