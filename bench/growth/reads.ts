@@ -1,6 +1,7 @@
 /**
- * The read figures of one growth step (bench/growth/run.ts): manifest GET by tag of random
- * images over 8 raw keep-alive connections (bench/rawhttp.ts), the full tag list of a
+ * The read figures of one growth step (bench/growth/run.ts): manifest GET by tag over 8 raw
+ * keep-alive connections (bench/rawhttp.ts) of random images, of images read for the first time
+ * and of a hot set read again and again, the full tag list of a
  * 1,000-tag repository (following `Link` pages when a server pages it), and `?n=100` pages of
  * the catalog and of that tag list, each timed as the median of repeated requests.
  */
@@ -27,11 +28,77 @@ export const WARMUP_GETS = 1000;
 /**
  * `count` manifest GETs by tag of images drawn at random (seeded) from `images`, `connections`
  * at a time, after `warmup` untimed ones; p50/p99 in ms.
+ *
+ * How often such a GET repeats an earlier read depends on `count` against the number of images
+ * (4,000 GETs over 1,000 images read each image ~5 times, over 30,000 images mostly once). A store
+ * that keeps a read cache in front of a networked database answers a repeat from memory and a
+ * first read with a statement, so this figure mixes the two in a proportion set by the registry's
+ * size; `firstReads` and `hotSetGets` measure each alone.
  * @throws Error on any answer other than 200 with a body.
  */
-export async function manifestGets(registry: string, authorization: string | undefined, images: GrowthImage[], count: number, connections: number, seed: number, warmup = WARMUP_GETS): Promise<{ p50: number; p99: number; rps: number }> {
+export async function manifestGets(registry: string, authorization: string | undefined, images: GrowthImage[], count: number, connections: number, seed: number, warmup = WARMUP_GETS): Promise<GetFigures> {
   if (warmup > 0) await manifestGets(registry, authorization, images, warmup, connections, seed ^ 0x5bd1e995, 0);
   const rand = prng(seed);
+  return timedGets(registry, authorization, count, connections, () => images[Math.floor(rand() * images.length)]!);
+}
+
+/**
+ * Manifest GETs of `count` distinct images drawn at random (seeded) from `fresh`, images the
+ * server has not been asked for since its start (the step's new pushes: the growth pushes do no
+ * GETs), `connections` at a time: the first read of an image, which no cache of the server can
+ * have seen. p50/p99 in ms.
+ * @throws RangeError when `fresh` holds fewer than `count` images; Error on any answer other than 200 with a body.
+ */
+export async function firstReads(registry: string, authorization: string | undefined, fresh: GrowthImage[], count: number, connections: number, seed: number): Promise<GetFigures> {
+  if (fresh.length < count) throw new RangeError(`${count} first reads need as many unread images, only ${fresh.length} are`);
+  const picked = drawDistinct(fresh, count, prng(seed));
+  return timedGets(registry, authorization, count, connections, (slot) => picked[slot]!);
+}
+
+/**
+ * `count` untimed manifest GETs of `repo` under tags drawn at random (seeded) from `tags`,
+ * `connections` at a time: runs the GET path after a restart (so that what follows times reads,
+ * not V8 compiling that path) without reading any image the step measures.
+ * @throws Error on any answer other than 200 with a body.
+ */
+export async function warmGetPath(registry: string, authorization: string | undefined, repo: string, tags: readonly string[], count: number, connections: number, seed: number): Promise<void> {
+  const rand = prng(seed);
+  await timedGets(registry, authorization, count, connections, () => ({ repo, tag: tags[Math.floor(rand() * tags.length)]! }));
+}
+
+/**
+ * A hot set of `hotSize` images drawn at random (seeded) from `images`, each read once untimed,
+ * then `count` manifest GETs drawn at random from that set, `connections` at a time: repeat
+ * reads of recently read images, the same number of them at every size of the registry (how
+ * deploys and dynos pull the images of the day). p50/p99 in ms.
+ * @throws Error on any answer other than 200 with a body.
+ */
+export async function hotSetGets(registry: string, authorization: string | undefined, images: GrowthImage[], hotSize: number, count: number, connections: number, seed: number): Promise<GetFigures> {
+  const hot = drawDistinct(images, Math.min(hotSize, images.length), prng(seed));
+  await timedGets(registry, authorization, hot.length, connections, (slot) => hot[slot]!);
+  const rand = prng(seed ^ 0x2545f491);
+  return timedGets(registry, authorization, count, connections, () => hot[Math.floor(rand() * hot.length)]!);
+}
+
+/** Latency figures of a run of GETs (ms) and its rate (requests per second). */
+export interface GetFigures { p50: number; p99: number; rps: number }
+
+/** `count` distinct elements of `from` in random order (a partial Fisher–Yates shuffle of a copy). */
+function drawDistinct<T>(from: readonly T[], count: number, rand: () => number): T[] {
+  const a = from.slice();
+  for (let i = 0; i < count; i++) {
+    const j = i + Math.floor(rand() * (a.length - i));
+    [a[i], a[j]] = [a[j]!, a[i]!];
+  }
+  return a.slice(0, count);
+}
+
+/**
+ * `count` manifest GETs by tag of `pick(slot)` (slot 0…count-1, each taken once), over
+ * `connections` raw keep-alive connections; p50/p99 in ms.
+ * @throws Error on any answer other than 200 with a body.
+ */
+async function timedGets(registry: string, authorization: string | undefined, count: number, connections: number, pick: (slot: number) => Pick<GrowthImage, 'repo' | 'tag'>): Promise<GetFigures> {
   const headers: Record<string, string> = { accept: MANIFEST_V2 };
   if (authorization) headers.authorization = authorization;
   const base = new URL(registry);
@@ -43,7 +110,7 @@ export async function manifestGets(registry: string, authorization: string | und
     try {
       while (n < count) {
         const slot = n++;
-        const img = images[Math.floor(rand() * images.length)]!;
+        const img = pick(slot);
         const req = buildRequest('GET', new URL(`/v2/${img.repo}/manifests/${img.tag}`, base), headers);
         const s = performance.now();
         const r = await conn.send(req, false);

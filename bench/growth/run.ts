@@ -9,7 +9,8 @@
  *
  * Each size step pushes images until the registry holds that many (1 config + 2 small layers
  * each, over 100 repositories `bench/r00`…`bench/r99`, 8 at a time, plain HTTP), then measures
- * manifest GET by tag of random images (p50/p99, 8 raw keep-alive connections), the full tag
+ * manifest GET by tag (p50/p99, 8 raw keep-alive connections) of 1,000 of the step's new images
+ * (their first read), of random images, and of a hot set of 256 images read again, the full tag
  * list of `bench/tags` (1,000 tags, pushed at the start), `?n=100` pages of the catalog and of
  * that tag list, the server's memory (RSS anonymous and file-backed apart, and Slipway's V8 heap,
  * external and ArrayBuffer memory from its /metrics), then restarts it on its data (start-up
@@ -38,7 +39,7 @@ import { referenceAvailable } from '../servers/reference.js';
 import { round } from '../stats.js';
 import { makeImage, pushImage, tagMany, type GrowthImage } from './images.js';
 import { readMemory } from './memory.js';
-import { fullTagList, manifestGets, page, timedRuns, WARMUP_GETS } from './reads.js';
+import { firstReads, fullTagList, hotSetGets, manifestGets, page, timedRuns, warmGetPath, WARMUP_GETS } from './reads.js';
 import { clusterEnv, startGrowthReference, startGrowthSlipway, type Backend, type GrowthReferenceS3, type GrowthServer } from './servers.js';
 import type { S3Store } from '../../test/helpers/s3-store.js';
 import { printTable, type StepRow } from './table.js';
@@ -46,8 +47,14 @@ import { verifyAfterGc, deleteShare } from './gc-step.js';
 
 const CONCURRENCY = 8;
 const REPOSITORIES = 100;
+/** First reads per step: the step's new images read once each (reads.ts `firstReads`). */
+const FIRST_READS = 1000;
+/** Images in the hot set read again and again (reads.ts `hotSetGets`). */
+const HOT_SET = 256;
 const TAG_REPO = 'bench/tags';
 const TAGS = 1000;
+/** The tags of TAG_REPO: t0000…t0999. */
+const TAG_NAMES: readonly string[] = Array.from({ length: TAGS }, (_, i) => `t${String(i).padStart(4, '0')}`);
 
 const { values } = parseArgs({
   options: {
@@ -102,9 +109,8 @@ async function pushUpTo(side: Side, to: number): Promise<number> {
 
 /** Pushes the 1,000-tag repository: one image (index -1), then its manifest under 999 more tags. */
 async function pushTagRepo(side: Side): Promise<void> {
-  await pushImage(side.client, seed, -1, TAG_REPO, 't0000');
-  const tags = Array.from({ length: TAGS - 1 }, (_, i) => `t${String(i + 1).padStart(4, '0')}`);
-  await tagMany(side.client, TAG_REPO, makeImage(seed, -1).manifest, tags, CONCURRENCY);
+  await pushImage(side.client, seed, -1, TAG_REPO, TAG_NAMES[0]!);
+  await tagMany(side.client, TAG_REPO, makeImage(seed, -1).manifest, TAG_NAMES.slice(1), CONCURRENCY);
 }
 
 /** Writes a heap snapshot of Slipway (started with --heapsnapshot-signal) and waits until it is complete. */
@@ -139,15 +145,21 @@ async function step(side: Side, size: number): Promise<StepRow> {
   const s = side.server;
   const load1 = round(loadavg()[0]!, 1);
   const cpu = new CpuWindow(s.pid);
+  const fresh = side.images.length;
   const pushRate = await pushUpTo(side, size);
   const pushCpu = cpu.end();
   const readCpu = new CpuWindow(s.pid);
+  // Before any other GET of the step's images: its new images have not been read since the server started.
+  await warmGetPath(s.registry, s.authorization, TAG_REPO, TAG_NAMES, WARMUP_GETS, CONCURRENCY, seed + size);
+  const unread = side.images.slice(fresh, size);
+  const first = await firstReads(s.registry, s.authorization, unread, Math.min(FIRST_READS, unread.length), CONCURRENCY, seed + size + 1);
   const faults0 = pageFaults(s.pid);
   const cpu0 = cpuSeconds(s.pid);
   const mget = await manifestGets(s.registry, s.authorization, side.images, gets, CONCURRENCY, seed + size);
   const getCount = gets + WARMUP_GETS;
   const getFaults = round((pageFaults(s.pid).minor - faults0.minor) / getCount, 2);
   const getCpuUs = round(((cpuSeconds(s.pid) - cpu0) * 1e6) / getCount, 1);
+  const hot = await hotSetGets(s.registry, s.authorization, side.images, HOT_SET, gets, CONCURRENCY, seed + size + 2);
   let tagCount = 0;
   const tagList = await timedRuns(10, async () => { tagCount = await fullTagList(side.client, TAG_REPO); });
   if (tagCount !== TAGS) throw new Error(`${s.name}: the tag list of ${TAG_REPO} holds ${tagCount} tags, not ${TAGS}`);
@@ -162,6 +174,7 @@ async function step(side: Side, size: number): Promise<StepRow> {
   const row: StepRow = {
     bench: 'growth', server: s.name, backend: s.slipway ? backend : referenceStorage, images: size, pushes_since_start: side.pushesSinceStart,
     push_images_per_s: pushRate, manifest_get_p50_ms: mget.p50, manifest_get_p99_ms: mget.p99, manifest_get_rps: mget.rps,
+    first_get_p50_ms: first.p50, first_get_p99_ms: first.p99, hot_get_p50_ms: hot.p50, hot_get_p99_ms: hot.p99,
     tag_list_1000_ms: tagList.median, tag_list_1000_first_ms: tagList.first, catalog_page_ms: catalog.median, tag_page_ms: tagPage.median, tag_page_entries: tagPageEntries, ...memory,
     startup_ms: null, rss_after_restart_mib: null, data_mib: null,
     load1, push_other_cpu_pct: pushCpu.other_cpu_pct, push_steal_cpu_pct: pushCpu.steal_cpu_pct, push_server_cpu_pct: pushCpu.server_cpu_pct,

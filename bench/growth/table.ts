@@ -12,6 +12,12 @@ export interface StepRow extends MemoryReading {
   manifest_get_p50_ms: number;
   manifest_get_p99_ms: number;
   manifest_get_rps: number;
+  /** Manifest GETs of images not read since the server started (reads.ts `firstReads`), ms. */
+  first_get_p50_ms: number;
+  first_get_p99_ms: number;
+  /** Manifest GETs repeating reads of a hot set of images (reads.ts `hotSetGets`), ms. */
+  hot_get_p50_ms: number;
+  hot_get_p99_ms: number;
   tag_list_1000_ms: number;
   /** The first full tag list of the step (before the warm-up runs: reads.ts `timedRuns`). */
   tag_list_1000_first_ms: number;
@@ -36,6 +42,7 @@ export interface StepRow extends MemoryReading {
 const COLUMNS: Array<[string, (r: StepRow) => unknown]> = [
   ['server', (r) => r.server], ['images', (r) => r.images], ['push/s', (r) => r.push_images_per_s],
   ['get p50', (r) => r.manifest_get_p50_ms], ['get p99', (r) => r.manifest_get_p99_ms],
+  ['first get p50/p99', (r) => `${r.first_get_p50_ms}/${r.first_get_p99_ms}`], ['hot get p50/p99', (r) => `${r.hot_get_p50_ms}/${r.hot_get_p99_ms}`],
   ['get faults/cpu µs', (r) => `${r.get_minor_faults_per_request}/${r.get_server_cpu_us_per_request}`],
   ['tags 1000', (r) => r.tag_list_1000_ms], ['first', (r) => r.tag_list_1000_first_ms], ['catalog n=100', (r) => r.catalog_page_ms], ['tags n=100', (r) => (r.tag_page_entries === 100 ? r.tag_page_ms : `${r.tag_page_ms} (${r.tag_page_entries})`)],
   ['start ms', (r) => r.startup_ms], ['RSS', (r) => r.rss_mib], ['anon', (r) => r.rss_anon_mib], ['file', (r) => r.rss_file_mib],
