@@ -95,7 +95,7 @@ function drawDistinct<T>(from: readonly T[], count: number, rand: () => number):
 
 /**
  * `count` manifest GETs by tag of `pick(slot)` (slot 0…count-1, each taken once), over
- * `connections` raw keep-alive connections; p50/p99 in ms.
+ * `connections` raw keep-alive connections, each opened with an untimed `GET /v2/`; p50/p99 in ms.
  * @throws Error on any answer other than 200 with a body.
  */
 async function timedGets(registry: string, authorization: string | undefined, count: number, connections: number, pick: (slot: number) => Pick<GrowthImage, 'repo' | 'tag'>): Promise<GetFigures> {
@@ -108,6 +108,9 @@ async function timedGets(registry: string, authorization: string | undefined, co
   await Promise.all(Array.from({ length: connections }, async () => {
     const conn = new RawConnection(base);
     try {
+      // The connection's first request (connect, and the server's set-up of the connection) is not a GET's cost.
+      const hello = await conn.send(buildRequest('GET', new URL('/v2/', base), headers), false);
+      if (hello.status !== 200) throw new Error(`GET /v2/ answered ${hello.status}`);
       while (n < count) {
         const slot = n++;
         const img = pick(slot);
