@@ -31,8 +31,18 @@
  *
  * ## Memory
  * Least recently used entries are dropped once the entries' JSON text exceeds `maxBytes`
- * (default 64 MiB, counted as UTF-16 code units × 2) or their count exceeds `maxEntries`
- * (default 100,000); a single value larger than `maxBytes / 16` is not cached.
+ * (default 32 MiB, counted as UTF-16 code units × 2) or their count exceeds `maxEntries`
+ * (default 50,000); a single value larger than `maxBytes / 16` is not cached.
+ *
+ * The defaults follow what the cache costs the process. Filled with 100,000 entries of a pushing
+ * registry's mix (a quarter each manifests of ~900 characters, tags, blob records and cached
+ * absences), the cache held 59–81 MB of V8 heap (two mixes of key lengths; measured 2026-11-28,
+ * Node 24): its text, its keys, and a few hundred bytes per entry of list node and Map slot. A node on PostgreSQL grew by 74.5 MiB of
+ * anonymous memory from 1,000 to 30,000 images (29,000 pushes since its start) with the earlier
+ * 64 MiB / 100,000 bounds, against a growth budget of 64 MiB for the whole process
+ * (docs/performance.md "Growth"). At 50,000 entries the cache holds 32–41 MB, still
+ * some 12,000 images' tag, manifest and blob records: far more than the images a registry's
+ * deploys pull again within minutes.
  *
  * Recency is a doubly linked list through the entries (most recent first), so a hit, a fill, an
  * invalidation and each eviction are O(1). Not `Map.delete` + `Map.set` on every hit with eviction
@@ -81,9 +91,9 @@ function sizeOf(text: Cached): number {
 
 /** Limits of a ReadCache. */
 export interface ReadCacheLimits {
-  /** Upper bound of the cached JSON text, bytes (default 64 MiB). */
+  /** Upper bound of the cached JSON text, bytes (default 32 MiB). */
   maxBytes?: number;
-  /** Upper bound of the entry count (default 100,000). */
+  /** Upper bound of the entry count (default 50,000). */
   maxEntries?: number;
 }
 
@@ -126,8 +136,8 @@ export class ReadCache {
   readonly stats = { hits: 0, misses: 0, refused: 0 };
 
   constructor(limits: ReadCacheLimits = {}) {
-    this.maxBytes = limits.maxBytes ?? 64 * 1024 * 1024;
-    this.maxEntries = limits.maxEntries ?? 100_000;
+    this.maxBytes = limits.maxBytes ?? 32 * 1024 * 1024;
+    this.maxEntries = limits.maxEntries ?? 50_000;
   }
 
   /** True when `keyspace`'s records may be cached. */

@@ -5,9 +5,12 @@
  * byte and entry bounds hold. A read that learns its key from its answer (`beginUnkeyedFill`,
  * `fillKeyed`) obeys the same rule for whichever key it names, also when no other fill is in
  * flight (random interleavings against the same model). Recency is exact LRU under the byte
- * and entry bounds (random operations against a model of the list).
+ * and entry bounds (random operations against a model of the list). A cache filled far past its
+ * default bounds with a pushing registry's mix of records holds at most 48 MB of V8 heap.
  */
 import t from 'tap';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { ReadCache, MAX_TRACKED_INVALIDATIONS } from '../../engine/storage/read-cache.js';
 
 t.test('hits, absence, fresh copies, only the listed keyspaces', async (t) => {
@@ -190,4 +193,29 @@ t.test('exact LRU within both bounds: random hits, fills, replacements, invalida
     for (const [id] of [...model]) if (!c.lookup('tags', id)) t.fail(`round ${round}: ${id} dropped early`);
   }
   t.pass('the cache matched the model in 300 rounds of 200 operations');
+});
+
+t.test('the default bounds: a cache filled past them holds at most 48 MB of heap', async (t) => {
+  // A pushing registry's mix: a quarter each manifest records (~900 characters), tags, blob
+  // records and cached absences, under repository-and-digest keys. At the earlier defaults
+  // (64 MiB, 100,000 entries) this one held 81 MB; at 50,000 entries 40.5 MB.
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const digest = (i: number) => `sha256:${i.toString(16).padStart(64, '0')}`;
+  const manifest = (i: number) => JSON.stringify({ mediaType: 'application/vnd.docker.distribution.manifest.v2+json', bytes: `${i}`.padEnd(700, 'x'), configDigest: digest(i + 1), size: 1234 + i, createdAt: 1795840130815 + i });
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  let c: ReadCache | null = new ReadCache();
+  for (let i = 0; i < 150_000; i++) {
+    const kind = i % 4;
+    const ks = ['manifests', 'tags', 'blobs', 'repository-blobs'][kind]!;
+    const text = kind === 0 ? manifest(i) : kind === 1 ? JSON.stringify({ digest: digest(i), updatedAt: 1795840130815 + i }) : kind === 2 ? JSON.stringify({ size: i, state: 'committed', createdAt: 1795840130815 + i }) : null;
+    c.fill(c.beginFill(ks, `bench/r${i % 100}\u0000${digest(i)}`), text);
+  }
+  t.ok(c.size <= c.maxEntries && c.bytes <= c.maxBytes, `within its bounds: ${c.size} entries, ${c.bytes} bytes`);
+  gc();
+  const held = process.memoryUsage().heapUsed - before;
+  t.ok(held <= 48e6, `the full cache holds ${(held / 1e6).toFixed(1)} MB of heap`);
+  t.ok(c.lookup('manifests', `bench/r96\u0000${digest(149_996)}`), 'the most recent entries are still there');
+  c = null;
 });
