@@ -37,12 +37,13 @@
  * The defaults follow what the cache costs the process. Filled with 100,000 entries of a pushing
  * registry's mix (a quarter each manifests of ~900 characters, tags, blob records and cached
  * absences), the cache held 59–81 MB of V8 heap (two mixes of key lengths; measured 2026-11-28,
- * Node 24): its text, its keys, and a few hundred bytes per entry of list node and Map slot. A node on PostgreSQL grew by 74.5 MiB of
- * anonymous memory from 1,000 to 30,000 images (29,000 pushes since its start) with the earlier
- * 64 MiB / 100,000 bounds, against a growth budget of 64 MiB for the whole process
- * (docs/performance.md "Growth"). At 50,000 entries the cache holds 32–41 MB, still
- * some 12,000 images' tag, manifest and blob records: far more than the images a registry's
- * deploys pull again within minutes.
+ * Node 24): its text, its keys, and a few hundred bytes per entry of list node and Map slot. At
+ * 50,000 entries it holds 32–41 MB, still some 12,000 images' tag, manifest and blob records: far
+ * more than the images a registry's deploys pull again within minutes. A node on PostgreSQL grew
+ * by 74.5 MiB of anonymous memory from 1,000 to 30,000 images (29,000 pushes since its start)
+ * with the earlier 64 MiB / 100,000 bounds, and by 60.6–67.5 MiB with these, against a growth
+ * budget of 64 MiB for the whole process (docs/performance.md "Runs M–P": the rest is V8 pages
+ * committed beyond the heap in use, and malloc).
  *
  * Recency is a doubly linked list through the entries (most recent first), so a hit, a fill, an
  * invalidation and each eviction are O(1). Not `Map.delete` + `Map.set` on every hit with eviction

@@ -205,7 +205,7 @@ t.test('the default bounds: a cache filled past them holds at most 48 MB of heap
   const manifest = (i: number) => JSON.stringify({ mediaType: 'application/vnd.docker.distribution.manifest.v2+json', bytes: `${i}`.padEnd(700, 'x'), configDigest: digest(i + 1), size: 1234 + i, createdAt: 1795840130815 + i });
   gc();
   const before = process.memoryUsage().heapUsed;
-  let c: ReadCache | null = new ReadCache();
+  const c = new ReadCache();
   for (let i = 0; i < 150_000; i++) {
     const kind = i % 4;
     const ks = ['manifests', 'tags', 'blobs', 'repository-blobs'][kind]!;
@@ -217,5 +217,4 @@ t.test('the default bounds: a cache filled past them holds at most 48 MB of heap
   const held = process.memoryUsage().heapUsed - before;
   t.ok(held <= 48e6, `the full cache holds ${(held / 1e6).toFixed(1)} MB of heap`);
   t.ok(c.lookup('manifests', `bench/r96\u0000${digest(149_996)}`), 'the most recent entries are still there');
-  c = null;
 });
