@@ -18,6 +18,13 @@ export interface MemoryReading {
   heap_used_mib: number | null;
   external_mib: number | null;
   array_buffers_mib: number | null;
+  /**
+   * The main thread's V8 spaces, committed (prom-client's `nodejs_heap_space_size_total_bytes`):
+   * the young generation (`new`: its two semi-spaces) and the old generation (`old`); null for a
+   * server without them.
+   */
+  young_committed_mib: number | null;
+  old_committed_mib: number | null;
   /** Anonymous resident memory by kind of mapping (/proc/<pid>/smaps), see `anonParts`. */
   anon_v8_pages_mib: number;
   anon_malloc_mib: number;
@@ -58,16 +65,25 @@ function gauge(text: string, name: string): number | null {
   return m ? Number(m[1]) : null;
 }
 
+/** A labelled gauge's value from Prometheus text (`name{label="value"}`), or null. */
+function labelled(text: string, name: string, label: string, value: string): number | null {
+  const m = new RegExp(`^${name}\\{${label}="${value}"\\} (\\S+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : null;
+}
+
 /** Reads the memory of `pid`, and its V8 figures from `admin`/metrics when given. */
 export async function readMemory(pid: number, admin?: string): Promise<MemoryReading> {
   const s = status(pid);
   let heap: number | null = null, external: number | null = null, buffers: number | null = null;
+  let young: number | null = null, old: number | null = null;
   if (admin) {
     const r = await request(`${admin}/metrics`);
     const text = await r.body.text();
     heap = gauge(text, 'nodejs_heap_size_used_bytes');
     external = gauge(text, 'nodejs_external_memory_bytes');
     buffers = gauge(text, 'slipway_array_buffers_bytes');
+    young = labelled(text, 'nodejs_heap_space_size_total_bytes', 'space', 'new');
+    old = labelled(text, 'nodejs_heap_space_size_total_bytes', 'space', 'old');
   }
   const anon = anonParts(pid);
   return {
@@ -75,5 +91,6 @@ export async function readMemory(pid: number, admin?: string): Promise<MemoryRea
     rss_mib: mib((s.VmRSS ?? NaN) * 1024), rss_anon_mib: mib((s.RssAnon ?? NaN) * 1024), rss_file_mib: mib((s.RssFile ?? NaN) * 1024),
     rss_shmem_mib: mib((s.RssShmem ?? NaN) * 1024), rss_peak_mib: mib((s.VmHWM ?? NaN) * 1024),
     heap_used_mib: heap === null ? null : mib(heap), external_mib: external === null ? null : mib(external), array_buffers_mib: buffers === null ? null : mib(buffers),
+    young_committed_mib: young === null ? null : mib(young), old_committed_mib: old === null ? null : mib(old),
   };
 }

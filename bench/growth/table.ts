@@ -47,7 +47,7 @@ const COLUMNS: Array<[string, (r: StepRow) => unknown]> = [
   ['tags 1000', (r) => r.tag_list_1000_ms], ['first', (r) => r.tag_list_1000_first_ms], ['catalog n=100', (r) => r.catalog_page_ms], ['tags n=100', (r) => (r.tag_page_entries === 100 ? r.tag_page_ms : `${r.tag_page_ms} (${r.tag_page_entries})`)],
   ['start ms', (r) => r.startup_ms], ['RSS', (r) => r.rss_mib], ['anon', (r) => r.rss_anon_mib], ['file', (r) => r.rss_file_mib],
   ['anon v8/malloc/other', (r) => `${r.anon_v8_pages_mib}/${r.anon_malloc_mib}/${r.anon_other_mib}`],
-  ['heap', (r) => r.heap_used_mib], ['external', (r) => r.external_mib], ['arrayBuf', (r) => r.array_buffers_mib],
+  ['heap', (r) => r.heap_used_mib], ['young/old committed', (r) => (r.young_committed_mib === null ? null : `${r.young_committed_mib}/${r.old_committed_mib}`)], ['external', (r) => r.external_mib], ['arrayBuf', (r) => r.array_buffers_mib],
   ['RSS restarted', (r) => r.rss_after_restart_mib], ['data MiB', (r) => r.data_mib],
   ['load1', (r) => r.load1], ['other% push/read', (r) => `${r.push_other_cpu_pct}/${r.read_other_cpu_pct}`], ['steal% push/read', (r) => `${r.push_steal_cpu_pct}/${r.read_steal_cpu_pct}`],
 ];

@@ -31,19 +31,20 @@
  *
  * ## Memory
  * Least recently used entries are dropped once the entries' JSON text exceeds `maxBytes`
- * (default 32 MiB, counted as UTF-16 code units × 2) or their count exceeds `maxEntries`
- * (default 50,000); a single value larger than `maxBytes / 16` is not cached.
+ * (default 16 MiB, counted as UTF-16 code units × 2) or their count exceeds `maxEntries`
+ * (default 25,000); a single value larger than `maxBytes / 16` is not cached.
  *
  * The defaults follow what the cache costs the process. Filled with 100,000 entries of a pushing
  * registry's mix (a quarter each manifests of ~900 characters, tags, blob records and cached
  * absences), the cache held 59–81 MB of V8 heap (two mixes of key lengths; measured 2026-11-28,
  * Node 24): its text, its keys, and a few hundred bytes per entry of list node and Map slot. At
- * 50,000 entries it holds 32–41 MB, still some 12,000 images' tag, manifest and blob records: far
- * more than the images a registry's deploys pull again within minutes. A node on PostgreSQL grew
- * by 74.5 MiB of anonymous memory from 1,000 to 30,000 images (29,000 pushes since its start)
- * with the earlier 64 MiB / 100,000 bounds, and by 60.6–67.5 MiB with these, against a growth
- * budget of 64 MiB for the whole process (docs/performance.md "Runs M–P": the rest is V8 pages
- * committed beyond the heap in use, and malloc).
+ * 25,000 entries it holds about 20 MB, still some 6,000 images' tag, manifest and blob records:
+ * far more than the images a registry's deploys pull again within minutes. What a full cache
+ * costs the process is more than its heap: V8 lets the old generation grow past its live objects
+ * before collecting. A node on PostgreSQL grew by 74.5 MiB of anonymous memory from 1,000 to
+ * 30,000 images (29,000 pushes since its start) at bounds of 64 MiB / 100,000, by 60.6–67.5 MiB at
+ * 32 MiB / 50,000, and by 47.0 MiB at these, against a growth budget of 64 MiB for the whole
+ * process (docs/performance.md "Runs M–Q").
  *
  * Recency is a doubly linked list through the entries (most recent first), so a hit, a fill, an
  * invalidation and each eviction are O(1). Not `Map.delete` + `Map.set` on every hit with eviction
@@ -92,9 +93,9 @@ function sizeOf(text: Cached): number {
 
 /** Limits of a ReadCache. */
 export interface ReadCacheLimits {
-  /** Upper bound of the cached JSON text, bytes (default 32 MiB). */
+  /** Upper bound of the cached JSON text, bytes (default 16 MiB). */
   maxBytes?: number;
-  /** Upper bound of the entry count (default 50,000). */
+  /** Upper bound of the entry count (default 25,000). */
   maxEntries?: number;
 }
 
@@ -137,8 +138,8 @@ export class ReadCache {
   readonly stats = { hits: 0, misses: 0, refused: 0 };
 
   constructor(limits: ReadCacheLimits = {}) {
-    this.maxBytes = limits.maxBytes ?? 32 * 1024 * 1024;
-    this.maxEntries = limits.maxEntries ?? 50_000;
+    this.maxBytes = limits.maxBytes ?? 16 * 1024 * 1024;
+    this.maxEntries = limits.maxEntries ?? 25_000;
   }
 
   /** True when `keyspace`'s records may be cached. */
