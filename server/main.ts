@@ -232,6 +232,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // Registry notifications for operators (docs/notifications.md), delivered by the node's delivery worker.
   const notifications = startNotifications({ endpoints: config.notificationEndpoints, store, clock, registry, accounts, log, nodeName: config.nodeName, urls });
   if (notifications) metrics.watchPullBuffer(notifications.pulls);
+  if (store.metadata.readCache) metrics.watchReadCache(store.metadata.readCache);
   const rctx: RegistryContext = { store, clock, registry, uploads, blobs, blobRedirectSeconds: blobStore.redirectExpirySeconds, accounts, apps, keys, log, urls, tokenTtlSeconds: config.registryTokenTtlSeconds, legacyCheck,
     receiveRate: { minBytesPerSecond: config.uploadMinRateKiB * 1024, windowMs: config.uploadRateWindowSeconds * 1000 }, shutdown: tracker,
     notifications, sources: new SourceAddresses(config.trustedProxies) };

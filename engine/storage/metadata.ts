@@ -313,6 +313,24 @@ export interface MetadataStore extends MetadataReader {
   exclusive<T>(name: string, fn: (signal: AbortSignal) => Promise<T>, opts?: ExclusiveOptions): Promise<ExclusiveOutcome<T>>;
   /** Closes the store; pending transactions finish first. */
   close(): Promise<void>;
+  /** The node-local read cache, on a store that has one and uses it (PostgreSQL); for metrics. */
+  readonly readCache?: ReadCacheProbe | undefined;
+}
+
+/**
+ * What a node-local read cache of a networked store shows an operator (PostgreSQL:
+ * engine/storage/read-cache.ts and postgres-invalidation.ts, which implements this).
+ */
+export interface ReadCacheProbe {
+  /** True while the cache may be used (its invalidation listener confirmed). */
+  readonly usable: boolean;
+  /**
+   * Entries held; their JSON text, bytes (UTF-16 code units × 2); and since the start: lookups
+   * answered from it, lookups that missed, fills refused because they raced an invalidation.
+   */
+  readonly cache: { readonly size: number; readonly bytes: number; readonly stats: { readonly hits: number; readonly misses: number; readonly refused: number } };
+  /** Told of each read barrier as it ends: seconds its caller waited, and whether the cache may be used. */
+  onSync: ((seconds: number, usable: boolean) => void) | undefined;
 }
 
 /** Options of `exclusive`. */

@@ -106,6 +106,11 @@ export class Invalidation {
   #syncing = false;
   /** Listener sessions established so far (tests, diagnostics). */
   connects = 0;
+  /**
+   * Told of every `sync` as it resolves: how long its caller waited, seconds, and whether the
+   * cache may be used (server/ops/metrics.ts: `slipway_database_read_barrier_seconds`).
+   */
+  onSync: ((seconds: number, usable: boolean) => void) | undefined;
 
   constructor(opts: InvalidationOptions, cache = new ReadCache()) {
     this.cache = cache;
@@ -160,8 +165,10 @@ export class Invalidation {
    */
   sync(): Promise<boolean> {
     if (!this.#usable) return Promise.resolve(false);
+    const observe = this.onSync;
+    const start = observe ? performance.now() : 0;
     return new Promise((resolve) => {
-      this.#next.push(resolve);
+      this.#next.push(observe ? (fresh) => { observe((performance.now() - start) / 1000, fresh); resolve(fresh); } : resolve);
       if (!this.#syncing) void this.#syncLoop();
     });
   }

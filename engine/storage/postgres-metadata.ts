@@ -41,7 +41,7 @@ import pg from 'pg';
 import {
   checkKey, TransactionConflictError,
   type Entry, type ExclusiveOptions, type ExclusiveOutcome, type Keyspace, type MetadataStore, type MetadataTransaction,
-  type RangeOptions, type RecordRef, type RecordValues, type StringField, type TransactOptions, type WithNamed,
+  type RangeOptions, type ReadCacheProbe, type RecordRef, type RecordValues, type StringField, type TransactOptions, type WithNamed,
 } from './metadata.js';
 import { Attempt } from './postgres-attempt.js';
 import { ContentionGate } from './contention-gate.js';
@@ -126,6 +126,11 @@ export class PostgresMetadataStore implements MetadataStore {
   /** The read cache's listener (tests and diagnostics: `usable`, `listenerPid`, `cache.stats`). */
   get invalidation(): Invalidation {
     return this.#inv;
+  }
+
+  /** The read cache for metrics (metadata.ts `ReadCacheProbe`); undefined when it is turned off. */
+  get readCache(): ReadCacheProbe | undefined {
+    return this.#caching ? this.#inv : undefined;
   }
 
   /**

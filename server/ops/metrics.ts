@@ -13,12 +13,16 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Store } from '../../engine/store.js';
+import type { ReadCacheProbe } from '../../engine/storage/metadata.js';
 import { subscribeEvent, type GcEvent } from '../../engine/events.js';
 import { blobTotals } from '../../engine/blobs/refs.js';
 import { manifestTotals } from '../../engine/registry/registry.js';
 
 /** Upper bounds of the request-duration buckets (seconds). */
 const REQUEST_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/** Upper bounds of the read-barrier buckets (seconds): one round trip to the database, up to the listener's 1 s timeout. */
+const BARRIER_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 
 /** Minimum ms between two passes over the store for the size gauges. */
 const STORE_SCAN_MS = 2_000;
@@ -159,6 +163,34 @@ export class Metrics {
       name: 'slipway_notification_pulls_dropped_total', help: 'Manifest pulls not notified because the pull buffer was full (store slow or down).', registers: [this.registry],
       collect() { this.reset(); this.inc(buffer.dropped); },
     });
+  }
+
+  /**
+   * The node-local read cache of a PostgreSQL store (engine/storage/read-cache.ts; docs/cluster.md):
+   * whether it is in use, what it holds, its hits, misses and refused fills, and how long requests
+   * waited for the read barrier, the one round trip through the database that every request pays
+   * before its first cached read (engine/storage/postgres-invalidation.ts).
+   */
+  watchReadCache(probe: ReadCacheProbe): void {
+    const registers = [this.registry];
+    new Gauge({ name: 'slipway_database_cache_usable', help: '1 while the read cache may be used (its invalidation listener confirmed), 0 while every read goes to the database.', registers, collect() { this.set(probe.usable ? 1 : 0); } });
+    new Gauge({ name: 'slipway_database_cache_entries', help: 'Records (and cached absences) held in the read cache.', registers, collect() { this.set(probe.cache.size); } });
+    new Gauge({ name: 'slipway_database_cache_bytes', help: 'JSON text held in the read cache, bytes (UTF-16 code units × 2).', registers, collect() { this.set(probe.cache.bytes); } });
+    const counter = (name: string, help: string, read: () => number) =>
+      new Counter({ name, help, registers, collect() { this.reset(); this.inc(read()); } });
+    counter('slipway_database_cache_hits_total', 'Reads answered from the read cache.', () => probe.cache.stats.hits);
+    counter('slipway_database_cache_misses_total', 'Reads of cached keyspaces that went to the database.', () => probe.cache.stats.misses);
+    counter('slipway_database_cache_refused_fills_total', 'Answers not cached because an invalidation of their record arrived while they were read.', () => probe.cache.stats.refused);
+    const barrier: DeferredHistogram<'usable'> = new DeferredHistogram(new Histogram({
+      name: 'slipway_database_read_barrier_seconds',
+      help: 'Time a request waited for the read barrier before its first cached read, by whether the cache could then be used.',
+      labelNames: ['usable'] as const,
+      buckets: BARRIER_BUCKETS,
+      registers,
+      collect: (): void => barrier.flush(),
+    }), BARRIER_BUCKETS);
+    const [usable, bypassed] = [barrier.series('1', { usable: '1' }), barrier.series('0', { usable: '0' })];
+    probe.onSync = (seconds, ok) => barrier.observeSeries(ok ? usable : bypassed, seconds);
   }
 
   /** Stops listening to engine events. */

@@ -3,14 +3,16 @@
  * database is unavailable" for the whole outage, so monitoring went blind): /metrics and /healthz
  * answer 200 from memory within `BOUND_MS` while the database is stopped (fast shutdown and
  * crash), /metrics says so (`slipway_store_up 0`, the last totals kept), /readyz reports the
- * store as the cause, and everything is back once the database is.
+ * store as the cause, and everything is back once the database is. The read cache's metrics:
+ * hits, the read barrier's waits, entries and bytes, and `slipway_database_cache_usable` 0 while
+ * its listener is lost, 1 again after.
  */
 import t from 'tap';
 import { waitFor } from '../helpers/harness.js';
 import { postgresSkip } from '../helpers/postgres.js';
 import { startOutageNode } from '../helpers/outage.js';
 import { http } from '../helpers/http.js';
-import { sampleSum } from '../helpers/metrics.js';
+import { promtoolCheck, sampleSum, scrape } from '../helpers/metrics.js';
 
 const skip = postgresSkip();
 /** Longest /metrics or /healthz may take, whatever the database does (server/ops/metrics.ts SCRAPE_WAIT_MS is 1 s). */
@@ -19,7 +21,7 @@ const BOUND_MS = 2_500;
 const OUTAGE_SCRAPE_MS = 4_000;
 
 t.test('/metrics and /healthz answer from memory through a database outage; /readyz names the cause', { skip }, async (t) => {
-  const { db, node } = await startOutageNode(t, 'watched');
+  const { db, node, registry } = await startOutageNode(t, 'watched');
   const admin = node.urls.admin;
   const metrics = async () => {
     const t0 = performance.now();
@@ -31,6 +33,22 @@ t.test('/metrics and /healthz answer from memory through a database outage; /rea
     return r.status === 200 && sampleSum(r.text, 'slipway_store_manifests') >= 1 && r.text;
   }, { timeoutMs: 20_000, intervalMs: 100 });
   t.equal(sampleSum(before, 'slipway_store_up'), 1, 'slipway_store_up 1 before the outage');
+
+  // The read cache: a manifest read twice by tag is a miss and then a hit, each after the read
+  // barrier's round trip (engine/storage/postgres-invalidation.ts).
+  const cacheBefore = await scrape(admin);
+  t.equal(sampleSum(cacheBefore, 'slipway_database_cache_usable'), 1, 'slipway_database_cache_usable 1 with the listener confirmed');
+  for (let i = 0; i < 2; i++) {
+    const g = await http('GET', `${registry.registry}/v2/watched/web/manifests/v1`, { headers: { ...registry.auth, accept: 'application/vnd.docker.distribution.manifest.v2+json' } });
+    t.equal(g.status, 200, `manifest GET ${i + 1}`);
+  }
+  const cacheAfter = await scrape(admin);
+  const grew = (name: string, ...labels: string[]) => sampleSum(cacheAfter, name, ...labels) - sampleSum(cacheBefore, name, ...labels);
+  t.ok(grew('slipway_database_cache_hits_total') >= 1, `the second GET was answered from the cache (+${grew('slipway_database_cache_hits_total')} hits)`);
+  t.ok(grew('slipway_database_read_barrier_seconds_count', 'usable="1"') >= 2, 'each GET waited for a read barrier, counted');
+  t.ok(sampleSum(cacheAfter, 'slipway_database_cache_entries') > 0 && sampleSum(cacheAfter, 'slipway_database_cache_bytes') > 0, 'entries and bytes shown');
+  const check = await promtoolCheck(cacheAfter);
+  t.equal(check.code, 0, `promtool check metrics: ${check.output.trim() || 'clean'}`);
 
   for (const mode of ['fast', 'immediate'] as const) {
     await db.halt(mode);
@@ -54,6 +72,7 @@ t.test('/metrics and /healthz answer from memory through a database outage; /rea
     t.ok(slowest < BOUND_MS, `${mode}: slowest scrape ${slowest} ms (bound ${BOUND_MS} ms)`);
     t.equal(sampleSum(down, 'slipway_store_manifests'), sampleSum(before, 'slipway_store_manifests'), `${mode}: the last store totals are kept`);
     t.ok(sampleSum(down, 'slipway_http_requests_in_flight') >= 0 && /slipway_http_request_duration_seconds_count/.test(down), `${mode}: the request metrics are there`);
+    t.match(down, /^slipway_database_cache_usable 0$/m, `${mode}: the read cache shown unused (its listener lost)`);
     const health = await http('GET', `${admin}/healthz`);
     t.equal(health.status, 200, `${mode}: /healthz 200`);
     const ready = await waitFor(`/readyz to report the store (${mode})`, async () => {
@@ -69,6 +88,7 @@ t.test('/metrics and /healthz answer from memory through a database outage; /rea
       return r.status === 200 && sampleSum(r.text, 'slipway_store_up') === 1;
     }, { timeoutMs: 30_000, intervalMs: 100 });
     await waitFor(`readiness back (${mode})`, async () => (await http('GET', `${admin}/readyz`)).status === 200, { timeoutMs: 30_000, intervalMs: 100 });
+    await waitFor(`the read cache in use again (${mode})`, async () => sampleSum(await scrape(admin), 'slipway_database_cache_usable') === 1, { timeoutMs: 30_000, intervalMs: 100 });
     t.pass(`${mode}: metrics and readiness back after the database returned`);
   }
 });
