@@ -13,7 +13,9 @@
  * (their first read), of random images, and of a hot set of 256 images read again, the full tag
  * list of `bench/tags` (1,000 tags, pushed at the start), `?n=100` pages of the catalog and of
  * that tag list, the server's memory (RSS anonymous and file-backed apart, and Slipway's V8 heap,
- * external and ArrayBuffer memory from its /metrics), then restarts it on its data (start-up
+ * external and ArrayBuffer memory from its /metrics; on PostgreSQL, the read barrier's mean
+ * wait, the barriers over 5 ms and the cache's hit rate during the first reads and the hot-set
+ * reads: barrier.ts), then restarts it on its data (start-up
  * time; `--restart never` skips that, so memory counts all the work since the first start).
  * After the last step, 10 % of the images are deleted (manifest DELETE by digest, 8 at a time),
  * each server's garbage collection runs (Slipway's `slipway gc`, online; the reference's
@@ -39,6 +41,7 @@ import { referenceAvailable } from '../servers/reference.js';
 import { round } from '../stats.js';
 import { makeImage, pushImage, tagMany, type GrowthImage } from './images.js';
 import { readMemory } from './memory.js';
+import { barrierBetween, readBarrier } from './barrier.js';
 import { firstReads, fullTagList, hotSetGets, manifestGets, page, timedRuns, warmGetPath, WARMUP_GETS } from './reads.js';
 import { clusterEnv, startGrowthReference, startGrowthSlipway, type Backend, type GrowthReferenceS3, type GrowthServer } from './servers.js';
 import type { S3Store } from '../../test/helpers/s3-store.js';
@@ -152,14 +155,18 @@ async function step(side: Side, size: number): Promise<StepRow> {
   // Before any other GET of the step's images: its new images have not been read since the server started.
   await warmGetPath(s.registry, s.authorization, TAG_REPO, TAG_NAMES, WARMUP_GETS, CONCURRENCY, seed + size);
   const unread = side.images.slice(fresh, size);
+  const firstBarrier0 = await readBarrier(s.admin);
   const first = await firstReads(s.registry, s.authorization, unread, Math.min(FIRST_READS, unread.length), CONCURRENCY, seed + size + 1);
+  const firstBarrier = barrierBetween(firstBarrier0, await readBarrier(s.admin));
   const faults0 = pageFaults(s.pid);
   const cpu0 = cpuSeconds(s.pid);
   const mget = await manifestGets(s.registry, s.authorization, side.images, gets, CONCURRENCY, seed + size);
   const getCount = gets + WARMUP_GETS;
   const getFaults = round((pageFaults(s.pid).minor - faults0.minor) / getCount, 2);
   const getCpuUs = round(((cpuSeconds(s.pid) - cpu0) * 1e6) / getCount, 1);
+  const hotBarrier0 = await readBarrier(s.admin);
   const hot = await hotSetGets(s.registry, s.authorization, side.images, HOT_SET, gets, CONCURRENCY, seed + size + 2);
+  const hotBarrier = barrierBetween(hotBarrier0, await readBarrier(s.admin));
   let tagCount = 0;
   const tagList = await timedRuns(10, async () => { tagCount = await fullTagList(side.client, TAG_REPO); });
   if (tagCount !== TAGS) throw new Error(`${s.name}: the tag list of ${TAG_REPO} holds ${tagCount} tags, not ${TAGS}`);
@@ -175,6 +182,7 @@ async function step(side: Side, size: number): Promise<StepRow> {
     bench: 'growth', server: s.name, backend: s.slipway ? backend : referenceStorage, images: size, pushes_since_start: side.pushesSinceStart,
     push_images_per_s: pushRate, manifest_get_p50_ms: mget.p50, manifest_get_p99_ms: mget.p99, manifest_get_rps: mget.rps,
     first_get_p50_ms: first.p50, first_get_p99_ms: first.p99, hot_get_p50_ms: hot.p50, hot_get_p99_ms: hot.p99,
+    first_barrier: firstBarrier, hot_barrier: hotBarrier,
     tag_list_1000_ms: tagList.median, tag_list_1000_first_ms: tagList.first, catalog_page_ms: catalog.median, tag_page_ms: tagPage.median, tag_page_entries: tagPageEntries, ...memory,
     startup_ms: null, rss_after_restart_mib: null, data_mib: null,
     load1, push_other_cpu_pct: pushCpu.other_cpu_pct, push_steal_cpu_pct: pushCpu.steal_cpu_pct, push_server_cpu_pct: pushCpu.server_cpu_pct,

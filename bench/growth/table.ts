@@ -1,4 +1,5 @@
 /** The growth benchmark's summary table on stderr (bench/growth/run.ts): one row per size step and server, then GC. */
+import type { BarrierFigures } from './barrier.js';
 import type { MemoryReading } from './memory.js';
 
 /** The figures of one size step on one server (also printed as a JSON line). */
@@ -18,6 +19,9 @@ export interface StepRow extends MemoryReading {
   /** Manifest GETs repeating reads of a hot set of images (reads.ts `hotSetGets`), ms. */
   hot_get_p50_ms: number;
   hot_get_p99_ms: number;
+  /** On PostgreSQL, the read barrier and the cache during the first reads and the hot-set GETs (barrier.ts); null elsewhere. */
+  first_barrier: BarrierFigures | null;
+  hot_barrier: BarrierFigures | null;
   tag_list_1000_ms: number;
   /** The first full tag list of the step (before the warm-up runs: reads.ts `timedRuns`). */
   tag_list_1000_first_ms: number;
@@ -39,10 +43,14 @@ export interface StepRow extends MemoryReading {
   get_server_cpu_us_per_request: number;
 }
 
+/** A run's read-barrier figures as one cell: mean wait ms / barriers over 5 ms / cache hit %. */
+const barrierCell = (b: BarrierFigures | null): string | null => (b ? `${b.barrier_mean_ms}/${b.barrier_over_5ms}/${b.cache_hit_pct}` : null);
+
 const COLUMNS: Array<[string, (r: StepRow) => unknown]> = [
   ['server', (r) => r.server], ['images', (r) => r.images], ['push/s', (r) => r.push_images_per_s],
   ['get p50', (r) => r.manifest_get_p50_ms], ['get p99', (r) => r.manifest_get_p99_ms],
   ['first get p50/p99', (r) => `${r.first_get_p50_ms}/${r.first_get_p99_ms}`], ['hot get p50/p99', (r) => `${r.hot_get_p50_ms}/${r.hot_get_p99_ms}`],
+  ['barrier ms/>5ms/hit% first', (r) => barrierCell(r.first_barrier)], ['hot', (r) => barrierCell(r.hot_barrier)],
   ['get faults/cpu µs', (r) => `${r.get_minor_faults_per_request}/${r.get_server_cpu_us_per_request}`],
   ['tags 1000', (r) => r.tag_list_1000_ms], ['first', (r) => r.tag_list_1000_first_ms], ['catalog n=100', (r) => r.catalog_page_ms], ['tags n=100', (r) => (r.tag_page_entries === 100 ? r.tag_page_ms : `${r.tag_page_ms} (${r.tag_page_entries})`)],
   ['start ms', (r) => r.startup_ms], ['RSS', (r) => r.rss_mib], ['anon', (r) => r.rss_anon_mib], ['file', (r) => r.rss_file_mib],

@@ -1,0 +1,59 @@
+/**
+ * What a Slipway node on PostgreSQL spent waiting for its read barrier during one timed run of
+ * reads: the difference of two readings of its admin `/metrics` (server/ops/metrics.ts
+ * `watchReadCache`). A cached read answers from the node's memory, but only after one round trip
+ * through the database per request (engine/storage/postgres-invalidation.ts), so a database busy
+ * with the pushes' aftermath slows repeat reads too; these figures tell that wait apart from the
+ * statements of first reads.
+ */
+import { request } from 'undici';
+
+/** Cumulative figures at one moment; null on a server without a read cache (LMDB, the reference). */
+export interface BarrierReading {
+  /** Barriers waited for while the cache was usable, their total wait (seconds), and those over 5 ms. */
+  count: number;
+  sumSeconds: number;
+  over5ms: number;
+  hits: number;
+  misses: number;
+}
+
+/** A run's figures: mean barrier wait (ms), barriers over 5 ms, and cache hits among cached-keyspace reads (%). */
+export interface BarrierFigures {
+  barrier_mean_ms: number;
+  barrier_over_5ms: number;
+  cache_hit_pct: number;
+}
+
+/** One sample's value from Prometheus text (`name{labels} value`, labels as written), or null. */
+function sample(text: string, name: string, labels = ''): number | null {
+  const escaped = `${name}${labels}`.replace(/[{}.]/g, (c) => `\\${c}`);
+  const m = new RegExp(`^${escaped} (\\S+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : null;
+}
+
+/** Reads the barrier and cache counters from `admin`/metrics; null when the node has no read cache. */
+export async function readBarrier(admin: string | undefined): Promise<BarrierReading | null> {
+  if (!admin) return null;
+  const text = await (await request(`${admin}/metrics`)).body.text();
+  const name = 'slipway_database_read_barrier_seconds';
+  const count = sample(text, `${name}_count`, '{usable="1"}');
+  if (count === null) return null;
+  const within5ms = sample(text, `${name}_bucket`, '{le="0.005",usable="1"}') ?? 0;
+  return {
+    count, sumSeconds: sample(text, `${name}_sum`, '{usable="1"}') ?? 0, over5ms: count - within5ms,
+    hits: sample(text, 'slipway_database_cache_hits_total') ?? 0, misses: sample(text, 'slipway_database_cache_misses_total') ?? 0,
+  };
+}
+
+/** The figures between two readings (null when either is). */
+export function barrierBetween(a: BarrierReading | null, b: BarrierReading | null): BarrierFigures | null {
+  if (!a || !b) return null;
+  const n = b.count - a.count;
+  const reads = b.hits - a.hits + (b.misses - a.misses);
+  return {
+    barrier_mean_ms: n > 0 ? Math.round(((b.sumSeconds - a.sumSeconds) / n) * 1e5) / 100 : 0,
+    barrier_over_5ms: b.over5ms - a.over5ms,
+    cache_hit_pct: reads > 0 ? Math.round(((b.hits - a.hits) / reads) * 100) : 0,
+  };
+}
