@@ -43,8 +43,8 @@
  * costs the process is more than its heap: V8 lets the old generation grow past its live objects
  * before collecting. A node on PostgreSQL grew by 74.5 MiB of anonymous memory from 1,000 to
  * 30,000 images (29,000 pushes since its start) at bounds of 64 MiB / 100,000, by 60.6–67.5 MiB at
- * 32 MiB / 50,000, and by 41.8–47.0 MiB at these, against a growth budget of 64 MiB for the
- * whole process (docs/performance.md "Runs Q and R", "Runs M–P").
+ * 32 MiB / 50,000, and by 39.6–47.0 MiB at these, against a growth budget of 64 MiB for the
+ * whole process (docs/performance.md "Runs Q, R and S", "Runs M–P").
  *
  * Recency is a doubly linked list through the entries (most recent first), so a hit, a fill, an
  * invalidation and each eviction are O(1). Not `Map.delete` + `Map.set` on every hit with eviction
