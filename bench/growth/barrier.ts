@@ -7,6 +7,7 @@
  * statements of first reads.
  */
 import { request } from 'undici';
+import { metricSample } from './memory.js';
 
 /** Cumulative figures at one moment; null on a server without a read cache (LMDB, the reference). */
 export interface BarrierReading {
@@ -25,24 +26,17 @@ export interface BarrierFigures {
   cache_hit_pct: number;
 }
 
-/** One sample's value from Prometheus text (`name{labels} value`, labels as written), or null. */
-function sample(text: string, name: string, labels = ''): number | null {
-  const escaped = `${name}${labels}`.replace(/[{}.]/g, (c) => `\\${c}`);
-  const m = new RegExp(`^${escaped} (\\S+)$`, 'm').exec(text);
-  return m ? Number(m[1]) : null;
-}
-
 /** Reads the barrier and cache counters from `admin`/metrics; null when the node has no read cache. */
 export async function readBarrier(admin: string | undefined): Promise<BarrierReading | null> {
   if (!admin) return null;
   const text = await (await request(`${admin}/metrics`)).body.text();
   const name = 'slipway_database_read_barrier_seconds';
-  const count = sample(text, `${name}_count`, '{usable="1"}');
+  const count = metricSample(text, `${name}_count`, '{usable="1"}');
   if (count === null) return null;
-  const within5ms = sample(text, `${name}_bucket`, '{le="0.005",usable="1"}') ?? 0;
+  const within5ms = metricSample(text, `${name}_bucket`, '{le="0.005",usable="1"}') ?? 0;
   return {
-    count, sumSeconds: sample(text, `${name}_sum`, '{usable="1"}') ?? 0, over5ms: count - within5ms,
-    hits: sample(text, 'slipway_database_cache_hits_total') ?? 0, misses: sample(text, 'slipway_database_cache_misses_total') ?? 0,
+    count, sumSeconds: metricSample(text, `${name}_sum`, '{usable="1"}') ?? 0, over5ms: count - within5ms,
+    hits: metricSample(text, 'slipway_database_cache_hits_total') ?? 0, misses: metricSample(text, 'slipway_database_cache_misses_total') ?? 0,
   };
 }
 

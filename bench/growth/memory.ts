@@ -59,15 +59,13 @@ function status(pid: number): Record<string, number> {
   return out;
 }
 
-/** A gauge's value from Prometheus text (first sample without labels), or null. */
-function gauge(text: string, name: string): number | null {
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-  return m ? Number(m[1]) : null;
-}
-
-/** A labelled gauge's value from Prometheus text (`name{label="value"}`), or null. */
-function labelled(text: string, name: string, label: string, value: string): number | null {
-  const m = new RegExp(`^${name}\\{${label}="${value}"\\} (\\S+)$`, 'm').exec(text);
+/**
+ * One sample's value from Prometheus text (`name{labels} value`, with `labels` exactly as the
+ * exposition writes them, e.g. `{space="new"}`; none by default), or null when it is not there.
+ */
+export function metricSample(text: string, name: string, labels = ''): number | null {
+  const escaped = `${name}${labels}`.replace(/[{}.]/g, (c) => `\\${c}`);
+  const m = new RegExp(`^${escaped} (\\S+)$`, 'm').exec(text);
   return m ? Number(m[1]) : null;
 }
 
@@ -79,11 +77,11 @@ export async function readMemory(pid: number, admin?: string): Promise<MemoryRea
   if (admin) {
     const r = await request(`${admin}/metrics`);
     const text = await r.body.text();
-    heap = gauge(text, 'nodejs_heap_size_used_bytes');
-    external = gauge(text, 'nodejs_external_memory_bytes');
-    buffers = gauge(text, 'slipway_array_buffers_bytes');
-    young = labelled(text, 'nodejs_heap_space_size_total_bytes', 'space', 'new');
-    old = labelled(text, 'nodejs_heap_space_size_total_bytes', 'space', 'old');
+    heap = metricSample(text, 'nodejs_heap_size_used_bytes');
+    external = metricSample(text, 'nodejs_external_memory_bytes');
+    buffers = metricSample(text, 'slipway_array_buffers_bytes');
+    young = metricSample(text, 'nodejs_heap_space_size_total_bytes', '{space="new"}');
+    old = metricSample(text, 'nodejs_heap_space_size_total_bytes', '{space="old"}');
   }
   const anon = anonParts(pid);
   return {

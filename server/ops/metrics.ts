@@ -115,15 +115,13 @@ export class Metrics {
     for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
     const totals = new StoreTotals(() => Promise.all([blobTotals(store.metadata), manifestTotals(store.metadata)])
       .then(([b, m]) => ({ blobs: b.blobs, blobBytes: b.bytes, manifests: m.manifests, manifestBytes: m.bytes })));
-    const gauge = (name: string, help: string, read: () => number | Promise<number>) =>
-      new Gauge({ name, help, registers: [this.registry], async collect() { this.set(await read()); } });
     const stored = (field: keyof StoreSizes) => async () => (await totals.recent())?.[field] ?? 0;
-    gauge('slipway_store_blobs', 'Blob records in the store (last successful read: see slipway_store_totals_age_seconds).', stored('blobs'));
-    gauge('slipway_store_blob_bytes', 'Bytes of every stored blob (last successful read).', stored('blobBytes'));
-    gauge('slipway_store_manifests', 'Manifest records in the store (last successful read).', stored('manifests'));
-    gauge('slipway_store_manifest_bytes', 'Bytes of every stored manifest (last successful read).', stored('manifestBytes'));
-    gauge('slipway_store_up', '1 when the last read of the metadata store for these metrics succeeded, 0 when it failed (store unavailable).', async () => ((await totals.recent(), totals.up) ? 1 : 0));
-    gauge('slipway_store_totals_age_seconds', 'Seconds since the store totals were last read successfully (-1: never).', () => totals.ageSeconds());
+    this.#gauge('slipway_store_blobs', 'Blob records in the store (last successful read: see slipway_store_totals_age_seconds).', stored('blobs'));
+    this.#gauge('slipway_store_blob_bytes', 'Bytes of every stored blob (last successful read).', stored('blobBytes'));
+    this.#gauge('slipway_store_manifests', 'Manifest records in the store (last successful read).', stored('manifests'));
+    this.#gauge('slipway_store_manifest_bytes', 'Bytes of every stored manifest (last successful read).', stored('manifestBytes'));
+    this.#gauge('slipway_store_up', '1 when the last read of the metadata store for these metrics succeeded, 0 when it failed (store unavailable).', async () => ((await totals.recent(), totals.up) ? 1 : 0));
+    this.#gauge('slipway_store_totals_age_seconds', 'Seconds since the store totals were last read successfully (-1: never).', () => totals.ageSeconds());
     const inFlight = this.inFlight;
     new Gauge({
       name: 'slipway_http_requests_in_flight', help: 'Requests being handled now, by host.', labelNames: ['host'] as const, registers: [this.registry],
@@ -131,18 +129,15 @@ export class Metrics {
     });
     // prom-client reports the heap and external memory; ArrayBuffer memory (Buffers) is part of
     // external, shown apart because it is what a leak of request or store buffers grows.
-    gauge('slipway_array_buffers_bytes', 'Bytes of ArrayBuffers and Buffers held by this process (part of nodejs_external_memory_bytes).', () => process.memoryUsage().arrayBuffers);
-    gauge('slipway_upload_sessions_open', 'Upload sessions with at least one acknowledged chunk.', () => uploads.recordedSessions);
+    this.#gauge('slipway_array_buffers_bytes', 'Bytes of ArrayBuffers and Buffers held by this process (part of nodejs_external_memory_bytes).', () => process.memoryUsage().arrayBuffers);
+    this.#gauge('slipway_upload_sessions_open', 'Upload sessions with at least one acknowledged chunk.', () => uploads.recordedSessions);
     const lanes = uploads.lanes;
     if (lanes) {
-      gauge('slipway_upload_bodies_in_lanes', 'Upload bodies holding a lane now (at most upload.lanes).', () => lanes.holding);
-      gauge('slipway_upload_bodies_waiting', 'Upload bodies waiting for a lane now (upload.lanes).', () => lanes.waiting);
-      new Counter({
-        name: 'slipway_upload_lane_waits_expired_total', help: 'Upload bodies that waited the longest wait for a lane and then read without one.', registers: [this.registry],
-        collect() { this.reset(); this.inc(lanes.waitsExpired); },
-      });
+      this.#gauge('slipway_upload_bodies_in_lanes', 'Upload bodies holding a lane now (at most upload.lanes).', () => lanes.holding);
+      this.#gauge('slipway_upload_bodies_waiting', 'Upload bodies waiting for a lane now (upload.lanes).', () => lanes.waiting);
+      this.#counter('slipway_upload_lane_waits_expired_total', 'Upload bodies that waited the longest wait for a lane and then read without one.', () => lanes.waitsExpired);
     }
-    gauge('slipway_worker_pool_queue_size', 'Worker-pool tasks waiting for a thread.', () => pool.queueSize);
+    this.#gauge('slipway_worker_pool_queue_size', 'Worker-pool tasks waiting for a thread.', () => pool.queueSize);
     this.#unsubscribe = subscribeEvent('gc', (e: GcEvent) => {
       this.gcRuns.inc();
       this.gcDuration.observe(e.durationMs / 1000);
@@ -158,11 +153,8 @@ export class Metrics {
    * waiting for their flush, and pulls not recorded because it was full (docs/notifications.md).
    */
   watchPullBuffer(buffer: { readonly pending: number; readonly dropped: number }): void {
-    new Gauge({ name: 'slipway_notification_pulls_pending', help: 'Manifest pulls waiting to be recorded for registry notifications.', registers: [this.registry], collect() { this.set(buffer.pending); } });
-    new Counter({
-      name: 'slipway_notification_pulls_dropped_total', help: 'Manifest pulls not notified because the pull buffer was full (store slow or down).', registers: [this.registry],
-      collect() { this.reset(); this.inc(buffer.dropped); },
-    });
+    this.#gauge('slipway_notification_pulls_pending', 'Manifest pulls waiting to be recorded for registry notifications.', () => buffer.pending);
+    this.#counter('slipway_notification_pulls_dropped_total', 'Manifest pulls not notified because the pull buffer was full (store slow or down).', () => buffer.dropped);
   }
 
   /**
@@ -172,25 +164,32 @@ export class Metrics {
    * before its first cached read (engine/storage/postgres-invalidation.ts).
    */
   watchReadCache(probe: ReadCacheProbe): void {
-    const registers = [this.registry];
-    new Gauge({ name: 'slipway_database_cache_usable', help: '1 while the read cache may be used (its invalidation listener confirmed), 0 while every read goes to the database.', registers, collect() { this.set(probe.usable ? 1 : 0); } });
-    new Gauge({ name: 'slipway_database_cache_entries', help: 'Records (and cached absences) held in the read cache.', registers, collect() { this.set(probe.cache.size); } });
-    new Gauge({ name: 'slipway_database_cache_bytes', help: 'JSON text held in the read cache, bytes (UTF-16 code units × 2).', registers, collect() { this.set(probe.cache.bytes); } });
-    const counter = (name: string, help: string, read: () => number) =>
-      new Counter({ name, help, registers, collect() { this.reset(); this.inc(read()); } });
-    counter('slipway_database_cache_hits_total', 'Reads answered from the read cache.', () => probe.cache.stats.hits);
-    counter('slipway_database_cache_misses_total', 'Reads of cached keyspaces that went to the database.', () => probe.cache.stats.misses);
-    counter('slipway_database_cache_refused_fills_total', 'Answers not cached because an invalidation of their record arrived while they were read.', () => probe.cache.stats.refused);
+    this.#gauge('slipway_database_cache_usable', '1 while the read cache may be used (its invalidation listener confirmed), 0 while every read goes to the database.', () => (probe.usable ? 1 : 0));
+    this.#gauge('slipway_database_cache_entries', 'Records (and cached absences) held in the read cache.', () => probe.cache.size);
+    this.#gauge('slipway_database_cache_bytes', 'JSON text held in the read cache, bytes (UTF-16 code units × 2).', () => probe.cache.bytes);
+    this.#counter('slipway_database_cache_hits_total', 'Reads answered from the read cache.', () => probe.cache.stats.hits);
+    this.#counter('slipway_database_cache_misses_total', 'Reads of cached keyspaces that went to the database.', () => probe.cache.stats.misses);
+    this.#counter('slipway_database_cache_refused_fills_total', 'Answers not cached because an invalidation of their record arrived while they were read.', () => probe.cache.stats.refused);
     const barrier: DeferredHistogram<'usable'> = new DeferredHistogram(new Histogram({
       name: 'slipway_database_read_barrier_seconds',
       help: 'Time a request waited for the read barrier before its first cached read, by whether the cache could then be used.',
       labelNames: ['usable'] as const,
       buckets: BARRIER_BUCKETS,
-      registers,
+      registers: [this.registry],
       collect: (): void => barrier.flush(),
     }), BARRIER_BUCKETS);
     const [usable, bypassed] = [barrier.series('1', { usable: '1' }), barrier.series('0', { usable: '0' })];
     probe.onSync = (seconds, ok) => barrier.observeSeries(ok ? usable : bypassed, seconds);
+  }
+
+  /** A gauge set at scrape time to what `read` returns now. */
+  #gauge(name: string, help: string, read: () => number | Promise<number>): void {
+    new Gauge({ name, help, registers: [this.registry], async collect() { this.set(await read()); } });
+  }
+
+  /** A counter whose total is kept elsewhere (a number only ever growing), copied in at scrape time. */
+  #counter(name: string, help: string, read: () => number): void {
+    new Counter({ name, help, registers: [this.registry], collect() { this.reset(); this.inc(read()); } });
   }
 
   /** Stops listening to engine events. */
