@@ -7,7 +7,7 @@
  * only at start-up; fsck reported `problems: []`).
  */
 import t from 'tap';
-import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, utimesSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { startSpawned, waitFor, type SpawnedSlipway } from '../helpers/harness.js';
@@ -22,13 +22,19 @@ const random = prng(seed);
 /** A session id as the server makes them (32 hex), from the seed. */
 const sessionId = () => Array.from({ length: 32 }, () => Math.floor(random() * 16).toString(16)).join('');
 
-/** Plants session bytes with no session, as a crash or a failed abort leaves them. */
+/**
+ * Plants session bytes with no session, as a crash or a failed abort leaves them. The file is
+ * written and aged beside the uploads folder, then renamed in (rename keeps its times): a live
+ * node's reaper may run at any moment, and once it removed a file between its write and its
+ * `utimes` (a CI run: ENOENT on utime).
+ */
 function plantOrphan(dataDir: string, ageMs = 0): string {
   const id = sessionId();
   mkdirSync(join(dataDir, 'uploads'), { recursive: true });
-  const path = join(dataDir, 'uploads', id);
-  writeFileSync(path, randomBytes(64 * 1024 + Math.floor(random() * 1024 * 1024)));
-  if (ageMs > 0) utimesSync(path, new Date(Date.now() - ageMs), new Date(Date.now() - ageMs));
+  const staging = join(dataDir, `planting-${id}`);
+  writeFileSync(staging, randomBytes(64 * 1024 + Math.floor(random() * 1024 * 1024)));
+  if (ageMs > 0) utimesSync(staging, new Date(Date.now() - ageMs), new Date(Date.now() - ageMs));
+  renameSync(staging, join(dataDir, 'uploads', id));
   return id;
 }
 
