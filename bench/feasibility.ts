@@ -11,9 +11,13 @@
  * read is shown beside them: the pace of a pull of a blob that is not in the cache. Each line
  * also sets the push's CPU per GiB (which pays for caching the pushed bytes) against its target,
  * half the reference's in the same run. For each push target, `<figure>_feasibility` says
- * whether the disk's write-and-sync speed measured in the run leaves room for it.
+ * whether the disk's write-and-sync speed measured in the run leaves room for it. For each load
+ * target (`manifest_get_64c`, `manifest_get_64c_raw`, `blob_head_64c`), `<figure>_feasibility`
+ * says whether its client against a server that only answers (bench/load-limit.ts) drives the
+ * req/s the ratio needs, and with what p99.
  */
 import type { Limit } from './limits.js';
+import type { LoadClient, LoadLimit } from './load-limit.js';
 import type { PullLimit } from './pull-limit.js';
 import type { PushLimit } from './push-limit.js';
 import type { Report } from './report.js';
@@ -27,6 +31,8 @@ export interface RunLimits {
   sha256Rate: number;
   /** CPU seconds per GiB of sha256 in this run (the floor under the push CPU). */
   hashSecondsPerGiB: number;
+  /** The load clients against a server that only answers (bench/load-limit.ts), when measured. */
+  loadLimits?: LoadLimit[];
 }
 
 const r2 = (x: number) => Math.round(x * 100) / 100;
@@ -102,6 +108,23 @@ function pullFeasibility(run: RunLimits, report: Report, line: { name: string; b
   });
 }
 
+/**
+ * One feasibility line for load figure `bench` (`<bench>_rps` needs `ratio` × the reference's,
+ * `<bench>_p99` at most `p99Ms`): reachable when `client` against a server that only answers
+ * drives at least that many req/s in this run; its p99 there is the least the client's own
+ * queueing adds.
+ */
+function loadFeasibility(run: RunLimits, report: Report, bench: string, client: LoadClient, ratio: number, p99Ms: number): void {
+  const ref = report.figures.find((f) => f.bench === `${bench}_rps` && f.server === 'reference');
+  const mine = report.figures.find((f) => f.bench === `${bench}_rps` && f.server === 'slipway');
+  const limit = run.loadLimits?.find((l) => l.client === client);
+  if (!ref || !limit) return;
+  const needs = Math.round(ratio * ref.value);
+  const reachable = needs <= limit.rps;
+  report.note({ bench: `${bench}_feasibility`, client, needs_rps: needs, ratio, reference_rps: ref.value, client_limit_rps: limit.rps, client_limit_p99_ms: limit.p99, slipway_rps: mine?.value, reachable, p99_target_ms: p99Ms });
+  process.stderr.write(`${bench}_feasibility: ${ratio} × the reference needs ${needs} req/s; the ${client} client drives ${limit.rps} req/s (p99 ${limit.p99} ms, target ${p99Ms}) against a server that only answers: ${reachable ? 'reachable' : 'NOT reachable'}${mine ? `; Slipway ran at ${mine.value} req/s (${r2(mine.value / limit.rps)} of the client's limit)` : ''}\n`);
+}
+
 /** Prints the limits and both pull feasibility lines, and records the lines as notes. */
 export function printFeasibility(run: RunLimits, report: Report): void {
   printTable(run);
@@ -109,4 +132,5 @@ export function printFeasibility(run: RunLimits, report: Report): void {
   for (const [bench, ratio] of [['push_1gib_single_patch', 3], ['push_1gib_chunked_16mib', 3], ['push_concurrent', 2.5]] as const) pushFeasibility(run, report, bench, ratio);
   pullFeasibility(run, report, { name: 'pull_after_push_feasibility', bench: 'pull_1gib', ratio: 1.2, diskBench: 'disk_read_direct', clientBench: 'pull_limit_raw_single', sameShape: ['pull_1gib', 'pull_1gib_second', 'pull_1gib_cached'] });
   pullFeasibility(run, report, { name: 'pull_concurrent_feasibility', bench: 'pull_concurrent', ratio: 1.2, diskBench: 'disk_read_direct_concurrent', clientBench: 'pull_limit_raw_concurrent', sameShape: ['pull_concurrent'] });
+  for (const [bench, client] of [['manifest_get_64c', 'undici'], ['manifest_get_64c_raw', 'raw'], ['blob_head_64c', 'raw']] as const) loadFeasibility(run, report, bench, client, 12, 10);
 }

@@ -176,7 +176,7 @@ export class Report {
     process.stderr.write('\n' + fmt(titles) + '\n' + fmt(widths.map((w) => '-'.repeat(w))) + '\n');
     for (const row of cells) process.stderr.write(fmt(row) + '\n');
     process.stderr.write('limit: the machine\'s limit for the figure measured in this run (see the limits above the table); s/limit, r/limit: each server\'s figure as a fraction of it.\n');
-    process.stderr.write('raw load workloads (blob_head_64c, manifest_get_64c_raw): the limit of req/s and p99 is the same load generator against a server that only answers; of server_cpu, that server\'s CPU per request.\n');
+    process.stderr.write('load workloads (blob_head_64c, manifest_get_64c_raw: the raw client; manifest_get_64c: undici): the limit of req/s and p99 is the same client against a server that only answers; of server_cpu, that server\'s CPU per request.\n');
     process.stderr.write('other%(s|r): CPU % of one core used by other processes on this machine (incl. kernel writeback) while the figure was measured; steal%: CPU % of one core the hypervisor gave to other guests meanwhile.\n');
   }
 }

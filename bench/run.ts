@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { installCleanup } from './cleanup.js';
 import { measurePushLimit, type PushLimit } from './push-limit.js';
 import { measureFirstTouch, measureLimits, measureSyncLatency, primeGuestMemory, type Limit } from './limits.js';
-import { measureLoadLimit } from './load-limit.js';
+import { measureLoadLimit, type LoadClient, type LoadLimit } from './load-limit.js';
 import { measurePullLimit, type PullLimit } from './pull-limit.js';
 import { printFeasibility } from './feasibility.js';
 import { RegistryClient } from './client.js';
@@ -151,22 +151,35 @@ function setLimits(report: Report, limits: Limit[], pullLimits: PullLimit[], sha
 }
 
 /**
- * The raw load workloads' limit (load-limit.ts): the load generator against a trivial server, in
- * this run, when such a workload is selected (BENCH_LOAD_LIMIT=0 skips it). Sets its req/s and
- * p99 as the limits of theirs, and the trivial server's CPU per request as the floor of their server CPU.
+ * The load workloads' limits (load-limit.ts), measured in this run when such a workload is
+ * selected (BENCH_LOAD_LIMIT=0 skips them): the raw generator against a trivial server for the
+ * raw workloads, undici's Pool against it for `manifest_get_64c` (answers of `manifestBytes`).
+ * Sets each client's req/s and p99 as the limits of its workloads, and the trivial server's CPU
+ * per request as the floor of their server CPU.
  */
-async function loadLimit(opts: BenchOptions, report: Report): Promise<void> {
-  const raw = ['blob_head_64c', 'manifest_get_64c_raw'].filter(selected);
-  if (raw.length === 0 || process.env.BENCH_LOAD_LIMIT === '0') return;
-  progress('setup', `measuring the load generator against a trivial server (${opts.loadConnections} connections, ${opts.loadMs / 1000} s)`);
-  const l = await measureLoadLimit(opts.loadConnections, opts.loadMs, opts.warmupMs, opts.loadMaxRequests);
-  report.note({ bench: 'limit_load_generator', value: l.rps, unit: 'req/s', ...l, note: 'raw keep-alive HEAD load (the blob HEAD client) against a server that only answers: the most req/s this client drives here; client_cpu_us_per_request is the generator\'s own cost' });
-  for (const w of raw) {
-    report.limit(`${w}_rps`, l.rps, 'load generator');
-    report.limit(`${w}_p99`, l.p99, 'load generator');
-    report.limit(`${w}_server_cpu`, l.server_cpu_us_per_request, 'trivial server');
+async function loadLimit(opts: BenchOptions, report: Report, manifestBytes: number): Promise<LoadLimit[]> {
+  const measured: LoadLimit[] = [];
+  if (process.env.BENCH_LOAD_LIMIT === '0') return measured;
+  const clients: Array<[LoadClient, string[], string]> = [
+    ['raw', ['blob_head_64c', 'manifest_get_64c_raw'], 'raw keep-alive HEAD load (the blob HEAD client)'],
+    ['undici', ['manifest_get_64c'], `undici Pool manifest GETs (the manifest_get_64c client, ${manifestBytes}-byte answers)`],
+  ];
+  for (const [client, workloads, what] of clients) {
+    const chosen = workloads.filter(selected);
+    if (chosen.length === 0) continue;
+    progress('setup', `measuring the ${client} load generator against a trivial server (${opts.loadConnections} connections, ${opts.loadMs / 1000} s)`);
+    const l = await measureLoadLimit(client, opts.loadConnections, opts.loadMs, opts.warmupMs, opts.loadMaxRequests, manifestBytes);
+    measured.push(l);
+    const bench = client === 'raw' ? 'limit_load_generator' : `limit_load_generator_${client}`;
+    report.note({ bench, value: l.rps, unit: 'req/s', ...l, note: `${what} against a server that only answers: the most req/s this client drives here; client_cpu_us_per_request is the generator's own cost` });
+    for (const w of chosen) {
+      report.limit(`${w}_rps`, l.rps, `${client} load generator`);
+      report.limit(`${w}_p99`, l.p99, `${client} load generator`);
+      report.limit(`${w}_server_cpu`, l.server_cpu_us_per_request, 'trivial server');
+    }
+    process.stderr.write(`\n${client} load generator limit (this run): ${l.rps} req/s against a trivial server (p99 ${l.p99} ms); per request the generator spends ${l.client_cpu_us_per_request} us of CPU and the trivial server ${l.server_cpu_us_per_request} us (other ${l.other_cpu_pct}%, steal ${l.steal_cpu_pct}%)\n`);
   }
-  process.stderr.write(`\nload generator limit (this run): ${l.rps} req/s against a trivial server (p99 ${l.p99} ms); per request the generator spends ${l.client_cpu_us_per_request} us of CPU and the trivial server ${l.server_cpu_us_per_request} us (other ${l.other_cpu_pct}%, steal ${l.steal_cpu_pct}%)\n`);
+  return measured;
 }
 
 /** Entry point. */
@@ -227,9 +240,9 @@ async function main(): Promise<number> {
     firstTouchMicros = touch.value;
     progress('setup', `the first touch of a page of new memory costs ${touch.value} µs of CPU here (rounds: ${touch.rounds_us_per_page.join(', ')})`);
   }
-  await loadLimit(opts, report);
-  const pullBlobs = Array.from({ length: opts.pullBlobs }, (_, i) => payloads.blob(opts.pullBlobBytes, `pull-${i}`));
   const image = await buildSmallImage();
+  const loadLimits = await loadLimit(opts, report, image.manifest.length);
+  const pullBlobs = Array.from({ length: opts.pullBlobs }, (_, i) => payloads.blob(opts.pullBlobBytes, `pull-${i}`));
   const base = { opts, payloads, report, big, many, manyAgain, pullBlobs, image, firstTouchMicros };
   let failed = 0;
   for (const name of opts.servers) {
@@ -250,7 +263,7 @@ async function main(): Promise<number> {
   const rows = report.compare();
   report.table(rows);
   report.threadTable();
-  printFeasibility({ limits, pullLimits, pushLimit, sha256Rate, hashSecondsPerGiB }, report);
+  printFeasibility({ limits, pullLimits, pushLimit, sha256Rate, hashSecondsPerGiB, loadLimits }, report);
   process.stderr.write(`machine: sha256 ${sha256Rate} MB/s (wall clock) in this run, and hashing alone costs ${hashSecondsPerGiB} s of CPU per GiB pushed (plus receiving and writing the bytes)\n`);
   process.stderr.write(`\nbench: finished in ${Math.round((performance.now() - started) / 1000)} s${failed ? `, ${failed} failure(s)` : ''}\n`);
   return failed ? 1 : 0;

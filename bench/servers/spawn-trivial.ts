@@ -13,9 +13,9 @@ export interface TrivialServer {
   port: number;
 }
 
-/** Spawns `script` (a built .js path) and waits for its port; `what` names it in the error. */
-export async function spawnTrivial(script: string, what: string): Promise<TrivialServer> {
-  const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+/** Spawns `script` (a built .js path) with `args` and waits for its port; `what` names it in the error. */
+export async function spawnTrivial(script: string, what: string, args: string[] = []): Promise<TrivialServer> {
+  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   trackChild(child);
   const port = await new Promise<number>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${what} exited (${code})`)));
