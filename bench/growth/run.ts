@@ -37,6 +37,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, stat
 import { installCleanup } from '../cleanup.js';
 import { RegistryClient } from '../client.js';
 import { CpuWindow, cpuSeconds, pageFaults, systemSeconds } from '../procstat.js';
+import { ProcessShare } from '../process-share.js';
 import { referenceAvailable } from '../servers/reference.js';
 import { round } from '../stats.js';
 import { makeImage, pushImage, tagMany, type GrowthImage } from './images.js';
@@ -156,7 +157,9 @@ async function step(side: Side, size: number): Promise<StepRow> {
   await warmGetPath(s.registry, s.authorization, TAG_REPO, TAG_NAMES, WARMUP_GETS, CONCURRENCY, seed + size);
   const unread = side.images.slice(fresh, size);
   const firstBarrier0 = await readBarrier(s.admin);
+  const firstShare = new ProcessShare([process.pid, s.pid]);
   const first = await firstReads(s.registry, s.authorization, unread, Math.min(FIRST_READS, unread.length), CONCURRENCY, seed + size + 1);
+  const firstOthers = firstShare.end();
   const firstBarrier = barrierBetween(firstBarrier0, await readBarrier(s.admin));
   const faults0 = pageFaults(s.pid);
   const cpu0 = cpuSeconds(s.pid);
@@ -165,7 +168,9 @@ async function step(side: Side, size: number): Promise<StepRow> {
   const getFaults = round((pageFaults(s.pid).minor - faults0.minor) / getCount, 2);
   const getCpuUs = round(((cpuSeconds(s.pid) - cpu0) * 1e6) / getCount, 1);
   const hotBarrier0 = await readBarrier(s.admin);
+  const hotShare = new ProcessShare([process.pid, s.pid]);
   const hot = await hotSetGets(s.registry, s.authorization, side.images, HOT_SET, gets, CONCURRENCY, seed + size + 2);
+  const hotOthers = hotShare.end();
   const hotBarrier = barrierBetween(hotBarrier0, await readBarrier(s.admin));
   let tagCount = 0;
   const tagList = await timedRuns(10, async () => { tagCount = await fullTagList(side.client, TAG_REPO); });
@@ -182,7 +187,7 @@ async function step(side: Side, size: number): Promise<StepRow> {
     bench: 'growth', server: s.name, backend: s.slipway ? backend : referenceStorage, images: size, pushes_since_start: side.pushesSinceStart,
     push_images_per_s: pushRate, manifest_get_p50_ms: mget.p50, manifest_get_p99_ms: mget.p99, manifest_get_rps: mget.rps,
     first_get_p50_ms: first.p50, first_get_p99_ms: first.p99, hot_get_p50_ms: hot.p50, hot_get_p99_ms: hot.p99,
-    first_barrier: firstBarrier, hot_barrier: hotBarrier,
+    first_barrier: firstBarrier, hot_barrier: hotBarrier, first_others: firstOthers, hot_others: hotOthers,
     tag_list_1000_ms: tagList.median, tag_list_1000_first_ms: tagList.first, catalog_page_ms: catalog.median, tag_page_ms: tagPage.median, tag_page_entries: tagPageEntries, ...memory,
     startup_ms: null, rss_after_restart_mib: null, data_mib: null,
     load1, push_other_cpu_pct: pushCpu.other_cpu_pct, push_steal_cpu_pct: pushCpu.steal_cpu_pct, push_server_cpu_pct: pushCpu.server_cpu_pct,

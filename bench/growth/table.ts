@@ -1,6 +1,7 @@
 /** The growth benchmark's summary table on stderr (bench/growth/run.ts): one row per size step and server, then GC. */
 import type { BarrierFigures } from './barrier.js';
 import type { MemoryReading } from './memory.js';
+import { formatShare, type ProcessCpu } from '../process-share.js';
 
 /** The figures of one size step on one server (also printed as a JSON line). */
 export interface StepRow extends MemoryReading {
@@ -22,6 +23,9 @@ export interface StepRow extends MemoryReading {
   /** On PostgreSQL, the read barrier and the cache during the first reads and the hot-set GETs (barrier.ts); null elsewhere. */
   first_barrier: BarrierFigures | null;
   hot_barrier: BarrierFigures | null;
+  /** The other processes' busiest groups during the first reads and the hot-set GETs (bench/process-share.ts). */
+  first_others: ProcessCpu[];
+  hot_others: ProcessCpu[];
   tag_list_1000_ms: number;
   /** The first full tag list of the step (before the warm-up runs: reads.ts `timedRuns`). */
   tag_list_1000_first_ms: number;
@@ -74,6 +78,9 @@ export function formatTable<R>(columns: Array<[string, (r: R) => unknown]>, rows
 /** Prints the step rows (latencies in ms, memory in MiB) and the GC rows. */
 export function printTable(rows: StepRow[], gcRows: Array<Record<string, unknown>>): void {
   process.stderr.write('\n' + formatTable(COLUMNS, rows));
+  for (const r of rows) {
+    process.stderr.write(`other processes, ${r.server} at ${r.images} images: first reads ${formatShare(r.first_others)}; hot set ${formatShare(r.hot_others)} (% of one core)\n`);
+  }
   process.stderr.write('latencies ms after warm-up runs (tags 1000: full list of a 1,000-tag repository, first: the step\'s first one, before the warm-up; n=100: one page), memory MiB at the end of the step before the restart; other%: CPU % of one core used by other processes; steal%: the hypervisor\'s\n');
   for (const g of gcRows) {
     process.stderr.write(`gc ${g.server}: ${g.deleted_images} of ${g.images} images deleted in ${g.delete_ms} ms; gc ${g.gc_wall_ms} ms wall, ${g.gc_blobs_freed} blobs and ${g.gc_kib_freed} KiB freed; ${g.images_verified} images checked (load ${g.load1}; whole machine busy ${g.busy_cpu_pct} % of one core incl. both servers and gc, steal ${g.steal_cpu_pct} %)\n`);
