@@ -186,7 +186,7 @@ async function step(side: Side, size: number): Promise<StepRow> {
   const row: StepRow = {
     bench: 'growth', server: s.name, backend: s.slipway ? backend : referenceStorage, images: size, pushes_since_start: side.pushesSinceStart,
     push_images_per_s: pushRate, manifest_get_p50_ms: mget.p50, manifest_get_p99_ms: mget.p99, manifest_get_rps: mget.rps,
-    first_get_p50_ms: first.p50, first_get_p99_ms: first.p99, hot_get_p50_ms: hot.p50, hot_get_p99_ms: hot.p99,
+    first_get_p50_ms: first.p50, first_get_p99_ms: first.p99, first_get_rps: first.rps, hot_get_p50_ms: hot.p50, hot_get_p99_ms: hot.p99, hot_get_rps: hot.rps,
     first_barrier: firstBarrier, hot_barrier: hotBarrier, first_others: firstOthers, hot_others: hotOthers,
     tag_list_1000_ms: tagList.median, tag_list_1000_first_ms: tagList.first, catalog_page_ms: catalog.median, tag_page_ms: tagPage.median, tag_page_entries: tagPageEntries, ...memory,
     startup_ms: null, rss_after_restart_mib: null, data_mib: null,

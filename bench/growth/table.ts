@@ -17,9 +17,12 @@ export interface StepRow extends MemoryReading {
   /** Manifest GETs of images not read since the server started (reads.ts `firstReads`), ms. */
   first_get_p50_ms: number;
   first_get_p99_ms: number;
+  /** Their rate, GETs per second (with `first_others`, the other processes' CPU per GET). */
+  first_get_rps: number;
   /** Manifest GETs repeating reads of a hot set of images (reads.ts `hotSetGets`), ms. */
   hot_get_p50_ms: number;
   hot_get_p99_ms: number;
+  hot_get_rps: number;
   /** On PostgreSQL, the read barrier and the cache during the first reads and the hot-set GETs (barrier.ts); null elsewhere. */
   first_barrier: BarrierFigures | null;
   hot_barrier: BarrierFigures | null;
