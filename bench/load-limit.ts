@@ -16,6 +16,7 @@ import { stopChild } from './cleanup.js';
 import { spawnTrivial } from './servers/spawn-trivial.js';
 import { CpuWindow, cpuSeconds } from './procstat.js';
 import { RegistryClient } from './client.js';
+import { MANIFEST_V2 } from './image.js';
 import { buildRequest, RawConnection } from './rawhttp.js';
 import { round } from './stats.js';
 import { closedLoop } from './workloads/load.js';
@@ -57,7 +58,7 @@ export async function measureLoadLimit(client: LoadClient, connections: number, 
   } else {
     const pool = new RegistryClient(base, authorization, connections);
     const url = pool.resolve('/v2/bench/api/manifests/latest');
-    const headers = { accept: 'application/vnd.docker.distribution.manifest.v2+json' };
+    const headers = { accept: MANIFEST_V2 };
     fn = async () => {
       const r = await pool.fetchCount('GET', url, headers);
       return r.status === 200 && r.bytes === bodyBytes;
