@@ -27,6 +27,17 @@ export class HashThread {
   /** Factory for Uploads: a running hash on this thread's worker. */
   readonly create: HashFactory = () => this.#open();
 
+  /**
+   * Starts the thread now instead of at the first upload's first bytes (`slipway serve` calls
+   * it at start-up). A lazy start put the isolate's start-up, about 0.1 s of CPU and 11 MiB of
+   * new pages, into the first push after a start: 1.75–1.81 CPU-s per GiB for a first 1 GiB
+   * push against 1.62–1.64 once the thread ran (bench/README.md). A readiness probe
+   * (server/ops/readiness.ts) started it anyway. No effect once closed.
+   */
+  start(): void {
+    if (!this.#closed) this.#start();
+  }
+
   #start(): Worker {
     if (this.#worker) return this.#worker;
     const worker = new Worker(new URL('./hash-thread-worker.js', import.meta.url), { resourceLimits: HASH_THREAD_RESOURCE_LIMITS });
