@@ -12,7 +12,7 @@
  * sessions show.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { clockTicks, statFields } from './procstat.js';
+import { clockTicks, statFieldsOf } from './procstat.js';
 
 /** One process at one moment: its group, its parent, its own CPU seconds and its reaped children's. */
 interface Seen {
@@ -53,7 +53,7 @@ function snapshot(): Map<number, Seen> {
     try {
       const raw = readFileSync(`/proc/${pid}/stat`, 'latin1');
       const comm = raw.slice(raw.indexOf('(') + 1, raw.lastIndexOf(')'));
-      const f = statFields(`/proc/${pid}/stat`); // ppid 4, utime 14, stime 15, cutime 16, cstime 17
+      const f = statFieldsOf(raw); // ppid 4, utime 14, stime 15, cutime 16, cstime 17
       out.set(pid, { group: groupOf(pid, comm), ppid: Number(f[1]), own: (Number(f[11]) + Number(f[12])) / hz, children: (Number(f[13]) + Number(f[14])) / hz });
     } catch {
       // the process ended between the listing and the read

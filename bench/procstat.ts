@@ -21,7 +21,11 @@ export function clockTicks(): number {
  * proc(5) is at index N - 3 (the command name may hold spaces and parentheses).
  */
 export function statFields(path: string): string[] {
-  const stat = readFileSync(path, 'utf8');
+  return statFieldsOf(readFileSync(path, 'utf8'));
+}
+
+/** `statFields` of a stat file's text already read. */
+export function statFieldsOf(stat: string): string[] {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
