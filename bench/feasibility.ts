@@ -20,7 +20,7 @@ import type { Limit } from './limits.js';
 import type { LoadClient, LoadLimit } from './load-limit.js';
 import type { PullLimit } from './pull-limit.js';
 import type { PushLimit } from './push-limit.js';
-import type { Report } from './report.js';
+import { TARGETS, type Report } from './report.js';
 
 /** What the feasibility lines read from the run. */
 export interface RunLimits {
@@ -36,6 +36,13 @@ export interface RunLimits {
 }
 
 const r2 = (x: number) => Math.round(x * 100) / 100;
+
+/** The target of figure `bench` (report.ts `TARGETS`, the one list of them). @throws Error when `bench` has none of that kind. */
+function target(bench: string, kind: 'ratio' | 'max'): number {
+  const v = TARGETS[bench]?.[kind];
+  if (v === undefined) throw new Error(`bench/report.ts TARGETS has no ${kind} for ${bench}`);
+  return v;
+}
 
 /** Prints the limits and the pull client's limits (stderr). */
 function printTable({ limits, pullLimits, sha256Rate, hashSecondsPerGiB }: RunLimits): void {
@@ -95,7 +102,7 @@ function pullFeasibility(run: RunLimits, report: Report, line: { name: string; b
   if (!ref || (!cache && !client)) return;
   const need = Math.round(line.ratio * ref.value);
   const verdict = (what: string, v: number | undefined) => (v === undefined ? `${what} not measured` : `${what} ${v} MB/s -> ${v >= need ? 'reachable' : 'NOT reachable'}`);
-  const pushBound = refPush ? r2(refPush.value / 2) : undefined;
+  const pushBound = refPush ? r2(refPush.value / target('server_cpu_per_gib_push', 'ratio')) : undefined;
   process.stderr.write(`${line.bench}: ${line.ratio} x reference ${ref.value} = ${need} MB/s needed (slipway ${mine?.value ?? '-'}); ${verdict('page cache (page_cache_read)', cache?.value)}; ${verdict(`client (at least, from ${client?.from ?? line.clientBench})`, client?.value)}`
     + `; a blob not in the cache reads at the disk's ${disk?.value ?? '-'} MB/s (${line.diskBench})`
     + (push && pushBound !== undefined ? `; push CPU with the bytes cached ${push.value} CPU-s/GiB vs target ${pushBound} (half the reference's ${refPush!.value}) -> ${push.value <= pushBound ? 'within' : 'over'}` : '') + '\n');
@@ -129,8 +136,8 @@ function loadFeasibility(run: RunLimits, report: Report, bench: string, client: 
 export function printFeasibility(run: RunLimits, report: Report): void {
   printTable(run);
   process.stderr.write('\n');
-  for (const [bench, ratio] of [['push_1gib_single_patch', 3], ['push_1gib_chunked_16mib', 3], ['push_concurrent', 2.5]] as const) pushFeasibility(run, report, bench, ratio);
-  pullFeasibility(run, report, { name: 'pull_after_push_feasibility', bench: 'pull_1gib', ratio: 1.2, diskBench: 'disk_read_direct', clientBench: 'pull_limit_raw_single', sameShape: ['pull_1gib', 'pull_1gib_second', 'pull_1gib_cached'] });
-  pullFeasibility(run, report, { name: 'pull_concurrent_feasibility', bench: 'pull_concurrent', ratio: 1.2, diskBench: 'disk_read_direct_concurrent', clientBench: 'pull_limit_raw_concurrent', sameShape: ['pull_concurrent'] });
-  for (const [bench, client] of [['manifest_get_64c', 'undici'], ['manifest_get_64c_raw', 'raw'], ['blob_head_64c', 'raw']] as const) loadFeasibility(run, report, bench, client, 12, 10);
+  for (const bench of ['push_1gib_single_patch', 'push_1gib_chunked_16mib', 'push_concurrent']) pushFeasibility(run, report, bench, target(bench, 'ratio'));
+  pullFeasibility(run, report, { name: 'pull_after_push_feasibility', bench: 'pull_1gib', ratio: target('pull_1gib', 'ratio'), diskBench: 'disk_read_direct', clientBench: 'pull_limit_raw_single', sameShape: ['pull_1gib', 'pull_1gib_second', 'pull_1gib_cached'] });
+  pullFeasibility(run, report, { name: 'pull_concurrent_feasibility', bench: 'pull_concurrent', ratio: target('pull_concurrent', 'ratio'), diskBench: 'disk_read_direct_concurrent', clientBench: 'pull_limit_raw_concurrent', sameShape: ['pull_concurrent'] });
+  for (const [bench, client] of [['manifest_get_64c', 'undici'], ['manifest_get_64c_raw', 'raw'], ['blob_head_64c', 'raw']] as const) loadFeasibility(run, report, bench, client, target(`${bench}_rps`, 'ratio'), target(`${bench}_p99`, 'max'));
 }

@@ -18,7 +18,7 @@ export interface Figure {
 type Better = 'higher' | 'lower';
 
 /** A target: a minimum ratio against the reference, or an absolute bound on Slipway's value. */
-interface Target {
+export interface Target {
   ratio?: number;
   max?: number;
 }
@@ -30,7 +30,7 @@ const LOWER_UNITS = new Set(['ms', 's/GiB', 'MiB', 'us/req']);
  * server CPU per GiB pushed at most half the reference's (a ratio of 2: CPU ratios are
  * reference/slipway), the raw read loads at least 12 ×.
  */
-const TARGETS: Record<string, Target> = {
+export const TARGETS: Readonly<Record<string, Target>> = {
   push_1gib_single_patch: { ratio: 3 },
   push_1gib_chunked_16mib: { ratio: 3 },
   push_concurrent: { ratio: 2.5 },
