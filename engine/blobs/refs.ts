@@ -109,11 +109,12 @@ export async function uploadSessionSizes(reader: MetadataReader): Promise<Set<nu
 
 /**
  * Blob records and their bytes in total (quarantined ones included). Pages through the keyspace
- * outside a transaction (metrics), so the totals are not one snapshot while uploads commit.
+ * outside a transaction (metrics), so the totals are not one snapshot while uploads commit;
+ * `pace` spaces the pages (storage/scan.ts `scanKeyspace`).
  */
-export async function blobTotals(reader: MetadataReader): Promise<{ blobs: number; bytes: number }> {
+export async function blobTotals(reader: MetadataReader, pace = 0): Promise<{ blobs: number; bytes: number }> {
   let count = 0, bytes = 0;
-  for await (const { value } of scanKeyspace(reader, blobs)) { count++; bytes += value.size; }
+  for await (const { value } of scanKeyspace(reader, blobs, undefined, { pace })) { count++; bytes += value.size; }
   return { blobs: count, bytes };
 }
 

@@ -43,10 +43,11 @@ export function holdsManifest(reader: MetadataReader, repository: string, digest
 /**
  * How many manifest records the store holds and their bytes in total (each content-addressed
  * record once, however many repositories hold it). Pages through the keyspace outside a
- * transaction (metrics), so the totals are not one snapshot while pushes commit.
+ * transaction (metrics), so the totals are not one snapshot while pushes commit; `pace` spaces
+ * the pages (storage/scan.ts `scanKeyspace`).
  */
-export async function manifestTotals(reader: MetadataReader): Promise<{ manifests: number; bytes: number }> {
+export async function manifestTotals(reader: MetadataReader, pace = 0): Promise<{ manifests: number; bytes: number }> {
   let count = 0, bytes = 0;
-  for await (const { value } of scanKeyspace(reader, manifests)) { count++; bytes += manifestSize(value); }
+  for await (const { value } of scanKeyspace(reader, manifests, undefined, { pace })) { count++; bytes += manifestSize(value); }
   return { manifests: count, bytes };
 }
