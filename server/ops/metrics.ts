@@ -131,8 +131,12 @@ export class Metrics {
     // prom-client names these gauges `_total`, which Prometheus reserves for counters (promtool
     // rejects them); the handle and request counts are of little use to an operator anyway.
     for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
-    const totals = new StoreTotals(() => Promise.all([blobTotals(store.metadata, STORE_SCAN_PACE), manifestTotals(store.metadata, STORE_SCAN_PACE)])
-      .then(([b, m]) => ({ blobs: b.blobs, blobBytes: b.bytes, manifests: m.manifests, manifestBytes: m.bytes })));
+    // One keyspace after the other, so that a pass holds one connection at a time.
+    const totals = new StoreTotals(async () => {
+      const b = await blobTotals(store.metadata, STORE_SCAN_PACE);
+      const m = await manifestTotals(store.metadata, STORE_SCAN_PACE);
+      return { blobs: b.blobs, blobBytes: b.bytes, manifests: m.manifests, manifestBytes: m.bytes };
+    });
     const stored = (field: keyof StoreSizes) => async () => (await totals.recent())?.[field] ?? 0;
     this.#gauge('slipway_store_blobs', 'Blob records in the store (last successful read: see slipway_store_totals_age_seconds).', stored('blobs'));
     this.#gauge('slipway_store_blob_bytes', 'Bytes of every stored blob (last successful read).', stored('blobBytes'));
@@ -221,10 +225,10 @@ export interface StoreSizes { blobs: number; blobBytes: number; manifests: numbe
 
 /**
  * The last store sizes read, refreshed in the background: a pass starts when a scrape comes
- * `STORE_SCAN_MS` or `STORE_SCAN_SPACING` × the last pass's duration (whichever is longer) after
- * the last pass started (one pass at a time, shared by the gauges of one scrape), and a scrape
- * waits for it at most `SCRAPE_WAIT_MS`. A failed pass keeps the last totals and sets `up`
- * false; it never fails the scrape.
+ * `STORE_SCAN_MS` or `STORE_SCAN_SPACING` × the last successful pass's duration (whichever is
+ * longer) after that pass started (one pass at a time, shared by the gauges of one scrape), and a
+ * scrape waits for it at most `SCRAPE_WAIT_MS`. A failed pass keeps the last totals and sets `up`
+ * false; it never fails the scrape, and the next pass may start `STORE_SCAN_MS` after it started.
  */
 export class StoreTotals {
   #last: StoreSizes | undefined;
@@ -249,12 +253,19 @@ export class StoreTotals {
       const started = this.#triedAt = this.clock();
       this.#nextAt = Infinity;
       this.#reading = this.read().then(
-        (t) => { this.#last = t; this.#readAt = this.clock(); this.up = true; },
-        () => { this.up = false; },
-      ).finally(() => {
-        this.#reading = undefined;
-        this.#nextAt = started + Math.max(STORE_SCAN_MS, STORE_SCAN_SPACING * (this.clock() - started));
-      });
+        (t) => {
+          this.#last = t;
+          this.#readAt = this.clock();
+          this.up = true;
+          this.#nextAt = started + Math.max(STORE_SCAN_MS, STORE_SCAN_SPACING * (this.#readAt - started));
+        },
+        () => {
+          // A failed pass (the store unavailable, or a statement timed out) is not spaced by its
+          // duration: `slipway_store_up` returns to 1 within STORE_SCAN_MS of the store's return.
+          this.up = false;
+          this.#nextAt = started + STORE_SCAN_MS;
+        },
+      ).finally(() => { this.#reading = undefined; });
     }
     // The gauges of one scrape share the pass and its deadline: together they wait SCRAPE_WAIT_MS at most.
     const left = this.#triedAt + SCRAPE_WAIT_MS - this.clock();

@@ -56,7 +56,16 @@ t.test('one pass at a time: scrapes during a pass share it; a failed pass keeps 
   now += STORE_SCAN_SPACING * STORE_SCAN_MS;
   fail = true;
   const c = totals.recent();
+  now += 5 * STORE_SCAN_MS; // the failing pass takes long (a statement that times out)
   release!();
   t.equal((await c)?.blobs, 1, 'a failed pass: the last totals');
   t.equal(totals.up, false, 'and up is false');
+  // The failed pass took long: the next one is not spaced by it.
+  now += STORE_SCAN_MS;
+  fail = false;
+  const d = totals.recent();
+  t.equal(passes, 3, `a new pass ${STORE_SCAN_MS} ms after a failed one started`);
+  release!();
+  t.equal((await d)?.blobs, 3, 'its totals');
+  t.equal(totals.up, true, 'up again');
 });
