@@ -10,8 +10,9 @@
  * server, one Node thread writing 4 MiB buffers, can be the slower side). The disk's `O_DIRECT`
  * read is shown beside them: the pace of a pull of a blob that is not in the cache. Each line
  * also sets the push's CPU per GiB (which pays for caching the pushed bytes) against its target,
- * half the reference's in the same run. For each push target, `<figure>_feasibility` says
- * whether the disk's write-and-sync speed measured in the run leaves room for it. For each load
+ * the reference's in the same run divided by its ratio (report.ts `TARGETS`). For each push
+ * target, `<figure>_feasibility` says whether the disk's write-and-sync speed measured in the run
+ * leaves room for it. For each load
  * target (`manifest_get_64c`, `manifest_get_64c_raw`, `blob_head_64c`), `<figure>_feasibility`
  * says whether its client against a server that only answers (bench/load-limit.ts) drives the
  * req/s the ratio needs, and with what p99.
@@ -102,10 +103,11 @@ function pullFeasibility(run: RunLimits, report: Report, line: { name: string; b
   if (!ref || (!cache && !client)) return;
   const need = Math.round(line.ratio * ref.value);
   const verdict = (what: string, v: number | undefined) => (v === undefined ? `${what} not measured` : `${what} ${v} MB/s -> ${v >= need ? 'reachable' : 'NOT reachable'}`);
-  const pushBound = refPush ? r2(refPush.value / target('server_cpu_per_gib_push', 'ratio')) : undefined;
+  const pushRatio = target('server_cpu_per_gib_push', 'ratio');
+  const pushBound = refPush ? r2(refPush.value / pushRatio) : undefined;
   process.stderr.write(`${line.bench}: ${line.ratio} x reference ${ref.value} = ${need} MB/s needed (slipway ${mine?.value ?? '-'}); ${verdict('page cache (page_cache_read)', cache?.value)}; ${verdict(`client (at least, from ${client?.from ?? line.clientBench})`, client?.value)}`
     + `; a blob not in the cache reads at the disk's ${disk?.value ?? '-'} MB/s (${line.diskBench})`
-    + (push && pushBound !== undefined ? `; push CPU with the bytes cached ${push.value} CPU-s/GiB vs target ${pushBound} (half the reference's ${refPush!.value}) -> ${push.value <= pushBound ? 'within' : 'over'}` : '') + '\n');
+    + (push && pushBound !== undefined ? `; push CPU with the bytes cached ${push.value} CPU-s/GiB vs target ${pushBound} (the reference's ${refPush!.value} / ${pushRatio}) -> ${push.value <= pushBound ? 'within' : 'over'}` : '') + '\n');
   report.note({
     bench: line.name, reference_mb_s: ref.value, slipway_mb_s: mine?.value, needed_mb_s: need,
     page_cache_read_mb_s: cache?.value, reachable_from_cache: cache ? cache.value >= need : undefined,

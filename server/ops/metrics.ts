@@ -251,7 +251,6 @@ export class StoreTotals {
   async recent(): Promise<StoreSizes | undefined> {
     if (!this.#reading && this.clock() >= this.#nextAt) {
       const started = this.#triedAt = this.clock();
-      this.#nextAt = Infinity;
       this.#reading = this.read().then(
         (t) => {
           this.#last = t;
