@@ -161,9 +161,10 @@ export async function startCephRgw(opts: { memstoreBytes?: number } = {}): Promi
     for (const sub of ['run', 'log', 'mon/mon.a', 'rgw']) await fsp.mkdir(join(dir, sub), { recursive: true });
     const fsid = randomUUID();
     const monPort = await freePort();
-    const rgwPort = await freePort();
+    let rgwPort = await freePort();
     const cfg = join(dir, 'ceph.conf');
-    await fsp.writeFile(cfg, conf(dir, fsid, monPort, rgwPort, opts.memstoreBytes ?? 2 * 1024 ** 3));
+    const writeConf = () => fsp.writeFile(cfg, conf(dir, fsid, monPort, rgwPort, opts.memstoreBytes ?? 2 * 1024 ** 3));
+    await writeConf();
     const ceph = (args: string[]) => run('ceph', ['-c', cfg, '--connect-timeout', '10', ...args]);
     const died = () => daemons.find((d) => d.exited !== undefined);
     const abort = () => {
@@ -189,7 +190,19 @@ export async function startCephRgw(opts: { memstoreBytes?: number } = {}): Promi
       daemons.push(startDaemon('client.rgw.a', 'radosgw', ['-c', cfg, '-n', 'client.rgw.a', '-f'], join(dir, 'log', 'rgw.out')));
       await waitFor('radosgw to answer HTTP', () => httpUp(rgwPort), { abort });
     };
-    await gateway();
+    // The gateway binds its port seconds after freePort() found it free: should another process
+    // have taken it meanwhile, the first start moves to another port (nobody knows this one yet).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await gateway();
+        break;
+      } catch (e) {
+        if (attempt >= 3 || !/failed to bind address/.test((e as Error).message)) throw e;
+        daemons.splice(daemons.findIndex((x) => x.name === 'client.rgw.a'), 1);
+        rgwPort = await freePort();
+        await writeConf();
+      }
+    }
     phase('rgw');
     const stopGateway = async () => {
       const d = daemons.find((x) => x.name === 'client.rgw.a');

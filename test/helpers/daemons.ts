@@ -14,8 +14,38 @@ import { promises as fsp, openSync, closeSync, readFileSync, existsSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** A free TCP port on 127.0.0.1, as assigned by the kernel for a listen on port 0. */
-export function freePort(): Promise<number> {
+/**
+ * A free TCP port on 127.0.0.1 for a daemon that binds it later (seconds later, for radosgw or
+ * PostgreSQL): a random port below the kernel's ephemeral range (`ip_local_port_range`) that a
+ * test listen just now succeeded on. A port the kernel hands out for a listen on port 0 is an
+ * ephemeral one, and any outgoing connection of a parallel test file may take it as its local port
+ * before the daemon binds it (CI saw radosgw fail with "Address already in use"); ports below the
+ * range are never given to outgoing connections. Falls back to a kernel-assigned port after 64
+ * taken ones.
+ */
+export async function freePort(): Promise<number> {
+  let low = 32768;
+  try {
+    low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || low;
+  } catch { /* not Linux: the usual default */ }
+  const from = 10_000;
+  const span = Math.max(0, low - from);
+  for (let i = 0; span > 0 && i < 64; i++) {
+    const port = from + Math.floor(Math.random() * span);
+    if (await listenable(port)) return port;
+  }
+  return kernelPort();
+}
+
+function listenable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+function kernelPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);
