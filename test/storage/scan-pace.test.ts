@@ -1,48 +1,95 @@
 /**
- * A paced walk of a keyspace (engine/storage/scan.ts `scanKeyspace` with `pace`): on a real LMDB
- * store of three pages, the walk yields every entry in key order, like an unpaced one, and
- * between two page reads it waits at least `pace` times as long as the first read took. The
- * reads are timed by wrapping the store's own `range`.
+ * Walks of a keyspace (engine/storage/scan.ts `scanKeyspace`) on a real LMDB store: a paced walk
+ * yields every entry in key order, like an unpaced one, and between two page reads it waits at
+ * least `pace` times as long as the read before took; on LMDB, whose reads hold the event loop,
+ * pages are sized by the time their reads take (the first `SYNC_FIRST_PAGE` entries, a read that
+ * took long is followed by a smaller page, each between half and twice the one before), while a store
+ * without synchronous reads (as PostgreSQL) is read `SCAN_PAGE` entries at a time. The reads are
+ * timed by wrapping the store's own `range`.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { open } from 'lmdb';
 import { join } from 'node:path';
 import { tempDir } from '../helpers/server.js';
 import { LmdbMetadataStore } from '../../engine/storage/lmdb-metadata.js';
-import { keyspace, type MetadataReader } from '../../engine/storage/metadata.js';
-import { SCAN_PAGE, scanKeyspace } from '../../engine/storage/scan.js';
+import { keyspace, type MetadataReader, type RangeOptions } from '../../engine/storage/metadata.js';
+import { nextSyncPage, SCAN_PAGE, scanKeyspace, SYNC_FIRST_PAGE, SYNC_MIN_PAGE, SYNC_PAGE_MS } from '../../engine/storage/scan.js';
 
 const ks = keyspace<{ n: number }>('registry', 'scan-pace-test');
+const TOTAL = 2 * SCAN_PAGE + 7;
 
-t.test('a paced walk yields what an unpaced one does, and rests pace × each page read between pages', async (t) => {
+interface Read { start: number; end: number; limit: number; entries: number }
+
+/** A store of `TOTAL` entries `k000000`…, and `timed(networked)`: a reader over it that records every `range`. */
+async function fixture(t: Test) {
   const tmp = tempDir();
   t.teardown(() => tmp.cleanup());
   const store = new LmdbMetadataStore(open({ path: join(tmp.dir, 'lmdb'), maxDbs: 64, encoding: 'msgpack', overlappingSync: false }));
   t.teardown(() => store.close());
-  const total = 2 * SCAN_PAGE + 7;
-  await store.transact(async (tx) => { for (let i = 0; i < total; i++) tx.put(ks, `k${String(i).padStart(6, '0')}`, { n: i }); });
-
-  const reads: Array<{ start: number; end: number }> = [];
-  const timed: MetadataReader = Object.create(store, {
-    range: { value: async (...args: Parameters<MetadataReader['range']>) => {
+  await store.transact(async (tx) => { for (let i = 0; i < TOTAL; i++) tx.put(ks, `k${String(i).padStart(6, '0')}`, { n: i }); });
+  const timed = (reads: Read[], networked = false): MetadataReader => Object.create(store, {
+    range: { value: async (k: typeof ks, opts?: RangeOptions) => {
       const start = performance.now();
-      const out = await store.range(...args);
-      reads.push({ start, end: performance.now() });
+      const out = await store.range(k, opts);
+      reads.push({ start, end: performance.now(), limit: opts?.limit ?? Infinity, entries: out.length });
       return out;
     } },
+    // A networked store has no synchronous fast path.
+    ...(networked ? { getNow: { value: undefined } } : {}),
   });
+  return { store, timed };
+}
+
+t.test('a paced walk yields what an unpaced one does, and rests pace × each page read between pages', async (t) => {
+  const { store, timed } = await fixture(t);
+  const reads: Read[] = [];
   const pace = 4;
   const paced: number[] = [];
-  for await (const e of scanKeyspace(timed, ks, undefined, { pace })) paced.push(e.value.n);
-  t.same(paced, Array.from({ length: total }, (_, i) => i), 'every entry once, in key order');
-  t.equal(reads.length, 3, 'three page reads');
+  for await (const e of scanKeyspace(timed(reads), ks, undefined, { pace })) paced.push(e.value.n);
+  t.same(paced, Array.from({ length: TOTAL }, (_, i) => i), 'every entry once, in key order');
+  t.ok(reads.length >= 3, `${reads.length} page reads`);
   for (let i = 1; i < reads.length; i++) {
     const took = reads[i - 1]!.end - reads[i - 1]!.start;
     const rest = reads[i]!.start - reads[i - 1]!.end;
     // Timers fire no earlier than asked, give or take their 1 ms resolution.
-    t.ok(rest >= pace * took - 1, `page ${i}: rested ${rest.toFixed(2)} ms after a read of ${took.toFixed(2)} ms`);
+    if (rest < pace * took - 1) t.fail(`page ${i}: rested ${rest.toFixed(2)} ms after a read of ${took.toFixed(2)} ms`);
   }
   const plain: number[] = [];
   for await (const e of scanKeyspace(store, ks)) plain.push(e.value.n);
   t.same(plain, paced, 'the unpaced walk yields the same');
+});
+
+t.test('on LMDB, pages are sized by the time their reads take', async (t) => {
+  const { timed } = await fixture(t);
+  const reads: Read[] = [];
+  let n = 0;
+  for await (const e of scanKeyspace(timed(reads), ks)) if (e.value.n === n) n++;
+  t.equal(n, TOTAL, 'every entry once, in key order');
+  t.equal(reads[0]!.limit, SYNC_FIRST_PAGE + 1, 'the first read asks for the first page and one more entry');
+  for (let i = 1; i < reads.length; i++) {
+    const [before, now] = [reads[i - 1]!.limit - 1, reads[i]!.limit - 1];
+    const took = reads[i - 1]!.end - reads[i - 1]!.start;
+    if (now > 2 * before || now < Math.max(SYNC_MIN_PAGE, Math.floor(before / 2)) || now > SCAN_PAGE) t.fail(`page ${i}: ${now} entries after ${before}`);
+    // The walk times a read from outside this wrapper, so it saw at least `took`.
+    if (took > 2 * SYNC_PAGE_MS && before > SYNC_MIN_PAGE && now >= before) t.fail(`page ${i}: ${now} entries after a read of ${before} that took ${took.toFixed(2)} ms`);
+  }
+  t.pass(`${reads.length} reads of ${reads.map((r) => r.limit - 1).join(', ')} entries`);
+});
+
+t.test('a store without synchronous reads is read SCAN_PAGE entries at a time', async (t) => {
+  const { timed } = await fixture(t);
+  const reads: Read[] = [];
+  let n = 0;
+  for await (const e of scanKeyspace(timed(reads, true), ks)) if (e.value.n === n) n++;
+  t.equal(n, TOTAL, 'every entry once, in key order');
+  t.same(reads.map((r) => r.limit), [SCAN_PAGE + 1, SCAN_PAGE + 1, SCAN_PAGE + 1], 'three reads of a page and one more entry');
+});
+
+t.test('nextSyncPage scales the page to SYNC_PAGE_MS, by a half to twice, within its bounds', async (t) => {
+  t.equal(nextSyncPage(128, SYNC_PAGE_MS / 4), 256, 'a fast read: twice the page, no more');
+  t.equal(nextSyncPage(1024, SYNC_PAGE_MS * 1.6), 640, 'a read 1.6 times too long: the page over 1.6');
+  t.equal(nextSyncPage(1024, SYNC_PAGE_MS * 40), 512, 'a read far too long: half the page, no less');
+  t.equal(nextSyncPage(SCAN_PAGE, SYNC_PAGE_MS / 10), SCAN_PAGE, 'never past SCAN_PAGE');
+  t.equal(nextSyncPage(SYNC_MIN_PAGE, SYNC_PAGE_MS * 100), SYNC_MIN_PAGE, 'never under SYNC_MIN_PAGE');
+  t.equal(nextSyncPage(100, 0), 200, 'a read too fast to time: twice the page');
 });
