@@ -26,10 +26,28 @@ export interface BarrierFigures {
   cache_hit_pct: number;
 }
 
-/** Reads the barrier and cache counters from `admin`/metrics; null when the node has no read cache. */
-export async function readBarrier(admin: string | undefined): Promise<BarrierReading | null> {
+/**
+ * One reading of a node's admin `/metrics` around a timed run of reads: its read barrier's
+ * counters (null without a read cache), and the longest event-loop delay since the scrape before
+ * (prom-client's `nodejs_eventloop_lag_max_seconds`, whose histogram restarts at every scrape, at
+ * its 10 ms resolution), in ms: read after a run, the longest the node's event loop was held
+ * during it (a garbage collection, a synchronous store read, a background pass).
+ */
+export interface NodeReading {
+  barrier: BarrierReading | null;
+  loopMaxMs: number | null;
+}
+
+/** Scrapes `admin`/metrics once (see NodeReading); null without an admin listener (the reference). */
+export async function readNode(admin: string | undefined): Promise<NodeReading | null> {
   if (!admin) return null;
   const text = await (await request(`${admin}/metrics`)).body.text();
+  const lag = metricSample(text, 'nodejs_eventloop_lag_max_seconds');
+  return { barrier: barrierOf(text), loopMaxMs: lag === null ? null : Math.round(lag * 1e4) / 10 };
+}
+
+/** The barrier and cache counters in a `/metrics` text; null when the node has no read cache. */
+function barrierOf(text: string): BarrierReading | null {
   const name = 'slipway_database_read_barrier_seconds';
   const count = metricSample(text, `${name}_count`, '{usable="1"}');
   if (count === null) return null;

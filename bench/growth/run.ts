@@ -42,7 +42,7 @@ import { referenceAvailable } from '../servers/reference.js';
 import { round } from '../stats.js';
 import { makeImage, pushImage, tagMany, type GrowthImage } from './images.js';
 import { readMemory } from './memory.js';
-import { barrierBetween, readBarrier } from './barrier.js';
+import { barrierBetween, readNode } from './barrier.js';
 import { firstReads, fullTagList, hotSetGets, manifestGets, page, timedRuns, warmGetPath, WARMUP_GETS } from './reads.js';
 import { clusterEnv, startGrowthReference, startGrowthSlipway, type Backend, type GrowthReferenceS3, type GrowthServer } from './servers.js';
 import type { S3Store } from '../../test/helpers/s3-store.js';
@@ -156,22 +156,24 @@ async function step(side: Side, size: number): Promise<StepRow> {
   // Before any other GET of the step's images: its new images have not been read since the server started.
   await warmGetPath(s.registry, s.authorization, TAG_REPO, TAG_NAMES, WARMUP_GETS, CONCURRENCY, seed + size);
   const unread = side.images.slice(fresh, size);
-  const firstBarrier0 = await readBarrier(s.admin);
+  const firstNode0 = await readNode(s.admin);
   const firstShare = new ProcessShare([process.pid, s.pid]);
   const first = await firstReads(s.registry, s.authorization, unread, Math.min(FIRST_READS, unread.length), CONCURRENCY, seed + size + 1);
   const firstOthers = firstShare.end();
-  const firstBarrier = barrierBetween(firstBarrier0, await readBarrier(s.admin));
+  const firstNode = await readNode(s.admin);
+  const firstBarrier = barrierBetween(firstNode0?.barrier ?? null, firstNode?.barrier ?? null);
   const faults0 = pageFaults(s.pid);
   const cpu0 = cpuSeconds(s.pid);
   const mget = await manifestGets(s.registry, s.authorization, side.images, gets, CONCURRENCY, seed + size);
   const getCount = gets + WARMUP_GETS;
   const getFaults = round((pageFaults(s.pid).minor - faults0.minor) / getCount, 2);
   const getCpuUs = round(((cpuSeconds(s.pid) - cpu0) * 1e6) / getCount, 1);
-  const hotBarrier0 = await readBarrier(s.admin);
+  const hotNode0 = await readNode(s.admin);
   const hotShare = new ProcessShare([process.pid, s.pid]);
   const hot = await hotSetGets(s.registry, s.authorization, side.images, HOT_SET, gets, CONCURRENCY, seed + size + 2);
   const hotOthers = hotShare.end();
-  const hotBarrier = barrierBetween(hotBarrier0, await readBarrier(s.admin));
+  const hotNode = await readNode(s.admin);
+  const hotBarrier = barrierBetween(hotNode0?.barrier ?? null, hotNode?.barrier ?? null);
   let tagCount = 0;
   const tagList = await timedRuns(10, async () => { tagCount = await fullTagList(side.client, TAG_REPO); });
   if (tagCount !== TAGS) throw new Error(`${s.name}: the tag list of ${TAG_REPO} holds ${tagCount} tags, not ${TAGS}`);
@@ -187,7 +189,8 @@ async function step(side: Side, size: number): Promise<StepRow> {
     bench: 'growth', server: s.name, backend: s.slipway ? backend : referenceStorage, images: size, pushes_since_start: side.pushesSinceStart,
     push_images_per_s: pushRate, manifest_get_p50_ms: mget.p50, manifest_get_p99_ms: mget.p99, manifest_get_rps: mget.rps,
     first_get_p50_ms: first.p50, first_get_p99_ms: first.p99, first_get_rps: first.rps, hot_get_p50_ms: hot.p50, hot_get_p99_ms: hot.p99, hot_get_rps: hot.rps,
-    first_barrier: firstBarrier, hot_barrier: hotBarrier, first_others: firstOthers, hot_others: hotOthers,
+    first_barrier: firstBarrier, hot_barrier: hotBarrier, first_loop_max_ms: firstNode?.loopMaxMs ?? null, get_loop_max_ms: hotNode0?.loopMaxMs ?? null, hot_loop_max_ms: hotNode?.loopMaxMs ?? null,
+    first_others: firstOthers, hot_others: hotOthers,
     tag_list_1000_ms: tagList.median, tag_list_1000_first_ms: tagList.first, catalog_page_ms: catalog.median, tag_page_ms: tagPage.median, tag_page_entries: tagPageEntries, ...memory,
     startup_ms: null, rss_after_restart_mib: null, data_mib: null,
     load1, push_other_cpu_pct: pushCpu.other_cpu_pct, push_steal_cpu_pct: pushCpu.steal_cpu_pct, push_server_cpu_pct: pushCpu.server_cpu_pct,

@@ -26,6 +26,13 @@ export interface StepRow extends MemoryReading {
   /** On PostgreSQL, the read barrier and the cache during the first reads and the hot-set GETs (barrier.ts); null elsewhere. */
   first_barrier: BarrierFigures | null;
   hot_barrier: BarrierFigures | null;
+  /**
+   * Slipway: the longest its event loop was held during the first reads, the random-image GETs
+   * and the hot-set GETs, ms (barrier.ts `NodeReading`; 10 ms resolution); null for the reference.
+   */
+  first_loop_max_ms: number | null;
+  get_loop_max_ms: number | null;
+  hot_loop_max_ms: number | null;
   /** The other processes' busiest groups during the first reads and the hot-set GETs (bench/process-share.ts). */
   first_others: ProcessCpu[];
   hot_others: ProcessCpu[];
@@ -58,6 +65,7 @@ const COLUMNS: Array<[string, (r: StepRow) => unknown]> = [
   ['get p50', (r) => r.manifest_get_p50_ms], ['get p99', (r) => r.manifest_get_p99_ms],
   ['first get p50/p99', (r) => `${r.first_get_p50_ms}/${r.first_get_p99_ms}`], ['hot get p50/p99', (r) => `${r.hot_get_p50_ms}/${r.hot_get_p99_ms}`],
   ['barrier ms/>5ms/hit% first', (r) => barrierCell(r.first_barrier)], ['hot', (r) => barrierCell(r.hot_barrier)],
+  ['loop max ms first/get/hot', (r) => (r.first_loop_max_ms === null ? null : `${r.first_loop_max_ms}/${r.get_loop_max_ms}/${r.hot_loop_max_ms}`)],
   ['get faults/cpu µs', (r) => `${r.get_minor_faults_per_request}/${r.get_server_cpu_us_per_request}`],
   ['tags 1000', (r) => r.tag_list_1000_ms], ['first', (r) => r.tag_list_1000_first_ms], ['catalog n=100', (r) => r.catalog_page_ms], ['tags n=100', (r) => (r.tag_page_entries === 100 ? r.tag_page_ms : `${r.tag_page_ms} (${r.tag_page_entries})`)],
   ['start ms', (r) => r.startup_ms], ['RSS', (r) => r.rss_mib], ['anon', (r) => r.rss_anon_mib], ['file', (r) => r.rss_file_mib],
