@@ -28,7 +28,8 @@ export interface StepRow extends MemoryReading {
   hot_barrier: BarrierFigures | null;
   /**
    * Slipway: the longest its event loop was held during the first reads, the random-image GETs
-   * and the hot-set GETs, ms (barrier.ts `NodeReading`; 10 ms resolution); null for the reference.
+   * and the hot-set GETs, ms (barrier.ts `NodeReading`: the delay histogram's maximum less its
+   * 10 ms timer interval); null for the reference.
    */
   first_loop_max_ms: number | null;
   get_loop_max_ms: number | null;

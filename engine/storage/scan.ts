@@ -13,8 +13,8 @@
  * one half and two (a read slowed once by a garbage collection or another thread does not
  * shrink the walk to its smallest pages). Measured 2026-12-06 at 100,000 images, both builds in
  * one run (docs/performance.md "Run W"): with pages of 2,048 the store-size metrics' pass held
- * the event loop up to 38 ms beside manifest GETs, whose p99 was 16.8 ms; by time, 3–11 ms and
- * 3.27 ms.
+ * the event loop up to 38 ms beside manifest GETs, whose p99 was 16.8 ms; with pages by time,
+ * the longest holds were 3–11 ms and the p99 3.27 ms.
  */
 import type { Entry, Keyspace, MetadataReader } from './metadata.js';
 
