@@ -45,14 +45,66 @@ const LOOP_TIMER_MS = 10;
 export interface NodeReading {
   barrier: BarrierReading | null;
   loopMaxMs: number | null;
+  /** The main thread's garbage collections so far (null before the first one is recorded). */
+  gc: GcReading | null;
 }
+
+/**
+ * Cumulative garbage collections of a node's main thread, from prom-client's
+ * `nodejs_gc_duration_seconds` histogram (every kind summed; its buckets start at 1 ms). prom-client
+ * records the first entry of each batch its PerformanceObserver is given, so these are a lower
+ * bound when collections come in quick succession.
+ */
+export interface GcReading {
+  count: number;
+  sumSeconds: number;
+  /** Collections that took over 1 ms (the histogram's first bucket). */
+  over1ms: number;
+  /** Major (mark-compact) collections among them. */
+  major: number;
+}
+
+/** A run's collections: how many, their total ms, those over 1 ms, and the major ones. */
+export interface GcFigures {
+  gc_count: number;
+  gc_ms: number;
+  gc_over_1ms: number;
+  gc_major: number;
+}
+
+/** Kinds prom-client labels its garbage-collection histogram with. */
+const GC_KINDS = ['major', 'minor', 'incremental', 'weakcb'];
 
 /** Scrapes `admin`/metrics once (see NodeReading); null without an admin listener (the reference). */
 export async function readNode(admin: string | undefined): Promise<NodeReading | null> {
   if (!admin) return null;
   const text = await (await request(`${admin}/metrics`)).body.text();
   const lag = metricSample(text, 'nodejs_eventloop_lag_max_seconds');
-  return { barrier: barrierOf(text), loopMaxMs: lag === null ? null : Math.max(0, Math.round(lag * 1e4) / 10 - LOOP_TIMER_MS) };
+  return { barrier: barrierOf(text), loopMaxMs: lag === null ? null : Math.max(0, Math.round((lag * 1e3 - LOOP_TIMER_MS) * 10) / 10), gc: gcOf(text) };
+}
+
+/** The garbage-collection counters in a `/metrics` text; null before any collection was recorded. */
+function gcOf(text: string): GcReading | null {
+  const name = 'nodejs_gc_duration_seconds';
+  const sample = (suffix: string, kind: string, le = '') => metricSample(text, `${name}${suffix}`, `{${le ? `le="${le}",` : ''}kind="${kind}"}`) ?? 0;
+  let count = 0, sumSeconds = 0, over1ms = 0, major = 0, seen = false;
+  for (const kind of GC_KINDS) {
+    const n = metricSample(text, `${name}_count`, `{kind="${kind}"}`);
+    if (n === null) continue;
+    seen = true;
+    count += n;
+    sumSeconds += sample('_sum', kind);
+    over1ms += n - sample('_bucket', kind, '0.001');
+    if (kind === 'major') major += n;
+  }
+  return seen ? { count, sumSeconds, over1ms, major } : null;
+}
+
+/** The collections between two readings (null when the later one has none recorded). */
+export function gcBetween(a: GcReading | null | undefined, b: GcReading | null | undefined): GcFigures | null {
+  if (!b) return null;
+  const from = a ?? { count: 0, sumSeconds: 0, over1ms: 0, major: 0 };
+  return { gc_count: b.count - from.count, gc_ms: Math.round((b.sumSeconds - from.sumSeconds) * 1e4) / 10, gc_over_1ms: b.over1ms - from.over1ms, gc_major: b.major - from.major };
 }
 
 /** The barrier and cache counters in a `/metrics` text; null when the node has no read cache. */

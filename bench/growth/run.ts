@@ -42,7 +42,7 @@ import { referenceAvailable } from '../servers/reference.js';
 import { round } from '../stats.js';
 import { makeImage, pushImage, tagMany, type GrowthImage } from './images.js';
 import { readMemory } from './memory.js';
-import { barrierBetween, readNode } from './barrier.js';
+import { barrierBetween, gcBetween, readNode } from './barrier.js';
 import { firstReads, fullTagList, hotSetGets, manifestGets, page, timedRuns, warmGetPath, WARMUP_GETS } from './reads.js';
 import { clusterEnv, startGrowthReference, startGrowthSlipway, type Backend, type GrowthReferenceS3, type GrowthServer } from './servers.js';
 import type { S3Store } from '../../test/helpers/s3-store.js';
@@ -190,6 +190,7 @@ async function step(side: Side, size: number): Promise<StepRow> {
     push_images_per_s: pushRate, manifest_get_p50_ms: mget.p50, manifest_get_p99_ms: mget.p99, manifest_get_rps: mget.rps,
     first_get_p50_ms: first.p50, first_get_p99_ms: first.p99, first_get_rps: first.rps, hot_get_p50_ms: hot.p50, hot_get_p99_ms: hot.p99, hot_get_rps: hot.rps,
     first_barrier: firstBarrier, hot_barrier: hotBarrier, first_loop_max_ms: firstNode?.loopMaxMs ?? null, get_loop_max_ms: hotNode0?.loopMaxMs ?? null, hot_loop_max_ms: hotNode?.loopMaxMs ?? null,
+    first_gc: gcBetween(firstNode0?.gc, firstNode?.gc), get_gc: gcBetween(firstNode?.gc, hotNode0?.gc), hot_gc: gcBetween(hotNode0?.gc, hotNode?.gc),
     first_others: firstOthers, hot_others: hotOthers,
     tag_list_1000_ms: tagList.median, tag_list_1000_first_ms: tagList.first, catalog_page_ms: catalog.median, tag_page_ms: tagPage.median, tag_page_entries: tagPageEntries, ...memory,
     startup_ms: null, rss_after_restart_mib: null, data_mib: null,

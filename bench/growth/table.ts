@@ -1,5 +1,5 @@
 /** The growth benchmark's summary table on stderr (bench/growth/run.ts): one row per size step and server, then GC. */
-import type { BarrierFigures } from './barrier.js';
+import type { BarrierFigures, GcFigures } from './barrier.js';
 import type { MemoryReading } from './memory.js';
 import { formatShare, type ProcessCpu } from '../process-share.js';
 
@@ -34,6 +34,10 @@ export interface StepRow extends MemoryReading {
   first_loop_max_ms: number | null;
   get_loop_max_ms: number | null;
   hot_loop_max_ms: number | null;
+  /** Slipway: its main thread's garbage collections during the same three runs (barrier.ts `gcBetween`); null for the reference. */
+  first_gc: GcFigures | null;
+  get_gc: GcFigures | null;
+  hot_gc: GcFigures | null;
   /** The other processes' busiest groups during the first reads and the hot-set GETs (bench/process-share.ts). */
   first_others: ProcessCpu[];
   hot_others: ProcessCpu[];
@@ -61,12 +65,16 @@ export interface StepRow extends MemoryReading {
 /** A run's read-barrier figures as one cell: mean wait ms / barriers over 5 ms / cache hit %. */
 const barrierCell = (b: BarrierFigures | null): string | null => (b ? `${b.barrier_mean_ms}/${b.barrier_over_5ms}/${b.cache_hit_pct}` : null);
 
+/** A run's collections as one cell: over 1 ms / all / total ms / major. */
+const gcCell = (g: GcFigures | null): string => (g ? `${g.gc_over_1ms}/${g.gc_count}/${g.gc_ms}/${g.gc_major}` : '-');
+
 const COLUMNS: Array<[string, (r: StepRow) => unknown]> = [
   ['server', (r) => r.server], ['images', (r) => r.images], ['push/s', (r) => r.push_images_per_s],
   ['get p50', (r) => r.manifest_get_p50_ms], ['get p99', (r) => r.manifest_get_p99_ms],
   ['first get p50/p99', (r) => `${r.first_get_p50_ms}/${r.first_get_p99_ms}`], ['hot get p50/p99', (r) => `${r.hot_get_p50_ms}/${r.hot_get_p99_ms}`],
   ['barrier ms/>5ms/hit% first', (r) => barrierCell(r.first_barrier)], ['hot', (r) => barrierCell(r.hot_barrier)],
   ['loop max ms first/get/hot', (r) => (r.first_loop_max_ms === null ? null : `${r.first_loop_max_ms}/${r.get_loop_max_ms}/${r.hot_loop_max_ms}`)],
+  ['GCs >1ms/all/ms/major first|get|hot', (r) => (r.first_loop_max_ms === null ? null : [r.first_gc, r.get_gc, r.hot_gc].map(gcCell).join(' | '))],
   ['get faults/cpu µs', (r) => `${r.get_minor_faults_per_request}/${r.get_server_cpu_us_per_request}`],
   ['tags 1000', (r) => r.tag_list_1000_ms], ['first', (r) => r.tag_list_1000_first_ms], ['catalog n=100', (r) => r.catalog_page_ms], ['tags n=100', (r) => (r.tag_page_entries === 100 ? r.tag_page_ms : `${r.tag_page_ms} (${r.tag_page_entries})`)],
   ['start ms', (r) => r.startup_ms], ['RSS', (r) => r.rss_mib], ['anon', (r) => r.rss_anon_mib], ['file', (r) => r.rss_file_mib],
