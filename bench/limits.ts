@@ -17,6 +17,12 @@
  * - `buffered_write_sync`: 1 GiB written through the page cache, then `fdatasync`: how Slipway's
  *   filesystem store writes pushed bytes (engine/blobs/fs-writer.ts); its CPU per GiB is the
  *   kernel's copy into the cache and the writeback;
+ * - `disk_write_sync_concurrent`: the concurrent push's files (`count` of `size`, `inFlight` at
+ *   once: 64 × 16 MiB, 16 at a time) each written through the page cache in 2 MiB writes (the
+ *   upload writer's buffer size) and `fdatasync`ed before its slot starts the next file, the
+ *   fastest of three rounds (the first pays for page-cache memory the guest has not touched
+ *   lately): what the disk takes in the shape of `push_concurrent`, each blob synced before it
+ *   is acknowledged; libuv's pool (4 threads, as in the server) runs the writes;
  * - `loopback`: 1 GiB over a TCP connection on 127.0.0.1 to a child process (python3, reads of
  *   4 MiB) that discards it.
  *
@@ -153,11 +159,40 @@ async function concurrentDirect(dir: string, files: ConcurrentFiles, block: Buff
   }
 }
 
+/** Files of the concurrent-push limit: how many, bytes each (a multiple of 2 MiB), and how many at once. */
+export interface ConcurrentPushes extends ConcurrentFiles {
+  inFlight: number;
+}
+
+/** Bytes of each write of the concurrent-push limit: the upload writer's buffer (engine/blobs/writer-buffers.ts). */
+const PUSH_WRITE = 2 * 1024 * 1024;
+
+/** Writes and syncs `files` under `dir`, `inFlight` at a time, in rounds (see the header). */
+async function concurrentSyncedWrites(dir: string, files: ConcurrentPushes, block: Buffer): Promise<Limit> {
+  const paths = Array.from({ length: files.count }, (_, i) => join(dir, `push-${i}`));
+  const write = block.subarray(0, PUSH_WRITE);
+  const note = `${files.count} files of ${files.size / 2 ** 20} MiB, ${files.inFlight} at a time, each written through the page cache in 2 MiB writes and fdatasynced (fastest of ${READ_ROUNDS} rounds): the disk in the shape of push_concurrent`;
+  const rounds: Limit[] = [];
+  try {
+    for (let i = 0; i < READ_ROUNDS; i++) {
+      let next = 0;
+      rounds.push(await timed('disk_write_sync_concurrent', files.count * files.size, note, () => Promise.all(Array.from({ length: files.inFlight }, async () => {
+        while (next < paths.length) await writeFile(paths[next++]!, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC, write, files.size);
+      })).then(() => {})));
+      for (const p of paths) await fsp.rm(p, { force: true });
+    }
+    return { ...rounds.reduce((a, b) => (b.value > a.value ? b : a)), rounds_mb_s: rounds.map((r) => r.value) };
+  } finally {
+    for (const p of paths) await fsp.rm(p, { force: true });
+  }
+}
+
 /**
- * Measures every limit over `bytes` (a multiple of 4 MiB) in the temp dir, and with `concurrent`
- * the concurrent direct read of that many files; removes its files.
+ * Measures every limit over `bytes` (a multiple of 4 MiB) in the temp dir; with `concurrent` the
+ * concurrent direct read of that many files, with `pushes` the concurrent synced writes of those
+ * files; removes its files.
  */
-export async function measureLimits(bytes: number, concurrent?: ConcurrentFiles): Promise<Limit[]> {
+export async function measureLimits(bytes: number, concurrent?: ConcurrentFiles, pushes?: ConcurrentPushes): Promise<Limit[]> {
   const dir = await fsp.mkdtemp(join(tmpdir(), 'slipway-bench-limits-'));
   const block = sharedBuffer(BLOCK);
   randomFillSync(block);
@@ -175,6 +210,7 @@ export async function measureLimits(bytes: number, concurrent?: ConcurrentFiles)
     await fsp.rm(direct, { force: true });
     out.push(await timed('buffered_write_sync', bytes, 'written through the page cache in 4 MiB writes, then fdatasync: how pushed bytes are stored', () => writeFile(buffered, create, block, bytes)));
     await fsp.rm(buffered, { force: true });
+    if (pushes) out.push(await concurrentSyncedWrites(dir, pushes, block));
     out.push(await timed('loopback', bytes, 'TCP on 127.0.0.1, 4 MiB writes, to a python3 process discarding them (4 MiB reads)', () => loopback(block, bytes)));
   } finally {
     await fsp.rm(dir, { recursive: true, force: true });
