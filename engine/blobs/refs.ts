@@ -11,7 +11,7 @@
 import type { Digest } from '../digest.js';
 import { prefetch, readMaybe, type MetadataReader, type MetadataTransaction, type RecordRef } from '../storage/metadata.js';
 import type { MaybePromise } from '../maybe-sync.js';
-import { scanKeyspace } from '../storage/scan.js';
+import { scanKeyspace, type ScanOptions } from '../storage/scan.js';
 import { blobs, uploads } from './keyspaces.js';
 import type { BlobRecord, LayerScan, UploadRecord } from './records.js';
 
@@ -110,11 +110,11 @@ export async function uploadSessionSizes(reader: MetadataReader): Promise<Set<nu
 /**
  * Blob records and their bytes in total (quarantined ones included). Pages through the keyspace
  * outside a transaction (metrics), so the totals are not one snapshot while uploads commit;
- * `pace` spaces the pages (storage/scan.ts `scanKeyspace`).
+ * `scan` paces the pages and lets them wait for requests (storage/scan.ts `scanKeyspace`).
  */
-export async function blobTotals(reader: MetadataReader, pace = 0): Promise<{ blobs: number; bytes: number }> {
+export async function blobTotals(reader: MetadataReader, scan: ScanOptions = {}): Promise<{ blobs: number; bytes: number }> {
   let count = 0, bytes = 0;
-  for await (const { value } of scanKeyspace(reader, blobs, undefined, { pace })) { count++; bytes += value.size; }
+  for await (const { value } of scanKeyspace(reader, blobs, undefined, scan)) { count++; bytes += value.size; }
   return { blobs: count, bytes };
 }
 

@@ -6,7 +6,7 @@
  */
 import { key, readMaybe, type MetadataReader, type MetadataTransaction } from '../storage/metadata.js';
 import { andThen, type MaybePromise } from '../maybe-sync.js';
-import { scanKeyspace } from '../storage/scan.js';
+import { scanKeyspace, type ScanOptions } from '../storage/scan.js';
 import type { Digest } from '../digest.js';
 import { addBlobRefsInTransaction } from '../blobs/refs.js';
 import { removeTagsOfManifestInTransaction } from './tags.js';
@@ -43,11 +43,11 @@ export function holdsManifest(reader: MetadataReader, repository: string, digest
 /**
  * How many manifest records the store holds and their bytes in total (each content-addressed
  * record once, however many repositories hold it). Pages through the keyspace outside a
- * transaction (metrics), so the totals are not one snapshot while pushes commit; `pace` spaces
- * the pages (storage/scan.ts `scanKeyspace`).
+ * transaction (metrics), so the totals are not one snapshot while pushes commit; `scan` paces
+ * the pages and lets them wait for requests (storage/scan.ts `scanKeyspace`).
  */
-export async function manifestTotals(reader: MetadataReader, pace = 0): Promise<{ manifests: number; bytes: number }> {
+export async function manifestTotals(reader: MetadataReader, scan: ScanOptions = {}): Promise<{ manifests: number; bytes: number }> {
   let count = 0, bytes = 0;
-  for await (const { value } of scanKeyspace(reader, manifests, undefined, { pace })) { count++; bytes += manifestSize(value); }
+  for await (const { value } of scanKeyspace(reader, manifests, undefined, scan)) { count++; bytes += manifestSize(value); }
   return { manifests: count, bytes };
 }

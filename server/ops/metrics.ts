@@ -7,7 +7,9 @@
  * A scrape answers from memory whatever the metadata store's state (docs/faults.md "/metrics
  * during a store outage"): store sizes (blob and manifest counts and bytes, one paged pass over
  * two keyspaces) are read in the background, paced and spaced so that their cost stays a small
- * share of the store's time however large the registry grows (`StoreTotals`); a scrape waits at
+ * share of the store's time however large the registry grows, each page waiting (up to 1 s)
+ * while requests are in flight, so that its reads and the records it decodes, garbage for the
+ * collector, fall between requests (`StoreTotals`; docs/performance.md "Runs X and Z"); a scrape waits at
  * most `SCRAPE_WAIT_MS` for a read in progress and otherwise shows the last totals read, with
  * `slipway_store_up` (0 while the last read failed) and `slipway_store_totals_age_seconds`.
  * Open upload sessions (bounded per account) are a number in memory, read on every scrape.
@@ -44,6 +46,12 @@ const STORE_SCAN_PACE = 4;
  * busy for most of a core while manifest GETs ran beside it.
  */
 export const STORE_SCAN_SPACING = 10;
+
+/** Whether any host has a request in flight (`Metrics.inFlight`: the request hosts; the admin host is not observed). */
+function requestsInFlight(inFlight: Record<string, number>): boolean {
+  for (const host in inFlight) if (inFlight[host]! > 0) return true;
+  return false;
+}
 
 /** Longest a scrape waits for a store pass in progress before it shows the last totals (ms). */
 export const SCRAPE_WAIT_MS = 1_000;
@@ -131,10 +139,13 @@ export class Metrics {
     // prom-client names these gauges `_total`, which Prometheus reserves for counters (promtool
     // rejects them); the handle and request counts are of little use to an operator anyway.
     for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
-    // One keyspace after the other, so that a pass holds one connection at a time.
+    // One keyspace after the other, so that a pass holds one connection at a time. Its pages wait
+    // while requests are in flight (the admin host's scrapes are not counted there).
+    const inFlightNow = this.inFlight;
+    const scan = { pace: STORE_SCAN_PACE, busy: () => requestsInFlight(inFlightNow) };
     const totals = new StoreTotals(async () => {
-      const b = await blobTotals(store.metadata, STORE_SCAN_PACE);
-      const m = await manifestTotals(store.metadata, STORE_SCAN_PACE);
+      const b = await blobTotals(store.metadata, scan);
+      const m = await manifestTotals(store.metadata, scan);
       return { blobs: b.blobs, blobBytes: b.bytes, manifests: m.manifests, manifestBytes: m.bytes };
     });
     const stored = (field: keyof StoreSizes) => async () => (await totals.recent())?.[field] ?? 0;

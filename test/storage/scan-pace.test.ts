@@ -93,3 +93,25 @@ t.test('nextSyncPage scales the page to SYNC_PAGE_MS, by a half to twice, within
   t.equal(nextSyncPage(SYNC_MIN_PAGE, SYNC_PAGE_MS * 100), SYNC_MIN_PAGE, 'never under SYNC_MIN_PAGE');
   t.equal(nextSyncPage(100, 0), 200, 'a read too fast to time: twice the page');
 });
+
+t.test('with busy, each page waits while requests are in flight, at most busyWaitMs, and the walk still yields everything', async (t) => {
+  const { timed } = await fixture(t);
+  // Requests in flight for the first 120 ms of the walk: its first read comes after them.
+  const reads: Read[] = [];
+  const t0 = performance.now();
+  let n = 0;
+  for await (const e of scanKeyspace(timed(reads), ks, undefined, { busy: () => performance.now() - t0 < 120, busyWaitMs: 10_000 })) if (e.value.n === n) n++;
+  t.equal(n, TOTAL, 'every entry once, in key order');
+  t.ok(reads[0]!.start - t0 >= 119, `the first read waited for the requests to end (${(reads[0]!.start - t0).toFixed(1)} ms)`);
+  // Never idle: a page per busyWaitMs.
+  const always: Read[] = [];
+  const waitMs = 30;
+  let m = 0;
+  for await (const e of scanKeyspace(timed(always), ks, undefined, { busy: () => true, busyWaitMs: waitMs })) if (e.value.n === m) m++;
+  t.equal(m, TOTAL, 'every entry once on a server never idle');
+  for (let i = 1; i < always.length; i++) {
+    const rest = always[i]!.start - always[i - 1]!.end;
+    if (rest < waitMs - 1) t.fail(`page ${i}: read ${rest.toFixed(2)} ms after the one before, while busy`);
+  }
+  t.pass(`${always.length} pages, each after a wait of ${waitMs} ms`);
+});
