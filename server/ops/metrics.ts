@@ -8,7 +8,7 @@
  * during a store outage"): store sizes (blob and manifest counts and bytes, one paged pass over
  * two keyspaces) are read in the background, paced and spaced so that their cost stays a small
  * share of the store's time however large the registry grows, each page waiting (up to 1 s)
- * while requests are in flight, so that its reads and the records it decodes, garbage for the
+ * while requests are in flight or began in the last `SERVING_QUIET_MS`, so that its reads and the records it decodes, garbage for the
  * collector, fall between requests (`StoreTotals`; docs/performance.md "Runs X and Z"); a scrape waits at
  * most `SCRAPE_WAIT_MS` for a read in progress and otherwise shows the last totals read, with
  * `slipway_store_up` (0 while the last read failed) and `slipway_store_totals_age_seconds`.
@@ -47,11 +47,12 @@ const STORE_SCAN_PACE = 4;
  */
 export const STORE_SCAN_SPACING = 10;
 
-/** Whether any host has a request in flight (`Metrics.inFlight`: the request hosts; the admin host is not observed). */
-function requestsInFlight(inFlight: Record<string, number>): boolean {
-  for (const host in inFlight) if (inFlight[host]! > 0) return true;
-  return false;
-}
+/**
+ * A server counts as serving for this long after a request began, ms (`Metrics`' store pass waits
+ * while it is): under a steady stream of requests the moments with none in flight are too short
+ * to tell apart from idle, and the pass read its pages in them (docs/performance.md "Runs X and Z").
+ */
+export const SERVING_QUIET_MS = 50;
 
 /** Longest a scrape waits for a store pass in progress before it shows the last totals (ms). */
 export const SCRAPE_WAIT_MS = 1_000;
@@ -99,6 +100,8 @@ export class Metrics {
   }));
   /** Requests being handled now, by host (plain numbers; the gauge reads them at scrape time). */
   readonly inFlight: Record<string, number> = {};
+  /** When the last request on any host began (`performance.now()` ms; -Infinity before the first). */
+  lastRequestAt = -Infinity;
   readonly tokenChecks: DeferredCounter<'host' | 'scheme' | 'result'> = new DeferredCounter(new Counter({
     name: 'slipway_token_checks_total',
     help: 'Requests that presented credentials, by host, scheme (basic, bearer, other) and result (ok, rejected).',
@@ -140,9 +143,8 @@ export class Metrics {
     // rejects them); the handle and request counts are of little use to an operator anyway.
     for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
     // One keyspace after the other, so that a pass holds one connection at a time. Its pages wait
-    // while requests are in flight (the admin host's scrapes are not counted there).
-    const inFlightNow = this.inFlight;
-    const scan = { pace: STORE_SCAN_PACE, busy: () => requestsInFlight(inFlightNow) };
+    // while the request hosts are busy (the admin host's scrapes are not counted there).
+    const scan = { pace: STORE_SCAN_PACE, busy: () => this.#serving() };
     const totals = new StoreTotals(async () => {
       const b = await blobTotals(store.metadata, scan);
       const m = await manifestTotals(store.metadata, scan);
@@ -179,6 +181,13 @@ export class Metrics {
       this.gcDeletedBlobs.inc(e.blobs.deleted);
       this.gcDeletedBytes.inc(e.blobs.bytes + e.orphans.bytes);
     });
+  }
+
+  /** Whether a request host has a request in flight, or began one less than `SERVING_QUIET_MS` ago. */
+  #serving(): boolean {
+    if (performance.now() - this.lastRequestAt < SERVING_QUIET_MS) return true;
+    for (const host in this.inFlight) if (this.inFlight[host]! > 0) return true;
+    return false;
   }
 
   /**
