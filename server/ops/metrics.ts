@@ -8,10 +8,11 @@
  * during a store outage"): store sizes (blob and manifest counts and bytes, one paged pass over
  * two keyspaces) are read in the background, paced and spaced so that their cost stays a small
  * share of the store's time however large the registry grows, each page waiting (up to 1 s)
- * while requests are in flight or began in the last `SERVING_QUIET_MS`, so that its reads and the records it decodes, garbage for the
- * collector, fall between requests (`StoreTotals`; docs/performance.md "Runs X and Z"); a scrape waits at
- * most `SCRAPE_WAIT_MS` for a read in progress and otherwise shows the last totals read, with
- * `slipway_store_up` (0 while the last read failed) and `slipway_store_totals_age_seconds`.
+ * while a request is in flight or began in the last `SERVING_QUIET_MS`, so that its reads, and
+ * the records it decodes (garbage for the collector), fall between requests (`StoreTotals`;
+ * docs/performance.md "Runs X and Z"); a scrape waits at most `SCRAPE_WAIT_MS` for a read in
+ * progress and otherwise shows the last totals read, with `slipway_store_up` (0 while the last
+ * read failed) and `slipway_store_totals_age_seconds`.
  * Open upload sessions (bounded per account) are a number in memory, read on every scrape.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
