@@ -17,7 +17,7 @@
  * says whether its client against a server that only answers (bench/load-limit.ts) drives the
  * req/s the ratio needs, and with what p99.
  */
-import type { Limit } from './limits.js';
+import { pushDiskLimit, type Limit } from './limits.js';
 import type { LoadClient, LoadLimit } from './load-limit.js';
 import type { PullLimit } from './pull-limit.js';
 import type { PushLimit } from './push-limit.js';
@@ -70,8 +70,7 @@ function printTable({ limits, pullLimits, sha256Rate, hashSecondsPerGiB }: RunLi
 function pushFeasibility(run: RunLimits, report: Report, bench: string, ratio: number): void {
   const ref = report.figures.find((f) => f.bench === bench && f.server === 'reference');
   const mine = report.figures.find((f) => f.bench === bench && f.server === 'slipway');
-  // The concurrent pushes against the same files written and synced at once, when measured.
-  const disk = (bench === 'push_concurrent' ? run.limits.find((l) => l.bench === 'disk_write_sync_concurrent') : undefined) ?? run.limits.find((l) => l.bench === 'buffered_write_sync');
+  const disk = pushDiskLimit(run.limits, bench === 'push_concurrent');
   if (!ref || !disk) return;
   const needs = r2(ratio * ref.value);
   const client = bench === 'push_concurrent' ? run.pushLimit?.value : undefined;

@@ -135,6 +135,20 @@ async function loopback(block: Buffer, bytes: number): Promise<void> {
 /** Rounds of the concurrent direct read; the fastest counts (contention only ever slows a round). */
 const READ_ROUNDS = 3;
 
+/** The fastest of a limit's rounds, with every round's MB/s beside it. */
+function fastestRound(rounds: Limit[]): Limit {
+  return { ...rounds.reduce((a, b) => (b.value > a.value ? b : a)), rounds_mb_s: rounds.map((r) => r.value) };
+}
+
+/**
+ * The disk limit of a push workload among `limits`: for the concurrent pushes the same files
+ * written and synced as many at once (`disk_write_sync_concurrent`) when it was measured, else
+ * (and for every other push) one file written and synced (`buffered_write_sync`).
+ */
+export function pushDiskLimit(limits: Limit[], concurrent: boolean): Limit | undefined {
+  return (concurrent ? limits.find((l) => l.bench === 'disk_write_sync_concurrent') : undefined) ?? limits.find((l) => l.bench === 'buffered_write_sync');
+}
+
 /** Files of the concurrent-pull limit: how many, and bytes each (a multiple of 4 MiB). */
 export interface ConcurrentFiles {
   count: number;
@@ -153,7 +167,7 @@ async function concurrentDirect(dir: string, files: ConcurrentFiles, block: Buff
       // Direct reads leave the page cache alone, so every round reads the disk.
       rounds.push(await timed('disk_read_direct_concurrent', files.count * files.size, note, () => Promise.all(paths.map((p, j) => readFile(p, fsc.O_RDONLY | fsc.O_DIRECT, buffers[j]!, files.size))).then(() => {})));
     }
-    return { ...rounds.reduce((a, b) => (b.value > a.value ? b : a)), rounds_mb_s: rounds.map((r) => r.value) };
+    return fastestRound(rounds);
   } finally {
     for (const p of paths) await fsp.rm(p, { force: true });
   }
@@ -181,7 +195,7 @@ async function concurrentSyncedWrites(dir: string, files: ConcurrentPushes, bloc
       })).then(() => {})));
       for (const p of paths) await fsp.rm(p, { force: true });
     }
-    return { ...rounds.reduce((a, b) => (b.value > a.value ? b : a)), rounds_mb_s: rounds.map((r) => r.value) };
+    return fastestRound(rounds);
   } finally {
     for (const p of paths) await fsp.rm(p, { force: true });
   }

@@ -9,7 +9,7 @@ import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { installCleanup } from './cleanup.js';
 import { measurePushLimit, type PushLimit } from './push-limit.js';
-import { measureFirstTouch, measureLimits, measureSyncLatency, primeGuestMemory, type Limit } from './limits.js';
+import { measureFirstTouch, measureLimits, measureSyncLatency, primeGuestMemory, pushDiskLimit, type Limit } from './limits.js';
 import { measureLoadLimit, type LoadClient, type LoadLimit } from './load-limit.js';
 import { measurePullLimit, type PullLimit } from './pull-limit.js';
 import { printFeasibility } from './feasibility.js';
@@ -131,7 +131,11 @@ function setLimits(report: Report, limits: Limit[], pullLimits: PullLimit[], sha
     return known[0];
   };
   const loop: [string, number | undefined] = ['loopback', get('loopback')];
-  const push = lowest([['sha256', sha256Rate], ['disk write', get('buffered_write_sync')], loop]);
+  const disk = (concurrent: boolean): [string, number | undefined] => {
+    const d = pushDiskLimit(limits, concurrent);
+    return [d?.bench === 'disk_write_sync_concurrent' ? 'disk write, as many at once' : 'disk write', d?.value];
+  };
+  const push = lowest([['sha256', sha256Rate], disk(false), loop]);
   const client = (label: string): [string, number | undefined] => ['pull client', pullLimits.find((p) => p.bench === `pull_limit_raw_${label}`)?.value];
   const cache: [string, number | undefined] = ['page cache', get('page_cache_read')];
   // The pull client's limit is loopback TCP from a server to the very client the pulls use; the
@@ -144,9 +148,7 @@ function setLimits(report: Report, limits: Limit[], pullLimits: PullLimit[], sha
   const single = pullBound('single');
   const many = pullBound('concurrent');
   if (push) for (const b of ['push_1gib_single_patch', 'push_1gib_chunked_16mib']) report.limit(b, push[1], push[0]);
-  // The concurrent pushes' disk figure is the same files written and synced at once, when measured.
-  const concurrentDisk: [string, number | undefined] = ['disk write, 16 at once', get('disk_write_sync_concurrent')];
-  const concurrent = lowest([['sha256', sha256Rate], concurrentDisk[1] === undefined ? ['disk write', get('buffered_write_sync')] : concurrentDisk, loop, ['push client', pushLimit?.value]]);
+  const concurrent = lowest([['sha256', sha256Rate], disk(true), loop, ['push client', pushLimit?.value]]);
   if (concurrent) for (const b of ['push_concurrent', 'push_concurrent_again']) report.limit(b, concurrent[1], concurrent[0]);
   if (single) for (const b of ['pull_1gib', 'pull_1gib_second', 'pull_1gib_cached']) report.limit(b, single[1], single[0]);
   if (many) report.limit('pull_concurrent', many[1], many[0]);
