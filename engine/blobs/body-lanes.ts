@@ -185,7 +185,11 @@ export class BodyLanes {
     this.#schedule();
   }
 
-  /** Waits past `maxWaitMs` and holds past `maxHoldMs` (while bodies wait) end in `free`. */
+  /**
+   * Holds past `maxHoldMs` (while bodies wait) end in `free`, and their lanes go to the oldest
+   * waiting bodies first; only the bodies still waiting past `maxWaitMs` then end in `free`. (A
+   * late timer can find both due; a body that can have a lane is given one, not sent on without.)
+   */
   #expire(): void {
     this.#timer = null;
     const now = this.#now();
@@ -197,6 +201,7 @@ export class BodyLanes {
           this.holdsExpired++;
         }
       }
+      this.#fill();
     }
     while (this.#queue.length > 0 && now - this.#queue[0]!.since >= this.maxWaitMs) {
       const t = this.#queue.shift()!;

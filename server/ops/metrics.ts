@@ -72,6 +72,8 @@ export interface LaneProbe {
   readonly waiting: number;
   /** Bodies that waited the longest wait and read without a lane, since the start. */
   readonly waitsExpired: number;
+  /** Bodies that held a lane the longest hold while others waited and read on without it, since the start. */
+  readonly holdsExpired: number;
 }
 
 /** Every Slipway metric, registered in `registry`. */
@@ -172,6 +174,7 @@ export class Metrics {
       this.#gauge('slipway_upload_bodies_in_lanes', 'Upload bodies holding a lane now (at most upload.lanes).', () => lanes.holding);
       this.#gauge('slipway_upload_bodies_waiting', 'Upload bodies waiting for a lane now (upload.lanes).', () => lanes.waiting);
       this.#counter('slipway_upload_lane_waits_expired_total', 'Upload bodies that waited the longest wait for a lane and then read without one.', () => lanes.waitsExpired);
+      this.#counter('slipway_upload_lane_holds_expired_total', 'Upload bodies that held a lane the longest hold while others waited and then read on without it.', () => lanes.holdsExpired);
     }
     this.#gauge('slipway_worker_pool_queue_size', 'Worker-pool tasks waiting for a thread.', () => pool.queueSize);
     this.#unsubscribe = subscribeEvent('gc', (e: GcEvent) => {

@@ -109,6 +109,23 @@ t.test('a lane is yielded after quantumBytes while others wait, and after maxHol
   slow.leave(next.ticket);
 });
 
+t.test('a late timer that finds a hold and a wait both expired gives the lane to the waiter', async (t) => {
+  let clock = 0;
+  const lanes = new BodyLanes(1, { bulkBytes: 0, maxWaitMs: 20, maxHoldMs: 40, now: () => clock });
+  const holder = body(lanes);
+  const waiter = body(lanes);
+  t.ok(lanes.mayRead(holder.ticket, 1), 'the holder takes the lane at 0 ms and stops sending');
+  clock = 30;
+  t.notOk(lanes.mayRead(waiter.ticket, 1), 'a body comes at 30 ms and waits (its wait ends at 50, the hold at 40)');
+  clock = 100; // the timer (due at 40) runs late, when both are past their limits
+  await waiter.nextWake();
+  t.same([holder.ticket.state, waiter.ticket.state], ['free', 'holding'], 'the freed lane goes to the waiter');
+  t.same([lanes.holdsExpired, lanes.waitsExpired], [1, 0], 'one limit ended the wait: the hold');
+  lanes.leave(holder.ticket);
+  lanes.leave(waiter.ticket);
+  t.same([lanes.holding, lanes.waiting], [0, 0]);
+});
+
 t.test('race: random bodies, sizes and pauses; lanes never exceeded, waits bounded, every body ends', async (t) => {
   const LANES = 3;
   const MAX_WAIT = 25;

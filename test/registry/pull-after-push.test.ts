@@ -40,29 +40,43 @@ t.test('pushed blobs are in the page cache when acknowledged, and pull back whol
   await createApp(server.urls.api, key, 'cached');
   const blobFile = (digest: string) => join(server.dataDir, 'blobs', 'sha256', digest.slice(7, 9), digest.slice(7));
 
-  const single = randomBytes(12 * MiB + 4097);
-  t.equal((await pushBlob(me, 'cached/web', single)).status, 201, 'monolithic push acknowledged');
+  const monolithic = async (bytes: Buffer) => (await pushBlob(me, 'cached/web', bytes)).status;
+  const chunked = async (bytes: Buffer) => {
+    let location = await startUpload(me, 'cached/web');
+    for (let at = 0; at < bytes.length; at += 4 * MiB) {
+      const part = bytes.subarray(at, Math.min(bytes.length, at + 4 * MiB));
+      const r = await http('PATCH', location, {
+        headers: { ...me.auth, 'content-type': 'application/octet-stream', 'content-range': `${at}-${at + part.length - 1}`, 'content-length': String(part.length) },
+        body: part,
+      });
+      if (r.status !== 202) return r.status;
+      location = new URL(String(r.headers.location), location).toString();
+    }
+    return (await http('PUT', withDigest(location, sha256(bytes)), { headers: { ...me.auth, 'content-length': '0' } })).status;
+  };
 
-  const chunked = randomBytes(3 * 4 * MiB + 1);
-  let location = await startUpload(me, 'cached/web');
-  for (let at = 0; at < chunked.length; at += 4 * MiB) {
-    const part = chunked.subarray(at, Math.min(chunked.length, at + 4 * MiB));
-    const r = await http('PATCH', location, {
-      headers: { ...me.auth, 'content-type': 'application/octet-stream', 'content-range': `${at}-${at + part.length - 1}`, 'content-length': String(part.length) },
-      body: part,
-    });
-    t.equal(r.status, 202, `PATCH at ${at}`);
-    location = new URL(String(r.headers.location), location).toString();
-  }
-  const put = await http('PUT', withDigest(location, sha256(chunked)), { headers: { ...me.auth, 'content-length': '0' } });
-  t.equal(put.status, 201, 'chunked push acknowledged');
-
-  for (const [name, bytes] of [['monolithic', single], ['chunked', chunked]] as const) {
-    const digest = sha256(bytes);
-    const pages = Math.ceil(bytes.length / 4096) * 4096;
-    t.equal(residentBytes(blobFile(digest)), pages, `${name}: every page of the ${bytes.length}-byte blob is in the page cache`);
+  // The kernel may reclaim clean pages at any moment when the machine (or the CI's memory
+  // group) is short of memory, which no writer can prevent. So residency is read right after
+  // each acknowledgement, and a push found short is tried again with new bytes, up to three
+  // times: a writer that bypassed the cache (O_DIRECT) leaves the aligned pages out every time.
+  const ATTEMPTS = 3;
+  for (const [name, push, size] of [['monolithic', monolithic, 12 * MiB + 4097], ['chunked', chunked, 3 * 4 * MiB + 1]] as const) {
+    const seen: string[] = [];
+    let whole: Buffer | undefined;
+    for (let attempt = 1; attempt <= ATTEMPTS && !whole; attempt++) {
+      const bytes = randomBytes(size);
+      t.equal(await push(bytes), 201, `${name} push ${attempt} acknowledged`);
+      const resident = residentBytes(blobFile(sha256(bytes)));
+      const pages = Math.ceil(bytes.length / 4096) * 4096;
+      seen.push(`${resident} of ${pages}`);
+      if (resident === pages) whole = bytes;
+    }
+    t.ok(whole, `${name}: every page of a ${size}-byte blob is in the page cache when its push is acknowledged (resident bytes per push: ${seen.join('; ')})`);
+    if (!whole) continue;
+    const digest = sha256(whole);
     const got = await http('GET', `${me.registry}/v2/cached/web/blobs/${digest}`, { headers: me.auth });
     t.equal(got.status, 200);
-    t.ok(got.bytes.equals(bytes), `${name}: the pull right after the push returns every byte`);
+    t.ok(got.bytes.equals(whole), `${name}: the pull right after the push returns every byte`);
   }
 });
+
