@@ -10,6 +10,8 @@ import { meta } from './storage/meta-keyspace.js';
 import { indexAllAuthorizations, type AuthorizationIndex } from './identity/migrations.js';
 import { indexBlobLinks, indexManifestTags, manifestBytesAsText } from './registry/migrations.js';
 import { markLegacyBlobsForVerification } from './blobs/migrations.js';
+import { resetBlobTotalsInTransaction } from './blobs/refs.js';
+import { resetManifestTotalsInTransaction } from './registry/registry.js';
 import { moveAuthorizationCodes } from './oauth/migrations.js';
 
 /**
@@ -25,8 +27,11 @@ import { moveAuthorizationCodes } from './oauth/migrations.js';
  *    (engine/oauth/migrations.ts).
  * 8: manifest records hold their bytes as text (`ManifestRecord.text`) instead of binary, so
  *    every record is JSON-representable (engine/registry/migrations.ts).
+ * 9: the blob and manifest records' totals are kept as they change (`blob-totals`,
+ *    `manifest-totals`: storage/running-totals.ts); the first totals are counted from the records.
+ *    Older builds would change records without them, so they refuse the store.
  */
-export const SCHEMA_VERSION = 8;
+export const SCHEMA_VERSION = 9;
 
 /**
  * Migrates `metadata` to SCHEMA_VERSION (see the top of this file), holding the store's
@@ -59,6 +64,10 @@ async function migrateNow(metadata: MetadataStore): Promise<void> {
     if (version < 6) markLegacyBlobsForVerification(tx);
     if (version < 7) await moveAuthorizationCodes(tx);
     if (version < 8) await manifestBytesAsText(tx);
+    if (version < 9) {
+      await resetBlobTotalsInTransaction(tx);
+      await resetManifestTotalsInTransaction(tx);
+    }
     tx.put(meta, 'schema', SCHEMA_VERSION);
   });
 }

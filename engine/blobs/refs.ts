@@ -9,11 +9,15 @@
  * write of a blob record goes through this file.
  */
 import type { Digest } from '../digest.js';
-import { prefetch, readMaybe, type MetadataReader, type MetadataTransaction, type RecordRef } from '../storage/metadata.js';
+import { prefetch, readMaybe, type MetadataReader, type MetadataStore, type MetadataTransaction, type RecordRef } from '../storage/metadata.js';
 import type { MaybePromise } from '../maybe-sync.js';
-import { scanKeyspace, type ScanOptions } from '../storage/scan.js';
-import { blobs, uploads } from './keyspaces.js';
+import { scanKeyspace } from '../storage/scan.js';
+import { RunningTotals, type Totals } from '../storage/running-totals.js';
+import { blobs, blobTotalsKeyspace, uploads } from './keyspaces.js';
 import type { BlobRecord, LayerScan, UploadRecord } from './records.js';
+
+/** The blob records' running totals: every change of a record's existence or size below adds to them. */
+const totals = new RunningTotals(blobTotalsKeyspace);
 
 /** The record of `digest` (quarantined ones included), or undefined; at once when `reader` reads synchronously. */
 export function blobRecord(reader: MetadataReader, digest: Digest): MaybePromise<BlobRecord | undefined> {
@@ -72,9 +76,13 @@ export async function putLayerScansInTransaction(tx: MetadataTransaction, scans:
  */
 export async function recordVerifiedBlobInTransaction(tx: MetadataTransaction, digest: Digest, size: number, now: number): Promise<void> {
   const existing = await tx.get(blobs, digest);
-  if (!existing) tx.put(blobs, digest, { size, createdAt: now, refs: 0 });
-  else if (existing.quarantined || existing.size !== size) tx.put(blobs, digest, { size, createdAt: now, refs: existing.refs });
-  else if (existing.refs === 0) tx.put(blobs, digest, { ...existing, touchedAt: now });
+  if (!existing) {
+    tx.put(blobs, digest, { size, createdAt: now, refs: 0 });
+    totals.add(tx, 1, size);
+  } else if (existing.quarantined || existing.size !== size) {
+    tx.put(blobs, digest, { size, createdAt: now, refs: existing.refs });
+    totals.add(tx, 0, size - existing.size);
+  } else if (existing.refs === 0) tx.put(blobs, digest, { ...existing, touchedAt: now });
 }
 
 /**
@@ -91,9 +99,13 @@ export async function quarantineBlobInTransaction(tx: MetadataTransaction, diges
   return true;
 }
 
-/** Deletes the record of `digest` (the file is the caller's to remove after commit); inside the caller's transaction. */
-export function removeBlobRecordInTransaction(tx: MetadataTransaction, digest: Digest): void {
+/**
+ * Deletes the record of `digest`, which is `record` as read in the same transaction (the file is
+ * the caller's to remove after commit); inside the caller's transaction.
+ */
+export function removeBlobRecordInTransaction(tx: MetadataTransaction, digest: Digest, record: BlobRecord): void {
   tx.remove(blobs, digest);
+  totals.add(tx, -1, -record.size);
 }
 
 /**
@@ -108,14 +120,27 @@ export async function uploadSessionSizes(reader: MetadataReader): Promise<Set<nu
 }
 
 /**
- * Blob records and their bytes in total (quarantined ones included). Pages through the keyspace
- * outside a transaction (metrics), so the totals are not one snapshot while uploads commit;
- * `scan` paces the pages and lets them wait for requests (storage/scan.ts `scanKeyspace`).
+ * Blob records (quarantined ones included) and their bytes in total, kept as records change
+ * (storage/running-totals.ts: a few small records read, deltas folded when many wait).
  */
-export async function blobTotals(reader: MetadataReader, scan: ScanOptions = {}): Promise<{ blobs: number; bytes: number }> {
-  let count = 0, bytes = 0;
-  for await (const { value } of scanKeyspace(reader, blobs, undefined, scan)) { count++; bytes += value.size; }
-  return { blobs: count, bytes };
+export async function blobTotals(store: MetadataStore): Promise<{ blobs: number; bytes: number }> {
+  const t = await totals.readAndFold(store);
+  return { blobs: t.count, bytes: t.bytes };
+}
+
+/** The blob totals as recorded, and as counted from every record in one pass (`slipway fsck`; not one snapshot while serving). */
+export async function checkBlobTotals(reader: MetadataReader): Promise<{ recorded: Totals; counted: Totals }> {
+  const counted = { count: 0, bytes: 0 };
+  for await (const { value } of scanKeyspace(reader, blobs)) { counted.count++; counted.bytes += value.size; }
+  return { recorded: (await totals.read(reader)).totals, counted };
+}
+
+/** Sets the blob totals from every blob record, read in the caller's transaction (schema migration, `slipway fsck --repair`). */
+export async function resetBlobTotalsInTransaction(tx: MetadataTransaction): Promise<Totals> {
+  const counted = { count: 0, bytes: 0 };
+  for (const { value } of await tx.range(blobs)) { counted.count++; counted.bytes += value.size; }
+  await totals.reset(tx, counted);
+  return counted;
 }
 
 /** Every upload session record in id order, paged (outside a transaction; fsck, metrics). */

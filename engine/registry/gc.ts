@@ -276,7 +276,7 @@ export class GarbageCollector {
         for (const d of batch) {
           const rec = await blobRecord(tx, d);
           if (!rec || rec.refs > 0 || now - Math.max(rec.createdAt, rec.touchedAt ?? 0) < o.graceMs || busy.has(rec.size)) continue;
-          removeBlobRecordInTransaction(tx, d);
+          removeBlobRecordInTransaction(tx, d, rec);
           await unlinkEverywhereInTransaction(tx, d);
           gone.push({ digest: d, size: rec.size });
         }

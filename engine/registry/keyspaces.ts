@@ -4,6 +4,7 @@
  * Names are the LMDB database names the data has always had (docs/storage.md).
  */
 import { keyspace } from '../storage/metadata.js';
+import type { Totals } from '../storage/running-totals.js';
 import type { GraceRecord, GraceSetting, ManifestRecord, RepositoryRecord, TagRecord } from './records.js';
 
 /** repository name → repository record. */
@@ -26,3 +27,5 @@ export const images = keyspace<number>('registry', 'images');
 export const gcGrace = keyspace<GraceRecord>('registry', 'gc-grace');
 /** `grace` → the cluster's GC grace setting (gc-grace.ts); absent until an operator sets one. */
 export const gcSettings = keyspace<GraceSetting>('registry', 'gc-settings');
+/** Running totals of the manifest records (count, bytes): `base` and one delta per changing transaction (storage/running-totals.ts). */
+export const manifestTotalsKeyspace = keyspace<Totals>('registry', 'manifest-totals');

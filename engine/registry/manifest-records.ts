@@ -4,14 +4,26 @@
  * check that a repository holds a manifest, and the store's manifest totals (metrics). Keyspaces
  * and records: keyspaces.ts, records.ts.
  */
-import { key, readMaybe, type MetadataReader, type MetadataTransaction } from '../storage/metadata.js';
+import { key, readMaybe, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
 import { andThen, type MaybePromise } from '../maybe-sync.js';
-import { scanKeyspace, type ScanOptions } from '../storage/scan.js';
+import { scanKeyspace } from '../storage/scan.js';
+import { RunningTotals, type Totals } from '../storage/running-totals.js';
 import type { Digest } from '../digest.js';
 import { addBlobRefsInTransaction } from '../blobs/refs.js';
 import { removeTagsOfManifestInTransaction } from './tags.js';
-import { manifestSize } from './records.js';
-import { images, manifests, repositoryManifests } from './keyspaces.js';
+import { manifestSize, type ManifestRecord } from './records.js';
+import { images, manifests, manifestTotalsKeyspace, repositoryManifests } from './keyspaces.js';
+
+/**
+ * The manifest records' running totals (storage/running-totals.ts): a record created
+ * (`manifestStoredInTransaction`) or removed (`removeManifestInTransaction`) adds to them.
+ */
+const totals = new RunningTotals(manifestTotalsKeyspace);
+
+/** Counts `record`, just created in the caller's transaction, in the manifest totals (registry.ts, manifest PUT). */
+export function manifestStoredInTransaction(tx: MetadataTransaction, record: ManifestRecord): void {
+  totals.add(tx, 1, manifestSize(record));
+}
 
 /**
  * Removes a (repository, manifest) pair: the repository link, every tag of the repository that
@@ -30,8 +42,10 @@ export async function removeManifestInTransaction(tx: MetadataTransaction, repos
   if (!record) return true;
   tx.remove(images, key(record.configDigest, repository, digest));
   await addBlobRefsInTransaction(tx, record.blobs, -1);
-  if (record.links <= 1) tx.remove(manifests, digest);
-  else tx.put(manifests, digest, { ...record, links: record.links - 1 });
+  if (record.links <= 1) {
+    tx.remove(manifests, digest);
+    totals.add(tx, -1, -manifestSize(record));
+  } else tx.put(manifests, digest, { ...record, links: record.links - 1 });
   return true;
 }
 
@@ -42,12 +56,24 @@ export function holdsManifest(reader: MetadataReader, repository: string, digest
 
 /**
  * How many manifest records the store holds and their bytes in total (each content-addressed
- * record once, however many repositories hold it). Pages through the keyspace outside a
- * transaction (metrics), so the totals are not one snapshot while pushes commit; `scan` paces
- * the pages and lets them wait for requests (storage/scan.ts `scanKeyspace`).
+ * record once, however many repositories hold it), kept as records change (storage/running-totals.ts).
  */
-export async function manifestTotals(reader: MetadataReader, scan: ScanOptions = {}): Promise<{ manifests: number; bytes: number }> {
-  let count = 0, bytes = 0;
-  for await (const { value } of scanKeyspace(reader, manifests, undefined, scan)) { count++; bytes += manifestSize(value); }
-  return { manifests: count, bytes };
+export async function manifestTotals(store: MetadataStore): Promise<{ manifests: number; bytes: number }> {
+  const t = await totals.readAndFold(store);
+  return { manifests: t.count, bytes: t.bytes };
+}
+
+/** The manifest totals as recorded, and as counted from every record in one pass (`slipway fsck`; not one snapshot while serving). */
+export async function checkManifestTotals(reader: MetadataReader): Promise<{ recorded: Totals; counted: Totals }> {
+  const counted = { count: 0, bytes: 0 };
+  for await (const { value } of scanKeyspace(reader, manifests)) { counted.count++; counted.bytes += manifestSize(value); }
+  return { recorded: (await totals.read(reader)).totals, counted };
+}
+
+/** Sets the manifest totals from every manifest record, read in the caller's transaction (schema migration, `slipway fsck --repair`). */
+export async function resetManifestTotalsInTransaction(tx: MetadataTransaction): Promise<Totals> {
+  const counted = { count: 0, bytes: 0 };
+  for (const { value } of await tx.range(manifests)) { counted.count++; counted.bytes += manifestSize(value); }
+  await totals.reset(tx, counted);
+  return counted;
 }

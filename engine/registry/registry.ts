@@ -35,10 +35,10 @@ import { newId } from '../identity/tokens.js';
 import { BLOB_MEDIA_TYPE, type EventOrigin, type EventSubject } from '../notifications/envelope.js';
 import type { ChangeRecorder } from '../notifications/registry-notifications.js';
 import { inspectImage, type ImageInspector } from './image-inspection.js';
-import { holdsManifest, removeManifestInTransaction } from './manifest-records.js';
+import { holdsManifest, manifestStoredInTransaction, removeManifestInTransaction } from './manifest-records.js';
 
 export type { ImageInspector, InspectRequest, InspectResult } from './image-inspection.js';
-export { holdsManifest, manifestTotals, removeManifestInTransaction } from './manifest-records.js';
+export { checkManifestTotals, holdsManifest, manifestTotals, removeManifestInTransaction, resetManifestTotalsInTransaction } from './manifest-records.js';
 
 /** The origin of a change made outside a client's request (a test, a tool): no request, no actor. */
 const NO_ORIGIN: EventOrigin = { request: { id: '', method: '', useragent: '' }, actor: {} };
@@ -210,6 +210,7 @@ export class Registry {
       }
       // Re-tagging a manifest the repository already holds changes nothing in its record.
       if (isNewInRepository || !stored) tx.put(manifests, digest, record);
+      if (!stored) manifestStoredInTransaction(tx, record);
       if (tag) await putTagInTransaction(tx, repository, tag, digest, now);
       await this.#record(tx, { action: 'push', kind: 'manifest', repository, digest, mediaType: record.mediaType, size: bytes.length, ...(tag ? { tag } : {}) }, origin);
       recordImageEvent(tx, eventId, 'create', appId, repository, { digest, tag: tag ?? null, configDigest: parsed.config.digest, mediaType: record.mediaType }, account || null, now);

@@ -1,6 +1,6 @@
 /**
- * Paged reads of a whole keyspace (or one prefix of it) outside a transaction: GC, fsck and
- * metrics walk keyspaces of any size without one huge read, yielding to the event loop between
+ * Paged reads of a whole keyspace (or one prefix of it) outside a transaction: GC and fsck
+ * walk keyspaces of any size without one huge read, yielding to the event loop between
  * pages. Each page is one consistent `range`; the walk as a whole is not a snapshot (callers
  * re-check what they act on inside a transaction).
  *
@@ -12,9 +12,9 @@
  * from the last read's duration so that a read takes about `SYNC_PAGE_MS`, by a factor between
  * one half and two (a read slowed once by a garbage collection or another thread does not
  * shrink the walk to its smallest pages). Measured 2026-12-06 at 100,000 images, both builds in
- * one run (docs/performance.md "Run W"): with pages of 2,048 the store-size metrics' pass held
- * the event loop up to 38 ms beside manifest GETs, whose p99 was 16.8 ms; with pages by time,
- * the longest holds were 3–11 ms and the p99 3.27 ms.
+ * one run (docs/performance.md "Run W"): with pages of 2,048 a walk of the manifests (the
+ * store-size metrics' pass of the time) held the event loop up to 38 ms beside manifest GETs,
+ * whose p99 was 16.8 ms; with pages by time, the longest holds were 3–11 ms and the p99 3.27 ms.
  */
 import type { Entry, Keyspace, MetadataReader } from './metadata.js';
 
@@ -33,25 +33,6 @@ export const SYNC_MIN_PAGE = 16;
  */
 export const SYNC_PAGE_MS = 1;
 
-/** Longest a page of a walk given `busy` waits for the requests in flight to end, ms (then it is read anyway). */
-export const BUSY_WAIT_MS = 1000;
-
-/** How often a walk waiting for requests to end checks `busy` again, ms. */
-export const BUSY_POLL_MS = 5;
-
-/** How a walk shares the store and the event loop with requests (`scanKeyspace`). */
-export interface ScanOptions {
-  /** Rest `pace` times as long as each page's read took before the next (default 0: a turn of the event loop). */
-  pace?: number;
-  /**
-   * Whether requests are in flight now: before each page the walk waits while it says so,
-   * checking every `BUSY_POLL_MS`, for at most `busyWaitMs`.
-   */
-  busy?: () => boolean;
-  /** Longest wait for `busy` to clear before a page, ms (default `BUSY_WAIT_MS`). */
-  busyWaitMs?: number;
-}
-
 /**
  * The size of the page after one of `limit` entries whose read took `readMs` on a store whose
  * reads are synchronous: scaled to take about `SYNC_PAGE_MS`, between half and twice `limit`,
@@ -64,22 +45,13 @@ export function nextSyncPage(limit: number, readMs: number): number {
 
 /**
  * Iterates the entries of `ks` in key order (only keys under `prefix` when given), a page per
- * read (see the file header for their size). Between pages it yields to the event loop; with
- * `pace` > 0 it waits `pace` times as long as the page's read took, so a walk of any size holds
- * the store (a PostgreSQL session, the event loop for LMDB) at most 1 / (1 + pace) of its time
- * while it runs: the background passes over whole keyspaces (the store-size metrics) use it so
- * that their cost, which grows with the registry, never crowds out requests. With `busy`, each
- * page first waits while requests are in flight (at most `busyWaitMs`): the pages' reads, and the
- * decoded records they leave to the garbage collector, then fall between requests rather than
- * beside them; on a server never idle the walk still reads a page per `busyWaitMs`.
+ * read (see the file header for their size), yielding to the event loop between pages.
  */
-export async function* scanKeyspace<V>(reader: MetadataReader, ks: Keyspace<V>, prefix?: string, opts: ScanOptions = {}): AsyncGenerator<Entry<V>> {
-  const pace = opts.pace ?? 0;
+export async function* scanKeyspace<V>(reader: MetadataReader, ks: Keyspace<V>, prefix?: string): AsyncGenerator<Entry<V>> {
   const synchronous = typeof reader.getNow === 'function';
   let limit = synchronous ? SYNC_FIRST_PAGE : SCAN_PAGE;
   let after: string | undefined;
   for (;;) {
-    if (opts.busy) await whileBusy(opts.busy, opts.busyWaitMs ?? BUSY_WAIT_MS);
     const t0 = performance.now();
     const page = await reader.range(ks, {
       ...(prefix === undefined ? {} : { prefix }),
@@ -92,13 +64,6 @@ export async function* scanKeyspace<V>(reader: MetadataReader, ks: Keyspace<V>, 
     if (fresh.length < limit) return;
     after = fresh[limit - 1]!.key;
     if (synchronous) limit = nextSyncPage(limit, readMs);
-    if (pace > 0) await new Promise((r) => setTimeout(r, pace * readMs));
-    else await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
   }
-}
-
-/** Waits while `busy()` says so, checking every `BUSY_POLL_MS`, for at most `maxMs`. */
-async function whileBusy(busy: () => boolean, maxMs: number): Promise<void> {
-  const until = performance.now() + maxMs;
-  while (busy() && performance.now() < until) await new Promise((r) => setTimeout(r, BUSY_POLL_MS));
 }

@@ -7,6 +7,8 @@
  *     record and is linked to the repository; blob `refs` and manifest `links` match the pairs
  *   - the link index both ways (`repositoryBlobs` / `blobRepositories`), the image index, every
  *     tag points at a manifest of its repository and the tag index (`manifestTags`) matches
+ *   - the store totals (blob and manifest records, their bytes: storage/running-totals.ts) against
+ *     the records counted
  *   - upload sessions idle past the upload TTL (stale)
  *   - upload session bytes (the backend's `sessions()`: filesystem `uploads/<id>` files) that
  *     belong to no recorded session (orphan uploads)
@@ -14,7 +16,8 @@
  * collector's own orphan phase, with its grace period), stale upload sessions (the upload
  * engine's reaper) and orphan upload bytes untouched for the same grace (a running server's
  * session is unrecorded until its first chunk is acknowledged, and its bytes are written
- * meanwhile: the grace keeps them). Everything else is reported for an operator to decide.
+ * meanwhile: the grace keeps them), and store totals that disagree with the records (counted
+ * again and set in one transaction, exact however the store changes meanwhile). Everything else is reported for an operator to decide.
  *
  * Reads are not one snapshot across databases: run it on a stopped server or a copy for exact
  * results; while serving, a push committing during the run can show a transient mismatch.
@@ -22,17 +25,19 @@
 import type { Store } from '../../engine/store.js';
 import { blobKey, type BlobBackend } from '../../engine/blobs/contract.js';
 import { hashBlob } from '../../engine/blobs/hash-blob.js';
-import { blobRecord, scanBlobRecords, scanUploadSessions, uploadSession } from '../../engine/blobs/refs.js';
+import { blobRecord, checkBlobTotals, resetBlobTotalsInTransaction, scanBlobRecords, scanUploadSessions, uploadSession } from '../../engine/blobs/refs.js';
 import type { HashFactory } from '../../engine/blobs/running-hash.js';
 import { GarbageCollector } from '../../engine/registry/gc.js';
 import { checkRegistryRecords, type RegistryProblemKind } from '../../engine/registry/consistency.js';
+import { checkManifestTotals, resetManifestTotalsInTransaction } from '../../engine/registry/registry.js';
+import type { Totals } from '../../engine/storage/running-totals.js';
 import { releaseRetention } from '../../engine/platform/retention.js';
 import { Uploads } from '../../engine/blobs/uploads.js';
 import type { Clock } from '../../engine/clock.js';
 import type { Digest } from '../../engine/digest.js';
 
 /** Kinds of problem, each with the safe repair if there is one. */
-export type ProblemKind = 'blob-missing' | 'blob-size' | 'blob-digest' | 'orphan-file' | 'stale-upload' | 'orphan-upload' | RegistryProblemKind;
+export type ProblemKind = 'blob-missing' | 'blob-size' | 'blob-digest' | 'orphan-file' | 'store-totals' | 'stale-upload' | 'orphan-upload' | RegistryProblemKind;
 
 export interface Problem {
   kind: ProblemKind;
@@ -117,6 +122,15 @@ export async function fsck(store: Store, files: BlobBackend, clock: Clock, o: Fs
   checked.manifests = counted.manifests;
   checked.tags = counted.tags;
 
+  // The store totals against the records.
+  const totals: Problem[] = [];
+  const sameTotals = (a: Totals, b: Totals) => a.count === b.count && a.bytes === b.bytes;
+  const shown = (x: Totals) => `${x.count} records, ${x.bytes} bytes`;
+  for (const [subject, check] of [['blobs', checkBlobTotals], ['manifests', checkManifestTotals]] as const) {
+    const { recorded, counted } = await check(store.metadata);
+    if (!sameTotals(recorded, counted)) totals.push(add('store-totals', subject, `totals say ${shown(recorded)}; the records make ${shown(counted)}`));
+  }
+
   // Upload sessions.
   const stale: Problem[] = [];
   const recorded = new Set<string>();
@@ -135,6 +149,10 @@ export async function fsck(store: Store, files: BlobBackend, clock: Clock, o: Fs
   }
 
   if (o.repair) {
+    for (const p of totals) {
+      await store.metadata.transact((tx) => (p.subject === 'blobs' ? resetBlobTotalsInTransaction(tx) : resetManifestTotalsInTransaction(tx)));
+      p.repaired = true;
+    }
     if (orphans.length > 0) {
       const gc = new GarbageCollector(store.metadata, files, clock, releaseRetention, { graceMs: o.orphanGraceMs });
       const removed = new Set((await gc.removeOrphans()).map((r) => r.digest as string));

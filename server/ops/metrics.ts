@@ -5,14 +5,13 @@
  * repository name, digest or token), a method and a status class (`2xx`).
  *
  * A scrape answers from memory whatever the metadata store's state (docs/faults.md "/metrics
- * during a store outage"): store sizes (blob and manifest counts and bytes, one paged pass over
- * two keyspaces) are read in the background, paced and spaced so that their cost stays a small
- * share of the store's time however large the registry grows, each page waiting (up to 1 s)
- * while a request is in flight or began in the last `SERVING_QUIET_MS`, so that its reads, and
- * the records it decodes (garbage for the collector), fall between requests (`StoreTotals`;
- * docs/performance.md "Runs X and Z"); a scrape waits at most `SCRAPE_WAIT_MS` for a read in
- * progress and otherwise shows the last totals read, with `slipway_store_up` (0 while the last
- * read failed) and `slipway_store_totals_age_seconds`.
+ * during a store outage"): store sizes (blob and manifest counts and bytes) are the running
+ * totals the store keeps as records change (storage/running-totals.ts: a few small records per
+ * read, however large the registry), read in the background at most every `STORE_READ_MS`
+ * (`StoreTotals`) and at least every `STORE_FOLD_EVERY_MS`, which also folds their deltas when many
+ * wait; a scrape waits at most `SCRAPE_WAIT_MS` for a read in progress and otherwise shows the
+ * last totals read, with `slipway_store_up` (0 while the last read failed) and
+ * `slipway_store_totals_age_seconds`.
  * Open upload sessions (bounded per account) are a number in memory, read on every scrape.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -28,34 +27,23 @@ const REQUEST_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 /** Upper bounds of the read-barrier buckets (seconds): one round trip to the database, up to the listener's 1 s timeout. */
 const BARRIER_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 
-/** Minimum ms between the starts of two passes over the store for the size gauges. */
-export const STORE_SCAN_MS = 2_000;
+/** Minimum ms between the starts of two reads of the store totals for the size gauges. */
+export const STORE_READ_MS = 2_000;
 
 /**
- * A pass over the store for the size gauges waits this many times as long as each page's read
- * took before reading the next (storage/scan.ts `scanKeyspace`): while it runs, it holds the
- * store at most a fifth of the time.
+ * The next read starts no sooner than this many times the last read's duration after that read
+ * started (and no sooner than `STORE_READ_MS`): reads take at most a tenth of the time of a
+ * store connection, whatever they meet (a slow database, many deltas to fold).
  */
-const STORE_SCAN_PACE = 4;
+export const STORE_READ_SPACING = 10;
 
 /**
- * The next pass starts no sooner than this many times the last pass's duration after that pass
- * started (and no sooner than `STORE_SCAN_MS`): passes run at most a tenth of the time, so with
- * the pace above they take at most 2 % of one store connection, however many records there are.
- * Measured on PostgreSQL before the pace and spacing (2026-11-28): at 30,000 images a pass read
- * 120,000 records in 59 pages of 26–40 ms each, and a scrape every 2 s kept PostgreSQL's sessions
- * busy for most of a core while manifest GETs ran beside it.
+ * The totals are read (and their deltas folded) at least this often, scraped or not (ms), so the
+ * deltas a busy registry writes between scrapes stay few.
  */
-export const STORE_SCAN_SPACING = 10;
+export const STORE_FOLD_EVERY_MS = 60_000;
 
-/**
- * A server counts as serving for this long after a request began, ms (`Metrics`' store pass waits
- * while it is): under a steady stream of requests the moments with none in flight are too short
- * to tell apart from idle, and the pass read its pages in them (docs/performance.md "Runs X and Z").
- */
-export const SERVING_QUIET_MS = 50;
-
-/** Longest a scrape waits for a store pass in progress before it shows the last totals (ms). */
+/** Longest a scrape waits for a read of the store totals in progress before it shows the last totals (ms). */
 export const SCRAPE_WAIT_MS = 1_000;
 
 /** Where a worker pool's queue length comes from. */
@@ -103,8 +91,6 @@ export class Metrics {
   }));
   /** Requests being handled now, by host (plain numbers; the gauge reads them at scrape time). */
   readonly inFlight: Record<string, number> = {};
-  /** When the last request on any host began (`performance.now()` ms; -Infinity before the first). */
-  lastRequestAt = -Infinity;
   readonly tokenChecks: DeferredCounter<'host' | 'scheme' | 'result'> = new DeferredCounter(new Counter({
     name: 'slipway_token_checks_total',
     help: 'Requests that presented credentials, by host, scheme (basic, bearer, other) and result (ok, rejected).',
@@ -135,6 +121,7 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly #unsubscribe: () => void;
+  readonly #foldTimer: NodeJS.Timeout;
 
   /**
    * @param uploads the server's upload sessions: the open-session gauge is read from their memory
@@ -145,14 +132,13 @@ export class Metrics {
     // prom-client names these gauges `_total`, which Prometheus reserves for counters (promtool
     // rejects them); the handle and request counts are of little use to an operator anyway.
     for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
-    // One keyspace after the other, so that a pass holds one connection at a time. Its pages wait
-    // while the request hosts are busy (the admin host's scrapes are not counted there).
-    const scan = { pace: STORE_SCAN_PACE, busy: () => this.#serving() };
     const totals = new StoreTotals(async () => {
-      const b = await blobTotals(store.metadata, scan);
-      const m = await manifestTotals(store.metadata, scan);
+      const b = await blobTotals(store.metadata);
+      const m = await manifestTotals(store.metadata);
       return { blobs: b.blobs, blobBytes: b.bytes, manifests: m.manifests, manifestBytes: m.bytes };
     });
+    // Unscraped, the deltas of a busy registry would pile up until the next scrape read them all.
+    this.#foldTimer = setInterval(() => void totals.recent(), STORE_FOLD_EVERY_MS).unref();
     const stored = (field: keyof StoreSizes) => async () => (await totals.recent())?.[field] ?? 0;
     this.#gauge('slipway_store_blobs', 'Blob records in the store (last successful read: see slipway_store_totals_age_seconds).', stored('blobs'));
     this.#gauge('slipway_store_blob_bytes', 'Bytes of every stored blob (last successful read).', stored('blobBytes'));
@@ -185,13 +171,6 @@ export class Metrics {
       this.gcDeletedBlobs.inc(e.blobs.deleted);
       this.gcDeletedBytes.inc(e.blobs.bytes + e.orphans.bytes);
     });
-  }
-
-  /** Whether a request host has a request in flight, or began one less than `SERVING_QUIET_MS` ago. */
-  #serving(): boolean {
-    if (performance.now() - this.lastRequestAt < SERVING_QUIET_MS) return true;
-    for (const host in this.inFlight) if (this.inFlight[host]! > 0) return true;
-    return false;
   }
 
   /**
@@ -241,6 +220,7 @@ export class Metrics {
   /** Stops listening to engine events. */
   close(): void {
     this.#unsubscribe();
+    clearInterval(this.#foldTimer);
   }
 }
 
@@ -248,21 +228,21 @@ export class Metrics {
 export interface StoreSizes { blobs: number; blobBytes: number; manifests: number; manifestBytes: number }
 
 /**
- * The last store sizes read, refreshed in the background: a pass starts when a scrape comes
- * `STORE_SCAN_MS` or `STORE_SCAN_SPACING` × the last successful pass's duration (whichever is
- * longer) after that pass started (one pass at a time, shared by the gauges of one scrape), and a
- * scrape waits for it at most `SCRAPE_WAIT_MS`. A failed pass keeps the last totals and sets `up`
- * false; it never fails the scrape, and the next pass may start `STORE_SCAN_MS` after it started.
+ * The last store sizes read, refreshed in the background: a read starts when a scrape comes
+ * `STORE_READ_MS` or `STORE_READ_SPACING` × the last successful read's duration (whichever is
+ * longer) after that read started (one read at a time, shared by the gauges of one scrape), and a
+ * scrape waits for it at most `SCRAPE_WAIT_MS`. A failed read keeps the last totals and sets `up`
+ * false; it never fails the scrape, and the next read may start `STORE_READ_MS` after it started.
  */
 export class StoreTotals {
   #last: StoreSizes | undefined;
   /** Clock time (ms) of the last successful read and of the last attempt. */
   #readAt = -1;
   #triedAt = -Infinity;
-  /** Clock time (ms) before which no pass starts. */
+  /** Clock time (ms) before which no read starts. */
   #nextAt = -Infinity;
   #reading: Promise<void> | undefined;
-  /** False while the last pass failed. */
+  /** False while the last read failed. */
   up = true;
 
   /** @param clock ms, monotonic (tests move it) */
@@ -280,17 +260,17 @@ export class StoreTotals {
           this.#last = t;
           this.#readAt = this.clock();
           this.up = true;
-          this.#nextAt = started + Math.max(STORE_SCAN_MS, STORE_SCAN_SPACING * (this.#readAt - started));
+          this.#nextAt = started + Math.max(STORE_READ_MS, STORE_READ_SPACING * (this.#readAt - started));
         },
         () => {
-          // A failed pass (the store unavailable, or a statement timed out) is not spaced by its
-          // duration: `slipway_store_up` returns to 1 within STORE_SCAN_MS of the store's return.
+          // A failed read (the store unavailable, or a statement timed out) is not spaced by its
+          // duration: `slipway_store_up` returns to 1 within STORE_READ_MS of the store's return.
           this.up = false;
-          this.#nextAt = started + STORE_SCAN_MS;
+          this.#nextAt = started + STORE_READ_MS;
         },
       ).finally(() => { this.#reading = undefined; });
     }
-    // The gauges of one scrape share the pass and its deadline: together they wait SCRAPE_WAIT_MS at most.
+    // The gauges of one scrape share the read and its deadline: together they wait SCRAPE_WAIT_MS at most.
     const left = this.#triedAt + SCRAPE_WAIT_MS - this.clock();
     if (this.#reading && left > 0) {
       let timer: NodeJS.Timeout | undefined;

@@ -108,7 +108,6 @@ export function observe(host: HostName, handler: Handler, onError: (ex: Exchange
     const ex = new ObservedExchange(inner, level0 !== 'silent' && log.isLevelEnabled(level0));
     tracker.begin();
     metrics.inFlight[host] = (metrics.inFlight[host] ?? 0) + 1;
-    metrics.lastRequestAt = started;
     let done: MaybePromise<void> = undefined;
     try {
       done = tryMaybe(() => handler(ex), (e) => onError(ex, e));

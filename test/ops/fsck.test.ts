@@ -1,7 +1,8 @@
 /**
  * `slipway fsck` on a clean data directory (exit 0) and on a copy with planted faults: a
  * truncated blob, a flipped byte (found only with --full), a missing file and a manifest whose
- * blob record is gone (dangling link). --repair removes orphan files and nothing else.
+ * blob record is gone (dangling link, and store totals that no longer match the records).
+ * --repair removes orphan files and sets the store totals again, and nothing else.
  */
 import t from 'tap';
 import { cpSync, openSync, readSync, statSync, truncateSync, unlinkSync, utimesSync, writeFileSync, writeSync, closeSync, mkdirSync, existsSync } from 'node:fs';
@@ -75,6 +76,8 @@ t.test('fsck', async (t) => {
   t.ok(has(quick, 'blob-missing', missing), 'missing file found');
   t.ok(has(quick, 'blob-link-dangling', dangling), 'manifest naming a blob without record found');
   t.ok(has(quick, 'orphan-file', orphan), 'orphan file found');
+  t.ok(has(quick, 'store-totals', 'blobs'), 'blob totals that count a record removed behind their back found');
+  t.notOk(has(quick, 'store-totals', 'manifests'), 'the manifest totals agree');
   t.notOk(has(quick, 'blob-digest', flipped), 'a flipped byte keeps the size: not seen without --full');
 
   const full = await fsckCli(broken, '--full', '--json');
@@ -92,4 +95,7 @@ t.test('fsck', async (t) => {
   t.notOk(existsSync(blobPath(broken, orphan)), 'orphan file removed');
   t.equal(statSync(blobPath(broken, truncated)).size, imgs[0]!.layers[0]!.bytes.length - 10, 'a corrupt blob is left as it is');
   t.ok(repair.json.problems.filter((p: { kind: string }) => p.kind === 'blob-size').every((p: { repaired: boolean }) => !p.repaired));
+  t.ok(repair.json.problems.some((p: { kind: string; subject: string; repaired: boolean }) => p.kind === 'store-totals' && p.subject === 'blobs' && p.repaired), 'blob totals reported as repaired');
+  const again = await fsckCli(broken, '--json');
+  t.notOk(has(again, 'store-totals', 'blobs'), 'the blob totals match the records after the repair');
 });

@@ -1,0 +1,117 @@
+/**
+ * Running totals of a keyspace's records (how many, and their bytes), kept in the store beside
+ * the records and changed in the same transactions, so reading them costs a few small records
+ * however large the registry grows. (They were read by a paged pass over every record, which at
+ * 100,000 images decoded every manifest on each refresh: its garbage, collected during the
+ * requests that followed, set their p99; docs/performance.md "Store totals".)
+ *
+ * Layout, in a keyspace of the owning domain (`Keyspace<Totals>`):
+ * - `base`: the totals up to the last fold;
+ * - `delta` + separator + time + separator + random: one record per transaction that changed the
+ *   totals (created, removed or resized records), holding that change. A transaction only adds
+ *   its own new key and reads none of the totals, so two commits never conflict over them (one
+ *   row that every push updated would serialize every push of a cluster on it).
+ * - The totals are `base` plus every delta. `fold` moves deltas older than `FOLD_AFTER_MS` into
+ *   `base` in one transaction; younger ones stay, so a fold reads no key that a transaction
+ *   committing now could add. The metrics read the totals every few seconds and fold when
+ *   `FOLD_AT_DELTAS` or more are waiting, so the read stays small.
+ *
+ * Exact while every change goes through `add` (each domain calls it where it writes those
+ * records: blobs/refs.ts, registry/registry.ts and manifest-records.ts); schema migration 9 set
+ * the first base from the records (engine/migrations.ts), and `slipway fsck` compares the totals
+ * with the records and `--repair` sets them again (`reset`).
+ */
+import { randomBytes } from 'node:crypto';
+import { key, type Keyspace, type MetadataReader, type MetadataStore, type MetadataTransaction } from './metadata.js';
+
+/** A count of records and their bytes. */
+export interface Totals {
+  count: number;
+  bytes: number;
+}
+
+/** Deltas are folded into the base once this old (ms): younger keys may still be committing. */
+export const FOLD_AFTER_MS = 5_000;
+/** A read that finds this many deltas or more folds them (`readAndFold`). */
+export const FOLD_AT_DELTAS = 64;
+
+const BASE = 'base';
+const DELTA = 'delta';
+
+/** A delta's key: time (ms since the epoch, base 36, fixed width so keys sort by it) and 64 random bits. */
+function deltaKey(now: number, suffix = randomBytes(8).toString('hex')): string {
+  return key(DELTA, Math.max(0, Math.floor(now)).toString(36).padStart(9, '0'), suffix);
+}
+
+/** The running totals of one keyspace's records, kept in `ks` (see the file header). */
+export class RunningTotals {
+  /** Each transaction attempt's one delta record (an attempt is a new object: a retry starts at zero). */
+  readonly #pending = new WeakMap<MetadataTransaction, { key: string; totals: Totals }>();
+
+  /**
+   * @param ks the owning domain's keyspace for these totals
+   * @param clock ms since the epoch (delta keys and the fold's cut-off; tests pass their own)
+   */
+  constructor(readonly ks: Keyspace<Totals>, readonly clock: () => number = Date.now) {}
+
+  /**
+   * Adds `count` records and `bytes` bytes (negative to take away) to the totals, inside the
+   * caller's transaction: its one delta record for these totals grows by that.
+   */
+  add(tx: MetadataTransaction, count: number, bytes: number): void {
+    if (count === 0 && bytes === 0) return;
+    let p = this.#pending.get(tx);
+    if (!p) this.#pending.set(tx, p = { key: deltaKey(this.clock()), totals: { count: 0, bytes: 0 } });
+    p.totals = { count: p.totals.count + count, bytes: p.totals.bytes + bytes };
+    tx.put(this.ks, p.key, p.totals);
+  }
+
+  /** The totals now (`base` plus every delta, one range read) and how many deltas are waiting. */
+  async read(reader: MetadataReader): Promise<{ totals: Totals; deltas: number }> {
+    const totals = { count: 0, bytes: 0 };
+    let deltas = 0;
+    for (const { key: k, value } of await reader.range(this.ks)) {
+      totals.count += value.count;
+      totals.bytes += value.bytes;
+      if (k !== BASE) deltas++;
+    }
+    return { totals, deltas };
+  }
+
+  /**
+   * Moves every delta older than `FOLD_AFTER_MS` into `base`, in one transaction.
+   * @returns how many deltas it folded
+   */
+  fold(store: MetadataStore): Promise<number> {
+    const cutoff = deltaKey(this.clock() - FOLD_AFTER_MS, '');
+    return store.transact(async (tx) => {
+      const old = await tx.range(this.ks, { prefix: DELTA, end: cutoff });
+      if (old.length === 0) return 0;
+      const base = (await tx.get(this.ks, BASE)) ?? { count: 0, bytes: 0 };
+      for (const { key: k, value } of old) {
+        base.count += value.count;
+        base.bytes += value.bytes;
+        tx.remove(this.ks, k);
+      }
+      tx.put(this.ks, BASE, { count: base.count, bytes: base.bytes });
+      return old.length;
+    });
+  }
+
+  /** `read`, then `fold` when `FOLD_AT_DELTAS` or more deltas wait (the fold does not change the totals read). */
+  async readAndFold(store: MetadataStore): Promise<Totals> {
+    const { totals, deltas } = await this.read(store);
+    if (deltas >= FOLD_AT_DELTAS) await this.fold(store);
+    return totals;
+  }
+
+  /**
+   * Sets the totals to `totals` inside the caller's transaction: `base` becomes `totals` and
+   * every delta goes (schema migration, `slipway fsck --repair`). The caller counted `totals`
+   * from the records in the same transaction.
+   */
+  async reset(tx: MetadataTransaction, totals: Totals): Promise<void> {
+    for (const { key: k } of await tx.range(this.ks, { prefix: DELTA })) tx.remove(this.ks, k);
+    tx.put(this.ks, BASE, { count: totals.count, bytes: totals.bytes });
+  }
+}
