@@ -7,9 +7,8 @@
  * A scrape answers from memory whatever the metadata store's state (docs/faults.md "/metrics
  * during a store outage"): store sizes (blob and manifest counts and bytes) are the running
  * totals the store keeps as records change (storage/running-totals.ts: a few small records per
- * read, however large the registry), read in the background at most every `STORE_READ_MS`
- * (`StoreTotals`) and at least every `STORE_FOLD_EVERY_MS`, which also folds their deltas when many
- * wait; a scrape waits at most `SCRAPE_WAIT_MS` for a read in progress and otherwise shows the
+ * read, however large the registry), read in the background every `STORE_FOLD_EVERY_MS` (`StoreTotals`),
+ * which also folds their deltas when many wait; a scrape waits at most `SCRAPE_WAIT_MS` for a read in progress and otherwise shows the
  * last totals read, with `slipway_store_up` (0 while the last read failed) and
  * `slipway_store_totals_age_seconds`.
  * Open upload sessions (bounded per account) are a number in memory, read on every scrape.
@@ -38,10 +37,10 @@ export const STORE_READ_MS = 2_000;
 export const STORE_READ_SPACING = 10;
 
 /**
- * The totals are read (and their deltas folded) at least this often, scraped or not (ms), so the
- * deltas a busy registry writes between scrapes stay few.
+ * The totals are read (and their deltas folded) this often, scraped or not (ms): the deltas a
+ * busy registry writes are folded a few hundred at a time, never a backlog of minutes at once.
  */
-export const STORE_FOLD_EVERY_MS = 60_000;
+export const STORE_FOLD_EVERY_MS = 2_000;
 
 /** Longest a scrape waits for a read of the store totals in progress before it shows the last totals (ms). */
 export const SCRAPE_WAIT_MS = 1_000;

@@ -1,7 +1,8 @@
 /**
  * Running totals (engine/storage/running-totals.ts) on a real LMDB store and a real PostgreSQL
  * 15: a transaction's adds make one delta record; a retried attempt counts once; `fold` moves
- * only deltas older than `FOLD_AFTER_MS` into the base and never changes the totals; `reset`
+ * only deltas older than `FOLD_AFTER_MS` into the base, `FOLD_PAGE` per transaction, and never
+ * changes the totals; `reset`
  * sets them. And a race with random timing: writers commit random adds while folds run and the
  * clock moves, on two stores of one database for PostgreSQL; the totals always equal the sum of
  * the committed adds, and after a last fold no delta is left.
@@ -15,7 +16,7 @@ import { prng } from '../helpers/metadata-contract-suite.js';
 import { LmdbMetadataStore } from '../../engine/storage/lmdb-metadata.js';
 import { PostgresMetadataStore } from '../../engine/storage/postgres-metadata.js';
 import { keyspace, type MetadataStore } from '../../engine/storage/metadata.js';
-import { FOLD_AFTER_MS, FOLD_AT_DELTAS, RunningTotals, type Totals } from '../../engine/storage/running-totals.js';
+import { FOLD_AFTER_MS, FOLD_AT_DELTAS, FOLD_PAGE, RunningTotals, type Totals } from '../../engine/storage/running-totals.js';
 
 const ks = keyspace<Totals>('registry', 'running-totals-test');
 const other = keyspace<{ n: number }>('registry', 'running-totals-test-other');
@@ -55,6 +56,16 @@ function suite(t: Test, open: () => Promise<[MetadataStore, MetadataStore]>) {
     now += FOLD_AFTER_MS + 1;
     t.same(await totals.readAndFold(store), { count: 2 + FOLD_AT_DELTAS, bytes: 7 + FOLD_AT_DELTAS }, 'readAndFold reads the totals');
     t.same(await totals.read(store), { totals: { count: 2 + FOLD_AT_DELTAS, bytes: 7 + FOLD_AT_DELTAS }, deltas: 0 }, `and folds ${FOLD_AT_DELTAS} deltas`);
+
+    // A backlog is folded FOLD_PAGE deltas per transaction.
+    const backlog = 2 * FOLD_PAGE + 3;
+    for (let i = 0; i < backlog; i++) await store.transact((tx) => { totals.add(tx, 1, 2); });
+    now += FOLD_AFTER_MS + 1;
+    let transactions = 0;
+    const counting = Object.create(store, { transact: { value: (body: Parameters<MetadataStore['transact']>[0]) => { transactions++; return store.transact(body); } } }) as MetadataStore;
+    t.equal(await totals.fold(counting), backlog, `a backlog of ${backlog} deltas folded`);
+    t.equal(transactions, 3, `in ${transactions} transactions of at most ${FOLD_PAGE}`);
+    t.same(await totals.read(store), { totals: { count: 2 + FOLD_AT_DELTAS + backlog, bytes: 7 + FOLD_AT_DELTAS + 2 * backlog }, deltas: 0 }, 'the totals unchanged by the fold');
     await store.transact((tx) => totals.reset(tx, { count: 0, bytes: 0 }));
   });
 
