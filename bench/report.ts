@@ -121,8 +121,11 @@ export class Report {
       // CPU time the hypervisor gave to other guests meanwhile (steal).
       if (typeof s?.steal_cpu_pct === 'number') line.steal_cpu_pct_slipway = s.steal_cpu_pct;
       if (typeof r?.steal_cpu_pct === 'number') line.steal_cpu_pct_reference = r.steal_cpu_pct;
+      // The target is judged on the exact ratio: the printed one is rounded (2.496 shows as 2.5).
+      let exactRatio: number | null = null;
       if (s && r && s.value > 0 && r.value > 0) {
-        line.ratio = Math.round((better === 'higher' ? s.value / r.value : r.value / s.value) * 100) / 100;
+        exactRatio = better === 'higher' ? s.value / r.value : r.value / s.value;
+        line.ratio = Math.round(exactRatio * 100) / 100;
         line.better = better === 'higher' ? 'higher value; ratio = slipway/reference' : 'lower value; ratio = reference/slipway';
       } else {
         line.ratio = null;
@@ -138,7 +141,7 @@ export class Report {
       const t = this.#targets[bench];
       if (t?.ratio !== undefined) {
         line.target = `ratio >= ${t.ratio}`;
-        line.met = typeof line.ratio === 'number' ? line.ratio >= t.ratio : null;
+        line.met = exactRatio === null ? null : exactRatio >= t.ratio;
       } else if (t?.max !== undefined) {
         line.target = `slipway <= ${t.max} ${unit}`;
         line.met = s ? s.value <= t.max : null;
