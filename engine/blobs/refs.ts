@@ -128,19 +128,16 @@ export async function blobTotals(store: MetadataStore): Promise<{ blobs: number;
   return { blobs: t.count, bytes: t.bytes };
 }
 
+const blobSize = (record: BlobRecord) => record.size;
+
 /** The blob totals as recorded, and as counted from every record in one pass (`slipway fsck`; not one snapshot while serving). */
-export async function checkBlobTotals(reader: MetadataReader): Promise<{ recorded: Totals; counted: Totals }> {
-  const counted = { count: 0, bytes: 0 };
-  for await (const { value } of scanKeyspace(reader, blobs)) { counted.count++; counted.bytes += value.size; }
-  return { recorded: (await totals.read(reader)).totals, counted };
+export function checkBlobTotals(reader: MetadataReader): Promise<{ recorded: Totals; counted: Totals }> {
+  return totals.check(reader, blobs, blobSize);
 }
 
 /** Sets the blob totals from every blob record, read in the caller's transaction (schema migration, `slipway fsck --repair`). */
-export async function resetBlobTotalsInTransaction(tx: MetadataTransaction): Promise<Totals> {
-  const counted = { count: 0, bytes: 0 };
-  for (const { value } of await tx.range(blobs)) { counted.count++; counted.bytes += value.size; }
-  await totals.reset(tx, counted);
-  return counted;
+export function resetBlobTotalsInTransaction(tx: MetadataTransaction): Promise<Totals> {
+  return totals.recount(tx, blobs, blobSize);
 }
 
 /** Every upload session record in id order, paged (outside a transaction; fsck, metrics). */

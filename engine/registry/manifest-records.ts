@@ -6,7 +6,6 @@
  */
 import { key, readMaybe, type MetadataReader, type MetadataStore, type MetadataTransaction } from '../storage/metadata.js';
 import { andThen, type MaybePromise } from '../maybe-sync.js';
-import { scanKeyspace } from '../storage/scan.js';
 import { RunningTotals, type Totals } from '../storage/running-totals.js';
 import type { Digest } from '../digest.js';
 import { addBlobRefsInTransaction } from '../blobs/refs.js';
@@ -64,16 +63,11 @@ export async function manifestTotals(store: MetadataStore): Promise<{ manifests:
 }
 
 /** The manifest totals as recorded, and as counted from every record in one pass (`slipway fsck`; not one snapshot while serving). */
-export async function checkManifestTotals(reader: MetadataReader): Promise<{ recorded: Totals; counted: Totals }> {
-  const counted = { count: 0, bytes: 0 };
-  for await (const { value } of scanKeyspace(reader, manifests)) { counted.count++; counted.bytes += manifestSize(value); }
-  return { recorded: (await totals.read(reader)).totals, counted };
+export function checkManifestTotals(reader: MetadataReader): Promise<{ recorded: Totals; counted: Totals }> {
+  return totals.check(reader, manifests, manifestSize);
 }
 
 /** Sets the manifest totals from every manifest record, read in the caller's transaction (schema migration, `slipway fsck --repair`). */
-export async function resetManifestTotalsInTransaction(tx: MetadataTransaction): Promise<Totals> {
-  const counted = { count: 0, bytes: 0 };
-  for (const { value } of await tx.range(manifests)) { counted.count++; counted.bytes += manifestSize(value); }
-  await totals.reset(tx, counted);
-  return counted;
+export function resetManifestTotalsInTransaction(tx: MetadataTransaction): Promise<Totals> {
+  return totals.recount(tx, manifests, manifestSize);
 }

@@ -21,10 +21,11 @@
  * Exact while every change goes through `add` (each domain calls it where it writes those
  * records: blobs/refs.ts, registry/registry.ts and manifest-records.ts); schema migration 9 set
  * the first base from the records (engine/migrations.ts), and `slipway fsck` compares the totals
- * with the records and `--repair` sets them again (`reset`).
+ * with the records and `--repair` sets them again (`check`, `recount`).
  */
 import { randomBytes } from 'node:crypto';
 import { key, type Keyspace, type MetadataReader, type MetadataStore, type MetadataTransaction } from './metadata.js';
+import { scanKeyspace } from './scan.js';
 
 /** A count of records and their bytes. */
 export interface Totals {
@@ -120,11 +121,32 @@ export class RunningTotals {
 
   /**
    * Sets the totals to `totals` inside the caller's transaction: `base` becomes `totals` and
-   * every delta goes (schema migration, `slipway fsck --repair`). The caller counted `totals`
-   * from the records in the same transaction.
+   * every delta goes. `recount` is the usual way in; tests set chosen totals.
    */
   async reset(tx: MetadataTransaction, totals: Totals): Promise<void> {
     for (const { key: k } of await tx.range(this.ks, { prefix: DELTA })) tx.remove(this.ks, k);
     tx.put(this.ks, BASE, { count: totals.count, bytes: totals.bytes });
+  }
+
+  /**
+   * Counts every record of `records` (bytes by `sizeOf`) in the caller's transaction and sets the
+   * totals to that (schema migration, `slipway fsck --repair`): exact, as one snapshot.
+   * @returns the totals set
+   */
+  async recount<V>(tx: MetadataTransaction, records: Keyspace<V>, sizeOf: (value: V) => number): Promise<Totals> {
+    const counted = { count: 0, bytes: 0 };
+    for (const { value } of await tx.range(records)) { counted.count++; counted.bytes += sizeOf(value); }
+    await this.reset(tx, counted);
+    return counted;
+  }
+
+  /**
+   * The totals as recorded, and as counted from every record of `records` (bytes by `sizeOf`) in
+   * one paged pass outside a transaction (`slipway fsck`; not one snapshot while serving).
+   */
+  async check<V>(reader: MetadataReader, records: Keyspace<V>, sizeOf: (value: V) => number): Promise<{ recorded: Totals; counted: Totals }> {
+    const counted = { count: 0, bytes: 0 };
+    for await (const { value } of scanKeyspace(reader, records)) { counted.count++; counted.bytes += sizeOf(value); }
+    return { recorded: (await this.read(reader)).totals, counted };
   }
 }

@@ -31,6 +31,7 @@ import { GarbageCollector } from '../../engine/registry/gc.js';
 import { checkRegistryRecords, type RegistryProblemKind } from '../../engine/registry/consistency.js';
 import { checkManifestTotals, resetManifestTotalsInTransaction } from '../../engine/registry/registry.js';
 import type { Totals } from '../../engine/storage/running-totals.js';
+import type { MetadataTransaction } from '../../engine/storage/metadata.js';
 import { releaseRetention } from '../../engine/platform/retention.js';
 import { Uploads } from '../../engine/blobs/uploads.js';
 import type { Clock } from '../../engine/clock.js';
@@ -122,13 +123,14 @@ export async function fsck(store: Store, files: BlobBackend, clock: Clock, o: Fs
   checked.manifests = counted.manifests;
   checked.tags = counted.tags;
 
-  // The store totals against the records.
-  const totals: Problem[] = [];
-  const sameTotals = (a: Totals, b: Totals) => a.count === b.count && a.bytes === b.bytes;
+  // The store totals against the records; each with the recount that repairs it.
+  const totals: Array<{ problem: Problem; recount: (tx: MetadataTransaction) => Promise<Totals> }> = [];
   const shown = (x: Totals) => `${x.count} records, ${x.bytes} bytes`;
-  for (const [subject, check] of [['blobs', checkBlobTotals], ['manifests', checkManifestTotals]] as const) {
+  for (const [subject, check, recount] of [['blobs', checkBlobTotals, resetBlobTotalsInTransaction], ['manifests', checkManifestTotals, resetManifestTotalsInTransaction]] as const) {
     const { recorded, counted } = await check(store.metadata);
-    if (!sameTotals(recorded, counted)) totals.push(add('store-totals', subject, `totals say ${shown(recorded)}; the records make ${shown(counted)}`));
+    if (recorded.count !== counted.count || recorded.bytes !== counted.bytes) {
+      totals.push({ problem: add('store-totals', subject, `totals say ${shown(recorded)}; the records make ${shown(counted)}`), recount });
+    }
   }
 
   // Upload sessions.
@@ -149,9 +151,9 @@ export async function fsck(store: Store, files: BlobBackend, clock: Clock, o: Fs
   }
 
   if (o.repair) {
-    for (const p of totals) {
-      await store.metadata.transact((tx) => (p.subject === 'blobs' ? resetBlobTotalsInTransaction(tx) : resetManifestTotalsInTransaction(tx)));
-      p.repaired = true;
+    for (const { problem, recount } of totals) {
+      await store.metadata.transact(recount);
+      problem.repaired = true;
     }
     if (orphans.length > 0) {
       const gc = new GarbageCollector(store.metadata, files, clock, releaseRetention, { graceMs: o.orphanGraceMs });

@@ -7,10 +7,10 @@
  * A scrape answers from memory whatever the metadata store's state (docs/faults.md "/metrics
  * during a store outage"): store sizes (blob and manifest counts and bytes) are the running
  * totals the store keeps as records change (storage/running-totals.ts: a few small records per
- * read, however large the registry), read in the background every `STORE_FOLD_EVERY_MS` (`StoreTotals`),
- * which also folds their deltas when many wait; a scrape waits at most `SCRAPE_WAIT_MS` for a read in progress and otherwise shows the
- * last totals read, with `slipway_store_up` (0 while the last read failed) and
- * `slipway_store_totals_age_seconds`.
+ * read, however large the registry), read in the background every `STORE_FOLD_EVERY_MS`
+ * (`StoreTotals`), which also folds their deltas when many wait; a scrape waits at most
+ * `SCRAPE_WAIT_MS` for a read in progress and otherwise shows the last totals read, with
+ * `slipway_store_up` (0 while the last read failed) and `slipway_store_totals_age_seconds`.
  * Open upload sessions (bounded per account) are a number in memory, read on every scrape.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
