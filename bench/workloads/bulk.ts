@@ -83,6 +83,7 @@ async function concurrentBurst(ctx: WorkloadContext, bench: string, blobs: Blob[
   const { target, client, opts, report } = ctx;
   progress(target.name, `${bench}: push ${blobs.length} x ${sizeLabel(opts.concurrentBlobBytes)}, ${opts.concurrentInFlight} at a time`);
   const window = new CpuWindow(target.pid);
+  const threads = new ThreadWindow(target.pid);
   const cpu0 = cpuSeconds(target.pid);
   const faults0 = pageFaults(target.pid).minor;
   const t0 = performance.now();
@@ -94,7 +95,7 @@ async function concurrentBurst(ctx: WorkloadContext, bench: string, blobs: Blob[
   // The server's first touches of new memory during the burst, and their CPU at the rate measured
   // in this run: most of what the first burst after a start costs over the next one.
   const touch = ctx.firstTouchMicros === undefined ? {} : { server_first_touch_cpu_s_per_gib: round((faults * ctx.firstTouchMicros) / 1e6 / (bytes / GiB), 2) };
-  report.add({ bench, server: target.name, value: mbPerSecond(bytes, ms), unit: 'MB/s', blobs: blobs.length, blob_size: sizeLabel(opts.concurrentBlobBytes), in_flight: opts.concurrentInFlight, method: 'POST+PUT', seconds: round(ms / 1000, 2), server_cpu_s_per_gib: round(cpu / (bytes / GiB), 2), server_minor_faults: faults, ...touch, ...window.end() });
+  report.add({ bench, server: target.name, value: mbPerSecond(bytes, ms), unit: 'MB/s', blobs: blobs.length, blob_size: sizeLabel(opts.concurrentBlobBytes), in_flight: opts.concurrentInFlight, method: 'POST+PUT', seconds: round(ms / 1000, 2), server_cpu_s_per_gib: round(cpu / (bytes / GiB), 2), server_minor_faults: faults, ...touch, ...window.end(), threads: threads.end() });
 }
 
 /** Pushes the small image (config, layer, manifest by tag `latest`). */
