@@ -208,8 +208,12 @@ export class PostgresMetadataStore implements MetadataStore {
   async get<V>(ks: Keyspace<V>, k: string): Promise<V | undefined> {
     const inv = this.#inv;
     try {
-      // A cached keyspace, and the cache confirmed fresh by the read barrier: the cache.
-      if (ReadCache.caches(ks.name) && inv.usable && (checkKey(ks, k), await this.#fresh(inv))) return await cachedGet(this.pool, inv.cache, ks, k);
+      // A cached keyspace: the cache, once the read barrier confirmed it if it holds the record
+      // (#needsBarrier), filled on a miss.
+      if (ReadCache.caches(ks.name) && inv.usable) {
+        checkKey(ks, k);
+        if (!this.#needsBarrier(inv, [[ks, k]]) || (await this.#fresh(inv))) return await cachedGet(this.pool, inv.cache, ks, k);
+      }
       return await getOn(this.pool, ks, k);
     } catch (e) {
       throw translate(e);
@@ -224,7 +228,7 @@ export class PostgresMetadataStore implements MetadataStore {
     const inv = this.#inv;
     try {
       for (const [ks, k] of refs) checkKey(ks, k);
-      const cached = inv.usable && refs.some(([ks]) => ReadCache.caches(ks.name)) && (await this.#fresh(inv));
+      const cached = inv.usable && refs.some(([ks]) => ReadCache.caches(ks.name)) && (!this.#needsBarrier(inv, refs) || (await this.#fresh(inv)));
       return (await cachedGetMany(this.pool, cached ? inv.cache : null, refs)) as RecordValues<R>;
     } catch (e) {
       throw translate(e);
@@ -240,7 +244,7 @@ export class PostgresMetadataStore implements MetadataStore {
     const inv = this.#inv;
     try {
       checkKey(ks, k);
-      const cached = ReadCache.caches(ks.name) && inv.usable && (await this.#fresh(inv));
+      const cached = ReadCache.caches(ks.name) && inv.usable && (!this.#needsBarrier(inv, [[ks, k]]) || (await this.#fresh(inv)));
       return await cachedGetWithNamed(this.pool, cached ? inv.cache : null, ks, k, field, next);
     } catch (e) {
       throw translate(e);
@@ -252,6 +256,23 @@ export class PostgresMetadataStore implements MetadataStore {
     const scope = currentReadScope();
     if (!scope) return inv.sync();
     return (scope.fresh ??= inv.sync());
+  }
+
+  /**
+   * Whether a read of `refs` through the cache must wait for the read barrier (`#fresh`): only
+   * when the cache holds an entry (a value or an absence) for one of its cached records. Rule: the
+   * barrier exists so that no entry older than a commit acknowledged before the request is
+   * served; a read that finds no entry serves none, and its statement, sent after the request
+   * began, sees every such commit. Its answer fills the cache under the fill-race rule as any
+   * miss's does (read-cache.ts): a fill is refused when an invalidation of its key arrived after
+   * the read began, so an older answer never replaces what a notification still on its way will
+   * evict. When this answers false, the caller must read the cache in the same synchronous run
+   * (no `await` in between): an entry filled meanwhile would be served unconfirmed. This takes
+   * the barrier off the path of first reads; a request whose other reads hit the cache (the
+   * credentials' check) waits for it there, as before.
+   */
+  #needsBarrier(inv: Invalidation, refs: ReadonlyArray<RecordRef<unknown>>): boolean {
+    return refs.some(([ks, k]) => ReadCache.caches(ks.name) && inv.cache.holds(ks.name, k));
   }
 
   async range<V>(ks: Keyspace<V>, opts?: RangeOptions): Promise<Array<Entry<V>>> {

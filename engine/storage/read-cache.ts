@@ -174,6 +174,15 @@ export class ReadCache {
     return { value: text === null ? undefined : (JSON.parse(text) as V) };
   }
 
+  /**
+   * Whether the cache holds an entry for the record (its value, or its absence), without counting
+   * a hit or a miss and without touching recency: a read that finds none needs no read barrier
+   * (postgres-metadata.ts `#barrierFor`).
+   */
+  holds(keyspace: string, key: string): boolean {
+    return this.#entries.has(idOf(keyspace, key));
+  }
+
   /** Starts a read that missed; call `fill` or `abandon` with the ticket when it ends. */
   beginFill(keyspace: string, key: string): FillTicket {
     this.#fills++;

@@ -32,8 +32,9 @@ export async function putManifest(ctx: RegistryContext, ex: Exchange, admitted: 
  * to such a reference stays 400 MANIFEST_INVALID). A malformed digest stays 400 DIGEST_INVALID.
  * Answers synchronously when the store reads synchronously (engine/maybe-sync.ts).
  */
-export function getManifest(ctx: RegistryContext, ex: Exchange, admitted: Admission, { name: repository, reference }: RouteParams): MaybePromise<void> {
-  const content = tryMaybe(() => ctx.registry.manifestContent(repository, reference), (e) => {
+export function getManifest(ctx: RegistryContext, ex: Exchange, admitted: Admission, params: RouteParams, readAhead?: Promise<unknown>): MaybePromise<void> {
+  const { name: repository, reference } = params;
+  const content = tryMaybe(() => (readAhead as ReturnType<typeof readManifest> | undefined) ?? readManifest(ctx, params), (e) => {
     if ((e as { code?: string }).code !== 'MANIFEST_INVALID') throw e;
     throw fail('MANIFEST_UNKNOWN', `manifest unknown: ${(e as Error).message}`, { name: repository, reference: reference.slice(0, 200) });
   });
@@ -49,6 +50,16 @@ export function getManifest(ctx: RegistryContext, ex: Exchange, admitted: Admiss
     if (ctx.notifications) notePull(ctx, ex, admitted.caller, repository, reference, digest, mediaType, bytes.length);
     ex.send(200, headers, bytes, bytes.length);
   });
+}
+
+/**
+ * The manifest a GET or HEAD of `name`/`reference` answers with (its digest, media type and
+ * bytes): what `getManifest` reads, and the route's read-ahead (routes.ts `readAhead`).
+ * @throws MANIFEST_UNKNOWN; MANIFEST_INVALID for a reference that is neither tag nor digest
+ *         (getManifest answers it as MANIFEST_UNKNOWN); synchronously on the embedded store.
+ */
+export function readManifest(ctx: RegistryContext, { name: repository, reference }: RouteParams) {
+  return ctx.registry.manifestContent(repository, reference);
 }
 
 /** The OCI image index media type of a referrers response (OCI distribution spec 1.1 "Listing Referrers"). */

@@ -14,7 +14,7 @@ import { admit, type Admission, type RouteAction } from './admission.js';
 import { handleToken } from './token.js';
 import { deleteBlob, getBlob } from './blobs.js';
 import { cancelUpload, completeUpload, patchUpload, startUpload, uploadStatus } from './uploads.js';
-import { deleteManifest, getManifest, listReferrers, putManifest } from './manifests.js';
+import { deleteManifest, getManifest, listReferrers, putManifest, readManifest } from './manifests.js';
 import { listCatalog, listTags } from './listing.js';
 import { sendJson } from '../http/respond.js';
 import { noteRoute } from '../ops/request-info.js';
@@ -38,7 +38,7 @@ export interface RouteParams {
  * nothing when it answered at once (the hot reads with the embedded store), else a Promise
  * (engine/maybe-sync.ts); errors are thrown or rejected.
  */
-export type RegistryHandler = (ctx: RegistryContext, ex: Exchange, admitted: Admission, params: RouteParams) => MaybePromise<void>;
+export type RegistryHandler = (ctx: RegistryContext, ex: Exchange, admitted: Admission, params: RouteParams, readAhead?: Promise<unknown>) => MaybePromise<void>;
 
 /** The registry's path patterns (`:name` is `<app>/<process-type>` and contains a slash). */
 export type RegistryPattern =
@@ -55,6 +55,13 @@ export interface RegistryRoute {
   /** An upload-session route: its `_state` capability admits it as well as push credentials. */
   session?: boolean;
   handler: RegistryHandler;
+  /**
+   * Optional: the read the handler makes first, started beside the admission when the admission
+   * waits on the database (a networked store) and the request carries credentials; its Promise
+   * is the handler's `readAhead`. Its answer is used only once the request is admitted, so it
+   * tells a refused caller nothing (a refusal does not wait for it), and it must not write.
+   */
+  readAhead?: (ctx: RegistryContext, params: RouteParams) => MaybePromise<unknown>;
 }
 
 const versionCheck: RegistryHandler = async (_ctx, ex) => sendJson(ex, 200, {}, API_VERSION_HEADER);
@@ -75,8 +82,8 @@ export const REGISTRY_ROUTES: readonly RegistryRoute[] = [
   { method: 'HEAD', pattern: '/v2/_catalog', action: 'catalog', handler: listCatalog },
   { method: 'GET', pattern: '/v2/:name/tags/list', action: 'pull', handler: listTags },
   { method: 'HEAD', pattern: '/v2/:name/tags/list', action: 'pull', handler: listTags },
-  { method: 'GET', pattern: '/v2/:name/manifests/:reference', action: 'pull', handler: getManifest },
-  { method: 'HEAD', pattern: '/v2/:name/manifests/:reference', action: 'pull', handler: getManifest },
+  { method: 'GET', pattern: '/v2/:name/manifests/:reference', action: 'pull', handler: getManifest, readAhead: readManifest },
+  { method: 'HEAD', pattern: '/v2/:name/manifests/:reference', action: 'pull', handler: getManifest, readAhead: readManifest },
   { method: 'PUT', pattern: '/v2/:name/manifests/:reference', action: 'push', handler: putManifest },
   { method: 'DELETE', pattern: '/v2/:name/manifests/:reference', action: 'delete', handler: deleteManifest },
   { method: 'GET', pattern: '/v2/:name/blobs/:digest', action: 'pull', handler: getBlob },
@@ -159,7 +166,25 @@ function dispatch(ctx: RegistryContext, ex: Exchange): MaybePromise<void> {
   const route = candidates.find((r) => r.method === ex.method);
   if (!route) throw unsupported(ex.method, RESOURCE_NAMES[pattern], candidates.map((r) => r.method));
   const admitted = admit(ctx, ex, route.action, { repository: params.name, session: route.session ? params.session : undefined });
+  if (route.readAhead && admitted instanceof Promise && ex.header('authorization') !== undefined) {
+    // Beside the admission's reads (its credentials' check waits for the read barrier): a
+    // manifest GET whose records the node has not cached costs one round trip, not two.
+    const ahead = readAheadOf(route.readAhead, ctx, params);
+    return admitted.then((a) => route.handler(ctx, ex, a, params, ahead));
+  }
   return andThen(admitted, (a) => route.handler(ctx, ex, a, params));
+}
+
+/** `read(ctx, params)` started now, as a Promise marked handled: a refused request never awaits it. */
+function readAheadOf(read: NonNullable<RegistryRoute['readAhead']>, ctx: RegistryContext, params: RouteParams): Promise<unknown> {
+  let ahead: Promise<unknown>;
+  try {
+    ahead = Promise.resolve(read(ctx, params));
+  } catch (e) {
+    ahead = Promise.reject(e);
+  }
+  ahead.catch(() => {});
+  return ahead;
 }
 
 /** METHOD_NOT_ALLOWED (405 UNSUPPORTED) naming the methods `what` allows (sent as `Allow`, RFC 9110 "405 Method Not Allowed"). */

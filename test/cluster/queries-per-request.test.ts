@@ -125,3 +125,49 @@ t.test('a first read of a manifest by tag costs one statement; the next none', {
     t.same(again, { status: 200, digest: img.digest, statements: [] }, `round ${round}: read again, none`);
   }
 });
+
+t.test('a first read by tag sends its statement beside the read barrier, not after it', { skip }, async (t) => {
+  const { node, auth } = await startNode(t, 'ahead');
+  const repo = 'ahead/web';
+  const inv = (node.server.store.metadata as PostgresMetadataStore).invalidation;
+  const accept = { accept: 'application/vnd.docker.distribution.manifest.v2+json' };
+  const get = (ref: string, headers: Record<string, string> = auth) => http('GET', `${node.urls.registry}/v2/${repo}/manifests/${ref}`, { headers: { ...headers, ...accept } });
+  const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config: { Env: ['N=ahead'] }, rootfs: { type: 'layers', diff_ids: [] } }));
+  const img = memImage(config, [randomBytes(1000)]);
+  t.ok((await pushWithRetry({ registry: node.urls.registry, auth }, repo, 'v1', img)).acked, 'pushed');
+  t.equal((await get('nothing')).status, 404, 'an unknown tag: 404 (the credentials, app and repository are cached from here)');
+
+  // The next request's read barrier is held back until its tag statement has been sent (or 3 s,
+  // so the old order, statement after barrier, shows as a failure rather than a hang).
+  const events: string[] = [];
+  let statementSent!: () => void;
+  const sent = new Promise<void>((resolve) => { statementSent = resolve; });
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    if (kindOf(args) === 'slipway-get-named') { events.push('statement sent'); statementSent(); }
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+  t.teardown(() => { pg.Client.prototype.query = query; });
+  const sync = inv.sync.bind(inv);
+  let held = false;
+  inv.sync = () => {
+    if (held || currentReadScope() === undefined) return sync(); // heartbeats; later requests
+    held = true;
+    return sync().then(async (fresh) => {
+      await Promise.race([sent, new Promise((resolve) => setTimeout(resolve, 3000).unref())]);
+      events.push('barrier back');
+      return fresh;
+    });
+  };
+  t.teardown(() => { inv.sync = sync; });
+
+  const first = await get('v1');
+  t.equal(first.status, 200, 'the first read of the tag: 200');
+  t.equal(first.headers['docker-content-digest'], img.digest, 'with the pushed manifest');
+  t.same(events, ['statement sent', 'barrier back'], 'its statement went out while the credentials waited for the barrier');
+  const again = await get('v1');
+  t.equal(again.headers['docker-content-digest'], img.digest, 'read again (the cache, after the barrier): the same manifest');
+  t.equal((await get('v1', basic('_', 'not-a-key'))).status, 401, 'wrong credentials: 401, whatever was read ahead');
+  t.equal((await get('-bad')).status, 404, 'a reference that is neither tag nor digest: 404');
+  t.equal((await get('sha256:12')).status, 400, 'a malformed digest: 400');
+});

@@ -6,7 +6,8 @@
  * ~0.3 s; `timings` holds each phase, printed with SLIPWAY_HARNESS_VERBOSE=1).
  *
  * By default durability is traded for speed (fsync, synchronous_commit and full_page_writes
- * off); pass `durable: true` for a test about crashes. One server per test file: ports come
+ * off); pass `durable: true` for a test about crashes, and `settings` for other server settings
+ * (`-c name=value`, e.g. a benchmark's `shared_buffers`). One server per test file: ports come
  * from the kernel, so files run side by side. stop() shuts down with `pg_ctl -m immediate`
  * and removes the directory; a test process killed before stop() leaves a postmaster that the
  * next start sweeps (see daemons.ts).
@@ -67,9 +68,10 @@ function pg(prog: string, args: string[]): Promise<string> {
 
 /**
  * Creates and starts a server.
- * @throws Error with pg_ctl's output and the server log when it does not start within 60 s.
+ * @throws RangeError for a setting whose name or value is not plain; Error with pg_ctl's output
+ *   and the server log when it does not start within 60 s.
  */
-export async function startPostgres(opts: { durable?: boolean } = {}): Promise<Postgres> {
+export async function startPostgres(opts: { durable?: boolean; settings?: Readonly<Record<string, string>> } = {}): Promise<Postgres> {
   const t0 = Date.now();
   const timings: Record<string, number> = {};
   const root = await makeRunDir(PREFIX, (d) => {
@@ -104,6 +106,10 @@ export async function startPostgres(opts: { durable?: boolean } = {}): Promise<P
     const port = await freePort();
     const settings = [`-p ${port}`, `-k ${root}`, '-c listen_addresses=127.0.0.1', '-c max_connections=50'];
     if (!opts.durable) settings.push('-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off');
+    for (const [name, value] of Object.entries(opts.settings ?? {})) {
+      if (!/^[a-z_]+$/.test(name) || !/^[A-Za-z0-9_.]+$/.test(value)) throw new RangeError(`PostgreSQL setting ${name}=${value}: a name of [a-z_] and a plain value`);
+      settings.push(`-c ${name}=${value}`);
+    }
     const t1 = Date.now();
     // pg_ctl -w returns once the server accepts connections; the postmaster writes to the log.
     const pgStart = async () => {

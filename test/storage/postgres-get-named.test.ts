@@ -72,6 +72,35 @@ t.test('getWithNamed on PostgreSQL', { skip }, async (t) => {
     await t.rejects(b.getWithNamed(tags, '', 'digest', manifests), RangeError, 'a bad key refuses');
   });
 
+  await t.test('a read of records the cache does not hold waits for no read barrier; one it holds does', async (t) => {
+    await a.transact((tx) => {
+      tx.put(tags, 'r\x1fbarrier', { digest: 'd-barrier', seq: 1 });
+      tx.put(manifests, 'd-barrier', { seq: 2 });
+    });
+    // That commit's notification delivered to B first: it would refuse the fills below (read-cache.ts).
+    await b.invalidation.sync();
+    const inv = b.invalidation;
+    const sync = inv.sync.bind(inv);
+    let barriers = 0;
+    inv.sync = () => { barriers++; return sync(); };
+    t.teardown(() => { inv.sync = sync; });
+    const reads: Array<[string, () => Promise<unknown>]> = [
+      ['getWithNamed', () => b.getWithNamed(tags, 'r\x1fbarrier', 'digest', manifests)],
+      ['get', () => b.get(manifests, 'd-barrier')],
+      ['getMany', () => b.getMany([[tags, 'r\x1fbarrier'], [manifests, 'd-barrier']] as const)],
+    ];
+    for (const [what, read] of reads) {
+      cacheOf(b).invalidate([[tags.name, 'r\x1fbarrier'], [manifests.name, 'd-barrier']]);
+      barriers = 0;
+      await read();
+      t.equal(barriers, 0, `${what}, neither record cached: no barrier (its statement is fresh)`);
+      t.ok(cacheOf(b).holds(tags.name, 'r\x1fbarrier') || cacheOf(b).holds(manifests.name, 'd-barrier'), `${what}: its answer filled the cache`);
+      barriers = 0;
+      await read();
+      t.equal(barriers, 1, `${what}, read again from the cache: after one barrier`);
+    }
+  });
+
   await t.test("race: B's joined reads and B's cache are never older than A's acknowledged, delivered commits (random timing)", async (t) => {
     const seed = Number(process.env.SLIPWAY_TEST_SEED ?? Date.now() % 1e9);
     t.comment(`seed ${seed} (set SLIPWAY_TEST_SEED to replay)`);
