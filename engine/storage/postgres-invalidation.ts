@@ -29,7 +29,9 @@
  * cleared and bypassed (every read goes to the database) until a new connection has LISTENed.
  *
  * ## The read barrier: no stale read after an acknowledged write
- * Before a request's first cached read, the node sends a notification of no records on its
+ * Before a request's first read that the cache could answer (it holds an entry for the record:
+ * a read that finds none goes to the database at once, whose answer is fresh by itself:
+ * postgres-metadata.ts `#needsBarrier`), the node sends a notification of no records on its
  * listening connection and waits until it comes back (`sync`; one round trip serves every
  * request waiting when it starts, and a request's later reads reuse it: read-scope.ts).
  * PostgreSQL delivers notifications to each listener in commit order, and only once the
