@@ -37,6 +37,8 @@ export type ResponseHeaders = Record<string, string>;
 export interface ConnectionMemo {
   /** The registry's parsed and hashed Authorization header (server/registry/access.ts). */
   credentials?: { header: string; value: unknown };
+  /** The Authorization header of the last request the registry admitted on this connection (server/registry/routes.ts). */
+  admitted?: string;
 }
 
 export interface Exchange {

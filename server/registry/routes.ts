@@ -57,8 +57,8 @@ export interface RegistryRoute {
   handler: RegistryHandler;
   /**
    * Optional: the read the handler makes first, started beside the admission when the admission
-   * waits on the database (a networked store) and the request carries credentials; its Promise
-   * is the handler's `readAhead`. Its answer is used only once the request is admitted, so it
+   * waits on the database (a networked store) and the request carries the credentials of an
+   * earlier request admitted on the same connection; its Promise is the handler's `readAhead`. Its answer is used only once the request is admitted, so it
    * tells a refused caller nothing (a refusal does not wait for it), and it must not write.
    */
   readAhead?: (ctx: RegistryContext, params: RouteParams) => MaybePromise<unknown>;
@@ -166,13 +166,21 @@ function dispatch(ctx: RegistryContext, ex: Exchange): MaybePromise<void> {
   const route = candidates.find((r) => r.method === ex.method);
   if (!route) throw unsupported(ex.method, RESOURCE_NAMES[pattern], candidates.map((r) => r.method));
   const admitted = admit(ctx, ex, route.action, { repository: params.name, session: route.session ? params.session : undefined });
-  if (route.readAhead && admitted instanceof Promise && ex.header('authorization') !== undefined) {
+  const credentials = ex.header('authorization');
+  if (route.readAhead && admitted instanceof Promise && credentials !== '' && ex.memo?.admitted === credentials) {
     // Beside the admission's reads (its credentials' check waits for the read barrier): a
-    // manifest GET whose records the node has not cached costs one round trip, not two.
+    // manifest GET whose records the node has not cached costs one round trip, not two. Only for
+    // credentials this connection was admitted with before, so that requests with made-up
+    // credentials cannot make the node read the database beyond their own check.
     const ahead = readAheadOf(route.readAhead, ctx, params);
-    return admitted.then((a) => route.handler(ctx, ex, a, params, ahead));
+    return admitted.then((a) => { noteAdmitted(ex, credentials); return route.handler(ctx, ex, a, params, ahead); });
   }
-  return andThen(admitted, (a) => route.handler(ctx, ex, a, params));
+  return andThen(admitted, (a) => { noteAdmitted(ex, credentials); return route.handler(ctx, ex, a, params); });
+}
+
+/** Remembers on the connection (h1) the credentials of a request just admitted. */
+function noteAdmitted(ex: Exchange, credentials: string): void {
+  if (ex.memo && credentials !== '') ex.memo.admitted = credentials;
 }
 
 /** `read(ctx, params)` started now, as a Promise marked handled: a refused request never awaits it. */

@@ -12,6 +12,7 @@
  */
 import t, { type Test } from 'tap';
 import pg from 'pg';
+import { Client } from 'undici';
 import { randomBytes } from 'node:crypto';
 import { PostgresMetadataStore } from '../../engine/storage/postgres-metadata.js';
 import { startPostgres, postgresSkip } from '../helpers/postgres.js';
@@ -131,7 +132,15 @@ t.test('a first read by tag sends its statement beside the read barrier, not aft
   const repo = 'ahead/web';
   const inv = (node.server.store.metadata as PostgresMetadataStore).invalidation;
   const accept = { accept: 'application/vnd.docker.distribution.manifest.v2+json' };
-  const get = (ref: string, headers: Record<string, string> = auth) => http('GET', `${node.urls.registry}/v2/${repo}/manifests/${ref}`, { headers: { ...headers, ...accept } });
+  // One keep-alive connection, as a registry client keeps: the read-ahead is for credentials the
+  // connection was admitted with before.
+  const connection = new Client(node.urls.registry, { pipelining: 1, connect: { rejectUnauthorized: false } });
+  t.teardown(() => connection.close());
+  const get = async (ref: string, headers: Record<string, string> = auth, via = connection) => {
+    const r = await via.request({ method: 'GET', path: `/v2/${repo}/manifests/${ref}`, headers: { ...headers, ...accept } });
+    await r.body.arrayBuffer();
+    return { status: r.statusCode, headers: r.headers as Record<string, string> };
+  };
   const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config: { Env: ['N=ahead'] }, rootfs: { type: 'layers', diff_ids: [] } }));
   const img = memImage(config, [randomBytes(1000)]);
   t.ok((await pushWithRetry({ registry: node.urls.registry, auth }, repo, 'v1', img)).acked, 'pushed');
@@ -168,6 +177,12 @@ t.test('a first read by tag sends its statement beside the read barrier, not aft
   const again = await get('v1');
   t.equal(again.headers['docker-content-digest'], img.digest, 'read again (the cache, after the barrier): the same manifest');
   t.equal((await get('v1', basic('_', 'not-a-key'))).status, 401, 'wrong credentials: 401, whatever was read ahead');
+  // Credentials never admitted, on a connection of their own: no read beyond their check.
+  const stranger = new Client(node.urls.registry, { connect: { rejectUnauthorized: false } });
+  t.teardown(() => stranger.close());
+  events.length = 0;
+  for (let i = 0; i < 3; i++) t.equal((await get(`never-${i}`, basic('_', 'made-up'), stranger)).status, 401, `made-up credentials ${i}: 401`);
+  t.same(events, [], 'and no tag statement for them (nothing read ahead)');
   t.equal((await get('-bad')).status, 404, 'a reference that is neither tag nor digest: 404');
   t.equal((await get('sha256:12')).status, 400, 'a malformed digest: 400');
 });
