@@ -163,20 +163,25 @@ async function step(side: Side, size: number): Promise<StepRow> {
   const unread = side.images.slice(fresh, size);
   const firstNode0 = await readNode(s.admin);
   const firstShare = new ProcessShare([process.pid, s.pid]);
+  const firstMajor0 = pageFaults(s.pid).major;
   const first = await firstReads(s.registry, s.authorization, unread, Math.min(FIRST_READS, unread.length), CONCURRENCY, seed + size + 1);
   const firstOthers = firstShare.end();
+  const majorFaultsFirst = pageFaults(s.pid).major - firstMajor0;
   const firstNode = await readNode(s.admin);
   const firstBarrier = barrierBetween(firstNode0?.barrier ?? null, firstNode?.barrier ?? null);
   const faults0 = pageFaults(s.pid);
   const cpu0 = cpuSeconds(s.pid);
   const mget = await manifestGets(s.registry, s.authorization, side.images, gets, CONCURRENCY, seed + size);
   const getCount = gets + WARMUP_GETS;
-  const getFaults = round((pageFaults(s.pid).minor - faults0.minor) / getCount, 2);
+  const faults1 = pageFaults(s.pid);
+  const getFaults = round((faults1.minor - faults0.minor) / getCount, 2);
+  const majorFaultsGet = faults1.major - faults0.major;
   const getCpuUs = round(((cpuSeconds(s.pid) - cpu0) * 1e6) / getCount, 1);
   const hotNode0 = await readNode(s.admin);
   const hotShare = new ProcessShare([process.pid, s.pid]);
   const hot = await hotSetGets(s.registry, s.authorization, side.images, HOT_SET, gets, CONCURRENCY, seed + size + 2);
   const hotOthers = hotShare.end();
+  const majorFaultsHot = pageFaults(s.pid).major - faults1.major;
   const hotNode = await readNode(s.admin);
   const hotBarrier = barrierBetween(hotNode0?.barrier ?? null, hotNode?.barrier ?? null);
   let tagCount = 0;
@@ -202,6 +207,7 @@ async function step(side: Side, size: number): Promise<StepRow> {
     load1, push_other_cpu_pct: pushCpu.other_cpu_pct, push_steal_cpu_pct: pushCpu.steal_cpu_pct, push_server_cpu_pct: pushCpu.server_cpu_pct,
     read_other_cpu_pct: reads.other_cpu_pct, read_steal_cpu_pct: reads.steal_cpu_pct,
     get_minor_faults_per_request: getFaults, get_server_cpu_us_per_request: getCpuUs,
+    major_faults_first: majorFaultsFirst, major_faults_get: majorFaultsGet, major_faults_hot: majorFaultsHot,
   };
   const bytes = s.dataBytes();
   row.data_mib = bytes === null ? null : round(bytes / 1048576, 1);

@@ -60,6 +60,13 @@ export interface StepRow extends MemoryReading {
   /** Over the manifest GETs (warm-up and timed): the server's minor page faults and CPU µs per GET. */
   get_minor_faults_per_request: number;
   get_server_cpu_us_per_request: number;
+  /**
+   * The server's major page faults (a page read from the disk: on LMDB, a page of the map that
+   * had left the page cache) during the first reads, the manifest GETs and the hot set.
+   */
+  major_faults_first: number;
+  major_faults_get: number;
+  major_faults_hot: number;
 }
 
 /** A run's read-barrier figures as one cell: mean wait ms / barriers over 5 ms / cache hit %. */
@@ -76,6 +83,7 @@ const COLUMNS: Array<[string, (r: StepRow) => unknown]> = [
   ['loop max ms first/get/hot', (r) => (r.first_loop_max_ms === null ? null : `${r.first_loop_max_ms}/${r.get_loop_max_ms}/${r.hot_loop_max_ms}`)],
   ['GCs >1ms/all/ms/major first|get|hot', (r) => (r.first_loop_max_ms === null ? null : [r.first_gc, r.get_gc, r.hot_gc].map(gcCell).join(' | '))],
   ['get faults/cpu µs', (r) => `${r.get_minor_faults_per_request}/${r.get_server_cpu_us_per_request}`],
+  ['major faults first/get/hot', (r) => `${r.major_faults_first}/${r.major_faults_get}/${r.major_faults_hot}`],
   ['tags 1000', (r) => r.tag_list_1000_ms], ['first', (r) => r.tag_list_1000_first_ms], ['catalog n=100', (r) => r.catalog_page_ms], ['tags n=100', (r) => (r.tag_page_entries === 100 ? r.tag_page_ms : `${r.tag_page_ms} (${r.tag_page_entries})`)],
   ['start ms', (r) => r.startup_ms], ['RSS', (r) => r.rss_mib], ['anon', (r) => r.rss_anon_mib], ['file', (r) => r.rss_file_mib],
   ['anon v8/malloc/other', (r) => `${r.anon_v8_pages_mib}/${r.anon_malloc_mib}/${r.anon_other_mib}`],
