@@ -58,8 +58,9 @@ export interface RegistryRoute {
   /**
    * Optional: the read the handler makes first, started beside the admission when the admission
    * waits on the database (a networked store) and the request carries the credentials of an
-   * earlier request admitted on the same connection; its Promise is the handler's `readAhead`. Its answer is used only once the request is admitted, so it
-   * tells a refused caller nothing (a refusal does not wait for it), and it must not write.
+   * earlier request admitted on the same connection; its Promise is the handler's `readAhead`.
+   * Its answer is used only once the request is admitted, so it tells a refused caller nothing
+   * (a refusal does not wait for it), and it must not write.
    */
   readAhead?: (ctx: RegistryContext, params: RouteParams) => MaybePromise<unknown>;
 }
