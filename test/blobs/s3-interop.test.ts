@@ -117,11 +117,17 @@ t.test('slipway serve on S3 (Ceph RGW)', { skip }, async (t) => {
       }
       throw new Error(`t${i} refused 20 times`);
     };
-    let next = 0;
-    await Promise.all(Array.from({ length: 6 }, async () => { while (next < 48) await pushOne(next++); }));
-    t.comment(`${refused} manifest PUTs refused with MANIFEST_BLOB_UNKNOWN and pushed again`);
-    const collected = server.output().split('\n').filter((l) => l.includes('"event":"gc"'))
+    const collectedSoFar = () => server.output().split('\n').filter((l) => l.includes('"event":"gc"'))
       .reduce((n, l) => n + (JSON.parse(l) as { blobs: { deleted: number } }).blobs.deleted, 0);
+    // At least 48 images; past them, pushes and deletions go on until GC has deleted blobs while
+    // they run (the grace is 3 s: a fast machine pushes 48 images in less), for at most 60 s.
+    const deadline = Date.now() + 60_000;
+    let next = 0;
+    await Promise.all(Array.from({ length: 6 }, async () => {
+      while (next < 48 || (collectedSoFar() === 0 && Date.now() < deadline)) await pushOne(next++);
+    }));
+    t.comment(`${next} images pushed; ${refused} manifest PUTs refused with MANIFEST_BLOB_UNKNOWN and pushed again`);
+    const collected = collectedSoFar();
     t.ok(collected > 0, `GC deleted blobs while the pushes ran (${collected})`);
     for (const [tag, blobs] of accepted) {
       t.equal((await http('GET', `${me.registry}/v2/gcapp/web/manifests/${tag}`, { headers: me.auth })).status, 200, `${tag} pullable`);
