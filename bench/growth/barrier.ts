@@ -47,6 +47,8 @@ export interface NodeReading {
   loopMaxMs: number | null;
   /** The main thread's garbage collections so far (null before the first one is recorded). */
   gc: GcReading | null;
+  /** Bytes in use in the main thread's old generation (prom-client's `nodejs_heap_space_size_used_bytes{space="old"}`), MiB; null when absent. */
+  oldUsedMiB: number | null;
 }
 
 /**
@@ -80,7 +82,8 @@ export async function readNode(admin: string | undefined): Promise<NodeReading |
   if (!admin) return null;
   const text = await (await request(`${admin}/metrics`)).body.text();
   const lag = metricSample(text, 'nodejs_eventloop_lag_max_seconds');
-  return { barrier: barrierOf(text), loopMaxMs: lag === null ? null : Math.max(0, Math.round((lag * 1e3 - LOOP_TIMER_MS) * 10) / 10), gc: gcOf(text) };
+  const old = metricSample(text, 'nodejs_heap_space_size_used_bytes', '{space="old"}');
+  return { barrier: barrierOf(text), loopMaxMs: lag === null ? null : Math.max(0, Math.round((lag * 1e3 - LOOP_TIMER_MS) * 10) / 10), gc: gcOf(text), oldUsedMiB: old === null ? null : Math.round((old / 1048576) * 10) / 10 };
 }
 
 /** The garbage-collection counters in a `/metrics` text; null before any collection was recorded. */

@@ -208,6 +208,7 @@ async function step(side: Side, size: number): Promise<StepRow> {
     read_other_cpu_pct: reads.other_cpu_pct, read_steal_cpu_pct: reads.steal_cpu_pct,
     get_minor_faults_per_request: getFaults, get_server_cpu_us_per_request: getCpuUs,
     major_faults_first: majorFaultsFirst, major_faults_get: majorFaultsGet, major_faults_hot: majorFaultsHot,
+    old_used_mib: [firstNode0?.oldUsedMiB ?? null, firstNode?.oldUsedMiB ?? null, hotNode0?.oldUsedMiB ?? null, hotNode?.oldUsedMiB ?? null],
   };
   const bytes = s.dataBytes();
   row.data_mib = bytes === null ? null : round(bytes / 1048576, 1);

@@ -67,6 +67,12 @@ export interface StepRow extends MemoryReading {
   major_faults_first: number;
   major_faults_get: number;
   major_faults_hot: number;
+  /**
+   * The main thread's old generation in use (MiB) before the first reads, after them, after the
+   * manifest GETs and after the hot set: what the reads leave there (a major collection in between
+   * lowers it).
+   */
+  old_used_mib: Array<number | null>;
 }
 
 /** A run's read-barrier figures as one cell: mean wait ms / barriers over 5 ms / cache hit %. */
@@ -84,6 +90,7 @@ const COLUMNS: Array<[string, (r: StepRow) => unknown]> = [
   ['GCs >1ms/all/ms/major first|get|hot', (r) => (r.first_loop_max_ms === null ? null : [r.first_gc, r.get_gc, r.hot_gc].map(gcCell).join(' | '))],
   ['get faults/cpu µs', (r) => `${r.get_minor_faults_per_request}/${r.get_server_cpu_us_per_request}`],
   ['major faults first/get/hot', (r) => `${r.major_faults_first}/${r.major_faults_get}/${r.major_faults_hot}`],
+  ['old used MiB before/first/get/hot', (r) => r.old_used_mib.map((v) => v ?? '-').join('/')],
   ['tags 1000', (r) => r.tag_list_1000_ms], ['first', (r) => r.tag_list_1000_first_ms], ['catalog n=100', (r) => r.catalog_page_ms], ['tags n=100', (r) => (r.tag_page_entries === 100 ? r.tag_page_ms : `${r.tag_page_ms} (${r.tag_page_entries})`)],
   ['start ms', (r) => r.startup_ms], ['RSS', (r) => r.rss_mib], ['anon', (r) => r.rss_anon_mib], ['file', (r) => r.rss_file_mib],
   ['anon v8/malloc/other', (r) => `${r.anon_v8_pages_mib}/${r.anon_malloc_mib}/${r.anon_other_mib}`],
