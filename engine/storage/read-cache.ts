@@ -177,7 +177,7 @@ export class ReadCache {
   /**
    * Whether the cache holds an entry for the record (its value, or its absence), without counting
    * a hit or a miss and without touching recency: a read that finds none needs no read barrier
-   * (postgres-metadata.ts `#barrierFor`).
+   * (postgres-metadata.ts `#needsBarrier`).
    */
   holds(keyspace: string, key: string): boolean {
     return this.#entries.has(idOf(keyspace, key));

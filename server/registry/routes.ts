@@ -18,7 +18,7 @@ import { deleteManifest, getManifest, listReferrers, putManifest, readManifest }
 import { listCatalog, listTags } from './listing.js';
 import { sendJson } from '../http/respond.js';
 import { noteRoute } from '../ops/request-info.js';
-import { andThen, tryMaybe, type MaybePromise } from '../../engine/maybe-sync.js';
+import { tryMaybe, type MaybePromise } from '../../engine/maybe-sync.js';
 
 
 /** Path parameters of a registry route; a part the route's pattern lacks is ''. */
@@ -167,31 +167,22 @@ function dispatch(ctx: RegistryContext, ex: Exchange): MaybePromise<void> {
   const route = candidates.find((r) => r.method === ex.method);
   if (!route) throw unsupported(ex.method, RESOURCE_NAMES[pattern], candidates.map((r) => r.method));
   const admitted = admit(ctx, ex, route.action, { repository: params.name, session: route.session ? params.session : undefined });
+  if (!(admitted instanceof Promise)) return route.handler(ctx, ex, admitted, params);
+  // A networked store: the admission waits on the database (its credentials' check, on the read
+  // barrier). The route's read-ahead goes beside it, so a manifest GET whose records the node has
+  // not cached costs one round trip, not two; only for credentials this connection was admitted
+  // with before, so that made-up credentials cannot make the node read beyond their own check.
   const credentials = ex.header('authorization');
-  if (route.readAhead && admitted instanceof Promise && credentials !== '' && ex.memo?.admitted === credentials) {
-    // Beside the admission's reads (its credentials' check waits for the read barrier): a
-    // manifest GET whose records the node has not cached costs one round trip, not two. Only for
-    // credentials this connection was admitted with before, so that requests with made-up
-    // credentials cannot make the node read the database beyond their own check.
-    const ahead = readAheadOf(route.readAhead, ctx, params);
-    return admitted.then((a) => { noteAdmitted(ex, credentials); return route.handler(ctx, ex, a, params, ahead); });
-  }
-  return andThen(admitted, (a) => { noteAdmitted(ex, credentials); return route.handler(ctx, ex, a, params); });
-}
-
-/** Remembers on the connection (h1) the credentials of a request just admitted. */
-function noteAdmitted(ex: Exchange, credentials: string): void {
-  if (ex.memo && credentials !== '') ex.memo.admitted = credentials;
+  const ahead = route.readAhead && credentials !== '' && ex.memo?.admitted === credentials ? readAheadOf(route.readAhead, ctx, params) : undefined;
+  return admitted.then((a) => {
+    if (ex.memo && credentials !== '') ex.memo.admitted = credentials;
+    return route.handler(ctx, ex, a, params, ahead);
+  });
 }
 
 /** `read(ctx, params)` started now, as a Promise marked handled: a refused request never awaits it. */
 function readAheadOf(read: NonNullable<RegistryRoute['readAhead']>, ctx: RegistryContext, params: RouteParams): Promise<unknown> {
-  let ahead: Promise<unknown>;
-  try {
-    ahead = Promise.resolve(read(ctx, params));
-  } catch (e) {
-    ahead = Promise.reject(e);
-  }
+  const ahead = new Promise<unknown>((resolve) => resolve(read(ctx, params))); // a synchronous throw rejects it
   ahead.catch(() => {});
   return ahead;
 }
