@@ -71,3 +71,31 @@ t.test('a manifest made from a string does not keep a slab of the shared Buffer 
   t.equal(kept.buffer.byteLength, kept.length, 'held in memory of its own size');
   t.equal(c.bytes, pooled.length + ENTRY_OVERHEAD, 'counted with the per-entry overhead');
 });
+
+t.test('a manifest is cached at its second read, not its first (the doorkeeper)', async (t) => {
+  const { createHash } = await import('node:crypto');
+  const digest = (n: number) => `sha256:${createHash('sha256').update(String(n)).digest('hex')}`;
+  const c = new ManifestContentCache(); // 8 MiB: room for every entry below
+  for (let i = 0; i < 1000; i++) c.set(digest(i), entry(100));
+  const cachedAtFirst = Array.from({ length: 1000 }, (_, i) => c.has(digest(i))).filter(Boolean).length;
+  t.equal(cachedAtFirst, 0, 'none of 1,000 manifests read once is cached');
+  t.equal(c.bytes, 0, 'and the cache counts no bytes');
+  for (let i = 0; i < 1000; i++) c.set(digest(i), entry(100));
+  for (let i = 0; i < 1000; i++) if (!c.get(digest(i))) { t.fail(`${digest(i)} not cached at its second read`); return; }
+  t.equal(c.bytes, 1000 * (100 + ENTRY_OVERHEAD), 'every manifest read twice is cached');
+});
+
+t.test('the doorkeeper starts over: after many one-time reads, most digests read once are still not cached', async (t) => {
+  const { createHash } = await import('node:crypto');
+  const digest = (n: number) => `sha256:${createHash('sha256').update(`x${n}`).digest('hex')}`;
+  const c = new ManifestContentCache(64 * 1024 * 1024);
+  const n = 200_000; // several resets' worth of first sightings
+  let cached = 0;
+  for (let i = 0; i < n; i++) {
+    c.set(digest(i), entry(10));
+    if (c.has(digest(i))) cached++;
+  }
+  // A digest passes for seen when both probes hit bits set since the last reset (at most
+  // 32,768 sightings over 262,144 bits: under 5 %).
+  t.ok(cached < n * 0.06, `${cached} of ${n} manifests read once were cached (false positives)`);
+});
