@@ -37,6 +37,7 @@ import type { promises as fsp } from 'node:fs';
 import type { Digest } from '../digest.js';
 import type { BlobReader } from './contract.js';
 import { DIRECT_IO_ALIGN, recycleShared, sharedBuffer } from './aligned-buffer.js';
+import { RecentMap } from '../recent-map.js';
 
 /** Pulls shorter than this are always read through the page cache (bytes). */
 export const DIRECT_MIN_BYTES = 8 * 1024 * 1024;
@@ -82,8 +83,8 @@ const POOL_MAX_BUFFERS = 40;
 const POOL_KEEP_FREE = 8;
 /** A blob pulled within this long is read through the page cache (ms). */
 export const HOT_WINDOW_MS = 10 * 60 * 1000;
-/** Blobs `PullHeat` remembers at most (the oldest are forgotten first). */
-const HEAT_ENTRIES = 10_000;
+/** Blobs `PullHeat` remembers at most (the latest half of them at least: recent-map.ts). */
+const HEAT_ENTRIES = 20_000;
 /** Buffer of a pull read through the page cache (bytes). */
 const CACHED_CHUNK = 2 * 1024 * 1024;
 
@@ -93,7 +94,7 @@ const CACHED_CHUNK = 2 * 1024 * 1024;
  * memory only (a restart forgets, and the next pull of each blob is direct again).
  */
 export class PullHeat {
-  readonly #last = new Map<string, number>();
+  readonly #last = new RecentMap<string, number>(HEAT_ENTRIES);
   readonly #running = new Map<string, number>();
 
   constructor(readonly windowMs = HOT_WINDOW_MS, readonly now: () => number = Date.now) {}
@@ -112,9 +113,7 @@ export class PullHeat {
   }
 
   #touch(digest: Digest, t: number): void {
-    this.#last.delete(digest); // re-inserted last: the Map's order is the forgetting order
     this.#last.set(digest, t);
-    if (this.#last.size > HEAT_ENTRIES) this.#last.delete(this.#last.keys().next().value!);
   }
 
   /** `digest` was just written through the page cache (an upload committed it). */

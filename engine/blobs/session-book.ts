@@ -5,6 +5,7 @@
  */
 import type { BlobWriter } from './contract.js';
 import type { UploadRecord } from './records.js';
+import { RecentMap } from '../recent-map.js';
 
 /**
  * Exclusive use of one session by one operation (a PATCH, a PUT from its body to its commit, a
@@ -41,13 +42,13 @@ export function newLive(writer: BlobWriter | undefined): LiveState {
 }
 
 
-/** Ids of ended sessions remembered (tombstones): about 3 MB at most. */
+/** Ids of ended sessions remembered (tombstones): the latest 25,000 to 50,000, about 3 MB at most. */
 const TOMBSTONES = 50_000;
 
 /** Open sessions per account, and the ids of ended sessions. */
 export class SessionBook {
-  /** Sessions that were completed or cancelled: never written again (insertion order = age). */
-  readonly #ended = new Set<string>();
+  /** Sessions that were completed or cancelled: never written again (the latest, recent-map.ts). */
+  readonly #ended = new RecentMap<string, true>(TOMBSTONES);
   readonly #byAccount = new Map<string, Set<string>>();
 
   /** Counts `rec` as open for its account. */
@@ -57,13 +58,12 @@ export class SessionBook {
     set.add(rec.id);
   }
 
-  /** `rec` ended: no longer counted, and its id is remembered (the oldest forgotten past TOMBSTONES). */
+  /** `rec` ended: no longer counted, and its id is remembered (among the latest TOMBSTONES). */
   ended(rec: UploadRecord): void {
     const set = this.#byAccount.get(rec.accountId);
     set?.delete(rec.id);
     if (set?.size === 0) this.#byAccount.delete(rec.accountId);
-    this.#ended.add(rec.id);
-    if (this.#ended.size > TOMBSTONES) this.#ended.delete(this.#ended.values().next().value!);
+    this.#ended.set(rec.id, true);
   }
 
   /** Whether the session `id` ended (completed or cancelled) in this process. */

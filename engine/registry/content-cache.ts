@@ -47,13 +47,15 @@ function cost(content: ManifestContent): number {
 }
 
 /**
- * Admission: a manifest is cached at its second read, not its first (a doorkeeper, as in
- * TinyLFU): a digest read once is only noted in a bit array. With reads spread over more
- * manifests than the cache holds (a pull of each of 100,000 images, most read once), caching
- * every read made each miss copy its bytes and insert an entry that lived just long enough to be
- * promoted into V8's old generation and die there, bringing the major collections that made the
- * growth benchmark's tails at 100,000 images (docs/performance.md "Growth"); a manifest pulled
- * again (a tag deployed to many dynos) is cached from its second read on.
+ * Admission: once the cache evicts (its young generation has filled once), a manifest is cached
+ * at its second read, not its first (a doorkeeper, as in TinyLFU): a digest read once is only
+ * noted in a bit array. With reads spread over more manifests than the cache holds (a pull of
+ * each of 100,000 images, most read once), caching every read made each miss copy its bytes and
+ * insert an entry that lived just long enough to be promoted into V8's old generation and die
+ * there (the old generation grew by 1.4–2.0 MiB per 5,000 such reads, docs/performance.md
+ * "Growth"). While the cache has room (a registry whose manifests all fit) every read is cached,
+ * so a second read is never a miss there; a manifest pulled again (a tag deployed to many dynos)
+ * is cached from its second read on either way.
  *
  * Eviction: two generations, each a Map holding at most half the bound: entries go into the young one, a
  * hit in the old one moves there, and when the young one would pass half the bound it becomes
@@ -68,6 +70,8 @@ export class ManifestContentCache {
   #old = new Map<string, ManifestContent>();
   #youngBytes = 0;
   #oldBytes = 0;
+  /** True once the young generation filled (the cache drops entries from then on): admission by the doorkeeper. */
+  #evicts = false;
   readonly #seen = new Uint32Array(DOORKEEPER_BITS / 32);
   #sightings = 0;
 
@@ -94,12 +98,13 @@ export class ManifestContentCache {
 
   /**
    * Caches `content` (its bytes in memory of their own: a view on a larger buffer is copied)
-   * unless it is over a quarter of the bound, already cached, or read for the first time
-   * (`digest` is then only noted: see the class comment). Callers keep using the `content`
+   * unless it is over a quarter of the bound, already cached, or, once the cache evicts, read
+   * for the first time (`digest` is then only noted: see the class comment). Callers keep using the `content`
    * they passed; `get` returns the cached one.
    */
   set(digest: string, content: ManifestContent): void {
-    if (content.bytes.length > this.maxBytes / 4 || this.has(digest) || this.#firstSighting(digest)) return;
+    if (content.bytes.length > this.maxBytes / 4 || this.has(digest)) return;
+    if (this.#evicts && this.#firstSighting(digest)) return;
     this.#add(digest, { mediaType: content.mediaType, bytes: ownMemory(content.bytes) });
   }
 
@@ -131,6 +136,7 @@ export class ManifestContentCache {
   #add(digest: string, content: ManifestContent): void {
     const c = cost(content);
     if (this.#youngBytes + c > this.maxBytes / 2) {
+      this.#evicts = true;
       this.#old = this.#young;
       this.#oldBytes = this.#youngBytes;
       this.#young = new Map();

@@ -12,6 +12,7 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { ServerKeys } from '../../engine/identity/keys.js';
+import { RecentMap } from '../../engine/recent-map.js';
 
 /**
  * Most sessions' requests are a run of PATCHes that each verify the `_state` they carry and sign
@@ -20,24 +21,20 @@ import type { ServerKeys } from '../../engine/identity/keys.js';
  * `ServerKeys` instance (whose keys never change), so a session's later requests compare bytes in
  * constant time instead of computing two HMACs (bench/README.md "Chunked push per PATCH: the
  * `_state` memo"). Only values this process signed enter it: any other `_state` (forged, or
- * signed by the accepted key or before a restart) gets the full check. Bounded: the oldest entry
- * leaves when it holds MEMO_ENTRIES (a Location signed again later is the same value). Signatures
+ * signed by the accepted key or before a restart) gets the full check. Bounded: it keeps the
+ * latest MEMO_ENTRIES / 2 to MEMO_ENTRIES (engine/recent-map.ts; a Location signed again later is
+ * the same value). Signatures
  * are kept as strings: a small Buffer made from a string is a view on an 8 KiB slab of Node's
  * shared pool and would keep the whole slab alive (4096 entries: up to 32 MiB; bench/README.md
  * "Growth"); the compare makes its Buffers when it runs.
  */
 const MEMO_ENTRIES = 4096;
-const memos = new WeakMap<ServerKeys, Map<string, string>>();
+const memos = new WeakMap<ServerKeys, RecentMap<string, string>>();
 
-function memoFor(keys: ServerKeys): Map<string, string> {
+function memoFor(keys: ServerKeys): RecentMap<string, string> {
   let memo = memos.get(keys);
-  if (!memo) memos.set(keys, (memo = new Map()));
+  if (!memo) memos.set(keys, (memo = new RecentMap(MEMO_ENTRIES)));
   return memo;
-}
-
-function remember(memo: Map<string, string>, data: string, signature: string): void {
-  if (memo.size >= MEMO_ENTRIES) memo.delete(memo.keys().next().value as string);
-  memo.set(data, signature);
 }
 
 /** The signing key's signature of `data` (purpose `upload-state`), from the memo when there. */
@@ -46,7 +43,7 @@ function signed(keys: ServerKeys, data: string): string {
   const known = memo.get(data);
   if (known) return known;
   const signature = keys.sign('upload-state', data);
-  remember(memo, data, signature);
+  memo.set(data, signature);
   return signature;
 }
 
