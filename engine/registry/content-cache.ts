@@ -15,13 +15,7 @@
  * `ENTRY_OVERHEAD` (the Map entry, the objects, the ArrayBuffer's own allocation).
  */
 
-/**
- * The doorkeeper's size in bits (a Bloom filter with two probes: 32 KiB), and how many first
- * sightings it records before it starts over. At that load about 5 % of digests never seen
- * pass for seen, and are cached at their first read as before.
- */
-const DOORKEEPER_BITS = 1 << 18;
-const DOORKEEPER_RESET = DOORKEEPER_BITS / 8;
+import { SeenFilter } from '../seen-filter.js';
 
 /** Bytes an entry costs besides its manifest bytes (Map slot, entry and Buffer objects, backing-store header), a round upper estimate. */
 export const ENTRY_OVERHEAD = 256;
@@ -49,8 +43,8 @@ function cost(content: ManifestContent): number {
 /**
  * Admission: once the cache evicts (its young generation has filled once), a manifest is cached
  * at its second read, not its first (a doorkeeper, as in TinyLFU): a digest read once is only
- * noted in a bit array. With reads spread over more manifests than the cache holds (a pull of
- * each of 100,000 images, most read once), caching every read made each miss copy its bytes and
+ * noted in a bit array (engine/seen-filter.ts). With reads spread over more manifests than the
+ * cache holds (a pull of each of 100,000 images, most read once), caching every read made each miss copy its bytes and
  * insert an entry that lived just long enough to be promoted into V8's old generation and die
  * there (the old generation grew by 1.4–2.0 MiB per 5,000 such reads, docs/performance.md
  * "Growth"). While the cache has room (a registry whose manifests all fit) every read is cached,
@@ -72,8 +66,7 @@ export class ManifestContentCache {
   #oldBytes = 0;
   /** True once the young generation filled (the cache drops entries from then on): admission by the doorkeeper. */
   #evicts = false;
-  readonly #seen = new Uint32Array(DOORKEEPER_BITS / 32);
-  #sightings = 0;
+  readonly #seen = new SeenFilter();
 
   /** @param maxBytes bound on the bytes of cached manifests plus ENTRY_OVERHEAD each (default 8 MiB) */
   constructor(readonly maxBytes = 8 * 1024 * 1024) {}
@@ -104,32 +97,8 @@ export class ManifestContentCache {
    */
   set(digest: string, content: ManifestContent): void {
     if (content.bytes.length > this.maxBytes / 4 || this.has(digest)) return;
-    if (this.#evicts && this.#firstSighting(digest)) return;
+    if (this.#evicts && this.#seen.firstSighting(digest)) return;
     this.#add(digest, { mediaType: content.mediaType, bytes: ownMemory(content.bytes) });
-  }
-
-  /**
-   * Notes `digest` in the doorkeeper; true when it was not noted before (since the last reset).
-   * The probes are two 32-bit slices of the digest's hex, itself a uniform hash; a digest
-   * without them (not `algorithm:hex`) counts as seen.
-   */
-  #firstSighting(digest: string): boolean {
-    const at = digest.indexOf(':') + 1;
-    if (at === 0) return false;
-    const a = parseInt(digest.slice(at, at + 8), 16) & (DOORKEEPER_BITS - 1);
-    const b = parseInt(digest.slice(at + 8, at + 16), 16) & (DOORKEEPER_BITS - 1);
-    if (!(a >= 0 && b >= 0)) return false;
-    const seen = this.#seen;
-    const ma = 1 << (a & 31);
-    const mb = 1 << (b & 31);
-    if ((seen[a >>> 5]! & ma) !== 0 && (seen[b >>> 5]! & mb) !== 0) return false;
-    if (++this.#sightings > DOORKEEPER_RESET) {
-      seen.fill(0);
-      this.#sightings = 1;
-    }
-    seen[a >>> 5]! |= ma;
-    seen[b >>> 5]! |= mb;
-    return true;
   }
 
   /** Puts an entry into the young generation, which first becomes the old one when the entry would take it past half the bound. */

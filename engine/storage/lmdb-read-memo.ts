@@ -33,7 +33,11 @@
  * it returns (metadata.ts `getNow`). Bounded: a value over `MAX_VALUE_BYTES` encoded is not
  * kept, and everything is dropped once the kept values' encoded bytes exceed `MAX_BYTES` or a
  * keyspace holds `MAX_ENTRIES` keys. Any commit empties the memo, so with writes in flight it
- * mostly holds the records read since the last one.
+ * mostly holds the records read since the last one. Once reads have filled a keyspace's memo to
+ * `MAX_ENTRIES` (reads spread over more records than it keeps: manifest GETs by tag over 100,000
+ * images), a record of that keyspace is kept at its second read, not its first
+ * (engine/seen-filter.ts): keeping every record read once only made each outlive a young-generation
+ * collection, be promoted into V8's old generation and be dropped there at the next clear.
  *
  * A kept record costs a Map look-up (plus one 8-byte generation read per run) instead of a get
  * and a msgpack decode (0.8–2 µs each on this project's machine); measured effect per request:
@@ -42,6 +46,7 @@
 import { randomFillSync } from 'node:crypto';
 import type { Database, RootDatabase } from 'lmdb';
 import { CACHED_KEYSPACES } from './read-cache.js';
+import { SeenFilter } from '../seen-filter.js';
 
 /**
  * Name of the LMDB database holding the commit generation. Not a keyspace (keyspace names are
@@ -85,6 +90,8 @@ export class LmdbReadMemo {
   readonly #uncheck = (): void => { this.#checked = false; };
   #bytes = 0;
   readonly #all: MemoEntries[] = [];
+  /** The doorkeeper of each keyspace whose memo reads filled (see the file header). */
+  readonly #admission = new Map<MemoEntries, SeenFilter>();
 
   constructor(env: RootDatabase) {
     this.#db = env.openDB<Buffer, string>(GENERATION_DB, { encoding: 'binary' });
@@ -101,7 +108,9 @@ export class LmdbReadMemo {
   /**
    * The value at `k` of `db` (the decoded handle of the keyspace whose memo is `entries`): the
    * kept one when nothing was committed since it was read, else read, kept and returned.
-   * Returned values are frozen. Call outside write transactions only.
+   * Kept values are frozen (shared by every reader); one not kept (over `MAX_VALUE_BYTES`, or a
+   * first sighting, see the file header) is the caller's fresh copy. Call outside write
+   * transactions only.
    */
   read(entries: MemoEntries, db: Database<unknown, string>, k: string): unknown {
     this.#sync();
@@ -115,8 +124,12 @@ export class LmdbReadMemo {
     }
     const size = (db as unknown as { lastSize: number }).lastSize;
     if (!(size >= 0 && size <= MAX_VALUE_BYTES)) return v;
+    if (this.#admission.get(entries)?.firstSighting(k)) return v;
     if (this.#bytes + size > MAX_BYTES) this.#clear();
-    if (entries.size >= MAX_ENTRIES) entries.clear();
+    if (entries.size >= MAX_ENTRIES) {
+      entries.clear();
+      if (!this.#admission.has(entries)) this.#admission.set(entries, new SeenFilter());
+    }
     this.#bytes += size;
     entries.set(k, deepFreeze(v));
     return v;

@@ -166,3 +166,33 @@ t.test('kept records are frozen and a commit in this process is seen at once', a
   t.not(db.getNow!(manifests, 'sha256:m'), m, 'each read decodes afresh');
   t.same(await db.get(apps, 'a1'), { name: 'two', tags: [] }, 'get is unchanged');
 });
+
+t.test('once reads fill a keyspace\'s memo, a record is kept at its second read, not its first', async (t) => {
+  const dir = tempDir();
+  t.teardown(() => dir.cleanup());
+  const store = await openStore(dir.dir);
+  t.teardown(() => store.close());
+  const db = store.metadata;
+  const apps = keyspace<{ n: number }>('platform', 'apps');
+  const { MAX_ENTRIES } = await import('../../engine/storage/lmdb-read-memo.js');
+  const n = MAX_ENTRIES + 2_000;
+  await db.transact((tx) => { for (let i = 0; i < n; i++) tx.put(apps, `a${i}`, { n: i }); });
+  // Before the memo ever filled: kept at the first read.
+  const early = db.getNow!(apps, 'a0')!;
+  t.ok(Object.isFrozen(early) && db.getNow!(apps, 'a0') === early, 'kept at its first read while the memo has room');
+  for (let i = 1; i < n; i++) db.getNow!(apps, `a${i}`); // fills the memo past MAX_ENTRIES: it is emptied once
+  // From now on a record read once is not kept; read again, it is (and stays the same object).
+  let keptAtFirst = 0;
+  let keptAtSecond = 0;
+  for (let i = 0; i < 1_000; i++) {
+    const k = `a${i}`; // read only before the memo filled: the doorkeeper has not seen it
+    const first = db.getNow!(apps, k);
+    const second = db.getNow!(apps, k);
+    const third = db.getNow!(apps, k);
+    if (first === second) keptAtFirst++;
+    if (second === third && Object.isFrozen(second)) keptAtSecond++;
+    t.same(first, { n: i });
+  }
+  t.ok(keptAtFirst < 100, `${keptAtFirst} of 1,000 records kept at their first read after the memo filled`);
+  t.equal(keptAtSecond, 1_000, 'every record read twice is kept');
+});
