@@ -44,16 +44,18 @@ function cost(content: ManifestContent): number {
  * Admission: once the cache evicts (its young generation has filled once), a manifest is cached
  * at its second read, not its first (a doorkeeper, as in TinyLFU): a digest read once is only
  * noted in a bit array (engine/seen-filter.ts). With reads spread over more manifests than the
- * cache holds (a pull of each of 100,000 images, most read once), caching every read made each miss copy its bytes and
- * insert an entry that lived just long enough to be promoted into V8's old generation and die
- * there (the old generation grew by 1.4–2.0 MiB per 5,000 such reads, docs/performance.md
- * "Growth"). While the cache has room (a registry whose manifests all fit) every read is cached,
- * so a second read is never a miss there; a manifest pulled again (a tag deployed to many dynos)
- * is cached from its second read on either way.
+ * cache holds (a pull of each of 100,000 images, most read once), caching every read made each
+ * miss copy its bytes and insert an entry that lived just long enough to be promoted into V8's
+ * old generation and die there; with this and the LMDB read memo's doorkeeper, 60,000 such reads
+ * promoted 34 % less (docs/performance.md "What a random GET costs over a large store"). While
+ * the cache has room (a registry whose manifests all fit) every read is cached, so a second read
+ * is never a miss there; a manifest pulled again (a tag deployed to many dynos) is cached from
+ * its second read on either way.
  *
- * Eviction: two generations, each a Map holding at most half the bound: entries go into the young one, a
- * hit in the old one moves there, and when the young one would pass half the bound it becomes
- * the old one (the old one's entries not used since are dropped whole). Every operation is O(1):
+ * Eviction: two generations, each a Map holding at most half the bound: entries go into the
+ * young one, a hit in the old one moves there, and when the young one would pass half the bound
+ * it becomes the old one (the old one's entries not used since are dropped whole). Every
+ * operation is O(1):
  * an exact LRU on one Map evicted by iterating from its oldest entry, which V8 reaches by
  * stepping over the slots of every entry deleted since the table was last rebuilt; with GETs
  * spread over more manifests than the cache holds that walk cost ~5 µs per miss (profile of
@@ -64,7 +66,7 @@ export class ManifestContentCache {
   #old = new Map<string, ManifestContent>();
   #youngBytes = 0;
   #oldBytes = 0;
-  /** True once the young generation filled (the cache drops entries from then on): admission by the doorkeeper. */
+  /** True once the young generation filled (entries are dropped from then on): the doorkeeper admits. */
   #evicts = false;
   readonly #seen = new SeenFilter();
 
@@ -92,8 +94,8 @@ export class ManifestContentCache {
   /**
    * Caches `content` (its bytes in memory of their own: a view on a larger buffer is copied)
    * unless it is over a quarter of the bound, already cached, or, once the cache evicts, read
-   * for the first time (`digest` is then only noted: see the class comment). Callers keep using the `content`
-   * they passed; `get` returns the cached one.
+   * for the first time (`digest` is then only noted: see the class comment). Callers keep using
+   * the `content` they passed; `get` returns the cached one.
    */
   set(digest: string, content: ManifestContent): void {
     if (content.bytes.length > this.maxBytes / 4 || this.has(digest)) return;
