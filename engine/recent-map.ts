@@ -14,7 +14,10 @@ export class RecentMap<K, V> {
   #young = new Map<K, V>();
   #old = new Map<K, V>();
 
-  /** @param capacity most entries kept (at least 2) */
+  /**
+   * @param capacity most entries kept
+   * @throws RangeError for a capacity under 2
+   */
   constructor(readonly capacity: number) {
     if (!(capacity >= 2)) throw new RangeError(`a RecentMap needs a capacity of at least 2, not ${capacity}`);
   }

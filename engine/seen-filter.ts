@@ -16,7 +16,10 @@ export class SeenFilter {
   readonly #resetAfter: number;
   #sightings = 0;
 
-  /** @param bits the filter's size, a power of two (default 2^18 bits: 32 KiB) */
+  /**
+   * @param bits the filter's size, a power of two (default 2^18 bits: 32 KiB)
+   * @throws RangeError for a size that is not a power of two of at least 64
+   */
   constructor(bits = 1 << 18) {
     if (!(bits >= 64 && (bits & (bits - 1)) === 0)) throw new RangeError(`a SeenFilter's size is a power of two of at least 64 bits, not ${bits}`);
     this.#bits = new Uint32Array(bits / 32);
