@@ -108,6 +108,7 @@ export class CpuWindow {
   readonly #client = process.cpuUsage();
   readonly #server: number;
   readonly #system = systemSeconds();
+  readonly #returned = returnedToHostKib();
   readonly #t0 = performance.now();
 
   /** Starts the window now, for server process `pid`. */
@@ -115,8 +116,11 @@ export class CpuWindow {
     this.#server = cpuSeconds(pid);
   }
 
-  /** Percentages since the window started. */
-  end(): { client_cpu_pct: number; server_cpu_pct: number; other_cpu_pct: number; steal_cpu_pct: number } {
+  /**
+   * Percentages since the window started, and the MiB of free memory the guest reported to the
+   * hypervisor meanwhile (`returnedToHostKib`; null where the kernel has no such counter).
+   */
+  end(): { client_cpu_pct: number; server_cpu_pct: number; other_cpu_pct: number; steal_cpu_pct: number; returned_to_host_mib: number | null } {
     const secs = (performance.now() - this.#t0) / 1000;
     const c = process.cpuUsage(this.#client);
     const client = (c.user + c.system) / 1e6;
@@ -124,7 +128,24 @@ export class CpuWindow {
     const now = systemSeconds();
     const other = Math.max(0, now.busy - this.#system.busy - client - server);
     const pct = (x: number) => Math.round((x / secs) * 100);
-    return { client_cpu_pct: pct(client), server_cpu_pct: pct(server), other_cpu_pct: pct(other), steal_cpu_pct: pct(now.steal - this.#system.steal) };
+    const returned = returnedToHostKib();
+    const returnedMib = returned === null || this.#returned === null ? null : Math.round((returned - this.#returned) / 1024);
+    return { client_cpu_pct: pct(client), server_cpu_pct: pct(server), other_cpu_pct: pct(other), steal_cpu_pct: pct(now.steal - this.#system.steal), returned_to_host_mib: returnedMib };
+  }
+}
+
+/**
+ * KiB of free memory this guest's kernel has reported to the hypervisor since boot (virtio-balloon
+ * free page reporting: the host drops those pages, and the next write to one of them faults in
+ * the host, costing the writer up to 2.5 s of CPU per GiB here: bench/README.md "The chunked push
+ * and memory the VM takes back"), or null where the kernel exposes no such counter.
+ */
+export function returnedToHostKib(): number | null {
+  try {
+    const v = Number(readFileSync('/sys/module/page_reporting/parameters/reported_kib', 'utf8').trim());
+    return Number.isFinite(v) ? v : null;
+  } catch {
+    return null;
   }
 }
 

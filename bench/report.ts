@@ -169,6 +169,18 @@ export class Report {
     }
   }
 
+  /**
+   * Writes, for every transfer figure during which the guest reported free memory to the
+   * hypervisor (procstat.ts `returnedToHostKib`), how much: page-cache pages a push writes into
+   * such memory cost it a fault in the host each.
+   */
+  returnedTable(): void {
+    for (const f of this.figures) {
+      const mib = (f as { returned_to_host_mib?: number | null }).returned_to_host_mib;
+      if (typeof mib === 'number' && mib > 0) process.stderr.write(`returned to the hypervisor during ${f.server} ${f.bench} (${f.value} ${f.unit}): ${mib} MiB of free memory\n`);
+    }
+  }
+
   /** Writes a human-readable table of the comparison to stderr. */
   table(rows: Array<Record<string, unknown>>): void {
     const cols = ['bench', 'unit', 'slipway', 'reference', 'ratio', 'target', 'met', 'limit', 'slipway_of_limit', 'reference_of_limit', 'other_cpu_pct_slipway', 'other_cpu_pct_reference', 'steal_cpu_pct_slipway', 'steal_cpu_pct_reference'];

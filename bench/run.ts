@@ -268,6 +268,7 @@ async function main(): Promise<number> {
   const rows = report.compare();
   report.table(rows);
   report.threadTable();
+  report.returnedTable();
   printFeasibility({ limits, pullLimits, pushLimit, sha256Rate, hashSecondsPerGiB, loadLimits }, report);
   process.stderr.write(`machine: sha256 ${sha256Rate} MB/s (wall clock) in this run, and hashing alone costs ${hashSecondsPerGiB} s of CPU per GiB pushed (plus receiving and writing the bytes)\n`);
   process.stderr.write(`\nbench: finished in ${Math.round((performance.now() - started) / 1000)} s${failed ? `, ${failed} failure(s)` : ''}\n`);
