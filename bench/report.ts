@@ -170,14 +170,14 @@ export class Report {
   }
 
   /**
-   * Writes, for every transfer figure during which the guest reported free memory to the
+   * Writes, for every transfer figure (MB/s) during which the guest reported free memory to the
    * hypervisor (procstat.ts `returnedToHostKib`), how much: page-cache pages a push writes into
    * such memory cost it a fault in the host each.
    */
   returnedTable(): void {
     for (const f of this.figures) {
       const mib = (f as { returned_to_host_mib?: number | null }).returned_to_host_mib;
-      if (typeof mib === 'number' && mib > 0) process.stderr.write(`returned to the hypervisor during ${f.server} ${f.bench} (${f.value} ${f.unit}): ${mib} MiB of free memory\n`);
+      if (typeof mib === 'number' && mib > 0 && f.unit === 'MB/s') process.stderr.write(`returned to the hypervisor during ${f.server} ${f.bench} (${f.value} ${f.unit}): ${mib} MiB of free memory\n`);
     }
   }
 
