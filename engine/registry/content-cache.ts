@@ -66,9 +66,8 @@ export class ManifestContentCache {
   #old = new Map<string, ManifestContent>();
   #youngBytes = 0;
   #oldBytes = 0;
-  /** True once the young generation filled (entries are dropped from then on): the doorkeeper admits. */
-  #evicts = false;
-  readonly #seen = new SeenFilter();
+  /** The doorkeeper, made when the young generation first fills (entries are dropped from then on). */
+  #seen: SeenFilter | null = null;
 
   /** @param maxBytes bound on the bytes of cached manifests plus ENTRY_OVERHEAD each (default 8 MiB) */
   constructor(readonly maxBytes = 8 * 1024 * 1024) {}
@@ -99,7 +98,7 @@ export class ManifestContentCache {
    */
   set(digest: string, content: ManifestContent): void {
     if (content.bytes.length > this.maxBytes / 4 || this.has(digest)) return;
-    if (this.#evicts && this.#seen.firstSighting(digest)) return;
+    if (this.#seen?.firstSighting(digest)) return;
     this.#add(digest, { mediaType: content.mediaType, bytes: ownMemory(content.bytes) });
   }
 
@@ -107,7 +106,7 @@ export class ManifestContentCache {
   #add(digest: string, content: ManifestContent): void {
     const c = cost(content);
     if (this.#youngBytes + c > this.maxBytes / 2) {
-      this.#evicts = true;
+      this.#seen ??= new SeenFilter();
       this.#old = this.#young;
       this.#oldBytes = this.#youngBytes;
       this.#young = new Map();
