@@ -108,17 +108,13 @@ export class PullHeat {
     const last = this.#last.get(digest);
     const running = this.#running.get(digest) ?? 0;
     this.#running.set(digest, running + 1);
-    this.#touch(digest, t);
-    return running > 0 || (last !== undefined && t - last < this.windowMs);
-  }
-
-  #touch(digest: Digest, t: number): void {
     this.#last.set(digest, t);
+    return running > 0 || (last !== undefined && t - last < this.windowMs);
   }
 
   /** `digest` was just written through the page cache (an upload committed it). */
   written(digest: Digest): void {
-    this.#touch(digest, this.now());
+    this.#last.set(digest, this.now());
   }
 
   /** A pull of `digest` recorded by `begin` ended. */

@@ -23,10 +23,9 @@ import { RecentMap } from '../../engine/recent-map.js';
  * `_state` memo"). Only values this process signed enter it: any other `_state` (forged, or
  * signed by the accepted key or before a restart) gets the full check. Bounded: it keeps the
  * latest MEMO_ENTRIES / 2 to MEMO_ENTRIES (engine/recent-map.ts; a Location signed again later is
- * the same value). Signatures
- * are kept as strings: a small Buffer made from a string is a view on an 8 KiB slab of Node's
- * shared pool and would keep the whole slab alive (4096 entries: up to 32 MiB; bench/README.md
- * "Growth"); the compare makes its Buffers when it runs.
+ * the same value). Signatures are kept as strings: a small Buffer made from a string is a view on
+ * an 8 KiB slab of Node's shared pool and would keep the whole slab alive (4096 entries: up to 32
+ * MiB; bench/README.md "Growth"); the compare makes its Buffers when it runs.
  */
 const MEMO_ENTRIES = 4096;
 const memos = new WeakMap<ServerKeys, RecentMap<string, string>>();
