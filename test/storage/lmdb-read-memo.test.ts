@@ -8,7 +8,7 @@
  * request load. Also: the kept records are frozen, and a commit in the server's own process is
  * seen at once.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { execFile, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +22,7 @@ import { buildImage, sampleSpec } from '../helpers/image.js';
 import { pushBuiltImage, type Target } from '../helpers/registry.js';
 import { openStore } from '../../engine/store.js';
 import { keyspace } from '../../engine/storage/metadata.js';
+import { MAX_ENTRIES } from '../../engine/storage/lmdb-read-memo.js';
 
 const tmp = tempDir();
 const server = await startInProcess({ dataDir: tmp.dir });
@@ -134,12 +135,17 @@ t.test('a blob link another process removes is unknown at the next HEAD', async 
   t.equal(r.code, 'BLOB_UNKNOWN');
 });
 
-t.test('kept records are frozen and a commit in this process is seen at once', async (t) => {
+/** The metadata store of a new data directory of its own, closed and removed at the end of `t`. */
+async function scratchStore(t: Test) {
   const dir = tempDir();
   t.teardown(() => dir.cleanup());
   const store = await openStore(dir.dir);
   t.teardown(() => store.close());
-  const db = store.metadata;
+  return store.metadata;
+}
+
+t.test('kept records are frozen and a commit in this process is seen at once', async (t) => {
+  const db = await scratchStore(t);
   const apps = keyspace<{ name: string; tags: string[] }>('platform', 'apps');
   const scratch = keyspace<{ n: number }>('platform', 'memo-scratch');
   t.equal(db.getNow!(apps, 'a1'), undefined);
@@ -168,13 +174,8 @@ t.test('kept records are frozen and a commit in this process is seen at once', a
 });
 
 t.test('once reads fill a keyspace\'s memo, a record is kept at its second read, not its first', async (t) => {
-  const dir = tempDir();
-  t.teardown(() => dir.cleanup());
-  const store = await openStore(dir.dir);
-  t.teardown(() => store.close());
-  const db = store.metadata;
+  const db = await scratchStore(t);
   const apps = keyspace<{ n: number }>('platform', 'apps');
-  const { MAX_ENTRIES } = await import('../../engine/storage/lmdb-read-memo.js');
   const n = MAX_ENTRIES + 2_000;
   await db.transact((tx) => { for (let i = 0; i < n; i++) tx.put(apps, `a${i}`, { n: i }); });
   // Before the memo ever filled: kept at the first read.
