@@ -232,27 +232,6 @@ export async function measureLimits(bytes: number, concurrent?: ConcurrentFiles,
   return out;
 }
 
-/**
- * Writes `bytes` (rounded up to 4 MiB) through the page cache into a file in the temp dir (the
- * servers' file system) and deletes it, so the push that follows takes page-cache memory the
- * guest has touched lately, whichever server runs it. Why: this VM hands freed guest memory back
- * to the hypervisor (virtio-balloon free page reporting), and the first touch of such memory
- * costs the guest kernel 1.5–2.3 s of CPU per GiB in the copy into the page cache, against
- * 0.38–0.44 s for memory freed moments before (1 GiB with `dd`, no sync) (bench/README.md, "Chunked pushes and the disk's
- * queue"). Without it, a server running after the other's data was deleted pushed into warm
- * memory and the first into cold. The returned figure's CPU per GiB shows which this write met.
- */
-export async function primeGuestMemory(bytes: number): Promise<Limit> {
-  const dir = await fsp.mkdtemp(join(tmpdir(), 'slipway-bench-prime-'));
-  const block = sharedBuffer(BLOCK);
-  const rounded = Math.ceil(bytes / BLOCK) * BLOCK;
-  try {
-    return await timed('memory_prime', rounded, 'written through the page cache without a sync, then deleted: the push after it reuses that memory', () => writeFile(join(dir, 'prime'), fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC, block, rounded, false));
-  } finally {
-    await fsp.rm(dir, { recursive: true, force: true });
-  }
-}
-
 /** What the first touch of a page of new memory costs this machine's CPU. */
 export interface FirstTouch {
   bench: 'limit_first_touch';

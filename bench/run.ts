@@ -7,9 +7,12 @@
  */
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
-import { installCleanup } from './cleanup.js';
+import { mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
+import { installCleanup, removeDir, trackDir } from './cleanup.js';
 import { measurePushLimit, type PushLimit } from './push-limit.js';
-import { measureFirstTouch, measureLimits, measureSyncLatency, primeGuestMemory, pushDiskLimit, type Limit } from './limits.js';
+import { measureFirstTouch, measureLimits, measureSyncLatency, pushDiskLimit, type Limit } from './limits.js';
+import { handOverMemory } from './memory-handover.js';
 import { measureLoadLimit, type LoadClient, type LoadLimit } from './load-limit.js';
 import { measurePullLimit, type PullLimit } from './pull-limit.js';
 import { printFeasibility } from './feasibility.js';
@@ -74,7 +77,7 @@ function tmpFilesystem(): string {
   }
 }
 
-/** Bytes the push workload `name` writes (0 for the others): what primeGuestMemory writes before it. */
+/** Bytes the push workload `name` writes (0 for the others): what the bench hands over to it (bench/memory-handover.ts). */
 function pushedBytes(name: string, base: Omit<WorkloadContext, 'target' | 'client'>): number {
   if (name === 'push_1gib_single_patch') return base.big.single.size;
   if (name === 'push_1gib_chunked_16mib') return base.big.chunked.size;
@@ -90,18 +93,24 @@ async function runServer(name: 'slipway' | 'reference', base: Omit<WorkloadConte
   const client = new RegistryClient(target.registry, target.authorization, base.opts.loadConnections);
   base.report.note({ bench: 'server', server: name, version: target.version, registry: target.registry, pid: target.pid, loadavg_1m: Math.round(loadavg()[0]! * 100) / 100 });
   let failed = 0;
+  const scratch = mkdtempSync(join(tmpdir(), 'slipway-bench-handover-'));
+  trackDir(scratch);
   try {
     const ctx: WorkloadContext = { ...base, target, client };
     for (const [wname, fn] of WORKLOADS) {
       if (!selected(wname)) continue;
       try {
         const written = pushedBytes(wname, base);
-        if (written > 0) {
-          const prime = await primeGuestMemory(written);
-          base.report.note({ ...prime, server: name, before: wname });
-          progress(name, `before ${wname}: ${Math.round(written / 1024 ** 2)} MiB written and deleted (${prime.system_seconds_per_gib} s of system CPU per GiB)`);
+        const handover = written > 0 ? await handOverMemory(join(scratch, 'handover'), written) : null;
+        try {
+          await fn(ctx);
+        } finally {
+          if (handover) {
+            const h = await handover.end();
+            base.report.note({ ...h, server: name, during: wname });
+            progress(name, `${wname}: ${Math.round(h.released_bytes / 1024 ** 2)} of ${Math.round(written / 1024 ** 2)} MiB of page cache handed over as it pushed (written before it in ${h.write_ms} ms, ${h.write_cpu_s_per_gib} CPU-s/GiB)`);
+          }
         }
-        await fn(ctx);
       } catch (e) {
         failed++;
         const message = (e as Error).message;
@@ -110,6 +119,7 @@ async function runServer(name: 'slipway' | 'reference', base: Omit<WorkloadConte
       }
     }
   } finally {
+    removeDir(scratch);
     await client.close();
     progress(name, 'stopping');
     await target.stop();
