@@ -17,6 +17,7 @@
  * says whether its client against a server that only answers (bench/load-limit.ts) drives the
  * req/s the ratio needs, and with what p99.
  */
+import { cpus } from 'node:os';
 import { pushDiskLimit, type Limit } from './limits.js';
 import type { LoadClient, LoadLimit } from './load-limit.js';
 import type { PullLimit } from './pull-limit.js';
@@ -37,6 +38,7 @@ export interface RunLimits {
 }
 
 const r2 = (x: number) => Math.round(x * 100) / 100;
+const GiB = 1024 ** 3;
 
 /** The target of figure `bench` (report.ts `TARGETS`, the one list of them). @throws Error when `bench` has none of that kind. */
 function target(bench: string, kind: 'ratio' | 'max'): number {
@@ -82,6 +84,31 @@ function pushFeasibility(run: RunLimits, report: Report, bench: string, ratio: n
     ...(client === undefined ? [] : [`the client pushes ${client} MB/s to a server that discards the bytes: ${clientOk ? 'enough' : 'NOT enough'}`]),
   ];
   process.stderr.write(`${bench}_feasibility: ${ratio} × the reference needs ${needs} MB/s; in this run ${verdicts.join('; ')}${mine ? `; Slipway ran at ${mine.value} MB/s (${r2(mine.value / disk.value)} of the disk${client ? `, ${r2(mine.value / client)} of the client` : ''})` : ''}\n`);
+  if (bench === 'push_concurrent') cpuFloor(run, report, disk, needs, mine);
+}
+
+/**
+ * The concurrent push's CPU floor on this machine's CPUs, each part measured in this run: the
+ * push client's CPU per GiB and the sink's (receiving the bytes and nothing else) against a
+ * server that discards them (bench/push-limit.ts), sha256's, and the disk limit's writing and
+ * syncing the same files (`disk_write_sync_concurrent`). With every CPU busy on nothing else, a
+ * server storing those bytes as Slipway does (hashed, written through the page cache, synced)
+ * pushes at most CPUs / that sum GiB per second; Slipway's own CPU per GiB in its push, with the
+ * same client, gives its ceiling at full use of the CPUs. Both are printed beside what the target
+ * needs: the first says whether the target is reachable here at all, the second how far Slipway's
+ * own costs are from it.
+ */
+function cpuFloor(run: RunLimits, report: Report, disk: Limit, needs: number, mine: { value: number; [k: string]: unknown } | undefined): void {
+  const push = run.pushLimit;
+  if (!push) return;
+  const n = cpus().length;
+  const mbPerGiB = GiB / 1e6;
+  const floor = r2(push.client_cpu_s_per_gib + push.server_cpu_s_per_gib + run.hashSecondsPerGiB + disk.cpu_seconds_per_gib);
+  const most = Math.round((n / floor) * mbPerGiB);
+  const server = typeof mine?.server_cpu_s_per_gib === 'number' ? mine.server_cpu_s_per_gib : undefined;
+  const ceiling = server === undefined ? undefined : Math.round((n / (push.client_cpu_s_per_gib + server)) * mbPerGiB);
+  report.note({ bench: 'push_concurrent_cpu_floor', cpus: n, client_cpu_s_per_gib: push.client_cpu_s_per_gib, receive_cpu_s_per_gib: push.server_cpu_s_per_gib, sha256_cpu_s_per_gib: run.hashSecondsPerGiB, write_sync_cpu_s_per_gib: disk.cpu_seconds_per_gib, floor_cpu_s_per_gib: floor, most_mb_s: most, needs_mb_s: needs, slipway_cpu_s_per_gib: server, slipway_ceiling_mb_s: ceiling, slipway_mb_s: mine?.value });
+  process.stderr.write(`push_concurrent_cpu_floor: on ${n} CPUs, client ${push.client_cpu_s_per_gib} + receiving ${push.server_cpu_s_per_gib} + sha256 ${run.hashSecondsPerGiB} + writing and syncing ${disk.cpu_seconds_per_gib} = ${floor} CPU-s/GiB -> at most ${most} MB/s with every CPU busy (needs ${needs}: ${most >= needs ? 'reachable' : 'NOT reachable'})${ceiling === undefined ? '' : `; Slipway's ${server} CPU-s/GiB with the same client -> at most ${ceiling} MB/s (${ceiling >= needs ? 'reachable' : 'NOT reachable'}), it ran at ${mine!.value}`}\n`);
 }
 
 /**
