@@ -163,10 +163,15 @@ async function step(side: Side, size: number): Promise<StepRow> {
   const unread = side.images.slice(fresh, size);
   const firstNode0 = await readNode(s.admin);
   const firstShare = new ProcessShare([process.pid, s.pid]);
-  const firstMajor0 = pageFaults(s.pid).major;
-  const first = await firstReads(s.registry, s.authorization, unread, Math.min(FIRST_READS, unread.length), CONCURRENCY, seed + size + 1);
+  const firstFaults0 = pageFaults(s.pid);
+  const firstCpu0 = cpuSeconds(s.pid);
+  const firstCount = Math.min(FIRST_READS, unread.length);
+  const first = await firstReads(s.registry, s.authorization, unread, firstCount, CONCURRENCY, seed + size + 1);
+  const firstCpuUs = round(((cpuSeconds(s.pid) - firstCpu0) * 1e6) / firstCount, 1);
   const firstOthers = firstShare.end();
-  const majorFaultsFirst = pageFaults(s.pid).major - firstMajor0;
+  const firstFaults1 = pageFaults(s.pid);
+  const firstFaults = round((firstFaults1.minor - firstFaults0.minor) / firstCount, 2);
+  const majorFaultsFirst = firstFaults1.major - firstFaults0.major;
   const firstNode = await readNode(s.admin);
   const firstBarrier = barrierBetween(firstNode0?.barrier ?? null, firstNode?.barrier ?? null);
   const faults0 = pageFaults(s.pid);
@@ -206,6 +211,7 @@ async function step(side: Side, size: number): Promise<StepRow> {
     startup_ms: null, rss_after_restart_mib: null, data_mib: null,
     load1, push_other_cpu_pct: pushCpu.other_cpu_pct, push_steal_cpu_pct: pushCpu.steal_cpu_pct, push_server_cpu_pct: pushCpu.server_cpu_pct,
     read_other_cpu_pct: reads.other_cpu_pct, read_steal_cpu_pct: reads.steal_cpu_pct,
+    first_minor_faults_per_request: firstFaults, first_server_cpu_us_per_request: firstCpuUs,
     get_minor_faults_per_request: getFaults, get_server_cpu_us_per_request: getCpuUs,
     major_faults_first: majorFaultsFirst, major_faults_get: majorFaultsGet, major_faults_hot: majorFaultsHot,
     old_used_mib: [firstNode0?.oldUsedMiB ?? null, firstNode?.oldUsedMiB ?? null, hotNode0?.oldUsedMiB ?? null, hotNode?.oldUsedMiB ?? null],
