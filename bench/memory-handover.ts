@@ -19,6 +19,7 @@
 import { closeSync, ftruncateSync, fsyncSync, openSync, readFileSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { randomFillSync } from 'node:crypto';
+import { on } from 'node:events';
 
 /** Bytes released at once: the free memory the handover keeps ahead of the push. */
 const STEP = 16 * 1024 * 1024;
@@ -94,19 +95,13 @@ export interface Handover {
 export async function handOverMemory(path: string, bytes: number): Promise<Handover> {
   const stop = new SharedArrayBuffer(4);
   const worker = new Worker(new URL(import.meta.url), { workerData: { handover: { path, bytes, stop } } });
-  const queued: Array<Record<string, number | boolean>> = [];
-  const waiting: Array<(m: Record<string, number | boolean>) => void> = [];
-  const failed = new Promise<never>((_, reject) => {
-    worker.once('error', reject);
-    worker.once('exit', (code) => code !== 0 && reject(new Error(`memory handover worker exited (${code})`)));
-  });
-  failed.catch(() => {});
-  worker.on('message', (m: Record<string, number | boolean>) => {
-    const w = waiting.shift();
-    if (w) w(m);
-    else queued.push(m);
-  });
-  const next = () => Promise.race([queued.length > 0 ? Promise.resolve(queued.shift()!) : new Promise<Record<string, number | boolean>>((r) => waiting.push(r)), failed]);
+  // Messages buffered in order until read; an 'error' rejects the read, an exit ends the messages.
+  const messages = on(worker, 'message', { close: ['exit'] });
+  const next = async (): Promise<Record<string, number>> => {
+    const m = await messages.next();
+    if (m.done) throw new Error('memory handover worker exited before it answered');
+    return (m.value as [Record<string, number>])[0];
+  };
   const ready = await next();
   return {
     async end() {
@@ -118,9 +113,9 @@ export async function handOverMemory(path: string, bytes: number): Promise<Hando
       return {
         bench: 'memory_handover',
         held_bytes: bytes,
-        released_bytes: Number(done.released),
-        write_cpu_s_per_gib: Math.round((Number(ready.write_cpu_s) / (bytes / 1024 ** 3)) * 100) / 100,
-        write_ms: Math.round(Number(ready.write_ms)),
+        released_bytes: done.released!,
+        write_cpu_s_per_gib: Math.round((ready.write_cpu_s! / (bytes / 1024 ** 3)) * 100) / 100,
+        write_ms: Math.round(ready.write_ms!),
       };
     },
   };

@@ -176,7 +176,7 @@ export class Report {
    */
   returnedTable(): void {
     for (const f of this.figures) {
-      const mib = (f as { returned_to_host_mib?: number | null }).returned_to_host_mib;
+      const mib = f.returned_to_host_mib;
       if (typeof mib === 'number' && mib > 0 && f.unit === 'MB/s') process.stderr.write(`returned to the hypervisor during ${f.server} ${f.bench} (${f.value} ${f.unit}): ${mib} MiB of free memory\n`);
     }
   }
