@@ -5,8 +5,8 @@
  * SharedArrayBuffers (the upload writer's pool), never copied. Each session's updates are hashed
  * in the order sent, on one thread.
  *
- * `HashThreads` runs one thread per CPU, at most `MAX_HASH_THREADS`, and gives sessions to them
- * in turn. While several sessions have bytes on the threads, a session's writer may hand its
+ * `HashThreads` runs up to one thread per CPU, at most `MAX_HASH_THREADS`, and gives a session to
+ * the least busy one (the others start only once two sessions are busy at once). While several sessions have bytes on the threads, a session's writer may hand its
  * buffers to `hashAndWrite` instead (fs-writer.ts): the thread hashes each buffer and then writes
  * it with `pwrite`, so the write reads bytes the hash just brought into the caches, where a
  * separate hash lagged 8–15 ms behind the socket in a 16-push burst and read them cold.
@@ -20,7 +20,7 @@
 import { Worker } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
 import type { HashFactory, HashWritePart, RunningHash } from '../engine/blobs/running-hash.js';
-import { inlineHash } from '../engine/blobs/running-hash.js';
+import { inlineHash, lostHash } from '../engine/blobs/running-hash.js';
 import { HASH_THREAD_RESOURCE_LIMITS } from '../server/runtime-flags.js';
 
 type Reply = { seq: number; hex?: string | null; written?: number; error?: { code?: string; message: string } };
@@ -45,6 +45,8 @@ export class HashThread {
   #nextSeq = 1;
   readonly #waiting = new Map<number, (reply: Reply | null) => void>();
   #closed = false;
+  /** Sessions of this thread with bytes sent and not answered. */
+  busySessions = 0;
 
   /** @param activity shared by the threads of one pool (default: this thread's own) */
   constructor(activity: Activity = new Activity()) {
@@ -106,10 +108,14 @@ export class HashThread {
     let outstanding = 0;
     const alive = () => !lost && this.#generation === generation && this.#worker !== null;
     const sent = () => {
-      if (outstanding++ === 0) activity.busy++;
+      if (outstanding++ > 0) return;
+      activity.busy++;
+      this.busySessions++;
     };
     const answered = () => {
-      if (--outstanding === 0) activity.busy--;
+      if (--outstanding > 0) return;
+      activity.busy--;
+      this.busySessions--;
     };
     return {
       update: (bytes, done) => {
@@ -166,25 +172,60 @@ export class HashThread {
 }
 
 /**
- * The server's hash threads: one per CPU, at most `MAX_HASH_THREADS`; sessions go to them in
- * turn (see the file header). Same interface as one `HashThread`.
+ * The server's hash threads: up to one per CPU, at most `MAX_HASH_THREADS` (see the file header).
+ * A session's hash is bound to a thread when its first bytes come (a burst's sessions are all
+ * opened before any of them sends bytes): to the first thread while no session is busy on any,
+ * else to the thread with the fewest busy sessions (the first of those after the last one
+ * chosen). A thread other than the first starts when its first session is bound to it, so a
+ * server that never takes two pushes at once keeps one thread's memory (an isolate: about
+ * 14 MiB here); once started it stays. Same interface as one `HashThread`.
  */
 export class HashThreads {
   readonly #threads: HashThread[];
-  #next = 0;
+  readonly #activity = new Activity();
+  #last = 0;
 
   /** @param count threads (default: the CPUs Node.js may use, at most MAX_HASH_THREADS) */
   constructor(count: number = Math.min(MAX_HASH_THREADS, availableParallelism())) {
-    const activity = new Activity();
-    this.#threads = Array.from({ length: Math.max(1, count) }, () => new HashThread(activity));
+    this.#threads = Array.from({ length: Math.max(1, count) }, () => new HashThread(this.#activity));
   }
 
-  /** Factory for Uploads: a running hash on the next thread in turn. */
-  readonly create: HashFactory = () => this.#threads[this.#next++ % this.#threads.length]!.create();
+  /** The thread for a session whose first bytes come now (see the class comment). */
+  #pick(): HashThread {
+    if (this.#activity.busy === 0) return this.#threads[0]!;
+    const n = this.#threads.length;
+    let pick = (this.#last + 1) % n;
+    for (let k = 2; k <= n; k++) {
+      const i = (this.#last + k) % n;
+      if (this.#threads[i]!.busySessions < this.#threads[pick]!.busySessions) pick = i;
+    }
+    this.#last = pick;
+    return this.#threads[pick]!;
+  }
 
-  /** Starts every thread now (HashThread.start). */
+  /** Factory for Uploads: a running hash bound to a thread at its first use. */
+  readonly create: HashFactory = () => {
+    let inner: RunningHash | null = null;
+    const bound = (): RunningHash => (inner ??= this.#pick().create());
+    return {
+      update: (bytes, done) => bound().update(bytes, done),
+      prefersHashAndWrite: () => (inner ? (inner.prefersHashAndWrite?.() ?? false) : this.#activity.busy > 0),
+      hashAndWrite: (parts, fd, position) => {
+        const h = bound();
+        if (h.hashAndWrite) return h.hashAndWrite(parts, fd, position);
+        // Bound after the threads closed (an inline hash): these bytes go unhashed, so the state is lost.
+        h.discard();
+        inner = lostHash();
+        return Promise.resolve(null);
+      },
+      digest: () => bound().digest(),
+      discard: () => inner?.discard(),
+    };
+  };
+
+  /** Starts the first thread now (HashThread.start); the others start when first used. */
   start(): void {
-    for (const t of this.#threads) t.start();
+    this.#threads[0]!.start();
   }
 
   /** Stops every thread (HashThread.close). */

@@ -173,6 +173,28 @@ t.test('a body whose end never finishes (its hash stalls) keeps the next body ou
   await b.end();
 });
 
+t.test('a failed write wakes the paused transport at once, while the hash still holds the buffers', async (t) => {
+  let fail: (e: Error) => void = () => {};
+  // A session whose hash never gives a buffer back and whose write fails when the test says.
+  const failing = {
+    id: 'stalled', size: 0,
+    feedHash: () => {},
+    write: () => new Promise<void>((_resolve, reject) => { fail = reject; }),
+    sync: async () => {},
+    suspend: () => {},
+  } as unknown as BlobWriter;
+  const w = new UploadWriter(failing);
+  while (w.write(randomBytes(256 * 1024))); // every buffer busy: with the stalled hash and the pending write
+  let woken = false;
+  const drained = new Promise<void>((resolve) => w.onDrain(() => { woken = true; resolve(); }));
+  await new Promise((resolve) => setImmediate(resolve));
+  t.notOk(woken, 'paused while the write is pending');
+  fail(Object.assign(new Error('the disk is not answering'), { code: 'STORAGE_STALLED' }));
+  await drained;
+  t.throws(() => w.write(randomBytes(10)), /not answering/, 'the next write learns the error');
+  await t.rejects(w.end(), /not answering/, 'the body ends with it');
+});
+
 t.test('the pool asks for a pause when every buffer is busy; buffers grow with the bytes received', async (t) => {
   const hash: RunningHash = { update: () => {}, digest: async () => null, discard: () => {} }; // never releases
   const memory = new UploadMemory(64 * 1024 * 1024);
