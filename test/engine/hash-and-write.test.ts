@@ -20,6 +20,7 @@ import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
 import type { BlobWriter } from '../../engine/blobs/contract.js';
 import type { Digest } from '../../engine/digest.js';
 import { sessionFile } from '../helpers/engine.js';
+import { feedWriter } from '../helpers/upload-feed.js';
 import { mountTmpfs, tmpfsSkip } from '../helpers/tmpfs.js';
 
 const MiB = 1024 * 1024;
@@ -59,23 +60,11 @@ function counted(factory: HashFactory, paths: Paths): HashFactory {
 
 /** Feeds `data` in random pieces, copy and zero-copy mixed, pausing at random and when asked. */
 async function feed(writer: UploadWriter, data: Buffer): Promise<void> {
-  let off = 0;
-  while (off < data.length) {
-    const size = Math.min(data.length - off, [1, 4096, 65536, 300_001, BUFFER_BYTES + 7, 3 * MiB][rand(6)]!);
-    let more: boolean;
-    const region = rand(2) === 0 ? writer.region() : null;
-    if (region) {
-      const n = Math.min(size, region.length);
-      data.copy(region, 0, off, off + n);
-      off += n;
-      more = writer.commit(n);
-    } else {
-      more = writer.write(data.subarray(off, off + size));
-      off += size;
-    }
-    if (!more) await new Promise<void>((resolve) => writer.onDrain(resolve));
-    else if (rand(4) === 0) await new Promise((resolve) => (rand(2) ? setImmediate(resolve) : setTimeout(resolve, rand(3))));
-  }
+  await feedWriter(writer, data, () => ({
+    size: [1, 4096, 65536, 300_001, BUFFER_BYTES + 7, 3 * MiB][rand(6)]!,
+    region: rand(2) === 0,
+    idle: rand(4) === 0 ? () => new Promise((resolve) => (rand(2) ? setImmediate(resolve) : setTimeout(resolve, rand(3)))) : undefined,
+  }));
 }
 
 /** A session of a filesystem backend in `dir` with running hashes from `newHash`, and its file. */

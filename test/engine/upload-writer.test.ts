@@ -20,6 +20,7 @@ import { FsBlobBackend } from '../../engine/blobs/fs-backend.js';
 import type { BlobWriter } from '../../engine/blobs/contract.js';
 import type { Digest } from '../../engine/digest.js';
 import { sessionFile } from '../helpers/engine.js';
+import { feedWriter } from '../helpers/upload-feed.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'slipway-writer-'));
 const thread = new HashThread();
@@ -35,29 +36,8 @@ async function session(hash: RunningHash): Promise<{ blob: BlobWriter; file: str
 }
 
 /** Feeds `data` alternating copy and zero-copy pieces of varied sizes; waits on pauses. */
-async function feed(writer: UploadWriter, data: Buffer): Promise<number> {
-  let off = 0;
-  let pauses = 0;
-  let i = 0;
-  while (off < data.length) {
-    const size = Math.min(data.length - off, [1, 4096, 65536, 300_001, BUFFER_BYTES + 7][i++ % 5]!);
-    let more: boolean;
-    const region = i % 2 === 0 ? writer.region() : null;
-    if (region) {
-      const n = Math.min(size, region.length);
-      data.copy(region, 0, off, off + n);
-      off += n;
-      more = writer.commit(n);
-    } else {
-      more = writer.write(data.subarray(off, off + size));
-      off += size;
-    }
-    if (!more) {
-      pauses++;
-      await new Promise<void>((resolve) => writer.onDrain(resolve));
-    }
-  }
-  return pauses;
+function feed(writer: UploadWriter, data: Buffer): Promise<number> {
+  return feedWriter(writer, data, (i) => ({ size: [1, 4096, 65536, 300_001, BUFFER_BYTES + 7][i % 5]!, region: i % 2 === 1 }));
 }
 
 for (const [name, make] of [['inline', inlineHash], ['hash thread', thread.create]] as Array<[string, () => RunningHash]>) {
