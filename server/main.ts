@@ -40,7 +40,7 @@ import { Releases } from '../engine/platform/releases.js';
 import { Dynos } from '../engine/platform/dynos.js';
 import { AppSettings } from '../engine/platform/app-settings.js';
 import { Teams } from '../engine/platform/teams.js';
-import { HashThreads } from '../workers/hash-thread.js';
+import { HashThread } from '../workers/hash-thread.js';
 import { WorkerPool } from '../workers/pool.js';
 import { SourceAddresses } from './http/client-address.js';
 import { listenUws, loadUws, serveUws } from './http/uws.js';
@@ -177,7 +177,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   };
   reseal();
   const pool = new WorkerPool({ maxThreads: config.inspectThreads, limits: inspectLimitsOf(config) });
-  const hashThread = new HashThreads();
+  const hashThread = new HashThread();
   hashThread.start(); // before the first push rather than inside it (workers/hash-thread.ts)
   const uploadMemory = new UploadMemory(config.uploadMemoryMiB * 1024 * 1024);
   dataDisk.timeoutMs = config.diskTimeoutSeconds * 1000; // engine/storage/disk-deadline.ts

@@ -11,11 +11,7 @@
  *
  * Writes are positional `writev` calls at the current end (short writes continue from where
  * they stopped); the running sha256 is fed separately (`feedHash`), so the caller may hash on
- * another thread while the same buffers are written. While the hash prefers it (other sessions
- * busy on the hash threads: workers/hash-thread.ts), a buffer fed to the hash waits instead for
- * its write, and the hash thread hashes and writes it in one step (`hashAndWrite`), the write
- * reading bytes the hash just brought into the caches. Once one buffer waits, the buffers after
- * it wait too (the hash takes bytes in order). `sync` (fdatasync) may run beside writes.
+ * another thread while the same buffers are written. `sync` (fdatasync) may run beside writes.
  *
  * Writes go through the page cache, so a blob pulled right after its push (the usual order:
  * CI pushes, then every dyno pulls) is served from memory (docs/storage.md "Pushed bytes go
@@ -98,11 +94,6 @@ function rest(chunks: readonly Uint8Array[], skip: number): Uint8Array[] {
   return out;
 }
 
-/** Whether `a` and `b` are the same bytes of the same memory. */
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.buffer === b.buffer && a.byteOffset === b.byteOffset && a.byteLength === b.byteLength;
-}
-
 /** One upload session's file: lazily opened, closed when suspended and idle. */
 export class FsWriter implements BlobWriter {
   #fd: number | null = null;
@@ -118,13 +109,6 @@ export class FsWriter implements BlobWriter {
   /** The session's running sha256 (given up by `rewind`: the commit then re-hashes the file). */
   #hash: RunningHash;
   #idle: Array<() => void> = [];
-  /**
-   * Buffers fed to the hash that wait to be hashed with their write (`hashAndWrite`), in order,
-   * with their `done` callbacks; always the tail of the bytes fed so far.
-   */
-  #deferred: Array<{ bytes: Buffer; done: () => void }> = [];
-  /** A write failed since the last rewind: buffers fed now will not be written. */
-  #writeFailed = false;
   /**
    * The first failed `sync` (a background one's error is not reported to its caller): the
    * kernel reports a writeback error to one `fdatasync` per descriptor only, so the commit's own
@@ -222,78 +206,18 @@ export class FsWriter implements BlobWriter {
   feedHash(bytes: Buffer, done: () => void): void {
     this.#check();
     this.#hashed += bytes.length;
-    if (this.#writeFailed) {
-      // Never written (nothing is after a failed write): the hash gives up, the buffer goes back.
-      this.#hash.discard();
-      this.#hash = lostHash();
-      done();
-    } else if (this.#deferred.length > 0 || (this.#hash.prefersHashAndWrite?.() ?? false)) this.#deferred.push({ bytes, done });
-    else this.#hash.update(bytes, done);
-  }
-
-  /** Releases the buffers still waiting for `hashAndWrite` (their hashing will not happen). */
-  #dropDeferred(): void {
-    for (const d of this.#deferred.splice(0)) d.done();
+    this.#hash.update(bytes, done);
   }
 
   async write(chunks: readonly Uint8Array[]): Promise<void> {
-    const waiting = this.#waitingIn(chunks);
     const fd = await this.#acquire();
     try {
-      const bytes = chunks.reduce((n, c) => n + c.byteLength, 0);
-      if (waiting === 0 || !(await this.#hashAndWrite(fd, chunks, waiting, bytes))) await this.#writeAll(fd, chunks, bytes);
+      await this.#writeAll(fd, chunks, chunks.reduce((n, c) => n + c.byteLength, 0));
     } catch (e) {
-      // Nothing more is written after a failed write (writer.ts): buffers waiting for it, and
-      // any fed until the session is rewound, go back unhashed.
-      this.#writeFailed = true;
-      this.#dropDeferred();
       throw await asStorageFull(e, SESSION_BYTES, dirname(this.path));
     } finally {
       this.#release();
     }
-  }
-
-  /**
-   * How many of `chunks` wait for the hash: the first waiting buffers, which are the last of
-   * `chunks` (the caller writes what it fed, in order; buffers fed later wait behind them).
-   * @throws Error when the waiting buffers are not the tail of `chunks`
-   */
-  #waitingIn(chunks: readonly Uint8Array[]): number {
-    let k = 0;
-    for (const c of chunks) {
-      if (k < this.#deferred.length && sameBytes(this.#deferred[k]!.bytes, c)) k++;
-      else if (k > 0) throw new Error(`upload session ${this.id}: the buffers written are out of step with the hash`);
-    }
-    return k;
-  }
-
-  /**
-   * Writes `chunks` with the hash thread's `hashAndWrite`, hashing the last `waiting` of them
-   * (the first buffers waiting for it). Their hashing is sent only now, after the descriptor was
-   * acquired, and every buffer fed meanwhile waits behind them, so the hash takes bytes in
-   * order. False when the thread was lost: the hash state is gone (the commit re-hashes the
-   * file) and the caller writes the chunks.
-   * @throws the write's error, after counting the bytes it wrote
-   */
-  async #hashAndWrite(fd: number, chunks: readonly Uint8Array[], waiting: number, bytes: number): Promise<boolean> {
-    const first = chunks.length - waiting;
-    const deferred = this.#deferred.splice(0, waiting);
-    let written: number | null;
-    try {
-      // A rewind or abort while the descriptor was acquired released them: the session's hash is gone.
-      if (deferred.length !== waiting || deferred.some((d, i) => !sameBytes(d.bytes, chunks[first + i]!))) {
-        throw new Error(`upload session ${this.id}: its buffers were released while written`);
-      }
-      written = await this.#hash.hashAndWrite!(chunks.map((c, i) => ({ bytes: c, hash: i >= first })), fd, this.size);
-    } catch (e) {
-      this.size += (e as { written?: number }).written ?? 0;
-      throw e;
-    } finally {
-      for (const d of deferred) d.done();
-    }
-    if (written === null) return false;
-    this.size += bytes;
-    return true;
   }
 
   /** Writes every byte of `chunks` at the end through `fd` (short writes continue). */
@@ -343,8 +267,6 @@ export class FsWriter implements BlobWriter {
       await fsp.rm(this.path, { force: true });
       this.#exists = false;
       this.size = 0;
-      this.#dropDeferred();
-      this.#writeFailed = false;
       this.#hash.discard();
       this.#hash = this.host.newHash();
       this.#hashed = 0;
@@ -354,8 +276,6 @@ export class FsWriter implements BlobWriter {
     try {
       await truncateTo(fd, size);
       this.size = size;
-      this.#dropDeferred();
-      this.#writeFailed = false;
       this.#hash.discard();
       this.#hash = lostHash();
       this.#hashed = 0;
@@ -377,7 +297,6 @@ export class FsWriter implements BlobWriter {
   async commit(expected: Digest, options: CommitOptions = {}): Promise<CommitResult> {
     const fd = await this.#acquire();
     this.#closed = true;
-    this.#dropDeferred(); // none after the request's flush; any left were not written and are re-hashed below
     let actual: Digest;
     try {
       await datasync(fd);
@@ -409,7 +328,6 @@ export class FsWriter implements BlobWriter {
 
   async #discard(): Promise<void> {
     this.#closed = true;
-    this.#dropDeferred();
     this.#hash.discard();
     await this.#whenIdle();
     this.#closeFd();

@@ -17,30 +17,6 @@ export interface RunningHash {
   digest(): Promise<string | null>;
   /** Drops the state without a digest. */
   discard(): void;
-  /**
-   * Optional (the hash thread, workers/hash-thread.ts): whether the next bytes should rather be
-   * hashed by `hashAndWrite` together with their write than by `update` beside it. True while
-   * other sessions have bytes on the hash threads too: the CPUs are then all busy, and the bytes
-   * are cheaper to hash in the thread that writes them than later, after other sessions' bytes
-   * went through the caches (docs/storage.md "Hash threads, and hashing where the bytes are written").
-   */
-  prefersHashAndWrite?(): boolean;
-  /**
-   * Optional (the hash thread): writes `parts` in order at `position` of `fd`, first adding each
-   * part whose `hash` is true to the hash (next in order: parts not flagged were fed by `update`
-   * earlier), both on the hash's thread while the bytes are in its CPU's caches. Parts must be
-   * backed by a SharedArrayBuffer. Resolves with the bytes written, or null when the thread was
-   * lost before it answered (the hash state is then lost, and the caller writes the parts
-   * itself: positional writes may be repeated).
-   * @throws the write's error (its errno `code` kept) with `written`, the bytes written before it.
-   */
-  hashAndWrite?(parts: readonly HashWritePart[], fd: number, position: number): Promise<number | null>;
-}
-
-/** One buffer for `RunningHash.hashAndWrite`: its bytes, and whether they still need hashing. */
-export interface HashWritePart {
-  bytes: Uint8Array;
-  hash: boolean;
 }
 
 /** Creates a running hash for a new session. */

@@ -365,9 +365,9 @@ export class UploadWriter {
       this.#syncs.push(this.#blob.sync().catch(() => {}).then(() => { this.#syncing = false; })); // a failed sync fails the commit (fs-writer.ts)
     }
     for (const s of batch) this.#release(s);
-    // A paused transport learns the error now, not when the buffers' other holds come back: a
-    // hash that takes its buffers with their writes (fs-writer.ts) may hold them until a hung
-    // disk answers.
+    // A paused transport learns the error now, not when the buffers' hash holds come back (a
+    // hash that lags, or one that waited on the same hung disk, would hold the request past the
+    // disk deadline: bench/README.md "Hashing a buffer in the thread that writes it").
     if (err) this.#wake();
     if (!this.#error && this.#queue.length === 0) {
       const waiters = this.#idleWaiters;
