@@ -149,6 +149,25 @@ async function heapSnapshot(side: Side, label: string): Promise<void> {
   emit({ bench: 'growth_heap_snapshot', server: side.server.name, step: label, file: path });
 }
 
+/** What the server spent on a run of `count` requests: minor faults and CPU µs per request, major faults, and the fault counts at its end. */
+interface RequestCost<T> {
+  result: T;
+  minorFaultsPerRequest: number;
+  cpuUsPerRequest: number;
+  majorFaults: number;
+  faultsAfter: ReturnType<typeof pageFaults>;
+}
+
+/** Runs `requests` (`count` of them) and reads the server's (`pid`) page faults and CPU around them. */
+async function requestCost<T>(pid: number, count: number, requests: () => Promise<T>): Promise<RequestCost<T>> {
+  const faults0 = pageFaults(pid);
+  const cpu0 = cpuSeconds(pid);
+  const result = await requests();
+  const cpuUsPerRequest = round(((cpuSeconds(pid) - cpu0) * 1e6) / count, 1);
+  const faultsAfter = pageFaults(pid);
+  return { result, cpuUsPerRequest, faultsAfter, minorFaultsPerRequest: round((faultsAfter.minor - faults0.minor) / count, 2), majorFaults: faultsAfter.major - faults0.major };
+}
+
 /** One size step on one server: pushes, reads, memory, restart. */
 async function step(side: Side, size: number): Promise<StepRow> {
   const s = side.server;
@@ -163,30 +182,19 @@ async function step(side: Side, size: number): Promise<StepRow> {
   const unread = side.images.slice(fresh, size);
   const firstNode0 = await readNode(s.admin);
   const firstShare = new ProcessShare([process.pid, s.pid]);
-  const firstFaults0 = pageFaults(s.pid);
-  const firstCpu0 = cpuSeconds(s.pid);
   const firstCount = Math.min(FIRST_READS, unread.length);
-  const first = await firstReads(s.registry, s.authorization, unread, firstCount, CONCURRENCY, seed + size + 1);
-  const firstCpuUs = round(((cpuSeconds(s.pid) - firstCpu0) * 1e6) / firstCount, 1);
+  const firstCost = await requestCost(s.pid, firstCount, () => firstReads(s.registry, s.authorization, unread, firstCount, CONCURRENCY, seed + size + 1));
+  const first = firstCost.result;
   const firstOthers = firstShare.end();
-  const firstFaults1 = pageFaults(s.pid);
-  const firstFaults = round((firstFaults1.minor - firstFaults0.minor) / firstCount, 2);
-  const majorFaultsFirst = firstFaults1.major - firstFaults0.major;
   const firstNode = await readNode(s.admin);
   const firstBarrier = barrierBetween(firstNode0?.barrier ?? null, firstNode?.barrier ?? null);
-  const faults0 = pageFaults(s.pid);
-  const cpu0 = cpuSeconds(s.pid);
-  const mget = await manifestGets(s.registry, s.authorization, side.images, gets, CONCURRENCY, seed + size);
-  const getCount = gets + WARMUP_GETS;
-  const faults1 = pageFaults(s.pid);
-  const getFaults = round((faults1.minor - faults0.minor) / getCount, 2);
-  const majorFaultsGet = faults1.major - faults0.major;
-  const getCpuUs = round(((cpuSeconds(s.pid) - cpu0) * 1e6) / getCount, 1);
+  const getCost = await requestCost(s.pid, gets + WARMUP_GETS, () => manifestGets(s.registry, s.authorization, side.images, gets, CONCURRENCY, seed + size));
+  const mget = getCost.result;
   const hotNode0 = await readNode(s.admin);
   const hotShare = new ProcessShare([process.pid, s.pid]);
   const hot = await hotSetGets(s.registry, s.authorization, side.images, HOT_SET, gets, CONCURRENCY, seed + size + 2);
   const hotOthers = hotShare.end();
-  const majorFaultsHot = pageFaults(s.pid).major - faults1.major;
+  const majorFaultsHot = pageFaults(s.pid).major - getCost.faultsAfter.major;
   const hotNode = await readNode(s.admin);
   const hotBarrier = barrierBetween(hotNode0?.barrier ?? null, hotNode?.barrier ?? null);
   let tagCount = 0;
@@ -211,9 +219,9 @@ async function step(side: Side, size: number): Promise<StepRow> {
     startup_ms: null, rss_after_restart_mib: null, data_mib: null,
     load1, push_other_cpu_pct: pushCpu.other_cpu_pct, push_steal_cpu_pct: pushCpu.steal_cpu_pct, push_server_cpu_pct: pushCpu.server_cpu_pct,
     read_other_cpu_pct: reads.other_cpu_pct, read_steal_cpu_pct: reads.steal_cpu_pct,
-    first_minor_faults_per_request: firstFaults, first_server_cpu_us_per_request: firstCpuUs,
-    get_minor_faults_per_request: getFaults, get_server_cpu_us_per_request: getCpuUs,
-    major_faults_first: majorFaultsFirst, major_faults_get: majorFaultsGet, major_faults_hot: majorFaultsHot,
+    first_minor_faults_per_request: firstCost.minorFaultsPerRequest, first_server_cpu_us_per_request: firstCost.cpuUsPerRequest,
+    get_minor_faults_per_request: getCost.minorFaultsPerRequest, get_server_cpu_us_per_request: getCost.cpuUsPerRequest,
+    major_faults_first: firstCost.majorFaults, major_faults_get: getCost.majorFaults, major_faults_hot: majorFaultsHot,
     old_used_mib: [firstNode0?.oldUsedMiB ?? null, firstNode?.oldUsedMiB ?? null, hotNode0?.oldUsedMiB ?? null, hotNode?.oldUsedMiB ?? null],
   };
   const bytes = s.dataBytes();
