@@ -80,6 +80,10 @@ class StallGuard implements BlobWriter {
     this.#inner.feedHash(bytes, done);
   }
 
+  hashesHere(): boolean {
+    return this.#inner.hashesHere?.() ?? false;
+  }
+
   append(bytes: Uint8Array): Promise<void> {
     return appendHashed(this, bytes);
   }
