@@ -177,7 +177,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   };
   reseal();
   const pool = new WorkerPool({ maxThreads: config.inspectThreads, limits: inspectLimitsOf(config) });
-  const hashThread = new HashThread({ balance: true });
+  const hashThread = new HashThread();
   hashThread.start(); // before the first push rather than inside it (workers/hash-thread.ts)
   const uploadMemory = new UploadMemory(config.uploadMemoryMiB * 1024 * 1024);
   dataDisk.timeoutMs = config.diskTimeoutSeconds * 1000; // engine/storage/disk-deadline.ts

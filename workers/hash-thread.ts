@@ -7,18 +7,6 @@
  *
  * If the thread dies, every hash it held reports lost (`digest()` → null) and the session is
  * re-hashed from its file at completion; a new thread starts for new sessions.
- *
- * Balanced (`balance`, the server's setting): while other sessions hash on the thread, a new
- * session hashes on the calling (main) thread instead, so that about as many sessions hash here
- * as there: each session's place is chosen at its first bytes (`runsHere` or `update`), here
- * when fewer sessions hash here than on the thread, and kept until its digest or discard. A
- * session hashed here is fed each read's bytes as they arrive (engine/blobs/writer.ts), while
- * they are in the CPU's caches: sha256 costs about 0.55 CPU-s per GiB on such bytes against
- * 0.8–0.9 on the thread during 16 concurrent pushes, where a 2 MiB buffer waits 8–15 ms in the
- * thread's queue behind other sessions' bytes (bench/README.md "Hashing a buffer while it
- * fills"). A lone push keeps the thread, hashing beside the main thread's reads. Measured first
- * with the least storing server (bench/storing-limit.ts), then in Slipway: bench/README.md
- * "Hashing where the bytes are".
  */
 import { Worker } from 'node:worker_threads';
 import type { HashFactory, RunningHash } from '../engine/blobs/running-hash.js';
@@ -35,26 +23,9 @@ export class HashThread {
   #nextSeq = 1;
   readonly #waiting = new Map<number, (reply: Reply | null) => void>();
   #closed = false;
-  readonly #balance: boolean;
-  /** Balanced sessions placed on the thread, and on the calling thread, not yet digested or discarded. */
-  #onThread = 0;
-  #here = 0;
 
-  /**
-   * @param options.balance place each new session on this thread or the calling thread, as
-   *   many on each (see the file header); default false: every session on this thread
-   */
-  constructor(options: { balance?: boolean } = {}) {
-    this.#balance = options.balance ?? false;
-  }
-
-  /** Factory for Uploads: a running hash on this thread's worker, or placed by the balance. */
-  readonly create: HashFactory = () => (this.#balance && !this.#closed ? this.#balanced() : this.#open());
-
-  /** Balanced sessions hashing on the thread and on the calling thread now. */
-  get placed(): { onThread: number; here: number } {
-    return { onThread: this.#onThread, here: this.#here };
-  }
+  /** Factory for Uploads: a running hash on this thread's worker. */
+  readonly create: HashFactory = () => this.#open();
 
   /**
    * Starts the thread now instead of at the first upload's first bytes (`slipway serve` calls
@@ -125,45 +96,6 @@ export class HashThread {
       discard: () => {
         if (alive()) this.#send({ op: 'drop', id });
         lost = true;
-      },
-    };
-  }
-
-  /** A hash placed at its first bytes: here when fewer sessions hash here than on the thread. */
-  #balanced(): RunningHash {
-    let chosen: RunningHash | null = null;
-    let here = false;
-    let open = true;
-    const place = (): RunningHash => {
-      if (!chosen) {
-        here = this.#here < this.#onThread;
-        if (here) this.#here++;
-        else this.#onThread++;
-        chosen = here ? inlineHash() : this.#open();
-      }
-      return chosen;
-    };
-    const end = () => {
-      if (!open) return;
-      open = false;
-      if (!chosen) return;
-      if (here) this.#here--;
-      else this.#onThread--;
-    };
-    return {
-      update: (bytes, done) => place().update(bytes, done),
-      digest: () => {
-        const h = chosen ?? inlineHash(); // no bytes: nothing to send anywhere
-        end();
-        return h.digest();
-      },
-      discard: () => {
-        chosen?.discard();
-        end();
-      },
-      runsHere: () => {
-        place();
-        return here;
       },
     };
   }

@@ -190,13 +190,6 @@ export interface BlobWriter {
    */
   feedHash(bytes: Buffer, done: () => void): void;
   /**
-   * Whether `feedHash` hashes on the calling thread before it returns (the running hash's
-   * `runsHere`, engine/blobs/running-hash.ts): the caller may then feed each piece of bytes as
-   * it arrives instead of whole buffers. Absent means false. The first call may fix where the
-   * session's hash runs.
-   */
-  hashesHere?(): boolean;
-  /**
    * Writes `chunks`, in order, at the current end without hashing them (one vectored write on
    * the filesystem; copied into the part buffer on S3). Resolves once every byte is written and
    * the buffers may be reused; `size` grows by their total then.

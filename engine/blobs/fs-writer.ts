@@ -209,10 +209,6 @@ export class FsWriter implements BlobWriter {
     this.#hash.update(bytes, done);
   }
 
-  hashesHere(): boolean {
-    return this.#hash.runsHere?.() ?? false;
-  }
-
   async write(chunks: readonly Uint8Array[]): Promise<void> {
     const fd = await this.#acquire();
     try {

@@ -17,14 +17,6 @@ export interface RunningHash {
   digest(): Promise<string | null>;
   /** Drops the state without a digest. */
   discard(): void;
-  /**
-   * Whether `update` hashes on the calling thread before it returns (and runs `done` at once),
-   * so a caller may feed each piece of bytes as it arrives, while it is still in the CPU's
-   * caches, instead of whole buffers (engine/blobs/writer.ts). Absent means false. For a hash
-   * that chooses where it runs (workers/hash-thread.ts), the first call to this or to `update`
-   * fixes the choice for the session.
-   */
-  runsHere?(): boolean;
 }
 
 /** Creates a running hash for a new session. */
@@ -40,7 +32,6 @@ export function inlineHash(): RunningHash {
     },
     digest: () => Promise.resolve(h.digest('hex')),
     discard: () => {},
-    runsHere: () => true,
   };
 }
 

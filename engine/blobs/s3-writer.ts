@@ -232,10 +232,6 @@ export class S3Writer implements BlobWriter {
     this.hash.update(bytes, done);
   }
 
-  hashesHere(): boolean {
-    return this.hash.runsHere?.() ?? false;
-  }
-
   async write(chunks: readonly Uint8Array[]): Promise<void> {
     this.#check();
     const partSize = this.backend.partSize;

@@ -80,10 +80,6 @@ class StallGuard implements BlobWriter {
     this.#inner.feedHash(bytes, done);
   }
 
-  hashesHere(): boolean {
-    return this.#inner.hashesHere?.() ?? false;
-  }
-
   append(bytes: Uint8Array): Promise<void> {
     return appendHashed(this, bytes);
   }

@@ -8,10 +8,7 @@
  * another thread) and to the session's vectored `write` (batched: every buffer filled while the
  * previous write ran goes in one call); it returns to the pool when both are done.
  * `write`/`commit` return false once every buffer is busy; the caller pauses its socket until
- * `onDrain`. When the session's hash runs on this thread (`BlobWriter.hashesHere`: a balanced hash
- * placed here while other sessions hash on the hash thread, workers/hash-thread.ts), each piece of
- * bytes is hashed as it is accepted, while it is still in the CPU's caches, and a full buffer
- * goes to the write alone. Every 64 MiB (for a request that commits the blob right after its body, after 4 MiB
+ * `onDrain`. Every 64 MiB (for a request that commits the blob right after its body, after 4 MiB
  * and then at intervals doubling to 64 MiB: `COMMITTING_SYNC_EVERY_BYTES`) a `sync` starts in the
  * background, unless the previous one still runs, so the final sync at commit has little left to do.
  *
@@ -96,8 +93,6 @@ export class UploadWriter {
   readonly #lanes: BodyLanes | undefined;
   readonly #ticket: LaneTicket | undefined;
   readonly #commitsNext: boolean;
-  /** The session's hash runs on this thread: bytes are hashed as they are accepted (decided at the first bytes). */
-  #here: boolean | null = null;
 
   /**
    * @param blob the session's writer; bytes go after its current `size`
@@ -175,7 +170,6 @@ export class UploadWriter {
     if (this.#error) throw this.#error;
     if (this.#ended) return false;
     this.#accepted += chunk.length;
-    if (this.#hashesHere()) this.#hashNow(chunk);
     let off = 0;
     while (off < chunk.length) {
       this.#take(chunk.length - off);
@@ -211,7 +205,6 @@ export class UploadWriter {
     if (this.#error) throw this.#error;
     if (this.#ended || !this.#current) return false;
     this.#accepted += n;
-    if (this.#hashesHere()) this.#hashNow(this.#current.subarray(this.#fill, this.#fill + n));
     this.#fill += n;
     if (this.#fill === this.#current.length) this.#enqueueCurrent();
     return this.#ready;
@@ -297,40 +290,22 @@ export class UploadWriter {
     this.#leaveLaneWhenBuffersBack();
   }
 
-  /** Whether the session's hash runs on this thread (asked once, at the first bytes: it may fix the hash's place). */
-  #hashesHere(): boolean {
-    return (this.#here ??= this.#blob.hashesHere?.() ?? false);
-  }
-
-  /** Hashes bytes just accepted, on this thread; a refusal (a failed S3 session) fails the writer as `feedHash` does below. */
-  #hashNow(bytes: Buffer): void {
-    try {
-      this.#blob.feedHash(bytes, () => {});
-      this.#hashed += bytes.length;
-    } catch (e) {
-      this.#error ??= e as Error;
-    }
-  }
-
   #enqueueCurrent(): void {
     const buf = this.#current!;
-    const here = this.#here === true;
-    const slot: Slot = { buf, used: this.#fill, holds: here ? 1 : 2, pooled: this.#currentPooled };
+    const slot: Slot = { buf, used: this.#fill, holds: 2, pooled: this.#currentPooled };
     if (this.#fill === buf.length) this.#buffers.filled(buf.length);
     this.#current = null;
     this.#fill = 0;
     this.#queue.push(slot);
     this.#inFlight++;
-    if (!here) {
-      this.#hashed += slot.used;
-      try {
-        this.#blob.feedHash(slot.buf.subarray(0, slot.used), () => this.#release(slot));
-      } catch (e) {
-        // The session failed (an S3 writer refuses bytes once a part failed): the hash never takes
-        // this buffer, so its hold goes now, and `#pump` drops the queue.
-        this.#error ??= e as Error;
-        this.#release(slot);
-      }
+    this.#hashed += slot.used;
+    try {
+      this.#blob.feedHash(slot.buf.subarray(0, slot.used), () => this.#release(slot));
+    } catch (e) {
+      // The session failed (an S3 writer refuses bytes once a part failed): the hash never takes
+      // this buffer, so its hold goes now, and `#pump` drops the queue.
+      this.#error ??= e as Error;
+      this.#release(slot);
     }
     this.#pump();
   }
