@@ -22,6 +22,7 @@ import { pushDiskLimit, type Limit } from './limits.js';
 import type { LoadClient, LoadLimit } from './load-limit.js';
 import type { PullLimit } from './pull-limit.js';
 import type { PushLimit } from './push-limit.js';
+import type { StoringLimit } from './storing-limit.js';
 import { TARGETS, type Report } from './report.js';
 
 /** What the feasibility lines read from the run. */
@@ -30,6 +31,8 @@ export interface RunLimits {
   pullLimits: PullLimit[];
   /** The concurrent push client against a sink (bench/push-limit.ts), when measured. */
   pushLimit?: PushLimit;
+  /** The concurrent push against the least storing server (bench/storing-limit.ts), per way of hashing, when measured. */
+  storingLimits?: StoringLimit[];
   sha256Rate: number;
   /** CPU seconds per GiB of sha256 in this run (the floor under the push CPU). */
   hashSecondsPerGiB: number;
@@ -108,6 +111,12 @@ function cpuFloor(run: RunLimits, report: Report, disk: Limit, needs: number, mi
   const server = typeof mine?.server_cpu_s_per_gib === 'number' ? mine.server_cpu_s_per_gib : undefined;
   const ceiling = server === undefined ? undefined : Math.round((n / (push.client_cpu_s_per_gib + server)) * mbPerGiB);
   report.note({ bench: 'push_concurrent_cpu_floor', cpus: n, client_cpu_s_per_gib: push.client_cpu_s_per_gib, receive_cpu_s_per_gib: push.server_cpu_s_per_gib, sha256_cpu_s_per_gib: run.hashSecondsPerGiB, write_sync_cpu_s_per_gib: disk.cpu_seconds_per_gib, floor_cpu_s_per_gib: floor, most_mb_s: most, needs_mb_s: needs, slipway_cpu_s_per_gib: server, slipway_ceiling_mb_s: ceiling, slipway_mb_s: mine?.value });
+  const storing = (run.storingLimits ?? []).map((l) => ({ mode: l.mode, lanes: l.lanes, mb_s: l.value, rounds_mb_s: l.rounds_mb_s, server_cpu_s_per_gib: l.server_cpu_s_per_gib, client_cpu_s_per_gib: l.client_cpu_s_per_gib }));
+  if (storing.length > 0) {
+    const best = storing.reduce((a, b) => (b.mb_s > a.mb_s ? b : a));
+    report.note({ bench: 'push_concurrent_storing_limit', needs_mb_s: needs, best_mb_s: best.mb_s, best_mode: best.mode, reachable: best.mb_s >= needs, slipway_mb_s: mine?.value, storing });
+    process.stderr.write(`push_concurrent_storing_limit: the least storing server (bench/storing-limit.ts: hash, write, sync, rename, nothing else) with the same client, ${best.lanes} bodies at once: ${storing.map((s) => `hash ${s.mode} ${s.mb_s} MB/s at ${s.server_cpu_s_per_gib} CPU-s/GiB`).join(', ')}; fastest ${best.mb_s} against the ${needs} needed (${best.mb_s >= needs ? 'reachable' : 'NOT reachable'})${mine ? `; Slipway ran at ${mine.value} (${r2(mine.value / best.mb_s)} of it)` : ''}\n`);
+  }
   process.stderr.write(`push_concurrent_cpu_floor: on ${n} CPUs, client ${push.client_cpu_s_per_gib} + receiving ${push.server_cpu_s_per_gib} + sha256 ${run.hashSecondsPerGiB} + writing and syncing ${disk.cpu_seconds_per_gib} = ${floor} CPU-s/GiB -> at most ${most} MB/s with every CPU busy (needs ${needs}: ${most >= needs ? 'reachable' : 'NOT reachable'})${ceiling === undefined ? '' : `; Slipway's ${server} CPU-s/GiB with the same client -> at most ${ceiling} MB/s (${ceiling >= needs ? 'reachable' : 'NOT reachable'}), it ran at ${mine!.value}`}\n`);
 }
 

@@ -11,6 +11,7 @@ import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { installCleanup, removeDir, trackDir } from './cleanup.js';
 import { measurePushLimit, type PushLimit } from './push-limit.js';
+import { measureStoringLimit, STORING_MODES, type StoringLimit } from './storing-limit.js';
 import { measureFirstTouch, measureLimits, measureSyncLatency, pushDiskLimit, type Limit } from './limits.js';
 import { handOverMemory } from './memory-handover.js';
 import { measureLoadLimit, type LoadClient, type LoadLimit } from './load-limit.js';
@@ -132,9 +133,10 @@ async function runServer(name: 'slipway' | 'reference', base: Omit<WorkloadConte
  * with fdatasync (how pushed bytes are stored) and loopback; every pull by page-cache reads
  * (Slipway's pushed bytes are in the page cache, as the reference's are) and the pull client's
  * own limit at the pull's concurrency (loopback TCP to that client; the python `loopback` figure
- * only when the client's was not measured).
+ * only when the client's was not measured). The concurrent pushes are bounded also by the push
+ * client against a sink and by the fastest mode of the least storing server (storing-limit.ts).
  */
-function setLimits(report: Report, limits: Limit[], pullLimits: PullLimit[], sha256Rate: number, pushLimit?: PushLimit): void {
+function setLimits(report: Report, limits: Limit[], pullLimits: PullLimit[], sha256Rate: number, pushLimit?: PushLimit, storingLimits: StoringLimit[] = []): void {
   const get = (b: string) => limits.find((l) => l.bench === b)?.value;
   const lowest = (parts: Array<[string, number | undefined]>) => {
     const known = parts.filter((p): p is [string, number] => p[1] !== undefined).sort((a, b) => a[1] - b[1]);
@@ -158,7 +160,8 @@ function setLimits(report: Report, limits: Limit[], pullLimits: PullLimit[], sha
   const single = pullBound('single');
   const many = pullBound('concurrent');
   if (push) for (const b of ['push_1gib_single_patch', 'push_1gib_chunked_16mib']) report.limit(b, push[1], push[0]);
-  const concurrent = lowest([['sha256', sha256Rate], disk(true), loop, ['push client', pushLimit?.value]]);
+  const storing = storingLimits.length > 0 ? Math.max(...storingLimits.map((l) => l.value)) : undefined;
+  const concurrent = lowest([['sha256', sha256Rate], disk(true), loop, ['push client', pushLimit?.value], ['least storing server', storing]]);
   if (concurrent) for (const b of ['push_concurrent', 'push_concurrent_again']) report.limit(b, concurrent[1], concurrent[0]);
   if (single) for (const b of ['pull_1gib', 'pull_1gib_second', 'pull_1gib_cached']) report.limit(b, single[1], single[0]);
   if (many) report.limit('pull_concurrent', many[1], many[0]);
@@ -241,7 +244,16 @@ async function main(): Promise<number> {
     pushLimit = await measurePushLimit(many, opts.concurrentInFlight, opts.transferTimeoutMs);
     report.note({ ...pushLimit });
   }
-  setLimits(report, limits, pullLimits, sha256Rate, pushLimit);
+  const storingLimits: StoringLimit[] = [];
+  if (selected('push_concurrent') && process.env.BENCH_LIMITS !== '0') {
+    for (const mode of STORING_MODES) {
+      progress('setup', `measuring the least storing server (hash ${mode}) with the concurrent push (${opts.concurrentBlobs} x ${opts.concurrentBlobBytes / 1024 ** 2} MiB, ${opts.concurrentInFlight} at a time)`);
+      const s = await measureStoringLimit(many, opts.concurrentInFlight, opts.transferTimeoutMs, mode);
+      storingLimits.push(s);
+      report.note({ ...s });
+    }
+  }
+  setLimits(report, limits, pullLimits, sha256Rate, pushLimit, storingLimits);
   if (selected('warm_push') && process.env.BENCH_LIMITS !== '0') {
     const sync = await measureSyncLatency();
     report.note({ ...sync });
@@ -279,7 +291,7 @@ async function main(): Promise<number> {
   report.table(rows);
   report.threadTable();
   report.returnedTable();
-  printFeasibility({ limits, pullLimits, pushLimit, sha256Rate, hashSecondsPerGiB, loadLimits }, report);
+  printFeasibility({ limits, pullLimits, pushLimit, storingLimits, sha256Rate, hashSecondsPerGiB, loadLimits }, report);
   process.stderr.write(`machine: sha256 ${sha256Rate} MB/s (wall clock) in this run, and hashing alone costs ${hashSecondsPerGiB} s of CPU per GiB pushed (plus receiving and writing the bytes)\n`);
   process.stderr.write(`\nbench: finished in ${Math.round((performance.now() - started) / 1000)} s${failed ? `, ${failed} failure(s)` : ''}\n`);
   return failed ? 1 : 0;
