@@ -34,6 +34,48 @@ export interface PushLimit {
   note: string;
 }
 
+/** One round's figures: the push's MB/s, the client's and the server's CPU per GiB, other and steal CPU. */
+export type PushRound = Pick<PushLimit, 'value' | 'client_cpu_s_per_gib' | 'server_cpu_s_per_gib' | 'other_cpu_pct' | 'steal_cpu_pct'>;
+
+/**
+ * Pushes `blobs`, `inFlight` at a time, through `client` to the server process `pid`, `ROUNDS`
+ * times, each round wrapped by `around` when given (it runs before the round and returns what
+ * runs after it, timed with the round). Shared by this sink and bench/storing-limit.ts.
+ * @throws Error when a push is not answered as a registry would
+ */
+export async function pushRounds(client: RegistryClient, pid: number, blobs: Blob[], inFlight: number, timeoutMs: number, around?: () => Promise<() => Promise<unknown>>): Promise<PushRound[]> {
+  const bytes = blobs.reduce((n, b) => n + b.size, 0);
+  const rounds: PushRound[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const after = around ? await around() : undefined;
+    const window = new CpuWindow(pid);
+    const server0 = cpuSeconds(pid);
+    const client0 = process.cpuUsage();
+    const t0 = performance.now();
+    try {
+      await pushEach(client, 'sink/web', blobs, inFlight, timeoutMs);
+    } finally {
+      await after?.();
+    }
+    const ms = performance.now() - t0;
+    const c = process.cpuUsage(client0);
+    const use = window.end();
+    rounds.push({
+      value: mbPerSecond(bytes, ms),
+      client_cpu_s_per_gib: round((c.user + c.system) / 1e6 / (bytes / GiB), 2),
+      server_cpu_s_per_gib: round((cpuSeconds(pid) - server0) / (bytes / GiB), 2),
+      other_cpu_pct: use.other_cpu_pct, steal_cpu_pct: use.steal_cpu_pct,
+    });
+  }
+  return rounds;
+}
+
+/** The fastest of `rounds`, with every round's MB/s. */
+export function fastest(rounds: PushRound[]): PushRound & { rounds_mb_s: number[] } {
+  const best = rounds.reduce((a, b) => (b.value > a.value ? b : a));
+  return { ...best, rounds_mb_s: rounds.map((r) => r.value) };
+}
+
 /**
  * Pushes `blobs` with `inFlight` at a time to a freshly started sink, `ROUNDS` times.
  * @throws Error when the sink does not start or a push is not answered as a registry would
@@ -42,31 +84,15 @@ export async function measurePushLimit(blobs: Blob[], inFlight: number, timeoutM
   const { child, port } = await spawnTrivial(SERVER, 'trivial sink');
   try {
     const sink = new RegistryClient(`http://127.0.0.1:${port}`, undefined, inFlight);
-    const rounds: Array<Omit<PushLimit, 'rounds_mb_s'>> = [];
-    const bytes = blobs.reduce((n, b) => n + b.size, 0);
     try {
-      for (let i = 0; i < ROUNDS; i++) {
-        const window = new CpuWindow(child.pid!);
-        const server0 = cpuSeconds(child.pid!);
-        const client0 = process.cpuUsage();
-        const t0 = performance.now();
-        await pushEach(sink, 'sink/web', blobs, inFlight, timeoutMs);
-        const ms = performance.now() - t0;
-        const c = process.cpuUsage(client0);
-        const use = window.end();
-        rounds.push({
-          bench: 'push_limit_concurrent', value: mbPerSecond(bytes, ms), unit: 'MB/s', blobs: blobs.length, in_flight: inFlight,
-          client_cpu_s_per_gib: round((c.user + c.system) / 1e6 / (bytes / GiB), 2),
-          server_cpu_s_per_gib: round((cpuSeconds(child.pid!) - server0) / (bytes / GiB), 2),
-          other_cpu_pct: use.other_cpu_pct, steal_cpu_pct: use.steal_cpu_pct,
-          note: 'the push_concurrent client (POST + PUT with body) against servers/trivial-sink.ts, which discards the bytes: the most this client pushes here',
-        });
-      }
+      const best = fastest(await pushRounds(sink, child.pid!, blobs, inFlight, timeoutMs));
+      return {
+        bench: 'push_limit_concurrent', ...best, unit: 'MB/s', blobs: blobs.length, in_flight: inFlight,
+        note: 'the push_concurrent client (POST + PUT with body) against servers/trivial-sink.ts, which discards the bytes: the most this client pushes here',
+      };
     } finally {
       await sink.close();
     }
-    const best = rounds.reduce((a, b) => (b.value > a.value ? b : a));
-    return { ...best, rounds_mb_s: rounds.map((r) => r.value) };
   } finally {
     await stopChild(child);
   }

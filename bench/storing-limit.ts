@@ -23,15 +23,11 @@ import { removeDir, stopChild, trackDir } from './cleanup.js';
 import { spawnTrivial } from './servers/spawn-trivial.js';
 import { RegistryClient } from './client.js';
 import type { Blob } from './payload.js';
-import { CpuWindow, cpuSeconds } from './procstat.js';
-import { mbPerSecond, round } from './stats.js';
-import { pushEach } from './workloads/upload.js';
+import { fastest, pushRounds, type PushRound } from './push-limit.js';
 import { handOverMemory } from './memory-handover.js';
 import { DEFAULT_LANES } from '../engine/blobs/body-lanes.js';
 
 const SERVER = fileURLToPath(new URL('./servers/storing-sink.js', import.meta.url));
-const GiB = 1024 ** 3;
-const ROUNDS = 3;
 
 /** How the storing sink hashes (servers/storing-sink.ts). */
 export type StoringMode = 'inline' | 'thread' | 'mixed';
@@ -40,26 +36,21 @@ export type StoringMode = 'inline' | 'thread' | 'mixed';
 export const STORING_MODES: readonly StoringMode[] = ['thread', 'inline', 'mixed'];
 
 /** The concurrent push against the storing sink in one mode: the fastest round, with every round's MB/s. */
-export interface StoringLimit {
+export interface StoringLimit extends PushRound {
   bench: 'storing_limit_concurrent';
   mode: StoringMode;
   /** Bodies the sink read at once. */
   lanes: number;
-  value: number;
   unit: 'MB/s';
   blobs: number;
   in_flight: number;
-  client_cpu_s_per_gib: number;
-  server_cpu_s_per_gib: number;
-  other_cpu_pct: number;
-  steal_cpu_pct: number;
   rounds_mb_s: number[];
   note: string;
 }
 
 /**
  * Pushes `blobs`, `inFlight` at a time, to a fresh storing sink in `mode` reading `lanes` bodies at
- * once (0: all), `ROUNDS` times.
+ * once (0: all), `ROUNDS` times (bench/push-limit.ts `pushRounds`).
  * @throws Error when the sink does not start or a blob is not answered 201 (a digest mismatch
  *   or a failed write in the sink)
  */
@@ -68,40 +59,24 @@ export async function measureStoringLimit(blobs: Blob[], inFlight: number, timeo
   trackDir(dir);
   const scratch = mkdtempSync(join(tmpdir(), 'slipway-bench-storing-handover-'));
   trackDir(scratch);
+  const bytes = blobs.reduce((n, b) => n + b.size, 0);
   const { child, port } = await spawnTrivial(SERVER, 'storing sink', [dir, mode, String(lanes)]);
   try {
     const sink = new RegistryClient(`http://127.0.0.1:${port}`, undefined, inFlight);
-    const rounds: Array<Omit<StoringLimit, 'rounds_mb_s'>> = [];
-    const bytes = blobs.reduce((n, b) => n + b.size, 0);
     try {
-      for (let i = 0; i < ROUNDS; i++) {
+      // Each round on an empty directory, its memory handed over as the push workloads' is.
+      const rounds = await pushRounds(sink, child.pid!, blobs, inFlight, timeoutMs, async () => {
         for (const f of readdirSync(dir)) rmSync(join(dir, f), { force: true });
         const handover = await handOverMemory(join(scratch, 'handover'), bytes);
-        const window = new CpuWindow(child.pid!);
-        const server0 = cpuSeconds(child.pid!);
-        const client0 = process.cpuUsage();
-        const t0 = performance.now();
-        try {
-          await pushEach(sink, 'sink/web', blobs, inFlight, timeoutMs);
-        } finally {
-          await handover.end();
-        }
-        const ms = performance.now() - t0;
-        const c = process.cpuUsage(client0);
-        const use = window.end();
-        rounds.push({
-          bench: 'storing_limit_concurrent', mode, lanes, value: mbPerSecond(bytes, ms), unit: 'MB/s', blobs: blobs.length, in_flight: inFlight,
-          client_cpu_s_per_gib: round((c.user + c.system) / 1e6 / (bytes / GiB), 2),
-          server_cpu_s_per_gib: round((cpuSeconds(child.pid!) - server0) / (bytes / GiB), 2),
-          other_cpu_pct: use.other_cpu_pct, steal_cpu_pct: use.steal_cpu_pct,
-          note: `the push_concurrent client against servers/storing-sink.ts (hash ${mode === 'inline' ? 'on the main thread after each read' : mode === 'thread' ? 'on one hash thread' : 'inline for every other body, on one hash thread for the rest'}, ${lanes} bodies at once; written, fdatasynced, renamed, directory fsynced; nothing else): the most a server storing the bytes this way reaches here`,
-        });
-      }
+        return () => handover.end();
+      });
+      return {
+        bench: 'storing_limit_concurrent', mode, lanes, ...fastest(rounds), unit: 'MB/s', blobs: blobs.length, in_flight: inFlight,
+        note: `the push_concurrent client against servers/storing-sink.ts (hash ${mode === 'inline' ? 'on the main thread after each read' : mode === 'thread' ? 'on one hash thread' : 'inline for every other body, on one hash thread for the rest'}, ${lanes} bodies at once; written, fdatasynced, renamed, directory fsynced; nothing else): the most a server storing the bytes this way reaches here`,
+      };
     } finally {
       await sink.close();
     }
-    const best = rounds.reduce((a, b) => (b.value > a.value ? b : a));
-    return { ...best, rounds_mb_s: rounds.map((r) => r.value) };
   } finally {
     await stopChild(child);
     removeDir(dir);
