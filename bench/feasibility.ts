@@ -24,6 +24,7 @@ import type { PullLimit } from './pull-limit.js';
 import type { PushLimit } from './push-limit.js';
 import type { StoringLimit } from './storing-limit.js';
 import { TARGETS, type Report } from './report.js';
+import { threadCells } from './procstat.js';
 
 /** What the feasibility lines read from the run. */
 export interface RunLimits {
@@ -115,6 +116,7 @@ function cpuFloor(run: RunLimits, report: Report, disk: Limit, needs: number, mi
   if (storing.length > 0) {
     const best = storing.reduce((a, b) => (b.mb_s > a.mb_s ? b : a));
     report.note({ bench: 'push_concurrent_storing_limit', needs_mb_s: needs, best_mb_s: best.mb_s, best_mode: best.mode, reachable: best.mb_s >= needs, slipway_mb_s: mine?.value, storing });
+    for (const l of run.storingLimits ?? []) process.stderr.write(`threads storing-sink ${l.mode} (${l.value} MB/s): ${threadCells(l.threads)}\n`);
     process.stderr.write(`push_concurrent_storing_limit: the least storing server (bench/storing-limit.ts: hash, write, sync, rename, nothing else) with the same client, ${best.lanes} bodies at once: ${storing.map((s) => `hash ${s.mode} ${s.mb_s} MB/s at ${s.server_cpu_s_per_gib} CPU-s/GiB (other ${s.other_cpu_pct}%, steal ${s.steal_cpu_pct}%)`).join(', ')}; fastest ${best.mb_s} against the ${needs} needed (${best.mb_s >= needs ? 'reachable' : 'NOT reachable'})${mine ? `; Slipway ran at ${mine.value} (${r2(mine.value / best.mb_s)} of it)` : ''}\n`);
   }
   process.stderr.write(`push_concurrent_cpu_floor: on ${n} CPUs, client ${push.client_cpu_s_per_gib} + receiving ${push.server_cpu_s_per_gib} + sha256 ${run.hashSecondsPerGiB} + writing and syncing ${disk.cpu_seconds_per_gib} = ${floor} CPU-s/GiB -> at most ${most} MB/s with every CPU busy (needs ${needs}: ${most >= needs ? 'reachable' : 'NOT reachable'})${ceiling === undefined ? '' : `; Slipway's ${server} CPU-s/GiB with the same client -> at most ${ceiling} MB/s (${ceiling >= needs ? 'reachable' : 'NOT reachable'}), it ran at ${mine!.value}`}\n`);

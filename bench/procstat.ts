@@ -194,6 +194,27 @@ function parkedIn(pid: number, tid: number): string {
  * non-main `epoll` thread is the hash thread; `futex` for libuv's pool, which carries the kernel
  * time of file writes and syncs, and for V8's GC and compiler helpers, which spend user time).
  */
+/** One thread's CPU over a window (ThreadWindow.end): where it parks, user and system seconds. */
+export interface ThreadRow {
+  thread: string;
+  parked: string;
+  user_s: number;
+  system_s: number;
+}
+
+/**
+ * One line's cells for `rows`: the main thread, each thread not parked on a futex (event loops:
+ * the hash thread among them), then the futex-parked ones (libuv's file I/O pool, V8's helpers)
+ * summed, as user+system seconds.
+ */
+export function threadCells(rows: ThreadRow[]): string {
+  const cell = (u: number, sys: number) => `${u.toFixed(2)}u+${sys.toFixed(2)}s`;
+  const parts = rows.filter((r) => r.thread === 'main' || r.parked !== 'futex').map((r) => `${r.thread}${r.thread === 'main' ? '' : ` (${r.parked})`} ${cell(r.user_s, r.system_s)}`);
+  const pooled = rows.filter((r) => r.thread !== 'main' && r.parked === 'futex');
+  if (pooled.length) parts.push(`${pooled.length} futex threads ${cell(pooled.reduce((n, r) => n + r.user_s, 0), pooled.reduce((n, r) => n + r.system_s, 0))}`);
+  return parts.join(', ');
+}
+
 export class ThreadWindow {
   readonly #start: Map<number, ThreadCpu>;
 
@@ -202,7 +223,7 @@ export class ThreadWindow {
   }
 
   /** Seconds per thread since the window started: `[{thread, parked, user_s, system_s}]`, main first. */
-  end(): Array<{ thread: string; parked: string; user_s: number; system_s: number }> {
+  end(): ThreadRow[] {
     const rows: Array<{ thread: string; parked: string; user_s: number; system_s: number; total: number }> = [];
     for (const [tid, now] of threadSeconds(this.pid)) {
       const was = this.#start.get(tid) ?? { tid, user: 0, system: 0 };

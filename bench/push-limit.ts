@@ -11,7 +11,7 @@ import { stopChild } from './cleanup.js';
 import { spawnTrivial } from './servers/spawn-trivial.js';
 import { RegistryClient } from './client.js';
 import type { Blob } from './payload.js';
-import { CpuWindow, cpuSeconds } from './procstat.js';
+import { CpuWindow, cpuSeconds, ThreadWindow, type ThreadRow } from './procstat.js';
 import { mbPerSecond, round } from './stats.js';
 import { pushEach } from './workloads/upload.js';
 
@@ -35,7 +35,10 @@ export interface PushLimit {
 }
 
 /** One round's figures: the push's MB/s, the client's and the server's CPU per GiB, other and steal CPU. */
-export type PushRound = Pick<PushLimit, 'value' | 'client_cpu_s_per_gib' | 'server_cpu_s_per_gib' | 'other_cpu_pct' | 'steal_cpu_pct'>;
+export type PushRound = Pick<PushLimit, 'value' | 'client_cpu_s_per_gib' | 'server_cpu_s_per_gib' | 'other_cpu_pct' | 'steal_cpu_pct'> & {
+  /** The server's CPU per thread over the round, seconds (procstat.ts ThreadWindow). */
+  threads: ThreadRow[];
+};
 
 /**
  * Pushes `blobs`, `inFlight` at a time, through `client` to the server process `pid`, `ROUNDS`
@@ -49,6 +52,7 @@ export async function pushRounds(client: RegistryClient, pid: number, blobs: Blo
   for (let i = 0; i < ROUNDS; i++) {
     const after = around ? await around() : undefined;
     const window = new CpuWindow(pid);
+    const perThread = new ThreadWindow(pid);
     const server0 = cpuSeconds(pid);
     const client0 = process.cpuUsage();
     const t0 = performance.now();
@@ -65,6 +69,7 @@ export async function pushRounds(client: RegistryClient, pid: number, blobs: Blo
       client_cpu_s_per_gib: round((c.user + c.system) / 1e6 / (bytes / GiB), 2),
       server_cpu_s_per_gib: round((cpuSeconds(pid) - server0) / (bytes / GiB), 2),
       other_cpu_pct: use.other_cpu_pct, steal_cpu_pct: use.steal_cpu_pct,
+      threads: perThread.end(),
     });
   }
   return rounds;

@@ -3,6 +3,7 @@
  * figure with the ratio, which direction is better, and the target. A plain-text table goes to
  * stderr at the end.
  */
+import { threadCells, type ThreadRow } from './procstat.js';
 
 /** One measured figure. */
 export interface Figure {
@@ -159,13 +160,9 @@ export class Report {
    */
   threadTable(): void {
     for (const f of this.figures) {
-      const rows = (f as { threads?: Array<{ thread: string; parked: string; user_s: number; system_s: number }> }).threads;
+      const rows = (f as { threads?: ThreadRow[] }).threads;
       if (!Array.isArray(rows)) continue;
-      const cell = (u: number, sys: number) => `${u.toFixed(2)}u+${sys.toFixed(2)}s`;
-      const parts = rows.filter((r) => r.thread === 'main' || r.parked !== 'futex').map((r) => `${r.thread}${r.thread === 'main' ? '' : ` (${r.parked})`} ${cell(r.user_s, r.system_s)}`);
-      const pooled = rows.filter((r) => r.thread !== 'main' && r.parked === 'futex');
-      if (pooled.length) parts.push(`${pooled.length} futex threads ${cell(pooled.reduce((n, r) => n + r.user_s, 0), pooled.reduce((n, r) => n + r.system_s, 0))}`);
-      process.stderr.write(`threads ${f.server} ${f.bench} (${f.value} ${f.unit}): ${parts.join(', ')}\n`);
+      process.stderr.write(`threads ${f.server} ${f.bench} (${f.value} ${f.unit}): ${threadCells(rows)}\n`);
     }
   }
 
