@@ -36,7 +36,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomFillSync } from 'node:crypto';
 import { sharedBuffer } from '../engine/blobs/aligned-buffer.js';
-import { mbPerSecond, percentile, round } from './stats.js';
+import { fastestRound, mbPerSecond, percentile, round } from './stats.js';
 
 const BLOCK = 4 * 1024 * 1024;
 const GiB = 1024 ** 3;
@@ -134,11 +134,6 @@ async function loopback(block: Buffer, bytes: number): Promise<void> {
 
 /** Rounds of the concurrent direct read; the fastest counts (contention only ever slows a round). */
 const READ_ROUNDS = 3;
-
-/** The fastest of a limit's rounds, with every round's MB/s beside it. */
-function fastestRound(rounds: Limit[]): Limit {
-  return { ...rounds.reduce((a, b) => (b.value > a.value ? b : a)), rounds_mb_s: rounds.map((r) => r.value) };
-}
 
 /**
  * The disk limit of a push workload among `limits`: for the concurrent pushes the same files

@@ -18,7 +18,7 @@ import { spawnTrivial } from './servers/spawn-trivial.js';
 import { RegistryClient } from './client.js';
 import { CpuWindow, cpuSeconds } from './procstat.js';
 import { pullCount } from './rawpull.js';
-import { mbPerSecond, round } from './stats.js';
+import { fastestRound, mbPerSecond, round } from './stats.js';
 
 const SERVER = fileURLToPath(new URL('./servers/trivial-blob.js', import.meta.url));
 const GiB = 1024 ** 3;
@@ -62,8 +62,7 @@ async function measure(port: number, pid: number, client: 'raw' | 'undici', blob
     await Promise.all(Array.from({ length: blobs }, () => one(Math.min(size, WARMUP_BYTES))));
     const rounds: PullLimit[] = [];
     for (let i = 0; i < ROUNDS; i++) rounds.push(await round1(pid, client, blobs, size, label, () => one(size)));
-    const best = rounds.reduce((a, b) => (b.value > a.value ? b : a));
-    return { ...best, rounds_mb_s: rounds.map((r) => r.value) };
+    return fastestRound(rounds);
   } finally {
     await undici?.close();
   }

@@ -12,7 +12,7 @@ import { spawnTrivial } from './servers/spawn-trivial.js';
 import { RegistryClient } from './client.js';
 import type { Blob } from './payload.js';
 import { CpuWindow, cpuSeconds, ThreadWindow, type ThreadRow } from './procstat.js';
-import { mbPerSecond, round } from './stats.js';
+import { fastestRound, mbPerSecond, round } from './stats.js';
 import { pushEach } from './workloads/upload.js';
 
 const SERVER = fileURLToPath(new URL('./servers/trivial-sink.js', import.meta.url));
@@ -75,12 +75,6 @@ export async function pushRounds(client: RegistryClient, pid: number, blobs: Blo
   return rounds;
 }
 
-/** The fastest of `rounds`, with every round's MB/s. */
-export function fastest(rounds: PushRound[]): PushRound & { rounds_mb_s: number[] } {
-  const best = rounds.reduce((a, b) => (b.value > a.value ? b : a));
-  return { ...best, rounds_mb_s: rounds.map((r) => r.value) };
-}
-
 /**
  * Pushes `blobs` with `inFlight` at a time to a freshly started sink, `ROUNDS` times.
  * @throws Error when the sink does not start or a push is not answered as a registry would
@@ -90,7 +84,7 @@ export async function measurePushLimit(blobs: Blob[], inFlight: number, timeoutM
   try {
     const sink = new RegistryClient(`http://127.0.0.1:${port}`, undefined, inFlight);
     try {
-      const best = fastest(await pushRounds(sink, child.pid!, blobs, inFlight, timeoutMs));
+      const best = fastestRound(await pushRounds(sink, child.pid!, blobs, inFlight, timeoutMs));
       return {
         bench: 'push_limit_concurrent', ...best, unit: 'MB/s', blobs: blobs.length, in_flight: inFlight,
         note: 'the push_concurrent client (POST + PUT with body) against servers/trivial-sink.ts, which discards the bytes: the most this client pushes here',

@@ -24,3 +24,8 @@ export function round(v: number, digits = 1): number {
 export function mbPerSecond(bytes: number, ms: number): number {
   return round(bytes / 1e6 / (ms / 1000), 1);
 }
+
+/** The fastest of `rounds` (highest `value`, MB/s), with every round's value beside it in `rounds_mb_s`. */
+export function fastestRound<T extends { value: number }>(rounds: readonly T[]): T & { rounds_mb_s: number[] } {
+  return { ...rounds.reduce((a, b) => (b.value > a.value ? b : a)), rounds_mb_s: rounds.map((r) => r.value) };
+}

@@ -23,7 +23,8 @@ import { removeDir, stopChild, trackDir } from './cleanup.js';
 import { spawnTrivial } from './servers/spawn-trivial.js';
 import { RegistryClient } from './client.js';
 import type { Blob } from './payload.js';
-import { fastest, pushRounds, type PushRound } from './push-limit.js';
+import { pushRounds, type PushRound } from './push-limit.js';
+import { fastestRound } from './stats.js';
 import { handOverMemory } from './memory-handover.js';
 import { DEFAULT_LANES } from '../engine/blobs/body-lanes.js';
 
@@ -71,7 +72,7 @@ export async function measureStoringLimit(blobs: Blob[], inFlight: number, timeo
         return () => handover.end();
       });
       return {
-        bench: 'storing_limit_concurrent', mode, lanes, ...fastest(rounds), unit: 'MB/s', blobs: blobs.length, in_flight: inFlight,
+        bench: 'storing_limit_concurrent', mode, lanes, ...fastestRound(rounds), unit: 'MB/s', blobs: blobs.length, in_flight: inFlight,
         note: `the push_concurrent client against servers/storing-sink.ts (hash ${mode === 'inline' ? 'on the main thread after each read' : mode === 'thread' ? 'on one hash thread' : 'inline for every other body, on one hash thread for the rest'}, ${lanes} bodies at once; written, fdatasynced, renamed, directory fsynced; nothing else): the most a server storing the bytes this way reaches here`,
       };
     } finally {
