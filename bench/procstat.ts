@@ -187,13 +187,6 @@ function parkedIn(pid: number, tid: number): string {
   }
 }
 
-/**
- * Per-thread CPU of a process over a window: the main thread (tid = pid) first, then the other
- * threads that used at least 10 ms, busiest first. Node names every thread "node", so each row
- * also says where the thread waits when idle (`parked`: `epoll` for event loops, so a busy
- * non-main `epoll` thread is the hash thread; `futex` for libuv's pool, which carries the kernel
- * time of file writes and syncs, and for V8's GC and compiler helpers, which spend user time).
- */
 /** One thread's CPU over a window (ThreadWindow.end): where it parks, user and system seconds. */
 export interface ThreadRow {
   thread: string;
@@ -215,6 +208,13 @@ export function threadCells(rows: ThreadRow[]): string {
   return parts.join(', ');
 }
 
+/**
+ * Per-thread CPU of a process over a window: the main thread (tid = pid) first, then the other
+ * threads that used at least 10 ms, busiest first. Node names every thread "node", so each row
+ * also says where the thread waits when idle (`parked`: `epoll` for event loops, so a busy
+ * non-main `epoll` thread is the hash thread; `futex` for libuv's pool, which carries the kernel
+ * time of file writes and syncs, and for V8's GC and compiler helpers, which spend user time).
+ */
 export class ThreadWindow {
   readonly #start: Map<number, ThreadCpu>;
 
@@ -224,7 +224,7 @@ export class ThreadWindow {
 
   /** Seconds per thread since the window started: `[{thread, parked, user_s, system_s}]`, main first. */
   end(): ThreadRow[] {
-    const rows: Array<{ thread: string; parked: string; user_s: number; system_s: number; total: number }> = [];
+    const rows: Array<ThreadRow & { total: number }> = [];
     for (const [tid, now] of threadSeconds(this.pid)) {
       const was = this.#start.get(tid) ?? { tid, user: 0, system: 0 };
       const user = now.user - was.user;
