@@ -42,8 +42,9 @@ export type PushRound = Pick<PushLimit, 'value' | 'client_cpu_s_per_gib' | 'serv
 
 /**
  * Pushes `blobs`, `inFlight` at a time, through `client` to the server process `pid`, `ROUNDS`
- * times, each round wrapped by `around` when given (it runs before the round and returns what
- * runs after it, timed with the round). Shared by this sink and bench/storing-limit.ts.
+ * times, each round wrapped by `around` when given: it runs before the round and returns what
+ * runs after it, outside the round's time and CPU (as the push workloads' memory handover ends
+ * after their figures, bench/run.ts). Shared by this sink and bench/storing-limit.ts.
  * @throws Error when a push is not answered as a registry would
  */
 export async function pushRounds(client: RegistryClient, pid: number, blobs: Blob[], inFlight: number, timeoutMs: number, around?: () => Promise<() => Promise<unknown>>): Promise<PushRound[]> {
@@ -51,26 +52,26 @@ export async function pushRounds(client: RegistryClient, pid: number, blobs: Blo
   const rounds: PushRound[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const after = around ? await around() : undefined;
-    const window = new CpuWindow(pid);
-    const perThread = new ThreadWindow(pid);
-    const server0 = cpuSeconds(pid);
-    const client0 = process.cpuUsage();
-    const t0 = performance.now();
     try {
+      const window = new CpuWindow(pid);
+      const perThread = new ThreadWindow(pid);
+      const server0 = cpuSeconds(pid);
+      const client0 = process.cpuUsage();
+      const t0 = performance.now();
       await pushEach(client, 'sink/web', blobs, inFlight, timeoutMs);
+      const ms = performance.now() - t0;
+      const c = process.cpuUsage(client0);
+      const use = window.end();
+      rounds.push({
+        value: mbPerSecond(bytes, ms),
+        client_cpu_s_per_gib: round((c.user + c.system) / 1e6 / (bytes / GiB), 2),
+        server_cpu_s_per_gib: round((cpuSeconds(pid) - server0) / (bytes / GiB), 2),
+        other_cpu_pct: use.other_cpu_pct, steal_cpu_pct: use.steal_cpu_pct,
+        threads: perThread.end(),
+      });
     } finally {
       await after?.();
     }
-    const ms = performance.now() - t0;
-    const c = process.cpuUsage(client0);
-    const use = window.end();
-    rounds.push({
-      value: mbPerSecond(bytes, ms),
-      client_cpu_s_per_gib: round((c.user + c.system) / 1e6 / (bytes / GiB), 2),
-      server_cpu_s_per_gib: round((cpuSeconds(pid) - server0) / (bytes / GiB), 2),
-      other_cpu_pct: use.other_cpu_pct, steal_cpu_pct: use.steal_cpu_pct,
-      threads: perThread.end(),
-    });
   }
   return rounds;
 }
