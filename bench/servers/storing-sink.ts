@@ -13,17 +13,17 @@
  *
  * argv: `<dir> <mode> [lanes]`. Modes: `inline` hashes each read's bytes on the main thread right
  * after the read (while they are in the CPU's caches; the main thread then does everything but
- * the writes); `thread` hands each full buffer to one hash thread (as Slipway does) and reads on
- * beside it; `mixed` hashes every other body inline and the rest on the thread. `lanes` (default
+ * the writes); `thread` hands each full buffer to Slipway's own hash thread (workers/hash-thread.ts)
+ * and reads on beside it; `mixed` hashes every other body inline and the rest on the thread. `lanes` (default
  * 0: no limit) is how many bodies read at once; a body that finds none free waits, its socket
  * paused, first come first served (as Slipway's body lanes, engine/blobs/body-lanes.ts, without
  * their time limits). Prints its port on stdout.
  */
 import { createServer, Socket } from 'node:net';
-import { createHash, type Hash } from 'node:crypto';
 import { close, fdatasync, fsync, open, openSync, rename, unlink, write } from 'node:fs';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { HashThread } from '../../workers/hash-thread.js';
+import { inlineHash, type RunningHash } from '../../engine/blobs/running-hash.js';
 
 const BUFFER = 2 * 1024 * 1024;
 const IN_FLIGHT = 4;
@@ -37,52 +37,9 @@ const dirFd = openSync(dir, 'r');
 let sessions = 0;
 let files = 0;
 
-/** A hash that lives on the hash thread (`thread` mode); `update` hands a buffer's bytes over. */
-class ThreadHash {
-  static #worker: Worker | null = null;
-  static #next = 1;
-  static #replies = new Map<number, (hex?: string) => void>();
-  readonly #id = ThreadHash.#next++;
-
-  static #thread(): Worker {
-    if (!this.#worker) {
-      this.#worker = new Worker(`
-        const { parentPort } = require('node:worker_threads');
-        const { createHash } = require('node:crypto');
-        const hashes = new Map();
-        parentPort.on('message', (m) => {
-          if (m.op === 'update') {
-            let h = hashes.get(m.id);
-            if (!h) hashes.set(m.id, (h = createHash('sha256')));
-            h.update(new Uint8Array(m.sab, 0, m.length));
-            parentPort.postMessage({ seq: m.seq });
-          } else {
-            const h = hashes.get(m.id) ?? createHash('sha256');
-            hashes.delete(m.id);
-            parentPort.postMessage({ seq: m.seq, hex: h.digest('hex') });
-          }
-        });`, { eval: true });
-      this.#worker.on('message', (r: { seq: number; hex?: string }) => {
-        const cb = this.#replies.get(r.seq)!;
-        this.#replies.delete(r.seq);
-        cb(r.hex);
-      });
-    }
-    return this.#worker;
-  }
-
-  update(buf: Buffer, length: number, done: () => void): void {
-    const seq = ThreadHash.#next++;
-    ThreadHash.#replies.set(seq, done);
-    ThreadHash.#thread().postMessage({ op: 'update', id: this.#id, sab: buf.buffer, length, seq });
-  }
-
-  digest(cb: (hex: string) => void): void {
-    const seq = ThreadHash.#next++;
-    ThreadHash.#replies.set(seq, (hex) => cb(hex!));
-    ThreadHash.#thread().postMessage({ op: 'digest', id: this.#id, seq });
-  }
-}
+/** The hash thread of `thread` and `mixed` modes: Slipway's own (workers/hash-thread.ts), started now as the server starts it. */
+const hashThread = new HashThread();
+if (mode !== 'inline') hashThread.start();
 
 /** One request body on its way into a file. */
 interface Body {
@@ -91,8 +48,10 @@ interface Body {
   path: string;
   fd: number;
   position: number;
-  inline: Hash | null;
-  thread: ThreadHash | null;
+  /** The body's running sha256: on this thread, or on the hash thread. */
+  hash: RunningHash;
+  /** The hash runs here and is fed each read's bytes as they arrive; else each full buffer goes to the hash thread. */
+  perRead: boolean;
   /** The open and the buffers not yet back (written, and hashed by the thread). */
   pending: number;
   /** Writes waiting for the open. */
@@ -222,7 +181,8 @@ class Connection {
 
   #startBody(length: number, digest: string, leftover: Buffer): void {
     const path = join(dir, `upload-${++files}`);
-    const body: Body = { remaining: length, digest, path, fd: -1, position: 0, inline: mode === 'inline' || (mode === 'mixed' && files % 2 === 0) ? createHash('sha256') : null, thread: mode === 'thread' || (mode === 'mixed' && files % 2 === 1) ? new ThreadHash() : null, pending: 1, queued: [], finished: false, failed: false, settled: false };
+    const perRead = mode === 'inline' || (mode === 'mixed' && files % 2 === 0);
+    const body: Body = { remaining: length, digest, path, fd: -1, position: 0, hash: perRead ? inlineHash() : hashThread.create(), perRead, pending: 1, queued: [], finished: false, failed: false, settled: false };
     this.#body = body;
     open(path, 'w', 0o600, (err, fd) => {
       if (err) body.failed = true;
@@ -252,7 +212,7 @@ class Connection {
   #readBody(n: number): void {
     const body = this.#body!;
     const cur = this.#current!;
-    if (body.inline) body.inline.update(cur.subarray(this.#fill, this.#fill + n));
+    if (body.perRead) body.hash.update(cur.subarray(this.#fill, this.#fill + n), () => {});
     this.#fill += n;
     body.remaining -= n;
     if (this.#fill === BUFFER || body.remaining === 0) this.#flush(body);
@@ -277,7 +237,7 @@ class Connection {
     const length = this.#fill;
     this.#current = null;
     this.#fill = 0;
-    let holds = body.thread ? 2 : 1;
+    let holds = body.perRead ? 1 : 2;
     const back = () => {
       if (--holds > 0) return;
       this.#free.push(buf);
@@ -287,7 +247,7 @@ class Connection {
       this.#settle(body);
     };
     body.pending++;
-    body.thread?.update(buf, length, back);
+    if (!body.perRead) body.hash.update(buf.subarray(0, length), back);
     const position = body.position;
     body.position += length;
     const start = () => {
@@ -310,17 +270,17 @@ class Connection {
       this.#answer(status, '/v2/sink/blobs/' + body.digest, body.digest);
     };
     if (body.failed) {
+      body.hash.discard();
       if (body.fd >= 0) close(body.fd, () => {});
       return answer(false, '');
     }
     fdatasync(body.fd, (err) => close(body.fd, () => {
-      const done = (hex: string) => {
-        if (err) return answer(false, hex);
+      void body.hash.digest().then((hex) => {
+        // A lost hash (the thread died) is a failure here: the sink does not re-hash.
+        if (err || hex === null) return answer(false, '');
         if (`sha256:${hex}` !== body.digest) return unlink(body.path, () => answer(true, hex));
         rename(body.path, join(dir, `blob-${hex}`), (e) => fsync(dirFd, (e2) => answer(!e && !e2, hex)));
-      };
-      if (body.inline) done(body.inline.digest('hex'));
-      else body.thread!.digest(done);
+      });
     }));
   }
 
