@@ -44,6 +44,11 @@ export interface DatabaseSettings {
   connectTimeoutMs: number;
   /** The node-local read cache (SLIPWAY_DATABASE_CACHE; engine/storage/read-cache.ts); default on. */
   readCache?: boolean;
+  /**
+   * Statements at once per kind of read the cache missed (SLIPWAY_DATABASE_READ_STATEMENTS;
+   * engine/storage/statement-batch.ts); default 2.
+   */
+  readStatementsInFlight?: number;
 }
 
 /** A database URL with its password replaced by `***`, for messages and logs. */
@@ -93,6 +98,7 @@ async function openPostgres(db: DatabaseSettings): Promise<Store> {
   try {
     metadata = await PostgresMetadataStore.open({
       connectionString: db.url, poolSize: db.poolSize, statementTimeoutMs: db.statementTimeoutMs, connectTimeoutMs: db.connectTimeoutMs, readCache: db.readCache,
+      readStatementsInFlight: db.readStatementsInFlight,
     });
   } catch (e) {
     if (e instanceof StoreUnavailableError) {

@@ -92,6 +92,7 @@ export interface Config {
   databaseStatementTimeoutSeconds: number; // database.statement_timeout
   databaseConnectTimeoutSeconds: number; // database.connect_timeout
   databaseCache: boolean; // database.cache
+  databaseReadStatements: number; // database.read_statements
   /** Registry notification endpoints (docs/notifications.md); header values are secrets. */
   notificationEndpoints: NotificationEndpoint[]; // notifications.endpoints
   /** Webhook destinations allowed beyond public HTTPS (engine/webhooks/destination.ts parseAllowedHosts). */
@@ -125,6 +126,7 @@ const FIELDS: Readonly<Record<string, keyof Config>> = {
   'gc.interval': 'gcIntervalSeconds', 'gc.grace': 'gcGraceSeconds', 'database.url': 'databaseUrl',
   'database.pool': 'databasePool', 'database.statement_timeout': 'databaseStatementTimeoutSeconds',
   'database.connect_timeout': 'databaseConnectTimeoutSeconds', 'database.cache': 'databaseCache',
+  'database.read_statements': 'databaseReadStatements',
   'notifications.endpoints': 'notificationEndpoints',
   'webhooks.allowed_hosts': 'webhookAllowedHosts', 'webhooks.timeout': 'webhookTimeoutSeconds', 'webhooks.poll_interval': 'webhookPollSeconds', 'webhooks.deliver': 'webhookDeliver',
   'webhooks.retry_base': 'webhookRetryBaseSeconds', 'webhooks.retry_horizon': 'webhookRetryHorizonSeconds',
@@ -200,6 +202,7 @@ export function databaseOf(c: Config): DatabaseSettings | undefined {
     statementTimeoutMs: Math.round(c.databaseStatementTimeoutSeconds * 1000),
     connectTimeoutMs: Math.round(c.databaseConnectTimeoutSeconds * 1000),
     readCache: c.databaseCache,
+    readStatementsInFlight: c.databaseReadStatements,
   };
 }
 

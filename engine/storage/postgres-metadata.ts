@@ -28,7 +28,10 @@
  * one round trip, the latest committed state: READ COMMITTED is enough for one statement) — or, for the keyspaces
  * the hot paths read, answers from a node-local cache invalidated through LISTEN/NOTIFY
  * (engine/storage/read-cache.ts, engine/storage/postgres-invalidation.ts: what is cached, how
- * every write invalidates it on every node, and the worst-case staleness).
+ * every write invalidates it on every node, and the worst-case staleness). The cache's misses
+ * that arrive while others are on their way to the database share one statement
+ * (statement-batch.ts, `readStatementsInFlight`): many concurrent first pulls cost the database
+ * a statement per round trip, not one each.
  *
  * ## Failure
  * A connection error, an administrator shutdown or a statement timeout becomes
@@ -48,7 +51,7 @@ import { ContentionGate } from './contention-gate.js';
 import { isRetryable, translate } from './postgres-errors.js';
 import { runExclusive, type LockConnection } from './postgres-exclusive.js';
 import { Invalidation, type Notice } from './postgres-invalidation.js';
-import { cachedGet, cachedGetMany, cachedGetWithNamed, getOn, rangeOn } from './postgres-reads.js';
+import { cachedGet, cachedGetMany, cachedGetWithNamed, CoalescedReads, getOn, rangeOn } from './postgres-reads.js';
 import { ReadCache, type ReadCacheLimits } from './read-cache.js';
 import { currentReadScope, enableReadScopes } from './read-scope.js';
 
@@ -68,6 +71,11 @@ export interface PostgresMetadataOptions {
    * writes); an object sets its limits. Default on.
    */
   readCache?: boolean | ReadCacheLimits;
+  /**
+   * Statements carrying the read cache's misses at once, per kind of read (statement-batch.ts;
+   * default 2): reads that arrive while that many are on their way share the next one.
+   */
+  readStatementsInFlight?: number;
   /** Heartbeat interval of the cache's listener, ms (postgres-invalidation.ts; default 1000). */
   listenerHeartbeatMs?: number;
   /** Longest a round trip through the listener may take before it counts as lost, ms (default 1000). */
@@ -97,6 +105,8 @@ export class PostgresMetadataStore implements MetadataStore {
   /** Queues transactions that conflicted (contention-gate.ts). */
   readonly #gate = new ContentionGate();
   readonly #caching: boolean;
+  /** The read cache's misses, coalesced into shared statements (postgres-reads.ts). */
+  readonly #reads: CoalescedReads;
 
   private constructor(opts: PostgresMetadataOptions) {
     const statementTimeout = opts.statementTimeoutMs ?? 5000;
@@ -116,6 +126,7 @@ export class PostgresMetadataStore implements MetadataStore {
     // An idle connection that breaks (database restarted) is dropped by the pool; without this
     // listener its error would be an uncaught exception.
     this.pool.on('error', () => {});
+    this.#reads = new CoalescedReads(this.pool, { maxInFlight: opts.readStatementsInFlight });
     this.#caching = opts.readCache !== false;
     this.#inv = new Invalidation(
       { connectionString: opts.connectionString, connectTimeoutMs: opts.connectTimeoutMs ?? 5000, heartbeatMs: opts.listenerHeartbeatMs, heartbeatTimeoutMs: opts.listenerTimeoutMs },
@@ -212,7 +223,7 @@ export class PostgresMetadataStore implements MetadataStore {
       // (#needsBarrier), filled on a miss.
       if (ReadCache.caches(ks.name) && inv.usable) {
         checkKey(ks, k);
-        if (!this.#needsBarrier(inv, [[ks, k]]) || (await this.#fresh(inv))) return await cachedGet(this.pool, inv.cache, ks, k);
+        if (!this.#needsBarrier(inv, [[ks, k]]) || (await this.#fresh(inv))) return await cachedGet(this.#reads, inv.cache, ks, k);
       }
       return await getOn(this.pool, ks, k);
     } catch (e) {
@@ -245,7 +256,7 @@ export class PostgresMetadataStore implements MetadataStore {
     try {
       checkKey(ks, k);
       const cached = ReadCache.caches(ks.name) && inv.usable && (!this.#needsBarrier(inv, [[ks, k]]) || (await this.#fresh(inv)));
-      return await cachedGetWithNamed(this.pool, cached ? inv.cache : null, ks, k, field, next);
+      return await cachedGetWithNamed(this.#reads, cached ? inv.cache : null, ks, k, field, next);
     } catch (e) {
       throw translate(e);
     }

@@ -1,7 +1,8 @@
 /**
  * The read statements of the PostgreSQL metadata store (engine/storage/postgres-metadata.ts),
  * on any connection: in a transaction or on the pool. Every read is one statement; `getMany` is
- * one statement for any number of keys.
+ * one statement for any number of keys; on the pool, the read cache's misses that arrive while
+ * others are on their way share statements (`CoalescedReads`, statement-batch.ts).
  *
  * Every key lookup is an index probe of the primary key `(keyspace, key)`, never a scan of the
  * table: under SERIALIZABLE, PostgreSQL's predicate locks follow the plan, and a sequential scan
@@ -14,6 +15,7 @@
 import type pg from 'pg';
 import { checkKey, resolveRange, type Entry, type Keyspace, type RangeOptions, type RecordRef, type StringField, type WithNamed } from './metadata.js';
 import { ReadCache } from './read-cache.js';
+import { StatementBatcher, type StatementBatchOptions } from './statement-batch.js';
 
 /** What reads need of a connection or the pool. */
 export type Queryable = Pick<pg.PoolClient, 'query'>;
@@ -62,13 +64,13 @@ async function getTextOn(db: Queryable, ks: Keyspace<unknown>, k: string): Promi
 }
 
 /** `get` through the cache: a hit, or a read whose answer fills the cache (unless invalidated meanwhile). */
-export async function cachedGet<V>(db: Queryable, cache: ReadCache, ks: Keyspace<V>, k: string): Promise<V | undefined> {
+export async function cachedGet<V>(reads: CoalescedReads, cache: ReadCache, ks: Keyspace<V>, k: string): Promise<V | undefined> {
   const hit = cache.lookup<V>(ks.name, k);
   if (hit) return hit.value;
   const ticket = cache.beginFill(ks.name, k);
   let text: string | null;
   try {
-    text = await getTextOn(db, ks, k);
+    text = await reads.text(ks, k);
   } catch (e) {
     cache.abandon();
     throw e;
@@ -108,12 +110,18 @@ export async function cachedGetMany(db: Queryable, cache: ReadCache | null, refs
   return out;
 }
 
+/** The JSON texts of a record (`v`) and of the record it names (`nv`), null where absent. */
+export interface NamedTexts {
+  v: string | null;
+  nv: string | null;
+}
+
 /**
  * The JSON texts of the record `ks`/`k` (`v`) and of the record of `next` whose key is the
  * first one's `field` (`nv`), null where absent, in one statement: the named record is found by a
  * correlated subquery probing the primary key with `value->>field` (see the top of this file).
  */
-async function getWithNamedTextsOn(db: Queryable, ks: Keyspace<unknown>, k: string, field: string, next: Keyspace<unknown>): Promise<{ v: string | null; nv: string | null }> {
+async function getWithNamedTextsOn(db: Queryable, ks: Keyspace<unknown>, k: string, field: string, next: Keyspace<unknown>): Promise<NamedTexts> {
   const res = await db.query({
     name: 'slipway-get-named',
     text: `SELECT t.value::text AS v,
@@ -121,7 +129,63 @@ async function getWithNamedTextsOn(db: Queryable, ks: Keyspace<unknown>, k: stri
            FROM slipway_kv t WHERE t.keyspace = $1 AND t.key = $2`,
     values: [ks.name, k, next.name, field],
   });
-  return res.rows.length === 0 ? { v: null, nv: null } : (res.rows[0] as { v: string; nv: string | null });
+  return res.rows.length === 0 ? { v: null, nv: null } : (res.rows[0] as NamedTexts);
+}
+
+/**
+ * `getWithNamedTextsOn` for each of `keys` (checked) of `ks`, in their order, in one statement:
+ * each key's record by a correlated subquery on the primary key, then its named record by another
+ * on its `field` (the `OFFSET 0` keeps the planner from inlining the first subquery into both
+ * places it is used, which would probe it twice).
+ */
+async function getWithNamedTextsManyOn(db: Queryable, ks: Keyspace<unknown>, keys: string[], field: string, next: Keyspace<unknown>): Promise<NamedTexts[]> {
+  const res = await db.query({
+    name: 'slipway-get-named-many',
+    text: `SELECT w.v::text AS v,
+                  (SELECT n.value::text FROM slipway_kv n WHERE n.keyspace = $3 AND n.key = w.v->>$4) AS nv
+           FROM (SELECT u.i, (SELECT t.value FROM slipway_kv t WHERE t.keyspace = $1 AND t.key = u.k) AS v
+                 FROM unnest($2::text[]) WITH ORDINALITY AS u(k, i) OFFSET 0) w
+           ORDER BY w.i`,
+    values: [ks.name, keys, next.name, field],
+  });
+  return res.rows as NamedTexts[];
+}
+
+/**
+ * The pool's reads of the read cache's misses, coalesced (statement-batch.ts): concurrent reads
+ * of record texts share one `getTextsOn` statement, and concurrent reads of a record with the
+ * record it names, of one shape (keyspace, field, named keyspace), share one statement. A read
+ * that finds no statement of its kind waiting is sent alone, as the uncoalesced statement.
+ */
+export class CoalescedReads {
+  readonly #db: Queryable;
+  readonly #opts: StatementBatchOptions;
+  readonly #texts: StatementBatcher<RecordRef<unknown>, string | null>;
+  /** One batcher per shape; the shapes are the code's (a handful), so this stays small. */
+  readonly #named = new Map<string, StatementBatcher<string, NamedTexts>>();
+
+  constructor(db: Queryable, opts: StatementBatchOptions = {}) {
+    this.#db = db;
+    this.#opts = opts;
+    this.#texts = new StatementBatcher((refs) => getTextsOn(db, refs), opts);
+  }
+
+  /** The JSON text of `ks`/`k` (checked), null when absent. @throws the driver's errors. */
+  text(ks: Keyspace<unknown>, k: string): Promise<string | null> {
+    return this.#texts.submit([ks, k]);
+  }
+
+  /** `getWithNamedTextsOn` of `ks`/`k` (checked). @throws the driver's errors. */
+  named(ks: Keyspace<unknown>, k: string, field: string, next: Keyspace<unknown>): Promise<NamedTexts> {
+    const shape = `${ks.name}\0${field}\0${next.name}`;
+    let batcher = this.#named.get(shape);
+    if (!batcher) {
+      const db = this.#db;
+      batcher = new StatementBatcher(async (keys) => (keys.length === 1 ? [await getWithNamedTextsOn(db, ks, keys[0]!, field, next)] : getWithNamedTextsManyOn(db, ks, keys, field, next)), this.#opts);
+      this.#named.set(shape, batcher);
+    }
+    return batcher.submit(k);
+  }
 }
 
 /** True when `k` is a key `checkKey` accepts for `ks`. */
@@ -142,14 +206,14 @@ function isKey(ks: Keyspace<unknown>, k: unknown): k is string {
  * the named record's with a ticket taken before the statement (`ReadCache.beginUnkeyedFill`), as
  * its key is known only from the answer.
  */
-export async function cachedGetWithNamed<V, W>(db: Queryable, cache: ReadCache | null, ks: Keyspace<V>, k: string, field: StringField<V>, next: Keyspace<W>): Promise<WithNamed<V, W>> {
+export async function cachedGetWithNamed<V, W>(reads: CoalescedReads, cache: ReadCache | null, ks: Keyspace<V>, k: string, field: StringField<V>, next: Keyspace<W>): Promise<WithNamed<V, W>> {
   const hit = cache ? cache.lookup<V>(ks.name, k) : null;
   if (hit) return { value: hit.value };
   const ticket = cache ? cache.beginFill(ks.name, k) : null;
   const nextTicket = cache && ReadCache.caches(next.name) ? cache.beginUnkeyedFill() : null;
-  let texts: { v: string | null; nv: string | null };
+  let texts: NamedTexts;
   try {
-    texts = await getWithNamedTextsOn(db, ks, k, field, next);
+    texts = await reads.named(ks, k, field, next);
   } catch (e) {
     if (ticket) cache!.abandon();
     if (nextTicket) cache!.abandon();

@@ -2,7 +2,8 @@
  * `getWithNamed` of the PostgreSQL store (engine/storage/postgres-reads.ts `cachedGetWithNamed`)
  * on a real PostgreSQL 15, through the cached keyspaces a manifest GET by tag reads (`tags`,
  * `manifests`): it returns what two gets return (tag absent, manifest absent, both present) in
- * one statement and fills the read cache with both answers; a tag the cache holds answers alone.
+ * one statement and fills the read cache with both answers; a tag the cache holds answers alone;
+ * concurrent reads the cache misses share statements (statement-batch.ts), each its own answer.
  * And a race with random timing: node A commits changes and deletions of the tag and of the
  * manifests it may name while node B reads them joined; whatever B's reads return, and whatever
  * B's cache holds once the invalidations of A's acknowledged commits were delivered (B's read
@@ -43,7 +44,8 @@ t.test('getWithNamed on PostgreSQL', { skip }, async (t) => {
   const db = await startPostgres();
   t.teardown(() => db.stop());
   const a = await PostgresMetadataStore.open({ connectionString: db.connectionString });
-  const b = await PostgresMetadataStore.open({ connectionString: db.connectionString });
+  // B sends one statement of each kind at a time, so that the race's four readers share them.
+  const b = await PostgresMetadataStore.open({ connectionString: db.connectionString, readStatementsInFlight: 1 });
   t.teardown(async () => { await a.close(); await b.close(); });
   const cacheOf = (s: PostgresMetadataStore) => s.invalidation.cache;
   const cached = (s: PostgresMetadataStore, ks: Keyspace<unknown>, k: string) => cacheOf(s).lookup(ks.name, k);
@@ -99,6 +101,37 @@ t.test('getWithNamed on PostgreSQL', { skip }, async (t) => {
       await read();
       t.equal(barriers, 1, `${what}, read again from the cache: after one barrier`);
     }
+  });
+
+  await t.test('concurrent misses share statements, each read its own answer', async (t) => {
+    // C coalesces harder than the default: one statement of each kind at a time.
+    const c = await PostgresMetadataStore.open({ connectionString: db.connectionString, readStatementsInFlight: 1 });
+    t.teardown(() => c.close());
+    const n = 60;
+    await a.transact((tx) => {
+      for (let i = 0; i < n; i++) {
+        if (i % 3 === 0) continue; // tag absent
+        tx.put(tags, `many\x1f${i}`, { digest: `d-many-${i}`, seq: i });
+        if (i % 3 === 2) tx.put(manifests, `d-many-${i}`, { seq: i }); // else: manifest absent
+      }
+    });
+    await c.invalidation.sync();
+    const keys = Array.from({ length: n }, (_, i) => `many\x1f${i}`);
+    const { result, statements } = await statementsOf(() => Promise.all(keys.map((k) => c.getWithNamed(tags, k, 'digest', manifests))));
+    t.ok(statements.length <= 3, `${n} concurrent reads in ${statements.length} statements: ${statements.join(', ')}`);
+    t.ok(statements.includes('slipway-get-named-many'), 'the waiting reads went in one multi-key statement');
+    for (let i = 0; i < n; i++) {
+      const tag = await a.get(tags, keys[i]!);
+      const want = tag ? { value: tag, named: { value: await a.get(manifests, tag.digest) } } : { value: undefined };
+      if (!isDeepStrictEqual(result[i], want)) t.fail(`read ${i}: ${JSON.stringify(result[i])}, expected ${JSON.stringify(want)}`);
+      if (tag && !isDeepStrictEqual(cacheOf(c).lookup(manifests.name, tag.digest), { value: want.named!.value })) t.fail(`read ${i}: its manifest did not fill the cache`);
+    }
+    t.pass(`every one of the ${n} answers is what two gets return, and filled the cache`);
+    const digests = Array.from({ length: n }, (_, i) => `d-many-${i}`);
+    cacheOf(c).invalidate(digests.map((d) => [manifests.name, d]));
+    const gets = await statementsOf(() => Promise.all(digests.map((d) => c.get(manifests, d))));
+    t.ok(gets.statements.length <= 3 && gets.statements.includes('slipway-get-many'), `${n} concurrent gets in ${gets.statements.length} statements: ${gets.statements.join(', ')}`);
+    t.same(gets.result, await Promise.all(digests.map((d) => a.get(manifests, d))), 'each get its own record (or its absence)');
   });
 
   await t.test("race: B's joined reads and B's cache are never older than A's acknowledged, delivered commits (random timing)", async (t) => {
