@@ -46,7 +46,7 @@ export interface DatabaseSettings {
   readCache?: boolean;
   /**
    * Statements at once per kind of read the cache missed (SLIPWAY_DATABASE_READ_STATEMENTS;
-   * engine/storage/statement-batch.ts); default 2.
+   * engine/storage/statement-batch.ts); default 1.
    */
   readStatementsInFlight?: number;
 }

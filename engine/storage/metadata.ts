@@ -331,6 +331,13 @@ export interface ReadCacheProbe {
   readonly cache: { readonly size: number; readonly bytes: number; readonly stats: { readonly hits: number; readonly misses: number; readonly refused: number } };
   /** Told of each read barrier as it ends: seconds its caller waited, and whether the cache may be used. */
   onSync: ((seconds: number, usable: boolean) => void) | undefined;
+  /** Round trips of the read barrier since the start (each serves every request waiting for it). */
+  readonly barrierRoundTrips: number;
+  /**
+   * Since the start: reads of records the cache did not hold (or could not use) sent to the
+   * database, and the statements that carried them (fewer under load: they are coalesced).
+   */
+  readonly missReads: { readonly reads: number; readonly statements: number };
 }
 
 /** Options of `exclusive`. */

@@ -96,6 +96,7 @@ export class Invalidation {
   readonly node = randomBytes(6).toString('hex');
   readonly #opts: Required<InvalidationOptions>;
   #seq = 0;
+  #roundTrips = 0;
   #client: pg.Client | undefined;
   #usable = false;
   #closed = false;
@@ -117,6 +118,11 @@ export class Invalidation {
   constructor(opts: InvalidationOptions, cache = new ReadCache()) {
     this.cache = cache;
     this.#opts = { ...opts, heartbeatMs: opts.heartbeatMs ?? 1000, heartbeatTimeoutMs: opts.heartbeatTimeoutMs ?? 1000, retryMs: opts.retryMs ?? 500 };
+  }
+
+  /** Round trips of the read barrier since the start, the heartbeat's included (metrics). */
+  get roundTrips(): number {
+    return this.#roundTrips;
   }
 
   /** True while the cache may be used (listener confirmed). */
@@ -205,6 +211,7 @@ export class Invalidation {
    * lost) when it fails or is not back within heartbeatTimeoutMs.
    */
   async #roundTrip(client: pg.Client): Promise<boolean> {
+    this.#roundTrips++;
     const seq = ++this.#seq;
     const back = new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => {

@@ -73,7 +73,7 @@ export interface PostgresMetadataOptions {
   readCache?: boolean | ReadCacheLimits;
   /**
    * Statements carrying the read cache's misses at once, per kind of read (statement-batch.ts;
-   * default 2): reads that arrive while that many are on their way share the next one.
+   * default 1): reads that arrive while that many are on their way share the next one.
    */
   readStatementsInFlight?: number;
   /** Heartbeat interval of the cache's listener, ms (postgres-invalidation.ts; default 1000). */
@@ -141,7 +141,16 @@ export class PostgresMetadataStore implements MetadataStore {
 
   /** The read cache for metrics (metadata.ts `ReadCacheProbe`); undefined when it is turned off. */
   get readCache(): ReadCacheProbe | undefined {
-    return this.#caching ? this.#inv : undefined;
+    if (!this.#caching) return undefined;
+    const inv = this.#inv, reads = this.#reads;
+    return {
+      get usable() { return inv.usable; },
+      get cache() { return inv.cache; },
+      get onSync() { return inv.onSync; },
+      set onSync(f) { inv.onSync = f; },
+      get barrierRoundTrips() { return inv.roundTrips; },
+      get missReads() { return reads.stats; },
+    };
   }
 
   /**

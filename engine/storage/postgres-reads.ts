@@ -170,6 +170,13 @@ export class CoalescedReads {
     this.#texts = new StatementBatcher((refs) => getTextsOn(db, refs), opts);
   }
 
+  /** Since the start: reads of the cache's misses, and the statements that carried them. */
+  get stats(): { reads: number; statements: number } {
+    let reads = this.#texts.stats.reads, statements = this.#texts.stats.statements;
+    for (const b of this.#named.values()) { reads += b.stats.reads; statements += b.stats.statements; }
+    return { reads, statements };
+  }
+
   /** The JSON text of `ks`/`k` (checked), null when absent. @throws the driver's errors. */
   text(ks: Keyspace<unknown>, k: string): Promise<string | null> {
     return this.#texts.submit([ks, k]);

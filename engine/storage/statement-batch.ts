@@ -18,7 +18,7 @@
 
 /** Settings of a `StatementBatcher`. */
 export interface StatementBatchOptions {
-  /** Statements of this batcher running at once (default 2). */
+  /** Statements of this batcher running at once (default 1). */
   maxInFlight?: number;
   /** Most reads one statement carries (default 256). */
   maxBatch?: number;
@@ -40,16 +40,23 @@ export class StatementBatcher<I, O> {
   readonly #maxBatch: number;
   #inFlight = 0;
   #waiting: Array<Waiting<I, O>> = [];
+  #reads = 0;
+  #statements = 0;
 
   constructor(run: (items: I[]) => Promise<O[]>, opts: StatementBatchOptions = {}) {
     this.#run = run;
-    this.#maxInFlight = Math.max(1, opts.maxInFlight ?? 2);
+    this.#maxInFlight = Math.max(1, opts.maxInFlight ?? 1);
     this.#maxBatch = Math.max(1, opts.maxBatch ?? 256);
   }
 
   /** Statements running now (tests and diagnostics). */
   get inFlight(): number {
     return this.#inFlight;
+  }
+
+  /** Since the start: reads submitted, and statements sent to carry them (metrics). */
+  get stats(): { reads: number; statements: number } {
+    return { reads: this.#reads, statements: this.#statements };
   }
 
   /** Reads waiting for a statement slot (tests and diagnostics). */
@@ -59,6 +66,7 @@ export class StatementBatcher<I, O> {
 
   /** The answer to `item`, from the statement that carries it. @throws what that statement threw. */
   submit(item: I): Promise<O> {
+    this.#reads++;
     return new Promise<O>((resolve, reject) => {
       this.#waiting.push({ item, resolve, reject });
       this.#pump();
@@ -71,6 +79,7 @@ export class StatementBatcher<I, O> {
       const batch = this.#waiting.length <= this.#maxBatch ? this.#waiting : this.#waiting.slice(0, this.#maxBatch);
       this.#waiting = batch === this.#waiting ? [] : this.#waiting.slice(this.#maxBatch);
       this.#inFlight++;
+      this.#statements++;
       void this.#send(batch);
     }
   }

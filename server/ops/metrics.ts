@@ -193,6 +193,9 @@ export class Metrics {
     this.#gauge('slipway_database_cache_bytes', 'JSON text held in the read cache, bytes (UTF-16 code units × 2).', () => probe.cache.bytes);
     this.#counter('slipway_database_cache_hits_total', 'Reads answered from the read cache.', () => probe.cache.stats.hits);
     this.#counter('slipway_database_cache_misses_total', 'Reads of cached keyspaces that went to the database.', () => probe.cache.stats.misses);
+    this.#counter('slipway_database_miss_reads_total', 'Reads the read cache missed (or could not use), sent to the database.', () => probe.missReads.reads);
+    this.#counter('slipway_database_miss_statements_total', 'Statements that carried those reads: fewer than the reads while misses arrive together (coalesced, SLIPWAY_DATABASE_READ_STATEMENTS).', () => probe.missReads.statements);
+    this.#counter('slipway_database_read_barrier_round_trips_total', 'Round trips of the read barrier through the database, the heartbeat\'s included; each serves every request waiting for it.', () => probe.barrierRoundTrips);
     this.#counter('slipway_database_cache_refused_fills_total', 'Answers not cached because an invalidation of their record arrived while they were read.', () => probe.cache.stats.refused);
     const barrier: DeferredHistogram<'usable'> = new DeferredHistogram(new Histogram({
       name: 'slipway_database_read_barrier_seconds',

@@ -184,7 +184,7 @@ export const SETTINGS: readonly Setting[] = [
   { path: 'database.pool', env: 'SLIPWAY_DATABASE_POOL', kind: integer(1, 1000, 'connections'), default: 10, help: 'Connections in this node\'s PostgreSQL pool.' },
   { path: 'database.statement_timeout', env: 'SLIPWAY_DATABASE_STATEMENT_TIMEOUT', aliases: ['database-statement-timeout-seconds'], kind: decimal('seconds', true), default: 5, help: 'Longest one statement runs, and a lock query waits; past it the request gets 503.' },
   { path: 'database.connect_timeout', env: 'SLIPWAY_DATABASE_CONNECT_TIMEOUT', aliases: ['database-connect-timeout-seconds'], kind: decimal('seconds', true), default: 5, help: 'Longest wait for a PostgreSQL connection.' },
-  { path: 'database.read_statements', env: 'SLIPWAY_DATABASE_READ_STATEMENTS', kind: integer(1, 1000, 'statements'), default: 2, help: 'Statements this node runs at once for each kind of read the read cache missed; reads that arrive while that many are on their way share the next statement.' },
+  { path: 'database.read_statements', env: 'SLIPWAY_DATABASE_READ_STATEMENTS', kind: integer(1, 1000, 'statements'), default: 1, help: 'Statements this node runs at once for each kind of read the read cache missed; reads that arrive while that many are on their way share the next statement.' },
   { path: 'database.cache', env: 'SLIPWAY_DATABASE_CACHE', kind: onOff(), default: true, help: 'The node-local read cache of the PostgreSQL store, invalidated through LISTEN/NOTIFY.' },
   // Blob store
   { path: 'blob_store', env: 'SLIPWAY_BLOB_STORE', kind: oneOf(['fs', 's3']), default: 'fs', help: 'Where blob bytes live: fs (the data directory) or s3 (the s3.* settings).' },

@@ -4,8 +4,9 @@
  * answer 200 from memory within `BOUND_MS` while the database is stopped (fast shutdown and
  * crash), /metrics says so (`slipway_store_up 0`, the last totals kept), /readyz reports the
  * store as the cause, and everything is back once the database is. The read cache's metrics:
- * hits, the read barrier's waits, entries and bytes, and `slipway_database_cache_usable` 0 while
- * its listener is lost, 1 again after.
+ * hits, the read barrier's waits and round trips, the misses and the statements that carried
+ * them, entries and bytes, and `slipway_database_cache_usable` 0 while its listener is lost, 1
+ * again after.
  */
 import t from 'tap';
 import { waitFor } from '../helpers/harness.js';
@@ -47,6 +48,9 @@ t.test('/metrics and /healthz answer from memory through a database outage; /rea
   t.ok(grew('slipway_database_cache_hits_total') >= 1, `the second GET was answered from the cache (+${grew('slipway_database_cache_hits_total')} hits)`);
   t.ok(grew('slipway_database_read_barrier_seconds_count', 'usable="1"') >= 2, 'each GET waited for a read barrier, counted');
   t.ok(sampleSum(cacheAfter, 'slipway_database_cache_entries') > 0 && sampleSum(cacheAfter, 'slipway_database_cache_bytes') > 0, 'entries and bytes shown');
+  t.ok(grew('slipway_database_miss_reads_total') >= 1 && grew('slipway_database_miss_statements_total') >= 1, `the first GET's miss went to the database, counted (+${grew('slipway_database_miss_reads_total')} reads in +${grew('slipway_database_miss_statements_total')} statements)`);
+  t.ok(sampleSum(cacheAfter, 'slipway_database_miss_statements_total') <= sampleSum(cacheAfter, 'slipway_database_miss_reads_total'), 'never more statements than the reads they carried');
+  t.ok(grew('slipway_database_read_barrier_round_trips_total') >= 1, `the barriers' round trips counted (+${grew('slipway_database_read_barrier_round_trips_total')})`);
   const check = await promtoolCheck(cacheAfter);
   t.equal(check.code, 0, `promtool check metrics: ${check.output.trim() || 'clean'}`);
 
