@@ -1,19 +1,18 @@
 /**
- * Coalesces concurrent reads of one shape into one statement: the way a registry under many
- * concurrent pulls of distinct images keeps the database's work per read flat. A read submitted
- * while fewer than `maxInFlight` statements of its batcher are running is sent at once, alone
- * (no added wait when the node is quiet); a read submitted while `maxInFlight` are running
- * waits, and when one of them answers, every waiting read (up to `maxBatch`) goes in the next
- * statement. So under load each round trip carries the reads that arrived during the previous
- * one, as the read barrier does (postgres-invalidation.ts `sync`), and a quiet node sends each
- * read the moment it comes.
+ * Coalesces concurrent reads of one shape into one statement, so that many concurrent pulls of
+ * distinct images cost fewer round trips, and less CPU on the node and the database, per read
+ * (bench/pg-misses.ts measures it). A read submitted while fewer than `maxInFlight` statements
+ * of its batcher are running is sent at once, alone (no added wait when the node is quiet); a
+ * read submitted while `maxInFlight` are running waits, and when one of them answers, every
+ * waiting read (up to `maxBatch`) goes in the next statement. So under load each round trip
+ * carries the reads that arrived during the previous one, as the read barrier does
+ * (postgres-invalidation.ts `sync`), and a quiet node sends each read the moment it comes.
  *
  * Reads are sent in the order they arrived. Bound: a read with `p` reads waiting before it is
- * sent once at most ceil((p + 1) / maxBatch) statements of its batcher have ended, which under
- * the default `maxBatch` (above the store's connections times any HTTP concurrency seen here)
- * is one: it ends within two statement timeouts (the store's `statementTimeoutMs` plus the
- * driver's grace, postgres-metadata.ts). A failed statement fails every read it carried, with
- * its error; the reads waiting go in the next statement.
+ * sent once at most ceil((p + 1) / maxBatch) statements of its batcher have ended: one, unless
+ * more than `maxBatch` (default 256) reads wait. So a read ends within two statement timeouts
+ * (the store's `statementTimeoutMs` plus the driver's grace, postgres-metadata.ts). A failed
+ * statement fails every read it carried, with its error; the reads waiting go in the next one.
  */
 
 /** Settings of a `StatementBatcher`. */
