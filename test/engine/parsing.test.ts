@@ -89,7 +89,9 @@ t.test('cluster database settings: defaults, database settings, refusals that ne
   t.equal(embedded.databaseUrl, undefined, 'no setting: the embedded store');
   t.equal(databaseOf(embedded), undefined);
   const c = loadConfig({ SLIPWAY_DATABASE_URL: 'postgres://slip:pw@db.internal:5433/slipway?sslmode=require', SLIPWAY_DATABASE_POOL: '25', SLIPWAY_DATABASE_STATEMENT_TIMEOUT: '2.5' });
-  t.same(databaseOf(c), { url: 'postgres://slip:pw@db.internal:5433/slipway?sslmode=require', poolSize: 25, statementTimeoutMs: 2500, connectTimeoutMs: 5000, readCache: true });
+  t.same(databaseOf(c), { url: 'postgres://slip:pw@db.internal:5433/slipway?sslmode=require', poolSize: 25, statementTimeoutMs: 2500, connectTimeoutMs: 5000, readCache: true, readStatementsInFlight: 1 });
+  t.equal(databaseOf(loadConfig({ SLIPWAY_DATABASE_URL: 'postgres://h/db', SLIPWAY_DATABASE_READ_STATEMENTS: '4' }))!.readStatementsInFlight, 4, 'SLIPWAY_DATABASE_READ_STATEMENTS=4');
+  t.throws(() => loadConfig({ SLIPWAY_DATABASE_URL: 'postgres://h/db', SLIPWAY_DATABASE_READ_STATEMENTS: '0' }), /SLIPWAY_DATABASE_READ_STATEMENTS/, 'SLIPWAY_DATABASE_READ_STATEMENTS=0 refused, naming the setting');
   t.equal(databaseOf(loadConfig({ SLIPWAY_DATABASE_URL: 'postgres://h/db', SLIPWAY_DATABASE_CACHE: 'off' }))!.readCache, false, 'SLIPWAY_DATABASE_CACHE=off');
   t.throws(() => loadConfig({ SLIPWAY_DATABASE_CACHE: 'maybe' }), /SLIPWAY_DATABASE_CACHE/);
   t.equal(loadConfig({}, { 'database-url': 'postgresql://h/db' }).databaseUrl, 'postgresql://h/db', 'the flag, and the postgresql: scheme');
