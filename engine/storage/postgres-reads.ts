@@ -133,12 +133,14 @@ async function getWithNamedTextsOn(db: Queryable, ks: Keyspace<unknown>, k: stri
 }
 
 /**
- * `getWithNamedTextsOn` for each of `keys` (checked) of `ks`, in their order, in one statement:
- * each key's record by a correlated subquery on the primary key, then its named record by another
- * on its `field` (the `OFFSET 0` keeps the planner from inlining the first subquery into both
- * places it is used, which would probe it twice).
+ * `getWithNamedTextsOn` for each of `keys` (checked) of `ks`, in their order, in one statement
+ * (one key: that statement itself, as `getTextsOn` does): each key's record by a correlated
+ * subquery on the primary key, then its named record by another on its `field` (the `OFFSET 0`
+ * keeps the planner from inlining the first subquery into both places it is used, which would
+ * probe it twice).
  */
 async function getWithNamedTextsManyOn(db: Queryable, ks: Keyspace<unknown>, keys: string[], field: string, next: Keyspace<unknown>): Promise<NamedTexts[]> {
+  if (keys.length === 1) return [await getWithNamedTextsOn(db, ks, keys[0]!, field, next)];
   const res = await db.query({
     name: 'slipway-get-named-many',
     text: `SELECT w.v::text AS v,
@@ -188,7 +190,7 @@ export class CoalescedReads {
     let batcher = this.#named.get(shape);
     if (!batcher) {
       const db = this.#db;
-      batcher = new StatementBatcher(async (keys) => (keys.length === 1 ? [await getWithNamedTextsOn(db, ks, keys[0]!, field, next)] : getWithNamedTextsManyOn(db, ks, keys, field, next)), this.#opts);
+      batcher = new StatementBatcher((keys) => getWithNamedTextsManyOn(db, ks, keys, field, next), this.#opts);
       this.#named.set(shape, batcher);
     }
     return batcher.submit(k);

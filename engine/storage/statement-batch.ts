@@ -75,8 +75,7 @@ export class StatementBatcher<I, O> {
   /** Sends waiting reads while a statement slot is free. */
   #pump(): void {
     while (this.#inFlight < this.#maxInFlight && this.#waiting.length > 0) {
-      const batch = this.#waiting.length <= this.#maxBatch ? this.#waiting : this.#waiting.slice(0, this.#maxBatch);
-      this.#waiting = batch === this.#waiting ? [] : this.#waiting.slice(this.#maxBatch);
+      const batch = this.#waiting.splice(0, this.#maxBatch);
       this.#inFlight++;
       this.#statements++;
       void this.#send(batch);
