@@ -8,14 +8,17 @@
  * manifests it may name while node B reads them joined; whatever B's reads return, and whatever
  * B's cache holds once the invalidations of A's acknowledged commits were delivered (B's read
  * barrier), is never older than those commits — also for the manifest whose key B learnt only
- * from its answer (read-cache.ts `beginUnkeyedFill`).
+ * from its answer (read-cache.ts `beginUnkeyedFill`). And with every PostgreSQL process stopped,
+ * 20 concurrent misses queued behind a hung statement each fail as the store being unavailable
+ * within two driver timeouts (statement-batch.ts's bound).
  */
 import t from 'tap';
 import pg from 'pg';
 import { isDeepStrictEqual } from 'node:util';
+import { execFileSync } from 'node:child_process';
 import { startPostgres, postgresSkip } from '../helpers/postgres.js';
 import { PostgresMetadataStore } from '../../engine/storage/postgres-metadata.js';
-import { storedKeyspace, type Keyspace } from '../../engine/storage/metadata.js';
+import { storedKeyspace, StoreUnavailableError, type Keyspace } from '../../engine/storage/metadata.js';
 import { prng } from '../helpers/metadata-contract-suite.js';
 
 const skip = postgresSkip();
@@ -212,4 +215,34 @@ t.test('getWithNamed on PostgreSQL', { skip }, async (t) => {
     t.ok(joined > 50, 'the reads were mostly joined ones, racing the commits');
     t.comment(`fills refused by a racing invalidation: ${cacheOf(b).stats.refused}`);
   });
+});
+
+const cacheOf = (s: PostgresMetadataStore) => s.invalidation.cache;
+
+t.test('a stalled database: coalesced misses waiting behind a hung statement each fail within two driver timeouts', { skip }, async (t) => {
+  const db = await startPostgres();
+  t.teardown(() => db.stop());
+  // Statement timeout 300 ms: the driver gives up 1 s later (postgres-metadata.ts), connections after 1 s.
+  const s = await PostgresMetadataStore.open({ connectionString: db.connectionString, statementTimeoutMs: 300, connectTimeoutMs: 1000 });
+  t.teardown(() => s.close().catch(() => {}));
+  await s.transact((tx) => { for (let i = 0; i < 20; i++) tx.put(tags, `stall\x1f${i}`, { digest: `d-stall-${i}`, seq: i }); });
+  // Every process of the server stopped (postmaster and backends): nothing answers, nothing times out on its side.
+  const backend = Number((await s.pool.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+  const postmaster = Number(execFileSync('ps', ['-o', 'ppid=', '-p', String(backend)], { encoding: 'utf8' }).trim());
+  const pids = [postmaster, ...execFileSync('pgrep', ['-P', String(postmaster)], { encoding: 'utf8' }).trim().split('\n').map(Number)];
+  const signal = (sig: NodeJS.Signals) => { for (const pid of pids) try { process.kill(pid, sig); } catch { /* ended */ } };
+  signal('SIGSTOP');
+  t.teardown(() => signal('SIGCONT'));
+  cacheOf(s).invalidate(Array.from({ length: 20 }, (_, i) => [tags.name, `stall\x1f${i}`] as [string, string]));
+  const t0 = performance.now();
+  const ends = await Promise.all(Array.from({ length: 20 }, (_, i) => s.getWithNamed(tags, `stall\x1f${i}`, 'digest', manifests).then(
+    () => ({ ok: true, ms: performance.now() - t0, unavailable: false }),
+    (e: unknown) => ({ ok: false, ms: performance.now() - t0, unavailable: e instanceof StoreUnavailableError }),
+  )));
+  signal('SIGCONT');
+  t.same(ends.filter((e) => e.ok), [], 'no read answered from a stopped database');
+  t.ok(ends.every((e) => e.unavailable), 'each failed as the store being unavailable (StoreUnavailableError: 503 at the hosts)');
+  const slowest = Math.max(...ends.map((e) => e.ms));
+  // Bound: the hung statement's 1.3 s, then the next one's (it may also wait up to 1 s for a connection): 3.6 s, with slack.
+  t.ok(slowest < 5000, `the slowest of 20 concurrent misses ended in ${Math.round(slowest)} ms`);
 });
