@@ -64,10 +64,15 @@ export async function startNode(dataDir: string, env: Record<string, string>, cl
   });
   const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`node did not start within 60 s:\n${tail.join('\n')}`)), 60_000).unref());
   const urls = await Promise.race([listening, exitError(proc, 'slipway', () => tail.join('\n')), timeout]);
+  // A node that ends on its own mid-run is a finding, not a connection error to guess at later.
+  let stopping = false;
+  proc.once('exit', (code, signal) => {
+    if (!stopping) process.stderr.write(`slipway node ${name} (pid ${proc.pid}) exited on its own (code ${code}, signal ${signal}); its last output:\n${tail.join('\n')}\n`);
+  });
   return {
     urls: { registry: urls.registry, api: urls.api, upload: urls.upload, admin: urls.admin },
     pid: proc.pid!, apiKey: output.secrets.api_key,
-    stop: () => stopChild(proc),
+    stop: () => { stopping = true; return stopChild(proc); },
   };
 }
 
