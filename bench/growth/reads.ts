@@ -30,7 +30,7 @@ export const WARMUP_GETS = 1000;
  * at a time, after `warmup` untimed ones; p50/p99 in ms.
  *
  * How often such a GET repeats an earlier read depends on `count` against the number of images
- * (4,000 GETs over 1,000 images read each image ~5 times, over 30,000 images mostly once). A store
+ * (20,000 GETs over 1,000 images read each image ~20 times, over 100,000 images mostly once). A store
  * that keeps a read cache in front of a networked database answers a repeat from memory and a
  * first read with a statement, so this figure mixes the two in a proportion set by the registry's
  * size; `firstReads` and `hotSetGets` measure each alone.
