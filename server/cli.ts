@@ -106,6 +106,19 @@ function printAccount(created: CreatedAccount, json: boolean): void {
 async function serve(config: Config): Promise<void> {
   const log = createLogger(config.logLevel, config.logFile);
   const lifecycle = lifecycleLogger(log);
+  // An error nothing handled, or a promise rejected with no handler, ends the process with exit
+  // code 1 as Node's defaults do, but first as a JSON log line at `fatal`, so the operator's log
+  // pipeline says why a node ended, not only a stack on stderr. The process's state is unknown
+  // past this point: nothing else is started, only the logs flushed.
+  let ending = false;
+  const fatal = (origin: 'uncaughtException' | 'unhandledRejection') => (e: unknown) => {
+    if (ending) return;
+    ending = true;
+    lifecycle.fatal({ err: e, origin }, `slipway stopped: ${origin === 'unhandledRejection' ? 'a promise was rejected with nothing to handle it' : 'an error nothing handled'}: ${reason(e)}`);
+    void exitWhenFlushed(1);
+  };
+  process.on('uncaughtException', fatal('uncaughtException'));
+  process.on('unhandledRejection', fatal('unhandledRejection'));
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     server = await startServer(config, { log });
