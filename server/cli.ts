@@ -31,6 +31,7 @@ import { credentialsForTerminal } from './ops/operator-credentials.js';
 import { openBlobStore } from './blob-store.js';
 import { openStore } from '../engine/store.js';
 import { StoreUnavailableError } from '../engine/storage/metadata.js';
+import { isOrphanCommitFailure } from '../engine/storage/lmdb-metadata.js';
 import { generateKeyFile, ServerKeys } from '../engine/identity/keys.js';
 import { adoptServerKey } from '../engine/identity/key-check.js';
 import type { CreatedAccount } from '../engine/identity/accounts.js';
@@ -118,7 +119,9 @@ async function serve(config: Config): Promise<void> {
     void exitWhenFlushed(1);
   };
   process.on('uncaughtException', fatal('uncaughtException'));
-  process.on('unhandledRejection', fatal('unhandledRejection'));
+  // But for the rejections lmdb-js leaves behind a failed commit, whose callers got the error.
+  const rejected = fatal('unhandledRejection');
+  process.on('unhandledRejection', (e) => { if (!isOrphanCommitFailure(e)) rejected(e); });
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     server = await startServer(config, { log });

@@ -207,16 +207,25 @@ async function commitCause(e: unknown): Promise<unknown> {
 let guarded = false;
 
 /**
- * A failed commit also rejects an lmdb-js promise that no caller holds (lmdb 3.5: one per failed
- * transaction, "Commit failed (see commitError for details)"), which would end the process as
- * an unhandled rejection although the transaction's own caller got the error (STORAGE_FULL).
- * Those are dropped; any other unhandled rejection is thrown on as before.
+ * True for the rejection lmdb-js leaves unhandled when a commit fails (lmdb 3.5: one promise per
+ * failed transaction that no caller holds, "Commit failed (see commitError for details)", with a
+ * `commitError` promise): the transaction's own caller already got the error (STORAGE_FULL), so
+ * such a rejection is no reason to end the process. A process-level `unhandledRejection` policy
+ * (server/cli.ts `serve`) must let these pass.
+ */
+export function isOrphanCommitFailure(reason: unknown): boolean {
+  return reason instanceof Error && (reason as { commitError?: unknown }).commitError instanceof Promise;
+}
+
+/**
+ * Drops lmdb-js's orphan commit-failure rejections (`isOrphanCommitFailure`), which would end the
+ * process as unhandled rejections; any other unhandled rejection is thrown on as before.
  */
 function guardCommitFailures(): void {
   if (guarded) return;
   guarded = true;
   process.on('unhandledRejection', (reason) => {
-    if (reason instanceof Error && (reason as { commitError?: unknown }).commitError instanceof Promise) return;
+    if (isOrphanCommitFailure(reason)) return;
     throw reason;
   });
 }
