@@ -25,6 +25,8 @@ const skip = postgresSkip();
 /** The keyspaces a manifest GET by tag reads, both cached (read-cache.ts CACHED_KEYSPACES). */
 const tags = storedKeyspace('tags') as Keyspace<{ digest: string; seq: number }>;
 const manifests = storedKeyspace('manifests') as Keyspace<{ seq: number }>;
+/** A node's read cache. */
+const cacheOf = (s: PostgresMetadataStore) => s.invalidation.cache;
 
 /** Statements sent by any pg client while `fn` runs (the read barrier's notifications excluded). */
 async function statementsOf<T>(fn: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
@@ -51,7 +53,6 @@ t.test('getWithNamed on PostgreSQL', { skip }, async (t) => {
   // readers both share statements and overlap them.
   const b = await PostgresMetadataStore.open({ connectionString: db.connectionString, readStatementsInFlight: 2 });
   t.teardown(async () => { await a.close(); await b.close(); });
-  const cacheOf = (s: PostgresMetadataStore) => s.invalidation.cache;
   const cached = (s: PostgresMetadataStore, ks: Keyspace<unknown>, k: string) => cacheOf(s).lookup(ks.name, k);
 
   await t.test('one statement answers what two gets answer, and fills the cache with both', async (t) => {
@@ -216,8 +217,6 @@ t.test('getWithNamed on PostgreSQL', { skip }, async (t) => {
     t.comment(`fills refused by a racing invalidation: ${cacheOf(b).stats.refused}`);
   });
 });
-
-const cacheOf = (s: PostgresMetadataStore) => s.invalidation.cache;
 
 t.test('a stalled database: coalesced misses waiting behind a hung statement each fail within two driver timeouts', { skip }, async (t) => {
   const db = await startPostgres();
