@@ -20,7 +20,8 @@ import { randomBytes } from 'node:crypto';
 import { installCleanup } from './cleanup.js';
 import { RegistryClient } from './client.js';
 import { cpuSeconds, CpuWindow } from './procstat.js';
-import { pushImage, type GrowthImage } from './growth/images.js';
+import { pushImagesUpTo, type GrowthImage } from './growth/images.js';
+import { metricSample } from './growth/memory.js';
 import { firstReads, manifestGets, warmGetPath, type GetFigures } from './growth/reads.js';
 import { startGrowthSlipway } from './growth/servers.js';
 
@@ -29,7 +30,7 @@ const CONNECTIONS = 8;
 /** The counters of the node's /metrics this bench reads. */
 async function counters(admin: string): Promise<{ reads: number; statements: number; barriers: number }> {
   const text = await (await fetch(`${admin}/metrics`)).text();
-  const value = (name: string) => Number(/^\S+ (\S+)$/m.exec(text.split('\n').find((l) => l.startsWith(`${name} `)) ?? '')?.[1] ?? NaN);
+  const value = (name: string) => metricSample(text, name) ?? NaN;
   return { reads: value('slipway_database_miss_reads_total'), statements: value('slipway_database_miss_statements_total'), barriers: value('slipway_database_read_barrier_round_trips_total') };
 }
 
@@ -62,14 +63,8 @@ async function main(): Promise<void> {
   try {
     const client = new RegistryClient(server.registry, server.authorization, CONNECTIONS);
     const images: GrowthImage[] = [];
-    let next = 0;
     const t0 = performance.now();
-    await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
-      while (next < n) {
-        const i = next++;
-        images[i] = await pushImage(client, 7, i, `bench/r${String(i % 100).padStart(2, '0')}`, `v${i}`);
-      }
-    }));
+    await pushImagesUpTo(client, 7, images, n, CONNECTIONS);
     await client.close();
     console.error(`pg-misses: ${n} images pushed in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     const rows: string[] = [];

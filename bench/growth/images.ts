@@ -110,6 +110,29 @@ export async function pushImage(client: RegistryClient, seed: number, index: num
   return { repo, tag, manifestDigest: sha256(manifest), blobs: blobs.map((b) => ({ digest: b.digest, size: b.bytes.length })) };
 }
 
+/** Repositories the growth images are spread over: image `i` goes to `bench/r<i mod 100>` (`growthRepository`). */
+export const REPOSITORIES = 100;
+
+/** The repository of growth image `index`: `bench/r00`…`bench/r99` in turn. */
+export function growthRepository(index: number): string {
+  return `bench/r${String(index % REPOSITORIES).padStart(2, '0')}`;
+}
+
+/**
+ * Pushes growth images `images.length`…`to - 1` (image `i` into `growthRepository(i)` under tag
+ * `v<i>`), `concurrency` at a time, storing each at its index of `images`.
+ * @throws as `pushImage`
+ */
+export async function pushImagesUpTo(client: RegistryClient, seed: number, images: GrowthImage[], to: number, concurrency: number): Promise<void> {
+  let next = images.length;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < to) {
+      const i = next++;
+      images[i] = await pushImage(client, seed, i, growthRepository(i), `v${i}`);
+    }
+  }));
+}
+
 /** PUTs `manifest` (bytes of an image already pushed to `repo`) under each of `tags`, `concurrency` at a time. */
 export async function tagMany(client: RegistryClient, repo: string, manifest: Buffer, tags: string[], concurrency: number): Promise<void> {
   let next = 0;

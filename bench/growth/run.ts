@@ -44,7 +44,7 @@ import { CpuWindow, cpuSeconds, pageFaults, systemSeconds } from '../procstat.js
 import { ProcessShare } from '../process-share.js';
 import { referenceAvailable } from '../servers/reference.js';
 import { round } from '../stats.js';
-import { makeImage, pushImage, tagMany, type GrowthImage } from './images.js';
+import { makeImage, pushImage, pushImagesUpTo, REPOSITORIES, tagMany, type GrowthImage } from './images.js';
 import { readMemory } from './memory.js';
 import { barrierBetween, gcBetween, readNode } from './barrier.js';
 import { firstReads, fullTagList, hotSetGets, manifestGets, page, timedRuns, warmGetPath, WARMUP_GETS } from './reads.js';
@@ -54,7 +54,6 @@ import { printTable, type StepRow } from './table.js';
 import { verifyAfterGc, deleteShare } from './gc-step.js';
 
 const CONCURRENCY = 8;
-const REPOSITORIES = 100;
 /** First reads per step: the step's new images read once each (reads.ts `firstReads`). */
 const FIRST_READS = 1000;
 /**
@@ -111,16 +110,9 @@ function newClient(s: GrowthServer): RegistryClient {
 
 /** Pushes images `from`…`to - 1`, CONCURRENCY at a time; images/s. */
 async function pushUpTo(side: Side, to: number): Promise<number> {
-  let next = side.images.length;
-  const from = next;
+  const from = side.images.length;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < to) {
-      const i = next++;
-      const repo = `bench/r${String(i % REPOSITORIES).padStart(2, '0')}`;
-      side.images[i] = await pushImage(side.client, seed, i, repo, `v${i}`);
-    }
-  }));
+  await pushImagesUpTo(side.client, seed, side.images, to, CONCURRENCY);
   side.pushesSinceStart += to - from;
   return round((to - from) / ((performance.now() - t0) / 1000), 1);
 }
