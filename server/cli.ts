@@ -99,9 +99,6 @@ function printAccount(created: CreatedAccount, json: boolean): void {
   }
 }
 
-/** Longest a node ending on an error nothing handled waits for its log to drain, ms. */
-const FATAL_FLUSH_MS = 2000;
-
 /**
  * `slipway serve`: every line it prints is a JSON log line (server/log.ts), the start-up and
  * shutdown ones included; the operator's credentials go to a file (server/ops/operator-credentials.ts),
@@ -113,14 +110,13 @@ async function serve(config: Config): Promise<void> {
   // An error nothing handled, or a promise rejected with no handler, ends the process with exit
   // code 1 as Node's defaults do, but first as a JSON log line at `fatal`, so the operator's log
   // pipeline says why a node ended, not only a stack on stderr. The process's state is unknown
-  // past this point: nothing else is started, only the logs flushed, for FATAL_FLUSH_MS at most
-  // (a stalled log reader must not keep a broken node running).
+  // past this point: nothing else is started, only the logs flushed.
   let ending = false;
   const fatal = (origin: 'uncaughtException' | 'unhandledRejection') => (e: unknown) => {
     if (ending) return;
     ending = true;
     lifecycle.fatal({ err: e, origin }, `slipway stopped: ${origin === 'unhandledRejection' ? 'a promise was rejected with nothing to handle it' : 'an error nothing handled'}: ${reason(e)}`);
-    void exitWhenFlushed(1, FATAL_FLUSH_MS);
+    void exitWhenFlushed(1);
   };
   process.on('uncaughtException', fatal('uncaughtException'));
   // But for the rejections lmdb-js leaves behind a failed commit, whose callers got the error.

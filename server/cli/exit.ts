@@ -17,14 +17,11 @@ function flushed(stream: NodeJS.WriteStream): Promise<void> {
 }
 
 /**
- * Exits with `code` once stdout and stderr have drained (never sooner: see above), or, with
- * `withinMs`, once that many ms have passed, drained or not: for a process that must end whatever
- * its output's reader does (one whose state is unknown after an error nothing handled).
+ * Exits with `code` once stdout and stderr have drained (never sooner: see above).
  * Returns a promise that never resolves, so callers can `await` it as their last step.
  */
-export async function exitWhenFlushed(code: number, withinMs?: number): Promise<never> {
+export async function exitWhenFlushed(code: number): Promise<never> {
   process.exitCode = code;
-  const drained = Promise.all([flushed(process.stdout), flushed(process.stderr)]);
-  await (withinMs === undefined ? drained : Promise.race([drained, new Promise((resolve) => setTimeout(resolve, withinMs))]));
+  await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
   process.exit(code);
 }
